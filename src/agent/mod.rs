@@ -1,0 +1,383 @@
+//! The agent: [`HarnessAgent`], its builder, and the reasoning–tool–result loop.
+//!
+//! `call(input, runtime)` restores the session's committed working history, accepts the input and
+//! runs reasoning steps: each step goes through [`crate::context::prepare`], calls the model, and,
+//! when the reply asks for tools, checks permission, executes them (concurrently, recorded in call
+//! order) and returns to preparation. A reply without tool calls ends the call. `stream_events`
+//! yields the same run as [`events::AgentEvent`]s.
+//!
+//! **Invariant:** the agent reads time only through its [`Clock`], and never knows whether the
+//! model, tools or storage are simulated.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use ctxbed::agent::HarnessAgent;
+//! use ctxbed::model::ModelInfo;
+//! use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
+//! use ctxbed::runtime::RuntimeContext;
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+//! runtime.block_on(async {
+//!     let info = ModelInfo { name: "m".into(), context_window: Some(8_000), max_output_tokens: None };
+//!     let model = MockModel::new(MockScript::new(info, vec![MockTurn::new(TurnAction::reply("Fixed."))]));
+//!     let agent = HarnessAgent::builder().name("fixer").model(Arc::new(model)).build().unwrap();
+//!     let reply = agent.call("Fix it.", RuntimeContext::new().with_user("alice")).await.unwrap();
+//!     assert_eq!(reply.text(), "Fixed.");
+//! });
+//! ```
+
+pub mod events;
+mod run;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::context::Rejected;
+use crate::context::budget::BudgetSettings;
+use crate::limits;
+use crate::message::Message;
+use crate::model::{Model, ModelError};
+use crate::runtime::RuntimeContext;
+use crate::sim::clock::{Clock, TokioClock};
+use crate::sim::storage::{MemoryStorage, Storage};
+use crate::tokens::{RatioEstimator, TokenEstimator};
+use crate::tools::{AllowAll, PermissionPolicy, Tool, ToolRegistry, ToolRegistryError};
+
+pub use events::{AgentEvent, EventKind};
+
+/// Why an agent could not be built. The builder is unchanged and can be fixed and reused.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum BuildError {
+    #[error("no model configured; call `.model(...)` on the builder")]
+    MissingModel,
+    #[error("max_steps must be between 1 and {max}, got {value}")]
+    InvalidMaxSteps { value: u32, max: u32 },
+    #[error(transparent)]
+    Tool(#[from] ToolRegistryError),
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum AgentError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("request preparation failed: {}", .0.error)]
+    Prepare(Box<Rejected>),
+    #[error(
+        "step limit {limit} reached without a final reply; raise it with `max_steps` (scenario: `agent.max_steps`)"
+    )]
+    MaxStepsExceeded { limit: u32 },
+    #[error("the model asked for {count} tool calls in one reply; at most {max} are accepted")]
+    TooManyToolCalls { count: usize, max: usize },
+    #[error("the run ended without reporting an outcome")]
+    Interrupted,
+}
+
+impl PartialEq for Rejected {
+    fn eq(&self, other: &Self) -> bool {
+        self.error == other.error && self.manifest == other.manifest
+    }
+}
+
+impl AgentError {
+    /// A short stable name of the error class, for traces and expectations.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AgentError::Model(error) => error.kind(),
+            AgentError::Prepare(rejected) => rejected.error.kind(),
+            AgentError::MaxStepsExceeded { .. } => "max_steps_exceeded",
+            AgentError::TooManyToolCalls { .. } => "too_many_tool_calls",
+            AgentError::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Configures and builds a [`HarnessAgent`].
+pub struct HarnessAgentBuilder {
+    name: String,
+    agent_id: Option<String>,
+    model: Option<Arc<dyn Model>>,
+    sys_prompt: Option<String>,
+    workspace: Option<Arc<dyn Storage>>,
+    tools: Vec<Arc<dyn Tool>>,
+    permissions: Arc<dyn PermissionPolicy>,
+    max_steps: u32,
+    estimator: Arc<dyn TokenEstimator>,
+    clock: Option<Arc<dyn Clock>>,
+    model_timeout: Option<Duration>,
+    budget: BudgetSettings,
+}
+
+impl HarnessAgentBuilder {
+    /// The agent's display name (also the default agent id).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The stable agent id used to key sessions.
+    pub fn agent_id(mut self, agent_id: impl Into<String>) -> Self {
+        self.agent_id = Some(agent_id.into());
+        self
+    }
+
+    /// The model to reason with.
+    pub fn model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Persistent behaviour, placed in the single System message.
+    pub fn sys_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.sys_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Workspace storage (in memory when not set).
+    pub fn workspace(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.workspace = Some(storage);
+        self
+    }
+
+    /// Adds a tool; duplicate names are reported by `build`.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// The permission check run before every tool execution.
+    pub fn permissions(mut self, policy: Arc<dyn PermissionPolicy>) -> Self {
+        self.permissions = policy;
+        self
+    }
+
+    /// Reasoning steps one call may take (default [`limits::STEPS_PER_CALL_DEFAULT`]).
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.max_steps = steps;
+        self
+    }
+
+    /// The token estimator used for budgeting and the manifest.
+    pub fn estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
+        self.estimator = estimator;
+        self
+    }
+
+    /// The clock events are stamped with (tokio's clock, started at build, by default).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Fails a model call that takes longer than this.
+    pub fn model_timeout(mut self, timeout: Duration) -> Self {
+        self.model_timeout = Some(timeout);
+        self
+    }
+
+    /// Explicit budget settings (input cap, output reservation, safety margin).
+    pub fn budget(mut self, budget: BudgetSettings) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Builds the agent.
+    ///
+    /// # Errors
+    /// No model, an out-of-range `max_steps`, or a duplicate or invalid tool name.
+    ///
+    /// # Panics
+    /// Without a clock configured, must be called inside a tokio runtime with time enabled.
+    pub fn build(&self) -> Result<HarnessAgent, BuildError> {
+        let model = self.model.clone().ok_or(BuildError::MissingModel)?;
+        if self.max_steps == 0 || self.max_steps > limits::STEPS_PER_CALL_MAX {
+            return Err(BuildError::InvalidMaxSteps {
+                value: self.max_steps,
+                max: limits::STEPS_PER_CALL_MAX,
+            });
+        }
+        let mut tools = ToolRegistry::new();
+        for tool in &self.tools {
+            tools.register(tool.clone())?;
+        }
+        let clock = self
+            .clock
+            .clone()
+            .unwrap_or_else(|| Arc::new(TokioClock::start()));
+        let workspace = self
+            .workspace
+            .clone()
+            .unwrap_or_else(|| Arc::new(MemoryStorage::new()));
+        Ok(HarnessAgent {
+            inner: Arc::new(AgentInner {
+                agent_id: self.agent_id.clone().unwrap_or_else(|| self.name.clone()),
+                name: self.name.clone(),
+                model,
+                sys_prompt: self.sys_prompt.clone(),
+                workspace,
+                tools,
+                permissions: self.permissions.clone(),
+                max_steps: self.max_steps,
+                estimator: self.estimator.clone(),
+                clock,
+                model_timeout: self.model_timeout,
+                budget: self.budget,
+                sessions: Mutex::new(BTreeMap::new()),
+                calls: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+/// Identifies one conversation: agent, user and session.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SessionKey {
+    user_id: Option<String>,
+    session_id: Option<String>,
+}
+
+/// Committed working state of one session.
+#[derive(Debug, Clone, Default)]
+struct SessionState {
+    history: Vec<Message>,
+    messages_created: u64,
+}
+
+struct AgentInner {
+    agent_id: String,
+    name: String,
+    model: Arc<dyn Model>,
+    sys_prompt: Option<String>,
+    #[allow(dead_code)] // read by the offload and workspace-material stages
+    workspace: Arc<dyn Storage>,
+    tools: ToolRegistry,
+    permissions: Arc<dyn PermissionPolicy>,
+    max_steps: u32,
+    estimator: Arc<dyn TokenEstimator>,
+    clock: Arc<dyn Clock>,
+    model_timeout: Option<Duration>,
+    budget: BudgetSettings,
+    sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
+    calls: AtomicU64,
+}
+
+/// An agent with the harness pipeline. Cheap to clone; clones share sessions.
+#[derive(Clone)]
+pub struct HarnessAgent {
+    inner: Arc<AgentInner>,
+}
+
+impl std::fmt::Debug for HarnessAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HarnessAgent")
+            .field("agent_id", &self.inner.agent_id)
+            .field("tools", &self.inner.tools)
+            .finish()
+    }
+}
+
+impl HarnessAgent {
+    /// A builder with defaults: no model, no tools, allow-all permissions, 32 steps.
+    pub fn builder() -> HarnessAgentBuilder {
+        HarnessAgentBuilder {
+            name: "agent".to_string(),
+            agent_id: None,
+            model: None,
+            sys_prompt: None,
+            workspace: None,
+            tools: Vec::new(),
+            permissions: Arc::new(AllowAll),
+            max_steps: limits::STEPS_PER_CALL_DEFAULT,
+            estimator: Arc::new(RatioEstimator),
+            clock: None,
+            model_timeout: None,
+            budget: BudgetSettings::default(),
+        }
+    }
+
+    /// The agent id.
+    pub fn agent_id(&self) -> &str {
+        &self.inner.agent_id
+    }
+
+    /// The agent name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Runs one call to completion and returns the final assistant reply.
+    ///
+    /// # Errors
+    /// A model failure, a rejected preparation, or the step limit.
+    pub async fn call(
+        &self,
+        input: impl Into<String>,
+        runtime: RuntimeContext,
+    ) -> Result<Message, AgentError> {
+        let mut ignore = |_: AgentEvent| {};
+        run::run(&self.inner, input.into(), runtime, &mut ignore).await
+    }
+
+    /// Runs one call and yields its events as they happen; the last is `RunFinished`.
+    ///
+    /// Must be called inside a tokio runtime; the run proceeds as the stream is polled.
+    pub fn stream_events(&self, input: impl Into<String>, runtime: RuntimeContext) -> EventStream {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let inner = self.inner.clone();
+        let input = input.into();
+        tokio::spawn(async move {
+            let mut forward = |event: AgentEvent| {
+                // A dropped stream means nobody listens; the run still completes and commits.
+                let _ = sender.send(event);
+            };
+            let _ = run::run(&inner, input, runtime, &mut forward).await;
+        });
+        EventStream { receiver }
+    }
+
+    /// Replaces a session's committed working history (e.g. a restored conversation).
+    pub fn load_history(&self, runtime: &RuntimeContext, history: Vec<Message>) {
+        let key = run::session_key(runtime);
+        let mut sessions = run::lock(&self.inner.sessions);
+        let state = sessions.entry(key).or_default();
+        state.messages_created = state.messages_created.max(history.len() as u64);
+        state.history = history;
+    }
+
+    /// A session's committed working history.
+    pub fn history(&self, runtime: &RuntimeContext) -> Vec<Message> {
+        let sessions = run::lock(&self.inner.sessions);
+        sessions
+            .get(&run::session_key(runtime))
+            .map(|state| state.history.clone())
+            .unwrap_or_default()
+    }
+
+    /// Number of calls started on this agent.
+    pub fn calls_started(&self) -> u64 {
+        self.inner.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// The events of one run, in order.
+#[derive(Debug)]
+pub struct EventStream {
+    receiver: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+impl EventStream {
+    /// The next event, or `None` after `RunFinished`.
+    pub async fn next(&mut self) -> Option<AgentEvent> {
+        self.receiver.recv().await
+    }
+
+    /// Collects every remaining event.
+    pub async fn collect(mut self) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            events.push(event);
+        }
+        events
+    }
+}

@@ -1,0 +1,260 @@
+//! The reasoning–tool–result loop of one call.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::Ordering;
+
+use futures_util::future::join_all;
+
+use super::events::{AgentEvent, CONTEXT_BUILD_EVENT, ContextBuildEvent, CustomValue, EventKind};
+use super::{AgentError, AgentInner, SessionKey};
+use crate::context::manifest::ContextManifest;
+use crate::context::{PrepareInput, Prepared, prepare};
+use crate::limits;
+use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
+use crate::model::{ModelError, ModelReply, Purpose};
+use crate::runtime::RuntimeContext;
+use crate::tools::{Permission, ToolContext, ToolOutcome};
+
+type Sink<'a> = dyn FnMut(AgentEvent) + Send + 'a;
+
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) fn session_key(runtime: &RuntimeContext) -> SessionKey {
+    SessionKey {
+        user_id: runtime.user_id.clone(),
+        session_id: runtime.session_id.clone(),
+    }
+}
+
+/// The working state of one call.
+struct Call<'a> {
+    inner: &'a AgentInner,
+    call_id: String,
+    runtime: RuntimeContext,
+    key: SessionKey,
+    history: Vec<Message>,
+    messages_created: u64,
+}
+
+/// Runs one call, reporting every event to `sink`; the last event is always `RunFinished`.
+pub(super) async fn run(
+    inner: &AgentInner,
+    input: String,
+    runtime: RuntimeContext,
+    sink: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Result<Message, AgentError> {
+    let number = inner.calls.fetch_add(1, Ordering::SeqCst) + 1;
+    let key = session_key(&runtime);
+    let restored = lock(&inner.sessions).get(&key).cloned().unwrap_or_default();
+    let mut call = Call {
+        inner,
+        call_id: format!("call-{number}"),
+        runtime,
+        key,
+        history: restored.history,
+        messages_created: restored.messages_created,
+    };
+    emit(inner, sink, EventKind::RunStarted {
+        call_id: call.call_id.clone(),
+    });
+    let user = Message::user(call.next_message_id(), input);
+    call.history.push(user);
+    let outcome = call.steps(sink).await;
+    emit(inner, sink, EventKind::RunFinished {
+        call_id: call.call_id.clone(),
+        outcome: outcome.clone(),
+    });
+    outcome
+}
+
+fn emit(inner: &AgentInner, sink: &mut Sink<'_>, kind: EventKind) {
+    sink(AgentEvent {
+        at: inner.clock.elapsed(),
+        kind,
+    });
+}
+
+impl Call<'_> {
+    fn next_message_id(&mut self) -> String {
+        self.messages_created += 1;
+        format!("m{:04}", self.messages_created)
+    }
+
+    /// Commits the working history as the session's state.
+    fn commit(&self) {
+        let mut sessions = lock(&self.inner.sessions);
+        let state = sessions.entry(self.key.clone()).or_default();
+        state.history = self.history.clone();
+        state.messages_created = self.messages_created;
+    }
+
+    async fn steps(&mut self, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
+        for step in 1..=self.inner.max_steps {
+            let request_id = format!("{}/r{step}", self.call_id);
+            let prepared = self.prepare(&request_id, sink)?;
+            self.commit();
+            let reply = self.ask_model(&request_id, &prepared, sink).await?;
+            let assistant = self.accept_reply(reply, sink)?;
+            let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
+            self.history.push(assistant.clone());
+            if calls.is_empty() {
+                self.commit();
+                return Ok(assistant);
+            }
+            self.execute_tools(&calls, sink).await;
+        }
+        self.commit();
+        Err(AgentError::MaxStepsExceeded {
+            limit: self.inner.max_steps,
+        })
+    }
+
+    fn prepare(&self, request_id: &str, sink: &mut Sink<'_>) -> Result<Prepared, AgentError> {
+        let tools = self.inner.tools.schemas();
+        let input = PrepareInput {
+            call_id: request_id,
+            purpose: Purpose::Reasoning,
+            model: self.inner.model.info(),
+            system_prompt: self.inner.sys_prompt.as_deref(),
+            history: &self.history,
+            tools: &tools,
+            estimator: self.inner.estimator.as_ref(),
+            budget: self.inner.budget,
+        };
+        match prepare(&input) {
+            Ok(prepared) => {
+                report_build(self.inner, sink, &prepared.manifest, None);
+                Ok(prepared)
+            }
+            Err(rejected) => {
+                report_build(self.inner, sink, &rejected.manifest, Some(rejected.error.kind()));
+                Err(AgentError::Prepare(rejected))
+            }
+        }
+    }
+
+    async fn ask_model(
+        &self,
+        request_id: &str,
+        prepared: &Prepared,
+        sink: &mut Sink<'_>,
+    ) -> Result<ModelReply, AgentError> {
+        emit(self.inner, sink, EventKind::ModelCallStarted {
+            request_id: request_id.to_string(),
+        });
+        let call = self.inner.model.call(&prepared.request);
+        let answer = match self.inner.model_timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(answer) => answer,
+                Err(_) => Err(ModelError::Timeout { after: limit }),
+            },
+            None => call.await,
+        };
+        match answer {
+            Ok(reply) => {
+                emit(self.inner, sink, EventKind::ModelCallFinished {
+                    request_id: request_id.to_string(),
+                    usage: reply.usage,
+                });
+                Ok(reply)
+            }
+            Err(error) => {
+                emit(self.inner, sink, EventKind::ModelCallFailed {
+                    request_id: request_id.to_string(),
+                    error: error.clone(),
+                });
+                Err(AgentError::Model(error))
+            }
+        }
+    }
+
+    /// Gives the reply its id, reports its parts and checks it is usable.
+    fn accept_reply(&mut self, reply: ModelReply, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
+        let mut message = reply.message;
+        message.id = self.next_message_id();
+        message.role = Role::Assistant;
+        let count = message.tool_calls().count();
+        if count > limits::TOOL_CALLS_PER_REPLY_MAX {
+            return Err(AgentError::TooManyToolCalls {
+                count,
+                max: limits::TOOL_CALLS_PER_REPLY_MAX,
+            });
+        }
+        for part in &message.parts {
+            let kind = match part {
+                ContentPart::Thinking { text } => EventKind::Thinking { text: text.clone() },
+                ContentPart::Text { text } => EventKind::Text { text: text.clone() },
+                ContentPart::ToolCall(call) => EventKind::ToolCall { call: call.clone() },
+                ContentPart::ToolResult(_) | ContentPart::Media { .. } => continue,
+            };
+            emit(self.inner, sink, kind);
+        }
+        Ok(message)
+    }
+
+    /// Checks permission for each call, runs the allowed ones concurrently, and records every
+    /// result in call order.
+    async fn execute_tools(&mut self, calls: &[ToolCall], sink: &mut Sink<'_>) {
+        let context = ToolContext {
+            agent_id: self.inner.agent_id.clone(),
+            runtime: self.runtime.clone(),
+            call_id: self.call_id.clone(),
+        };
+        let executions = calls.iter().map(|call| execute_one(self.inner, call, &context));
+        let outcomes = join_all(executions).await;
+        for (call, (outcome, denied)) in calls.iter().zip(outcomes) {
+            let result = ToolResult {
+                call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                outputs: outcome.outputs,
+                is_error: outcome.is_error,
+                metadata: outcome.metadata,
+            };
+            emit(self.inner, sink, EventKind::ToolResult {
+                result: result.clone(),
+                denied,
+            });
+            let id = self.next_message_id();
+            self.history
+                .push(Message::new(id, Role::Tool, vec![ContentPart::ToolResult(result)]));
+        }
+    }
+}
+
+/// Runs one tool call after its permission check; returns the outcome and whether it was denied.
+async fn execute_one(inner: &AgentInner, call: &ToolCall, context: &ToolContext) -> (ToolOutcome, bool) {
+    if let Permission::Deny { reason } = inner.permissions.check(call, &context.runtime) {
+        return (ToolOutcome::error(reason), true);
+    }
+    let Some(tool) = inner.tools.get(&call.name) else {
+        let available: Vec<String> = inner.tools.schemas().into_iter().map(|s| s.name).collect();
+        let message = format!(
+            "unknown tool `{}`; available tools: {}",
+            call.name,
+            if available.is_empty() { "none".to_string() } else { available.join(", ") }
+        );
+        return (ToolOutcome::error(message), false);
+    };
+    (tool.call(call, context).await, false)
+}
+
+fn report_build(
+    inner: &AgentInner,
+    sink: &mut Sink<'_>,
+    manifest: &ContextManifest,
+    error_kind: Option<&'static str>,
+) {
+    let event = ContextBuildEvent {
+        call_id: manifest.call_id.clone(),
+        purpose: manifest.purpose,
+        status: if error_kind.is_none() { "passed" } else { "failed" },
+        manifest: manifest.clone(),
+        error_kind,
+    };
+    emit(inner, sink, EventKind::Custom {
+        name: CONTEXT_BUILD_EVENT,
+        value: CustomValue::ContextBuild(Box::new(event)),
+    });
+}

@@ -1,0 +1,121 @@
+//! The context manifest: metadata of one request preparation, never prompt bodies.
+//!
+//! A [`ContextManifest`] is built from the records of the preparation stages: one item per
+//! prepared message and per tool schema (ids, roles, token counts, content hashes), the
+//! transforms applied, and the validation outcome. An early failure has token figures of −1 and
+//! the counting method `unavailable`.
+//!
+//! **Invariant:** no field holds message text, tool arguments or tool output; ids, hashes, counts
+//! and names only.
+
+use sha2::{Digest, Sha256};
+
+use crate::message::{Message, Role};
+use crate::model::Purpose;
+
+/// The outcome of a preparation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Validation {
+    Passed,
+    BudgetExceeded,
+    InvalidToolPairs,
+    StateConflict,
+    HistoryConflict,
+    BuildFailed,
+}
+
+impl Validation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Validation::Passed => "passed",
+            Validation::BudgetExceeded => "budget_exceeded",
+            Validation::InvalidToolPairs => "invalid_tool_pairs",
+            Validation::StateConflict => "state_conflict",
+            Validation::HistoryConflict => "history_conflict",
+            Validation::BuildFailed => "build_failed",
+        }
+    }
+}
+
+/// What a manifest item describes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemKind {
+    /// A prepared message.
+    Message { role: Role, part_kinds: Vec<&'static str> },
+    /// A tool schema in the request's tool list.
+    ToolSchema,
+}
+
+/// One retained element of the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestItem {
+    pub kind: ItemKind,
+    /// Message id or tool name.
+    pub id: String,
+    pub tokens: u64,
+    /// First 16 hex digits of the SHA-256 of the serialised content.
+    pub content_hash: String,
+}
+
+/// Metadata of one request preparation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextManifest {
+    pub call_id: String,
+    pub purpose: Purpose,
+    pub model: String,
+    /// Estimated input tokens of the whole request; −1 when unavailable.
+    pub estimated_input_tokens: i64,
+    /// Effective input limit; −1 when unavailable.
+    pub input_limit: i64,
+    pub counting_method: String,
+    pub exact: bool,
+    pub items: Vec<ManifestItem>,
+    pub transforms: Vec<String>,
+    pub validation: Validation,
+}
+
+impl ContextManifest {
+    /// A manifest for a preparation that failed before any statistics existed.
+    pub fn early_failure(call_id: &str, purpose: Purpose, model: &str, validation: Validation) -> Self {
+        ContextManifest {
+            call_id: call_id.to_string(),
+            purpose,
+            model: model.to_string(),
+            estimated_input_tokens: -1,
+            input_limit: -1,
+            counting_method: "unavailable".to_string(),
+            exact: false,
+            items: Vec::new(),
+            transforms: Vec::new(),
+            validation,
+        }
+    }
+}
+
+/// The short content hash used in manifests and message ids.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The content hash of a message's parts (id and metadata excluded).
+pub fn message_hash(message: &Message) -> String {
+    let serialised = serde_json::to_vec(&(&message.role, &message.parts)).unwrap_or_default();
+    content_hash(&serialised)
+}
+
+/// Names of a message's part kinds, in order, for the manifest and trace.
+pub fn part_kinds(message: &Message) -> Vec<&'static str> {
+    use crate::message::ContentPart;
+    message
+        .parts
+        .iter()
+        .map(|part| match part {
+            ContentPart::Text { .. } => "text",
+            ContentPart::Thinking { .. } => "thinking",
+            ContentPart::ToolCall(_) => "tool_call",
+            ContentPart::ToolResult(_) => "tool_result",
+            ContentPart::Media { .. } => "media",
+        })
+        .collect()
+}

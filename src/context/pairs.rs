@@ -1,0 +1,163 @@
+//! Tool-call/result pairing: the rule strict providers enforce, checked before a request leaves.
+//!
+//! Every tool call of an assistant message must be answered by the tool messages immediately
+//! after it, and every tool result must answer a call of the assistant message before it. The
+//! harness validates this on every prepared request (`invalid_tool_pairs`); mock models apply the
+//! same rule to answer with a provider's real rejection.
+//!
+//! ```
+//! use ctxbed::context::pairs::{PairingProblem, find_pairing_problem};
+//! use ctxbed::message::Message;
+//! let orphan = vec![Message::user("u1", "go"), Message::tool_result("t1", "call_9", "execute", "ok", false)];
+//! assert_eq!(find_pairing_problem(&orphan),
+//!     Some(PairingProblem::ResultWithoutCall { index: 1, call_id: "call_9".into() }));
+//! ```
+
+use std::collections::BTreeSet;
+
+use crate::message::{Message, Role};
+
+/// The first pairing violation found, with the offending message position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingProblem {
+    /// An assistant tool call not answered by the tool messages that follow it.
+    CallWithoutResult { index: usize, call_id: String },
+    /// A tool result whose call is not in the assistant message before it.
+    ResultWithoutCall { index: usize, call_id: String },
+    /// A tool call or result with a blank id.
+    BlankId { index: usize },
+    /// A call id used by more than one tool call.
+    DuplicateCallId { index: usize, call_id: String },
+}
+
+/// Checks the pairing rules: every call of an assistant message is answered by the tool
+/// messages immediately after it, and every tool result answers a call of that assistant message.
+pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
+    let mut open: BTreeSet<String> = BTreeSet::new();
+    let mut open_index = 0;
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for (index, message) in messages.iter().enumerate() {
+        if let Some(problem) = id_problem(index, message, &mut seen) {
+            return Some(problem);
+        }
+        if message.role == Role::Tool {
+            for result in message.tool_results() {
+                if !open.remove(&result.call_id) {
+                    return Some(PairingProblem::ResultWithoutCall {
+                        index,
+                        call_id: result.call_id.clone(),
+                    });
+                }
+            }
+            continue;
+        }
+        if let Some(call_id) = open.iter().next() {
+            return Some(PairingProblem::CallWithoutResult {
+                index: open_index,
+                call_id: call_id.clone(),
+            });
+        }
+        if message.role == Role::Assistant {
+            open = message.tool_calls().map(|call| call.id.clone()).collect();
+            open_index = index;
+        }
+    }
+    open.into_iter().next().map(|call_id| PairingProblem::CallWithoutResult {
+        index: open_index,
+        call_id,
+    })
+}
+
+
+fn id_problem<'a>(
+    index: usize,
+    message: &'a Message,
+    seen: &mut BTreeSet<&'a str>,
+) -> Option<PairingProblem> {
+    for call in message.tool_calls() {
+        if call.id.trim().is_empty() {
+            return Some(PairingProblem::BlankId { index });
+        }
+        if !seen.insert(call.id.as_str()) {
+            return Some(PairingProblem::DuplicateCallId {
+                index,
+                call_id: call.id.clone(),
+            });
+        }
+    }
+    if message.tool_results().any(|r| r.call_id.trim().is_empty()) {
+        return Some(PairingProblem::BlankId { index });
+    }
+    None
+}
+
+impl std::fmt::Display for PairingProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PairingProblem::CallWithoutResult { index, call_id } => write!(
+                f,
+                "tool call `{call_id}` in message {index} has no result in the tool messages after it"
+            ),
+            PairingProblem::ResultWithoutCall { index, call_id } => write!(
+                f,
+                "tool result for `{call_id}` in message {index} answers no call of the assistant message before it"
+            ),
+            PairingProblem::BlankId { index } => {
+                write!(f, "message {index} has a tool call or result with a blank id")
+            }
+            PairingProblem::DuplicateCallId { index, call_id } => {
+                write!(f, "tool call id `{call_id}` in message {index} was already used")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ContentPart;
+    use serde_json::Value;
+
+    fn calls(id: &str) -> Message {
+        Message::assistant_tool_calls("a", vec![ContentPart::tool_call(id, "t", Value::Null)])
+    }
+
+    #[test]
+    fn pairing_accepts_a_closed_exchange() {
+        let messages = vec![
+            Message::user("u", "go"),
+            calls("c1"),
+            Message::tool_result("r", "c1", "t", "ok", false),
+            Message::assistant("b", "done"),
+        ];
+        assert_eq!(find_pairing_problem(&messages), None);
+    }
+
+    #[test]
+    fn pairing_finds_both_directions() {
+        let open = vec![Message::user("u", "go"), calls("c1"), Message::user("u2", "x")];
+        assert_eq!(
+            find_pairing_problem(&open),
+            Some(PairingProblem::CallWithoutResult {
+                index: 1,
+                call_id: "c1".into()
+            })
+        );
+        let trailing = vec![Message::user("u", "go"), calls("c1")];
+        assert!(matches!(
+            find_pairing_problem(&trailing),
+            Some(PairingProblem::CallWithoutResult { .. })
+        ));
+        let orphan = vec![
+            Message::user("u", "go"),
+            Message::tool_result("r", "c9", "t", "ok", false),
+        ];
+        assert_eq!(
+            find_pairing_problem(&orphan),
+            Some(PairingProblem::ResultWithoutCall {
+                index: 1,
+                call_id: "c9".into()
+            })
+        );
+    }
+}

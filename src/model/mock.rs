@@ -1,0 +1,408 @@
+//! Scripted mock models: a strict provider imitation that replays a script of turns.
+//!
+//! A [`MockModel`] counts every request it receives with an exact tokenizer and checks it the way
+//! a strict provider would: unpaired tool calls or results get the pairing rejection of the
+//! provider it imitates; input over its window gets that provider's overflow error. Otherwise it
+//! answers with the next applicable turn of its [`MockScript`]: a text reply, tool calls, a
+//! latency, an error, or a deterministic summary. A turn with a `when` condition that does not
+//! hold is skipped. When the script runs out the model fails with
+//! [`ModelError::ScriptExhausted`], naming the file.
+//!
+//! Errors travel as a provider status and body through [`classify`], exactly as a real
+//! provider's would, so classification is exercised on real wording.
+//!
+//! ```
+//! use ctxbed::model::{Model, ModelInfo, ModelRequest, Purpose};
+//! use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
+//! use ctxbed::message::Message;
+//! let script = MockScript::new(
+//!     ModelInfo { name: "tiny".into(), context_window: Some(1_000), max_output_tokens: None },
+//!     vec![MockTurn::new(TurnAction::reply("Done."))],
+//! );
+//! let model = MockModel::new(script);
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+//! let reply = runtime.block_on(model.call(&ModelRequest {
+//!     call_id: "c1".into(), purpose: Purpose::Reasoning,
+//!     messages: vec![Message::user("m1", "Hi")], tools: vec![], max_output_tokens: None,
+//! })).unwrap();
+//! assert_eq!(reply.message.text(), "Done.");
+//! ```
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::classify::classify;
+use crate::context::pairs::{PairingProblem, find_pairing_problem};
+use super::provider::Provider;
+use super::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose, Usage};
+use crate::message::{ContentPart, Message, Role};
+use crate::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
+
+/// A tool call a turn asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptedCall {
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// An error a turn injects.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptedError {
+    /// The imitated provider's overflow wording (sizes from the request's exact count).
+    Overflow,
+    /// The imitated provider's pairing rejection.
+    Pairing,
+    /// The provider does not answer in time.
+    Timeout,
+    /// A reply that cannot be parsed; carries the raw text.
+    Malformed(String),
+    /// A server fault with this status.
+    Transient(u16),
+    /// HTTP 429.
+    RateLimit,
+    /// A raw status and body, classified like any provider answer.
+    Raw { status: u16, body: String },
+}
+
+/// What a turn does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnAction {
+    /// An assistant reply: optional thinking and text, and tool calls (parallel when several).
+    Reply {
+        thinking: Option<String>,
+        text: Option<String>,
+        tool_calls: Vec<ScriptedCall>,
+    },
+    /// A deterministic summary of the request's conversation.
+    Summarize,
+    /// An injected failure.
+    Error(ScriptedError),
+}
+
+impl TurnAction {
+    /// A plain text reply.
+    pub fn reply(text: impl Into<String>) -> Self {
+        TurnAction::Reply {
+            thinking: None,
+            text: Some(text.into()),
+            tool_calls: Vec::new(),
+        }
+    }
+}
+
+/// When a turn applies. Every given condition must hold; an empty condition always holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnCondition {
+    /// Exact input tokens strictly above this.
+    pub tokens_over: Option<u64>,
+    /// Exact input tokens at most this.
+    pub tokens_at_most: Option<u64>,
+    /// Some message text contains this.
+    pub contains: Option<String>,
+    /// The request has this purpose.
+    pub purpose: Option<Purpose>,
+}
+
+/// One scripted turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockTurn {
+    pub when: TurnCondition,
+    pub action: TurnAction,
+    /// Simulated time before answering.
+    pub latency: Duration,
+    /// How many requests this turn answers before the script moves on.
+    pub times: u32,
+    /// Where the turn was written (`file:line`), for error messages.
+    pub origin: String,
+}
+
+impl MockTurn {
+    /// An unconditional turn answering once with no latency.
+    pub fn new(action: TurnAction) -> Self {
+        MockTurn {
+            when: TurnCondition::default(),
+            action,
+            latency: Duration::ZERO,
+            times: 1,
+            origin: String::new(),
+        }
+    }
+}
+
+/// How requests with purpose SUMMARY are answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummaryMode {
+    /// By the deterministic summariser, without consuming a turn.
+    Auto,
+    /// By the script, like any other request.
+    Scripted,
+}
+
+/// A complete mock-model definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockScript {
+    pub info: ModelInfo,
+    pub imitates: Provider,
+    pub vocabulary: Vocabulary,
+    /// Check pairing and window like a strict provider.
+    pub strict: bool,
+    pub summaries: SummaryMode,
+    pub turns: Vec<MockTurn>,
+    /// The file the script came from, for error messages.
+    pub file: String,
+}
+
+impl MockScript {
+    /// A strict OpenAI-imitating script counting with o200k.
+    pub fn new(info: ModelInfo, turns: Vec<MockTurn>) -> Self {
+        MockScript {
+            info,
+            imitates: Provider::OpenAi,
+            vocabulary: Vocabulary::O200k,
+            strict: true,
+            summaries: SummaryMode::Auto,
+            turns,
+            file: "<inline>".to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Cursor {
+    turn: usize,
+    used: u32,
+    requests: u64,
+    call_ids: u64,
+}
+
+/// A model that replays a [`MockScript`].
+#[derive(Debug)]
+pub struct MockModel {
+    script: MockScript,
+    estimator: ExactEstimator,
+    cursor: Mutex<Cursor>,
+}
+
+impl MockModel {
+    pub fn new(script: MockScript) -> Self {
+        let estimator = ExactEstimator::new(script.vocabulary);
+        MockModel {
+            script,
+            estimator,
+            cursor: Mutex::new(Cursor::default()),
+        }
+    }
+
+    /// The script being replayed.
+    pub fn script(&self) -> &MockScript {
+        &self.script
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cursor> {
+        self.cursor
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Picks the turn for this request and advances the cursor.
+    fn next_turn(&self, request: &ModelRequest, tokens: u64) -> Result<MockTurn, ModelError> {
+        let mut cursor = self.lock();
+        cursor.requests += 1;
+        while let Some(turn) = self.script.turns.get(cursor.turn) {
+            if !condition_holds(&turn.when, request, tokens) {
+                cursor.turn += 1;
+                cursor.used = 0;
+                continue;
+            }
+            cursor.used += 1;
+            if cursor.used >= turn.times {
+                cursor.turn += 1;
+                cursor.used = 0;
+            }
+            return Ok(turn.clone());
+        }
+        Err(ModelError::ScriptExhausted {
+            model: self.script.info.name.clone(),
+            file: self.script.file.clone(),
+            request: cursor.requests,
+        })
+    }
+
+    fn next_call_id(&self) -> String {
+        let mut cursor = self.lock();
+        cursor.call_ids += 1;
+        match self.script.imitates {
+            Provider::Anthropic => format!("toolu_{:04}", cursor.call_ids),
+            _ => format!("call_{:04}", cursor.call_ids),
+        }
+    }
+
+    fn provider_error(&self, status: u16, body: String) -> ModelError {
+        classify(self.script.imitates.as_str(), status, &body)
+    }
+
+    /// A strict provider's checks: pairing first, then the window.
+    fn check_request(&self, request: &ModelRequest, tokens: u64) -> Result<(), ModelError> {
+        if let Some(problem) = find_pairing_problem(&request.messages) {
+            let provider = self.script.imitates;
+            let (status, body) = match problem {
+                PairingProblem::CallWithoutResult { index, call_id } => {
+                    provider.call_without_result_error(index, &call_id)
+                }
+                PairingProblem::ResultWithoutCall { index, call_id }
+                | PairingProblem::DuplicateCallId { index, call_id } => {
+                    provider.result_without_call_error(index, &call_id)
+                }
+                PairingProblem::BlankId { index } => provider.result_without_call_error(index, ""),
+            };
+            return Err(self.provider_error(status, body));
+        }
+        if let Some(window) = self.script.info.context_window {
+            let requested = tokens + request.max_output_tokens.unwrap_or(0);
+            if requested > window {
+                let (status, body) = self.script.imitates.overflow_error(requested, window);
+                return Err(self.provider_error(status, body));
+            }
+        }
+        Ok(())
+    }
+
+    fn scripted_error(&self, error: &ScriptedError, tokens: u64, latency: Duration) -> ModelError {
+        let window = self.script.info.context_window.unwrap_or(tokens.saturating_sub(1));
+        match error {
+            ScriptedError::Overflow => {
+                let (status, body) = self.script.imitates.overflow_error(tokens, window);
+                self.provider_error(status, body)
+            }
+            ScriptedError::Pairing => {
+                let (status, body) = self.script.imitates.call_without_result_error(1, "call_0000");
+                self.provider_error(status, body)
+            }
+            ScriptedError::Timeout => ModelError::Timeout { after: latency },
+            ScriptedError::Malformed(raw) => ModelError::MalformedReply {
+                detail: "the reply is not a valid chat completion".to_string(),
+                raw: raw.clone(),
+            },
+            ScriptedError::Transient(status) => self.provider_error(
+                *status,
+                format!(r#"{{"error":{{"message":"upstream fault","code":{status}}}}}"#),
+            ),
+            ScriptedError::RateLimit => self.provider_error(
+                429,
+                r#"{"error":{"message":"Rate limit reached; please try again later.","type":"requests","code":"rate_limit_exceeded"}}"#.to_string(),
+            ),
+            ScriptedError::Raw { status, body } => self.provider_error(*status, body.clone()),
+        }
+    }
+
+    fn reply(&self, action: &TurnAction, request: &ModelRequest, tokens: u64) -> ModelReply {
+        let mut parts = Vec::new();
+        match action {
+            TurnAction::Reply {
+                thinking,
+                text,
+                tool_calls,
+            } => {
+                if let Some(thinking) = thinking {
+                    parts.push(ContentPart::Thinking {
+                        text: thinking.clone(),
+                    });
+                }
+                if let Some(text) = text {
+                    parts.push(ContentPart::text(text.clone()));
+                }
+                for call in tool_calls {
+                    parts.push(ContentPart::tool_call(
+                        self.next_call_id(),
+                        call.name.clone(),
+                        call.arguments.clone(),
+                    ));
+                }
+            }
+            TurnAction::Summarize => parts.push(ContentPart::text(summarize(request))),
+            TurnAction::Error(_) => unreachable!("errors are answered before replies"),
+        }
+        let message = Message::new(String::new(), Role::Assistant, parts);
+        let output_tokens = self.estimator.message_tokens(&message);
+        ModelReply {
+            message,
+            usage: Some(Usage {
+                input_tokens: tokens,
+                output_tokens,
+            }),
+        }
+    }
+}
+
+#[async_trait]
+impl Model for MockModel {
+    fn info(&self) -> &ModelInfo {
+        &self.script.info
+    }
+
+    async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let tokens = self
+            .estimator
+            .request_tokens(&request.messages, &request.tools);
+        if self.script.strict {
+            self.check_request(request, tokens)?;
+        }
+        let auto_summary = request.purpose == Purpose::Summary
+            && self.script.summaries == SummaryMode::Auto;
+        let turn = if auto_summary {
+            MockTurn::new(TurnAction::Summarize)
+        } else {
+            self.next_turn(request, tokens)?
+        };
+        if !turn.latency.is_zero() {
+            tokio::time::sleep(turn.latency).await;
+        }
+        match &turn.action {
+            TurnAction::Error(error) => Err(self.scripted_error(error, tokens, turn.latency)),
+            action => Ok(self.reply(action, request, tokens)),
+        }
+    }
+}
+
+fn condition_holds(condition: &TurnCondition, request: &ModelRequest, tokens: u64) -> bool {
+    let over = condition.tokens_over.is_none_or(|limit| tokens > limit);
+    let at_most = condition.tokens_at_most.is_none_or(|limit| tokens <= limit);
+    let purpose = condition.purpose.is_none_or(|p| p == request.purpose);
+    let contains = condition.contains.as_ref().is_none_or(|needle| {
+        request
+            .messages
+            .iter()
+            .any(|message| message_mentions(message, needle))
+    });
+    over && at_most && purpose && contains
+}
+
+fn message_mentions(message: &Message, needle: &str) -> bool {
+    message.parts.iter().any(|part| match part {
+        ContentPart::Text { text } | ContentPart::Thinking { text } => text.contains(needle),
+        ContentPart::ToolResult(result) => result.text().contains(needle),
+        ContentPart::ToolCall(call) => call.arguments.to_string().contains(needle),
+        ContentPart::Media { .. } => false,
+    })
+}
+
+/// The deterministic summariser: names how many messages it covers and quotes each user turn's
+/// first line, so a golden shows which messages went into a summary.
+pub fn summarize(request: &ModelRequest) -> String {
+    let mut lines = vec![format!(
+        "Summary of {} request message(s).",
+        request.messages.len()
+    )];
+    for message in &request.messages {
+        if message.role == Role::User {
+            let text = message.text();
+            let first = text.lines().next().unwrap_or("");
+            lines.push(format!("- user: {}", crate::format::snippet(first, 80)));
+        }
+    }
+    lines.join("\n")
+}
+

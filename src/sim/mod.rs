@@ -1,0 +1,12 @@
+//! The simulated world: clock, seeded randomness, in-memory workspace storage and generated text.
+//!
+//! The harness never knows it is simulated: it reads time through [`clock::Clock`] and storage
+//! through [`storage::Storage`]; this module supplies the implementations a scenario runs on.
+//!
+//! **Invariant:** nothing here reads the wall clock or an unseeded random source. Time is tokio's
+//! clock, which is paused in every scenario, so a ten-minute latency costs microseconds.
+
+pub mod clock;
+pub mod rng;
+pub mod storage;
+pub mod text;

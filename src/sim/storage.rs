@@ -1,0 +1,189 @@
+//! Workspace storage: the [`Storage`] trait, checked [`WorkspacePath`]s and [`MemoryStorage`].
+//!
+//! Every path is relative to the workspace and checked before use: no `..`, no absolute paths,
+//! no empty segments, no control characters or backslashes. The in-memory store lets a scenario
+//! inject write failures under a path prefix.
+//!
+//! ```
+//! use ctxbed::sim::storage::{MemoryStorage, Storage, WorkspacePath};
+//! let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! runtime.block_on(async {
+//!     let storage = MemoryStorage::new();
+//!     let path = WorkspacePath::parse("notes/a.txt").unwrap();
+//!     storage.write(&path, b"hi".to_vec()).await.unwrap();
+//!     assert_eq!(storage.read(&path).await.unwrap().as_deref(), Some(&b"hi"[..]));
+//!     assert!(WorkspacePath::parse("../etc/passwd").is_err());
+//! });
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+/// A path inside the workspace that has passed every check.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkspacePath(String);
+
+/// Why a path was refused.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum PathError {
+    #[error("path is empty; give a path relative to the workspace, e.g. `notes/today.md`")]
+    Empty,
+    #[error("path `{0}` is absolute; give a path relative to the workspace")]
+    Absolute(String),
+    #[error("path `{0}` leaves the workspace through `..`; paths must stay inside the workspace")]
+    Escapes(String),
+    #[error("path `{0}` holds a backslash, control character or empty segment; use `/`-separated names")]
+    Malformed(String),
+}
+
+impl WorkspacePath {
+    /// Checks a relative path.
+    ///
+    /// # Errors
+    /// Empty, absolute, escaping or malformed paths.
+    pub fn parse(path: &str) -> Result<Self, PathError> {
+        if path.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if path.starts_with('/') || path.chars().nth(1) == Some(':') {
+            return Err(PathError::Absolute(path.to_string()));
+        }
+        if path.chars().any(|c| c.is_control() || c == '\\') {
+            return Err(PathError::Malformed(path.escape_debug().to_string()));
+        }
+        let trimmed = path.strip_suffix('/').unwrap_or(path);
+        for segment in trimmed.split('/') {
+            match segment {
+                ".." => return Err(PathError::Escapes(path.to_string())),
+                "" | "." => return Err(PathError::Malformed(path.to_string())),
+                _ => {}
+            }
+        }
+        Ok(WorkspacePath(trimmed.to_string()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for WorkspacePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A storage operation that failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum StorageError {
+    #[error("write to `{path}` failed: {reason}")]
+    WriteFailed { path: String, reason: String },
+    #[error("read of `{path}` failed: {reason}")]
+    ReadFailed { path: String, reason: String },
+}
+
+/// Workspace file storage.
+#[async_trait]
+pub trait Storage: Send + Sync {
+    /// The file's bytes, or `None` when it does not exist.
+    async fn read(&self, path: &WorkspacePath) -> Result<Option<Vec<u8>>, StorageError>;
+    /// Creates or replaces a file.
+    async fn write(&self, path: &WorkspacePath, bytes: Vec<u8>) -> Result<(), StorageError>;
+    /// Removes a file; removing a missing file is not an error.
+    async fn remove(&self, path: &WorkspacePath) -> Result<(), StorageError>;
+    /// Every file path under a prefix (`""` for all), sorted.
+    async fn list(&self, prefix: &str) -> Result<Vec<WorkspacePath>, StorageError>;
+}
+
+/// In-memory storage with injectable write failures. Ordered, so listings are deterministic.
+#[derive(Debug, Default)]
+pub struct MemoryStorage {
+    files: Mutex<BTreeMap<WorkspacePath, Vec<u8>>>,
+    failing_prefixes: Mutex<Vec<String>>,
+}
+
+impl MemoryStorage {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every later write under `prefix` fails (`""` fails every write).
+    pub fn fail_writes_under(&self, prefix: impl Into<String>) {
+        lock(&self.failing_prefixes).push(prefix.into());
+    }
+
+    /// A snapshot of every file, in path order.
+    pub fn snapshot(&self) -> BTreeMap<WorkspacePath, Vec<u8>> {
+        lock(&self.files).clone()
+    }
+}
+
+/// Locks a mutex, recovering the data if another holder panicked: our maps stay consistent
+/// because every critical section is a single insert, remove or clone.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[async_trait]
+impl Storage for MemoryStorage {
+    async fn read(&self, path: &WorkspacePath) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(lock(&self.files).get(path).cloned())
+    }
+
+    async fn write(&self, path: &WorkspacePath, bytes: Vec<u8>) -> Result<(), StorageError> {
+        let failing = lock(&self.failing_prefixes)
+            .iter()
+            .any(|prefix| path.as_str().starts_with(prefix.as_str()));
+        if failing {
+            return Err(StorageError::WriteFailed {
+                path: path.to_string(),
+                reason: "injected write failure".to_string(),
+            });
+        }
+        lock(&self.files).insert(path.clone(), bytes);
+        Ok(())
+    }
+
+    async fn remove(&self, path: &WorkspacePath) -> Result<(), StorageError> {
+        lock(&self.files).remove(path);
+        Ok(())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<WorkspacePath>, StorageError> {
+        Ok(lock(&self.files)
+            .keys()
+            .filter(|path| path.as_str().starts_with(prefix))
+            .cloned()
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_confined() {
+        assert!(WorkspacePath::parse("a/b.txt").is_ok());
+        assert_eq!(WorkspacePath::parse("dir/").unwrap().as_str(), "dir");
+        assert_eq!(WorkspacePath::parse(""), Err(PathError::Empty));
+        assert!(matches!(WorkspacePath::parse("/etc"), Err(PathError::Absolute(_))));
+        assert!(matches!(WorkspacePath::parse("C:x"), Err(PathError::Absolute(_))));
+        assert!(matches!(WorkspacePath::parse("a/../../b"), Err(PathError::Escapes(_))));
+        assert!(matches!(WorkspacePath::parse("a//b"), Err(PathError::Malformed(_))));
+        assert!(matches!(WorkspacePath::parse("a\\b"), Err(PathError::Malformed(_))));
+        assert!(matches!(WorkspacePath::parse("a\u{0}b"), Err(PathError::Malformed(_))));
+    }
+
+    #[tokio::test]
+    async fn injected_failure_keeps_previous_content() {
+        let storage = MemoryStorage::new();
+        let path = WorkspacePath::parse("out/x").unwrap();
+        storage.write(&path, b"one".to_vec()).await.unwrap();
+        storage.fail_writes_under("out/");
+        assert!(storage.write(&path, b"two".to_vec()).await.is_err());
+        assert_eq!(storage.read(&path).await.unwrap(), Some(b"one".to_vec()));
+    }
+}
