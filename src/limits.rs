@@ -43,3 +43,10 @@ pub const SCENARIO_FILES_MAX: usize = 100_000;
 
 const _: () = assert!(STEPS_PER_CALL_DEFAULT <= STEPS_PER_CALL_MAX);
 const _: () = assert!(TRACE_TEXT_CHARS_MAX <= SNIPPET_CHARS_MAX);
+
+/// Virtual time one scenario step may take before the runner stops it. Far beyond any script,
+/// so that a source that never completes cannot hang a run.
+pub const STEP_VIRTUAL_TIME_MAX_SECONDS: u64 = 48 * 60 * 60;
+
+/// Messages one scenario `[[history]]` entry may list inline.
+pub const HISTORY_MESSAGES_MAX: usize = 10_000;

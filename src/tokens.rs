@@ -191,7 +191,10 @@ mod tests {
     fn message_cost_includes_overhead_and_parts() {
         let estimator = RatioEstimator;
         let message = Message::user("m1", "abcde");
-        assert_eq!(estimator.message_tokens(&message), MESSAGE_OVERHEAD_TOKENS + 2);
+        assert_eq!(
+            estimator.message_tokens(&message),
+            MESSAGE_OVERHEAD_TOKENS + 2
+        );
         let media = Message::new(
             "m2",
             crate::message::Role::User,
@@ -200,6 +203,9 @@ mod tests {
                 size_bytes: 10,
             }],
         );
-        assert_eq!(estimator.message_tokens(&media), MESSAGE_OVERHEAD_TOKENS + MEDIA_TOKENS);
+        assert_eq!(
+            estimator.message_tokens(&media),
+            MESSAGE_OVERHEAD_TOKENS + MEDIA_TOKENS
+        );
     }
 }

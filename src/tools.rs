@@ -100,8 +100,14 @@ pub struct ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<&str> = self.tools.iter().map(|t| t.schema().name.as_str()).collect();
-        f.debug_struct("ToolRegistry").field("tools", &names).finish()
+        let names: Vec<&str> = self
+            .tools
+            .iter()
+            .map(|t| t.schema().name.as_str())
+            .collect();
+        f.debug_struct("ToolRegistry")
+            .field("tools", &names)
+            .finish()
     }
 }
 
@@ -134,7 +140,10 @@ impl ToolRegistry {
 
     /// Schemas in registration order, as sent to the model.
     pub fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools.iter().map(|tool| tool.schema().clone()).collect()
+        self.tools
+            .iter()
+            .map(|tool| tool.schema().clone())
+            .collect()
     }
 
     /// Number of registered tools.
@@ -164,7 +173,9 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 pub enum Permission {
     Allow,
     /// The tool does not run; the reason becomes the error result the model sees.
-    Deny { reason: String },
+    Deny {
+        reason: String,
+    },
 }
 
 /// Decides, before every execution, whether a tool call may run.
@@ -192,7 +203,10 @@ impl PermissionPolicy for DenyTools {
     fn check(&self, call: &ToolCall, _runtime: &RuntimeContext) -> Permission {
         if self.tools.contains(&call.name) {
             Permission::Deny {
-                reason: format!("permission denied: tool `{}` is not allowed here", call.name),
+                reason: format!(
+                    "permission denied: tool `{}` is not allowed here",
+                    call.name
+                ),
             }
         } else {
             Permission::Allow

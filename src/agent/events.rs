@@ -46,7 +46,10 @@ pub enum EventKind {
     /// A call began (one `call()` or `stream_events()`).
     RunStarted { call_id: String },
     /// A named custom event, e.g. `context_build`.
-    Custom { name: &'static str, value: CustomValue },
+    Custom {
+        name: &'static str,
+        value: CustomValue,
+    },
     /// A prepared request is about to be sent.
     ModelCallStarted { request_id: String },
     /// The model answered.

@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::context::Rejected;
 use crate::context::budget::BudgetSettings;
+use crate::context::{PairingCheck, Rejected};
 use crate::limits;
 use crate::message::Message;
 use crate::model::{Model, ModelError};
@@ -107,6 +107,7 @@ pub struct HarnessAgentBuilder {
     clock: Option<Arc<dyn Clock>>,
     model_timeout: Option<Duration>,
     budget: BudgetSettings,
+    pairing: PairingCheck,
 }
 
 impl HarnessAgentBuilder {
@@ -182,6 +183,12 @@ impl HarnessAgentBuilder {
         self
     }
 
+    /// How tool pairing is validated before a request leaves (strict by default).
+    pub fn pairing_check(mut self, pairing: PairingCheck) -> Self {
+        self.pairing = pairing;
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
@@ -223,6 +230,7 @@ impl HarnessAgentBuilder {
                 clock,
                 model_timeout: self.model_timeout,
                 budget: self.budget,
+                pairing: self.pairing,
                 sessions: Mutex::new(BTreeMap::new()),
                 calls: AtomicU64::new(0),
             }),
@@ -258,6 +266,7 @@ struct AgentInner {
     clock: Arc<dyn Clock>,
     model_timeout: Option<Duration>,
     budget: BudgetSettings,
+    pairing: PairingCheck,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
     calls: AtomicU64,
 }
@@ -293,6 +302,7 @@ impl HarnessAgent {
             clock: None,
             model_timeout: None,
             budget: BudgetSettings::default(),
+            pairing: PairingCheck::Strict,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The reasoning–tool–result loop of one call.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use futures_util::future::join_all;
 
@@ -56,16 +56,24 @@ pub(super) async fn run(
         history: restored.history,
         messages_created: restored.messages_created,
     };
-    emit(inner, sink, EventKind::RunStarted {
-        call_id: call.call_id.clone(),
-    });
+    emit(
+        inner,
+        sink,
+        EventKind::RunStarted {
+            call_id: call.call_id.clone(),
+        },
+    );
     let user = Message::user(call.next_message_id(), input);
     call.history.push(user);
     let outcome = call.steps(sink).await;
-    emit(inner, sink, EventKind::RunFinished {
-        call_id: call.call_id.clone(),
-        outcome: outcome.clone(),
-    });
+    emit(
+        inner,
+        sink,
+        EventKind::RunFinished {
+            call_id: call.call_id.clone(),
+            outcome: outcome.clone(),
+        },
+    );
     outcome
 }
 
@@ -122,6 +130,7 @@ impl Call<'_> {
             tools: &tools,
             estimator: self.inner.estimator.as_ref(),
             budget: self.inner.budget,
+            pairing: self.inner.pairing,
         };
         match prepare(&input) {
             Ok(prepared) => {
@@ -129,7 +138,12 @@ impl Call<'_> {
                 Ok(prepared)
             }
             Err(rejected) => {
-                report_build(self.inner, sink, &rejected.manifest, Some(rejected.error.kind()));
+                report_build(
+                    self.inner,
+                    sink,
+                    &rejected.manifest,
+                    Some(rejected.error.kind()),
+                );
                 Err(AgentError::Prepare(rejected))
             }
         }
@@ -141,9 +155,13 @@ impl Call<'_> {
         prepared: &Prepared,
         sink: &mut Sink<'_>,
     ) -> Result<ModelReply, AgentError> {
-        emit(self.inner, sink, EventKind::ModelCallStarted {
-            request_id: request_id.to_string(),
-        });
+        emit(
+            self.inner,
+            sink,
+            EventKind::ModelCallStarted {
+                request_id: request_id.to_string(),
+            },
+        );
         let call = self.inner.model.call(&prepared.request);
         let answer = match self.inner.model_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
@@ -154,24 +172,36 @@ impl Call<'_> {
         };
         match answer {
             Ok(reply) => {
-                emit(self.inner, sink, EventKind::ModelCallFinished {
-                    request_id: request_id.to_string(),
-                    usage: reply.usage,
-                });
+                emit(
+                    self.inner,
+                    sink,
+                    EventKind::ModelCallFinished {
+                        request_id: request_id.to_string(),
+                        usage: reply.usage,
+                    },
+                );
                 Ok(reply)
             }
             Err(error) => {
-                emit(self.inner, sink, EventKind::ModelCallFailed {
-                    request_id: request_id.to_string(),
-                    error: error.clone(),
-                });
+                emit(
+                    self.inner,
+                    sink,
+                    EventKind::ModelCallFailed {
+                        request_id: request_id.to_string(),
+                        error: error.clone(),
+                    },
+                );
                 Err(AgentError::Model(error))
             }
         }
     }
 
     /// Gives the reply its id, reports its parts and checks it is usable.
-    fn accept_reply(&mut self, reply: ModelReply, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
+    fn accept_reply(
+        &mut self,
+        reply: ModelReply,
+        sink: &mut Sink<'_>,
+    ) -> Result<Message, AgentError> {
         let mut message = reply.message;
         message.id = self.next_message_id();
         message.role = Role::Assistant;
@@ -202,7 +232,9 @@ impl Call<'_> {
             runtime: self.runtime.clone(),
             call_id: self.call_id.clone(),
         };
-        let executions = calls.iter().map(|call| execute_one(self.inner, call, &context));
+        let executions = calls
+            .iter()
+            .map(|call| execute_one(self.inner, call, &context));
         let outcomes = join_all(executions).await;
         for (call, (outcome, denied)) in calls.iter().zip(outcomes) {
             let result = ToolResult {
@@ -212,19 +244,30 @@ impl Call<'_> {
                 is_error: outcome.is_error,
                 metadata: outcome.metadata,
             };
-            emit(self.inner, sink, EventKind::ToolResult {
-                result: result.clone(),
-                denied,
-            });
+            emit(
+                self.inner,
+                sink,
+                EventKind::ToolResult {
+                    result: result.clone(),
+                    denied,
+                },
+            );
             let id = self.next_message_id();
-            self.history
-                .push(Message::new(id, Role::Tool, vec![ContentPart::ToolResult(result)]));
+            self.history.push(Message::new(
+                id,
+                Role::Tool,
+                vec![ContentPart::ToolResult(result)],
+            ));
         }
     }
 }
 
 /// Runs one tool call after its permission check; returns the outcome and whether it was denied.
-async fn execute_one(inner: &AgentInner, call: &ToolCall, context: &ToolContext) -> (ToolOutcome, bool) {
+async fn execute_one(
+    inner: &AgentInner,
+    call: &ToolCall,
+    context: &ToolContext,
+) -> (ToolOutcome, bool) {
     if let Permission::Deny { reason } = inner.permissions.check(call, &context.runtime) {
         return (ToolOutcome::error(reason), true);
     }
@@ -233,7 +276,11 @@ async fn execute_one(inner: &AgentInner, call: &ToolCall, context: &ToolContext)
         let message = format!(
             "unknown tool `{}`; available tools: {}",
             call.name,
-            if available.is_empty() { "none".to_string() } else { available.join(", ") }
+            if available.is_empty() {
+                "none".to_string()
+            } else {
+                available.join(", ")
+            }
         );
         return (ToolOutcome::error(message), false);
     };
@@ -249,12 +296,20 @@ fn report_build(
     let event = ContextBuildEvent {
         call_id: manifest.call_id.clone(),
         purpose: manifest.purpose,
-        status: if error_kind.is_none() { "passed" } else { "failed" },
+        status: if error_kind.is_none() {
+            "passed"
+        } else {
+            "failed"
+        },
         manifest: manifest.clone(),
         error_kind,
     };
-    emit(inner, sink, EventKind::Custom {
-        name: CONTEXT_BUILD_EVENT,
-        value: CustomValue::ContextBuild(Box::new(event)),
-    });
+    emit(
+        inner,
+        sink,
+        EventKind::Custom {
+            name: CONTEXT_BUILD_EVENT,
+            value: CustomValue::ContextBuild(Box::new(event)),
+        },
+    );
 }

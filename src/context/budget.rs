@@ -59,7 +59,9 @@ impl InputBudget {
             output_reserve = output_reserve.max(requested);
         }
         let safety_margin = settings.safety_margin.unwrap_or((window / 50).max(1));
-        let limit = window.saturating_sub(output_reserve).saturating_sub(safety_margin);
+        let limit = window
+            .saturating_sub(output_reserve)
+            .saturating_sub(safety_margin);
         InputBudget {
             window: Some(window),
             output_reserve,

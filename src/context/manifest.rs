@@ -41,7 +41,10 @@ impl Validation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemKind {
     /// A prepared message.
-    Message { role: Role, part_kinds: Vec<&'static str> },
+    Message {
+        role: Role,
+        part_kinds: Vec<&'static str>,
+    },
     /// A tool schema in the request's tool list.
     ToolSchema,
 }
@@ -76,7 +79,12 @@ pub struct ContextManifest {
 
 impl ContextManifest {
     /// A manifest for a preparation that failed before any statistics existed.
-    pub fn early_failure(call_id: &str, purpose: Purpose, model: &str, validation: Validation) -> Self {
+    pub fn early_failure(
+        call_id: &str,
+        purpose: Purpose,
+        model: &str,
+        validation: Validation,
+    ) -> Self {
         ContextManifest {
             call_id: call_id.to_string(),
             purpose,

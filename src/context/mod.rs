@@ -18,7 +18,7 @@
 //! let prepared = prepare(&PrepareInput {
 //!     call_id: "c1-r1", purpose: Purpose::Reasoning, model: &model,
 //!     system_prompt: Some("Be careful."), history: &history, tools: &[],
-//!     estimator: &RatioEstimator, budget: BudgetSettings::default(),
+//!     estimator: &RatioEstimator, budget: BudgetSettings::default(), pairing: Default::default(),
 //! }).unwrap();
 //! assert_eq!(prepared.request.messages.len(), 2);
 //! assert_eq!(prepared.manifest.validation.as_str(), "passed");
@@ -52,6 +52,19 @@ pub struct PrepareInput<'a> {
     pub tools: &'a [ToolSchema],
     pub estimator: &'a dyn TokenEstimator,
     pub budget: BudgetSettings,
+    /// How tool-call/result pairing is validated.
+    pub pairing: PairingCheck,
+}
+
+/// How a preparation validates tool-call/result pairing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PairingCheck {
+    /// Reject unpaired calls or results (`invalid_tool_pairs`); never fabricate. The default.
+    #[default]
+    Strict,
+    /// Send the conversation as it is. Only for observing how a provider answers an unpaired
+    /// history; recorded in the manifest as the transform `tool_pairs_unchecked`.
+    Unchecked,
 }
 
 /// A validated request and its manifest.
@@ -124,7 +137,10 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     for schema in input.tools {
         let tokens = input.estimator.tool_schema_tokens(schema);
         estimated += tokens;
-        let serialised = format!("{}\n{}\n{}", schema.name, schema.description, schema.parameters);
+        let serialised = format!(
+            "{}\n{}\n{}",
+            schema.name, schema.description, schema.parameters
+        );
         items.push(ManifestItem {
             kind: ItemKind::ToolSchema,
             id: schema.name.clone(),
@@ -144,7 +160,14 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         transforms: Vec::new(),
         validation: Validation::Passed,
     };
-    let verdict = if let Some(problem) = find_pairing_problem(&messages) {
+    let pairing_problem = match input.pairing {
+        PairingCheck::Strict => find_pairing_problem(&messages),
+        PairingCheck::Unchecked => {
+            manifest.transforms.push("tool_pairs_unchecked".to_string());
+            None
+        }
+    };
+    let verdict = if let Some(problem) = pairing_problem {
         Err(PrepareError::InvalidToolPairs { problem })
     } else if estimated > budget.input_limit {
         Err(PrepareError::ContextBudgetExceeded {
@@ -158,7 +181,10 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         manifest.validation = error.validation();
         return Err(Box::new(Rejected { error, manifest }));
     }
-    assert!(estimated <= budget.input_limit, "a passed preparation fits its limit");
+    assert!(
+        estimated <= budget.input_limit,
+        "a passed preparation fits its limit"
+    );
     let request = ModelRequest {
         call_id: input.call_id.to_string(),
         purpose: input.purpose,

@@ -62,12 +62,13 @@ pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
             open_index = index;
         }
     }
-    open.into_iter().next().map(|call_id| PairingProblem::CallWithoutResult {
-        index: open_index,
-        call_id,
-    })
+    open.into_iter()
+        .next()
+        .map(|call_id| PairingProblem::CallWithoutResult {
+            index: open_index,
+            call_id,
+        })
 }
-
 
 fn id_problem<'a>(
     index: usize,
@@ -103,10 +104,16 @@ impl std::fmt::Display for PairingProblem {
                 "tool result for `{call_id}` in message {index} answers no call of the assistant message before it"
             ),
             PairingProblem::BlankId { index } => {
-                write!(f, "message {index} has a tool call or result with a blank id")
+                write!(
+                    f,
+                    "message {index} has a tool call or result with a blank id"
+                )
             }
             PairingProblem::DuplicateCallId { index, call_id } => {
-                write!(f, "tool call id `{call_id}` in message {index} was already used")
+                write!(
+                    f,
+                    "tool call id `{call_id}` in message {index} was already used"
+                )
             }
         }
     }
@@ -135,7 +142,11 @@ mod tests {
 
     #[test]
     fn pairing_finds_both_directions() {
-        let open = vec![Message::user("u", "go"), calls("c1"), Message::user("u2", "x")];
+        let open = vec![
+            Message::user("u", "go"),
+            calls("c1"),
+            Message::user("u2", "x"),
+        ];
         assert_eq!(
             find_pairing_problem(&open),
             Some(PairingProblem::CallWithoutResult {

@@ -69,7 +69,9 @@ pub fn classify(provider: &str, status: u16, body: &str) -> ModelError {
         .unwrap_or_else(|| body.to_string());
     let lower = message.to_lowercase();
 
-    let overflow_by_code = codes.iter().any(|code| OVERFLOW_CODES.contains(&code.as_str()));
+    let overflow_by_code = codes
+        .iter()
+        .any(|code| OVERFLOW_CODES.contains(&code.as_str()));
     let overflow_by_text = OVERFLOW_PATTERNS.iter().any(|p| lower.contains(p))
         && !OUTPUT_LIMIT_PATTERNS.iter().any(|p| lower.contains(p));
     if overflow_by_code || (status < 500 && status != 429 && overflow_by_text) {
@@ -94,7 +96,10 @@ pub fn classify(provider: &str, status: u16, body: &str) -> ModelError {
             body: body.to_string(),
         };
     }
-    if PAIRING_PATTERNS.iter().any(|p| lower.contains(&p.to_lowercase())) {
+    if PAIRING_PATTERNS
+        .iter()
+        .any(|p| lower.contains(&p.to_lowercase()))
+    {
         return ModelError::PairingRejected {
             provider: provider.to_string(),
             status,
@@ -118,6 +123,12 @@ fn error_codes(json: &Value) -> Vec<String> {
         }
     }
     codes
+}
+
+/// The human-readable message inside a provider's JSON error body, when there is one.
+pub fn provider_message(body: &str) -> Option<String> {
+    let json: Value = serde_json::from_str(body).ok()?;
+    error_message(&json)
 }
 
 fn error_message(json: &Value) -> Option<String> {
@@ -207,9 +218,15 @@ mod tests {
     fn pairing_wordings_are_recognised() {
         for provider in [Provider::OpenAi, Provider::Anthropic] {
             let (status, body) = provider.call_without_result_error(6, "call_1");
-            assert_eq!(classify(provider.as_str(), status, &body).kind(), "pairing_rejected");
+            assert_eq!(
+                classify(provider.as_str(), status, &body).kind(),
+                "pairing_rejected"
+            );
             let (status, body) = provider.result_without_call_error(2, "call_1");
-            assert_eq!(classify(provider.as_str(), status, &body).kind(), "pairing_rejected");
+            assert_eq!(
+                classify(provider.as_str(), status, &body).kind(),
+                "pairing_rejected"
+            );
         }
     }
 
@@ -221,8 +238,12 @@ mod tests {
         assert_eq!(classify("openai", 400, output).kind(), "rejected");
         let auth = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
         assert_eq!(classify("openai", 401, auth).kind(), "rejected");
-        assert_eq!(classify("openai", 503, "<html>bad gateway</html>").kind(), "transient");
-        let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            classify("openai", 503, "<html>bad gateway</html>").kind(),
+            "transient"
+        );
+        let overloaded =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(classify("anthropic", 529, overloaded).kind(), "transient");
     }
 
@@ -232,7 +253,11 @@ mod tests {
         assert_eq!(classify("mistral", 400, mistral).kind(), "context_overflow");
         let deepseek = r#"{"error":{"message":"This model's maximum context length is 65536 tokens. However, you requested 70000 tokens (70000 in the messages, 0 in the completion).","type":"invalid_request_error","code":"invalid_request_error"}}"#;
         match classify("deepseek", 400, deepseek) {
-            ModelError::ContextOverflow { actual_tokens, max_tokens, .. } => {
+            ModelError::ContextOverflow {
+                actual_tokens,
+                max_tokens,
+                ..
+            } => {
                 assert_eq!((actual_tokens, max_tokens), (Some(70_000), Some(65_536)));
             }
             other => panic!("{other:?}"),

@@ -35,9 +35,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::classify::classify;
-use crate::context::pairs::{PairingProblem, find_pairing_problem};
 use super::provider::Provider;
 use super::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose, Usage};
+use crate::context::pairs::{PairingProblem, find_pairing_problem};
 use crate::message::{ContentPart, Message, Role};
 use crate::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
 
@@ -270,8 +270,16 @@ impl MockModel {
         Ok(())
     }
 
-    fn scripted_error(&self, error: &ScriptedError, tokens: u64, latency: Duration) -> ModelError {
-        let window = self.script.info.context_window.unwrap_or(tokens.saturating_sub(1));
+    fn scripted_error(&self, turn: &MockTurn, error: &ScriptedError, tokens: u64) -> ModelError {
+        // The provider's effective limit: the turn's threshold when it has one, else the window;
+        // always below the request so the reported sizes are consistent.
+        let window = turn
+            .when
+            .tokens_over
+            .or(self.script.info.context_window)
+            .unwrap_or(tokens)
+            .min(tokens.saturating_sub(1));
+        let latency = turn.latency;
         match error {
             ScriptedError::Overflow => {
                 let (status, body) = self.script.imitates.overflow_error(tokens, window);
@@ -350,8 +358,8 @@ impl Model for MockModel {
         if self.script.strict {
             self.check_request(request, tokens)?;
         }
-        let auto_summary = request.purpose == Purpose::Summary
-            && self.script.summaries == SummaryMode::Auto;
+        let auto_summary =
+            request.purpose == Purpose::Summary && self.script.summaries == SummaryMode::Auto;
         let turn = if auto_summary {
             MockTurn::new(TurnAction::Summarize)
         } else {
@@ -361,7 +369,7 @@ impl Model for MockModel {
             tokio::time::sleep(turn.latency).await;
         }
         match &turn.action {
-            TurnAction::Error(error) => Err(self.scripted_error(error, tokens, turn.latency)),
+            TurnAction::Error(error) => Err(self.scripted_error(&turn, error, tokens)),
             action => Ok(self.reply(action, request, tokens)),
         }
     }
@@ -405,4 +413,3 @@ pub fn summarize(request: &ModelRequest) -> String {
     }
     lines.join("\n")
 }
-

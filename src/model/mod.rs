@@ -87,7 +87,10 @@ pub enum ModelError {
         max_tokens: Option<u64>,
     },
     /// The provider rejected unpaired tool calls or results.
-    #[error("{provider} rejected the tool-call/result pairing (status {status}): {}", snippet(body))]
+    #[error(
+        "{provider} rejected the tool-call/result pairing (status {status}): {}",
+        snippet(body)
+    )]
     PairingRejected {
         provider: String,
         status: u16,
@@ -147,8 +150,10 @@ fn sizes(actual: Option<u64>, max: Option<u64>) -> String {
     }
 }
 
-fn snippet(text: &str) -> String {
-    crate::format::snippet(text, crate::limits::SNIPPET_CHARS_MAX)
+/// The provider's own message when the body is a JSON error, else the raw body; bounded.
+fn snippet(body: &str) -> String {
+    let message = classify::provider_message(body).unwrap_or_else(|| body.to_string());
+    crate::format::snippet(&message, crate::limits::SNIPPET_CHARS_MAX)
 }
 
 /// A language model the agent can call.

@@ -34,7 +34,9 @@ pub enum PathError {
     Absolute(String),
     #[error("path `{0}` leaves the workspace through `..`; paths must stay inside the workspace")]
     Escapes(String),
-    #[error("path `{0}` holds a backslash, control character or empty segment; use `/`-separated names")]
+    #[error(
+        "path `{0}` holds a backslash, control character or empty segment; use `/`-separated names"
+    )]
     Malformed(String),
 }
 
@@ -123,7 +125,9 @@ impl MemoryStorage {
 /// Locks a mutex, recovering the data if another holder panicked: our maps stay consistent
 /// because every critical section is a single insert, remove or clone.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[async_trait]
@@ -169,12 +173,30 @@ mod tests {
         assert!(WorkspacePath::parse("a/b.txt").is_ok());
         assert_eq!(WorkspacePath::parse("dir/").unwrap().as_str(), "dir");
         assert_eq!(WorkspacePath::parse(""), Err(PathError::Empty));
-        assert!(matches!(WorkspacePath::parse("/etc"), Err(PathError::Absolute(_))));
-        assert!(matches!(WorkspacePath::parse("C:x"), Err(PathError::Absolute(_))));
-        assert!(matches!(WorkspacePath::parse("a/../../b"), Err(PathError::Escapes(_))));
-        assert!(matches!(WorkspacePath::parse("a//b"), Err(PathError::Malformed(_))));
-        assert!(matches!(WorkspacePath::parse("a\\b"), Err(PathError::Malformed(_))));
-        assert!(matches!(WorkspacePath::parse("a\u{0}b"), Err(PathError::Malformed(_))));
+        assert!(matches!(
+            WorkspacePath::parse("/etc"),
+            Err(PathError::Absolute(_))
+        ));
+        assert!(matches!(
+            WorkspacePath::parse("C:x"),
+            Err(PathError::Absolute(_))
+        ));
+        assert!(matches!(
+            WorkspacePath::parse("a/../../b"),
+            Err(PathError::Escapes(_))
+        ));
+        assert!(matches!(
+            WorkspacePath::parse("a//b"),
+            Err(PathError::Malformed(_))
+        ));
+        assert!(matches!(
+            WorkspacePath::parse("a\\b"),
+            Err(PathError::Malformed(_))
+        ));
+        assert!(matches!(
+            WorkspacePath::parse("a\u{0}b"),
+            Err(PathError::Malformed(_))
+        ));
     }
 
     #[tokio::test]

@@ -51,9 +51,36 @@ impl TextKind {
 }
 
 const WORDS: &[&str] = &[
-    "the", "export", "report", "failed", "because", "column", "order", "changed", "after",
-    "release", "we", "checked", "account", "amount", "date", "format", "test", "passes", "again",
-    "with", "a", "fix", "to", "parser", "and", "writer", "module", "user", "requested", "review",
+    "the",
+    "export",
+    "report",
+    "failed",
+    "because",
+    "column",
+    "order",
+    "changed",
+    "after",
+    "release",
+    "we",
+    "checked",
+    "account",
+    "amount",
+    "date",
+    "format",
+    "test",
+    "passes",
+    "again",
+    "with",
+    "a",
+    "fix",
+    "to",
+    "parser",
+    "and",
+    "writer",
+    "module",
+    "user",
+    "requested",
+    "review",
 ];
 const IDENTIFIERS: &[&str] = &[
     "report", "rows", "writer", "column", "index", "value", "buffer", "result", "config", "item",
@@ -116,7 +143,10 @@ fn log_line(rng: &mut ChaCha8Rng, line: u64) -> String {
     let level = ["INFO", "WARN", "DEBUG", "ERROR"][(rng.next_u32() % 4) as usize];
     let word = pick(rng, WORDS);
     let n = rng.next_u32() % 10_000;
-    format!("2026-01-01T00:00:{:02}Z {level} export[{n}]: {word} row={line}\n", line % 60)
+    format!(
+        "2026-01-01T00:00:{:02}Z {level} export[{n}]: {word} row={line}\n",
+        line % 60
+    )
 }
 
 fn cjk_sentence(rng: &mut ChaCha8Rng) -> String {

@@ -1,0 +1,943 @@
+//! The scenario file format (`scenarios/**/<name>.toml`), parsed into a checked [`Scenario`].
+//!
+//! ```toml
+//! description = "A tool call, its result, then a final reply"
+//! seed = 7
+//!
+//! [agent]
+//! model = "gpt-8k"                # mock-models/gpt-8k.toml
+//! sys_prompt = "Investigate and fix."
+//! max_steps = 8
+//!
+//! [[tools]]
+//! name = "execute"
+//! text = "3 tests passed"
+//!
+//! [[steps]]
+//! user = "alice"
+//! session = "s1"
+//! input = "Run the tests."
+//!
+//! [[expect]]
+//! step = 1
+//! reply = "All green."
+//! model_calls = 2
+//! ```
+//!
+//! Every problem in the file is reported, each with file, line, column, field and a hint.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::diagnostic::{Diagnostic, closest, from_toml};
+use super::mock_file::{Checker, parse_mock};
+use super::source::read_source;
+use crate::context::PairingCheck;
+use crate::context::budget::BudgetSettings;
+use crate::limits;
+use crate::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
+use crate::model::mock::MockScript;
+use crate::sim::rng::SeedTree;
+use crate::sim::storage::WorkspacePath;
+use crate::sim::text::{TextKind, generate_text};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    description: Option<String>,
+    seed: Option<Spanned<i64>>,
+    agent: Spanned<RawAgent>,
+    #[serde(default)]
+    tools: Vec<Spanned<RawTool>>,
+    #[serde(default)]
+    workspace: RawWorkspace,
+    #[serde(default)]
+    history: Vec<Spanned<RawHistory>>,
+    #[serde(default)]
+    steps: Vec<Spanned<RawStep>>,
+    #[serde(default)]
+    expect: Vec<Spanned<RawExpect>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgent {
+    name: Option<String>,
+    agent_id: Option<String>,
+    model: Spanned<String>,
+    sys_prompt: Option<String>,
+    max_steps: Option<Spanned<i64>>,
+    model_timeout_ms: Option<Spanned<i64>>,
+    estimator: Option<Spanned<String>>,
+    #[serde(default)]
+    deny_tools: Vec<String>,
+    max_input_tokens: Option<Spanned<i64>>,
+    output_reserve: Option<Spanned<i64>>,
+    safety_margin: Option<Spanned<i64>>,
+    tool_pairs: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: Spanned<String>,
+    description: Option<String>,
+    parameters: Option<toml::Table>,
+    text: Option<String>,
+    texts: Option<Vec<String>>,
+    result_chars: Option<Spanned<i64>>,
+    content: Option<Spanned<String>>,
+    latency_ms: Option<Spanned<i64>>,
+    fail: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkspace {
+    #[serde(default)]
+    files: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    fail_writes_under: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHistory {
+    user: Option<String>,
+    session: Option<String>,
+    #[serde(default)]
+    messages: Vec<Spanned<RawMessage>>,
+    rounds: Option<Spanned<i64>>,
+    tool: Option<RawRoundTool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoundTool {
+    name: String,
+    result_chars: Option<Spanned<i64>>,
+    content: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMessage {
+    role: Spanned<String>,
+    text: Option<String>,
+    thinking: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<RawHistoryCall>,
+    call_id: Option<String>,
+    name: Option<String>,
+    error: Option<bool>,
+    chars: Option<Spanned<i64>>,
+    content: Option<Spanned<String>>,
+    media: Option<Spanned<String>>,
+    size_bytes: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHistoryCall {
+    id: String,
+    name: String,
+    args: Option<toml::Table>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    user: Option<String>,
+    session: Option<String>,
+    input: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    step: Option<Spanned<i64>>,
+    reply: Option<String>,
+    reply_contains: Option<String>,
+    error: Option<String>,
+    model_calls: Option<Spanned<i64>>,
+    tool_results: Option<Spanned<i64>>,
+    denied: Option<Spanned<i64>>,
+    validation: Option<Vec<String>>,
+    request_messages: Option<Vec<i64>>,
+    elapsed_ms: Option<Spanned<i64>>,
+    error_contains: Option<String>,
+}
+
+/// Which estimator the agent budgets with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EstimatorChoice {
+    /// The reference single-ratio estimate.
+    Ratio,
+    /// Exact o200k counts.
+    ExactO200k,
+    /// Exact cl100k counts.
+    ExactCl100k,
+}
+
+/// The checked agent configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSpec {
+    pub name: String,
+    pub agent_id: String,
+    /// The mock model's name (file stem under `mock-models/`).
+    pub model: String,
+    pub sys_prompt: Option<String>,
+    pub max_steps: u32,
+    pub model_timeout: Option<Duration>,
+    pub estimator: EstimatorChoice,
+    pub deny_tools: BTreeSet<String>,
+    pub budget: BudgetSettings,
+    pub pairing: PairingCheck,
+}
+
+/// What a scripted tool answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutputSpec {
+    Fixed(String),
+    Sequence(Vec<String>),
+    Generated { chars: usize, kind: TextKind },
+}
+
+/// A scenario-defined tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub parameters: Option<serde_json::Value>,
+    pub output: ToolOutputSpec,
+    pub latency: Duration,
+    pub fail: Option<String>,
+}
+
+/// Pre-existing committed history of one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistorySpec {
+    pub user: Option<String>,
+    pub session: Option<String>,
+    pub messages: Vec<Message>,
+}
+
+/// One agent call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepSpec {
+    pub user: Option<String>,
+    pub session: Option<String>,
+    pub input: String,
+}
+
+/// Inline assertions about a step (or, without `step`, about every step).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expectation {
+    /// Line of the `[[expect]]` entry, for reports.
+    pub line: usize,
+    /// 1-based step, or `None` for every step.
+    pub step: Option<usize>,
+    pub reply: Option<String>,
+    pub reply_contains: Option<String>,
+    pub error: Option<String>,
+    pub error_contains: Option<String>,
+    pub model_calls: Option<u64>,
+    pub tool_results: Option<u64>,
+    pub denied: Option<u64>,
+    pub validation: Option<Vec<String>>,
+    /// Messages in each prepared request of the step, in order.
+    pub request_messages: Option<Vec<i64>>,
+    pub elapsed_ms: Option<u64>,
+}
+
+/// A checked scenario, ready to run.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The scenario's name: its path under `scenarios/` without `.toml`.
+    pub name: String,
+    /// The file as the user should see it.
+    pub label: String,
+    pub description: String,
+    pub seed: u64,
+    pub agent: AgentSpec,
+    pub mock: MockScript,
+    pub tools: Vec<ToolSpec>,
+    pub workspace_files: BTreeMap<String, String>,
+    pub fail_writes_under: Vec<String>,
+    pub history: Vec<HistorySpec>,
+    pub steps: Vec<StepSpec>,
+    pub expectations: Vec<Expectation>,
+}
+
+/// Where a scenario's companions live.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The suite root: the directory holding `scenarios/`, `mock-models/` and `golden/`.
+    pub root: PathBuf,
+    /// The scenario's path relative to `scenarios/`, without `.toml` (its name).
+    pub name: String,
+}
+
+impl Layout {
+    /// Finds the suite root by walking up from the scenario file to a `scenarios` directory;
+    /// files outside one use their own directory as the root.
+    pub fn of(path: &Path) -> Layout {
+        let stem_path = path.with_extension("");
+        for ancestor in path.ancestors().skip(1) {
+            if ancestor.file_name().is_some_and(|n| n == "scenarios") {
+                let root = ancestor.parent().unwrap_or(Path::new("")).to_path_buf();
+                let name = stem_path
+                    .strip_prefix(ancestor)
+                    .map(path_to_name)
+                    .unwrap_or_default();
+                return Layout { root, name };
+            }
+        }
+        let root = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let name = stem_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Layout { root, name }
+    }
+
+    /// The golden trace's path.
+    pub fn golden(&self) -> PathBuf {
+        self.root
+            .join("golden")
+            .join(format!("{}.trace", self.name))
+    }
+
+    /// The mock-model file for a model name.
+    pub fn mock_model(&self, model: &str) -> PathBuf {
+        self.root.join("mock-models").join(format!("{model}.toml"))
+    }
+}
+
+fn path_to_name(path: &Path) -> String {
+    path.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Reads, parses and checks a scenario and its mock model.
+///
+/// # Errors
+/// Every problem found in the scenario or its mock-model file.
+pub fn load(path: &Path) -> Result<Scenario, Vec<Diagnostic>> {
+    let label = path_to_name(path);
+    let source = read_source(path, &label).map_err(|d| vec![d])?;
+    let layout = Layout::of(path);
+    parse_scenario(&layout, &label, &source)
+}
+
+/// Parses and checks scenario text; `layout` locates its mock model.
+///
+/// # Errors
+/// Every problem found in the scenario or its mock-model file.
+pub fn parse_scenario(
+    layout: &Layout,
+    label: &str,
+    source: &str,
+) -> Result<Scenario, Vec<Diagnostic>> {
+    let raw: RawScenario =
+        toml::from_str(source).map_err(|error| vec![from_toml(label, source, &error)])?;
+    let mut checker = Checker {
+        file: label,
+        source,
+        problems: Vec::new(),
+    };
+    let seed = match &raw.seed {
+        Some(seed) => checker.count(seed, "seed", 0).unwrap_or(0),
+        None => {
+            checker.problems.push(
+                Diagnostic::at(label, source, 0..0, "missing `seed`")
+                    .field("seed")
+                    .help("add `seed = 1` (any integer); one seed reproduces one run"),
+            );
+            0
+        }
+    };
+    let seeds = SeedTree::new(seed);
+    let agent = agent_spec(&mut checker, &raw.agent);
+    let mock = load_mock(&mut checker, layout, &raw.agent.get_ref().model);
+    let tools = raw
+        .tools
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| tool_spec(&mut checker, i, t))
+        .collect::<Vec<_>>();
+    check_unique_tools(&mut checker, &raw.tools);
+    let workspace_files = workspace_files(&mut checker, &raw.workspace);
+    let history = raw
+        .history
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| history_spec(&mut checker, &seeds, i, h))
+        .collect();
+    let steps = steps(&mut checker, &raw.steps);
+    let expectations = raw
+        .expect
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| expectation(&mut checker, i, e, steps.len()))
+        .collect();
+    if !checker.problems.is_empty() {
+        return Err(checker.problems);
+    }
+    let (Some(agent), Some(mock)) = (agent, mock) else {
+        unreachable!("a missing agent or model records a problem");
+    };
+    Ok(Scenario {
+        name: layout.name.clone(),
+        label: label.to_string(),
+        description: raw.description.unwrap_or_default(),
+        seed,
+        agent,
+        mock,
+        tools,
+        workspace_files,
+        fail_writes_under: raw.workspace.fail_writes_under,
+        history,
+        steps,
+        expectations,
+    })
+}
+
+fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<AgentSpec> {
+    let raw = spanned.get_ref();
+    let before = checker.problems.len();
+    let max_steps = match &raw.max_steps {
+        Some(value) => {
+            let steps = checker.count(value, "agent.max_steps", 1).unwrap_or(1);
+            if steps > u64::from(limits::STEPS_PER_CALL_MAX) {
+                let problem = checker
+                    .at(
+                        value,
+                        format!(
+                            "`agent.max_steps` is {steps}; at most {}",
+                            limits::STEPS_PER_CALL_MAX
+                        ),
+                    )
+                    .field("agent.max_steps");
+                checker.problems.push(problem);
+            }
+            u32::try_from(steps).unwrap_or(1)
+        }
+        None => limits::STEPS_PER_CALL_DEFAULT,
+    };
+    let model_timeout = raw
+        .model_timeout_ms
+        .as_ref()
+        .map(|value| checker.latency(Some(value), "agent.model_timeout_ms"));
+    let estimator = match &raw.estimator {
+        Some(value) => checker.choice(
+            value,
+            "agent.estimator",
+            &["ratio", "exact-o200k", "exact-cl100k"],
+            |v| match v {
+                "ratio" => Some(EstimatorChoice::Ratio),
+                "exact-o200k" => Some(EstimatorChoice::ExactO200k),
+                "exact-cl100k" => Some(EstimatorChoice::ExactCl100k),
+                _ => None,
+            },
+        ),
+        None => Some(EstimatorChoice::Ratio),
+    };
+    let pairing =
+        match &raw.tool_pairs {
+            Some(value) => checker.choice(
+                value,
+                "agent.tool_pairs",
+                &["strict", "unchecked"],
+                |v| match v {
+                    "strict" => Some(PairingCheck::Strict),
+                    "unchecked" => Some(PairingCheck::Unchecked),
+                    _ => None,
+                },
+            ),
+            None => Some(PairingCheck::Strict),
+        };
+    let mut optional_count = |value: &Option<Spanned<i64>>, field: &str| {
+        value.as_ref().and_then(|v| checker.count(v, field, 0))
+    };
+    let budget = BudgetSettings {
+        max_input_tokens: optional_count(&raw.max_input_tokens, "agent.max_input_tokens"),
+        output_reserve: optional_count(&raw.output_reserve, "agent.output_reserve"),
+        safety_margin: optional_count(&raw.safety_margin, "agent.safety_margin"),
+        requested_max_output: None,
+    };
+    if checker.problems.len() != before {
+        return None;
+    }
+    let name = raw.name.clone().unwrap_or_else(|| "agent".to_string());
+    Some(AgentSpec {
+        agent_id: raw.agent_id.clone().unwrap_or_else(|| name.clone()),
+        name,
+        model: raw.model.get_ref().clone(),
+        sys_prompt: raw.sys_prompt.clone(),
+        max_steps,
+        model_timeout,
+        estimator: estimator?,
+        deny_tools: raw.deny_tools.iter().cloned().collect(),
+        budget,
+        pairing: pairing?,
+    })
+}
+
+fn load_mock(
+    checker: &mut Checker<'_>,
+    layout: &Layout,
+    model: &Spanned<String>,
+) -> Option<MockScript> {
+    let name = model.get_ref();
+    let valid_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && !name.starts_with('.');
+    let path = layout.mock_model(name);
+    if !valid_name || !path.is_file() {
+        let known = known_models(layout);
+        let help = match closest(name, known.iter().map(String::as_str)) {
+            Some(best) => format!("did you mean `{best}` (mock-models/{best}.toml)?"),
+            None if known.is_empty() => {
+                "create mock-models/<name>.toml next to the scenarios directory".to_string()
+            }
+            None => format!("known mock models: {}", known.join(", ")),
+        };
+        let problem = checker
+            .at(model, format!("no mock model named `{name}`"))
+            .field("agent.model")
+            .help(help);
+        checker.problems.push(problem);
+        return None;
+    }
+    let label = format!("mock-models/{name}.toml");
+    let source = match read_source(&path, &label) {
+        Ok(source) => source,
+        Err(problem) => {
+            checker.problems.push(problem);
+            return None;
+        }
+    };
+    match parse_mock(name, &label, &source) {
+        Ok(script) => Some(script),
+        Err(problems) => {
+            checker.problems.extend(problems);
+            None
+        }
+    }
+}
+
+fn known_models(layout: &Layout) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(layout.root.join("mock-models")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .filter_map(|path| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+fn text_kind(
+    checker: &mut Checker<'_>,
+    value: Option<&Spanned<String>>,
+    field: &str,
+) -> Option<TextKind> {
+    match value {
+        Some(value) => {
+            let names = TextKind::ALL.map(TextKind::as_str);
+            checker.choice(value, field, &names, TextKind::parse)
+        }
+        None => Some(TextKind::Prose),
+    }
+}
+
+fn result_chars(checker: &mut Checker<'_>, value: &Spanned<i64>, field: &str) -> Option<usize> {
+    let chars = checker.count(value, field, 0)?;
+    if chars > limits::TOOL_RESULT_CHARS_MAX as u64 {
+        let problem = checker
+            .at(
+                value,
+                format!(
+                    "`{field}` is {chars}; at most {} characters",
+                    limits::TOOL_RESULT_CHARS_MAX
+                ),
+            )
+            .field(field.to_string());
+        checker.problems.push(problem);
+        return None;
+    }
+    usize::try_from(chars).ok()
+}
+
+fn tool_spec(
+    checker: &mut Checker<'_>,
+    index: usize,
+    spanned: &Spanned<RawTool>,
+) -> Option<ToolSpec> {
+    let raw = spanned.get_ref();
+    let field = format!("tools[{index}]");
+    let name = raw.name.get_ref();
+    if !crate::tools::is_valid_tool_name(name) {
+        let problem = checker
+            .at(&raw.name, format!("invalid tool name `{name}`"))
+            .field(format!("{field}.name"))
+            .help("use 1-64 characters from [A-Za-z0-9_-], starting with a letter or digit");
+        checker.problems.push(problem);
+    }
+    let outputs = usize::from(raw.text.is_some())
+        + usize::from(raw.texts.is_some())
+        + usize::from(raw.result_chars.is_some());
+    if outputs > 1 {
+        let problem = checker
+            .at(
+                spanned,
+                "a tool gives at most one of `text`, `texts` and `result_chars`",
+            )
+            .field(field.clone());
+        checker.problems.push(problem);
+        return None;
+    }
+    let output = if let Some(text) = &raw.text {
+        ToolOutputSpec::Fixed(text.clone())
+    } else if let Some(texts) = &raw.texts {
+        ToolOutputSpec::Sequence(texts.clone())
+    } else if let Some(chars) = &raw.result_chars {
+        let chars = result_chars(checker, chars, &format!("{field}.result_chars"))?;
+        let kind = text_kind(checker, raw.content.as_ref(), &format!("{field}.content"))?;
+        ToolOutputSpec::Generated { chars, kind }
+    } else {
+        ToolOutputSpec::Fixed(String::new())
+    };
+    let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
+    Some(ToolSpec {
+        name: name.clone(),
+        description: raw.description.clone(),
+        parameters: raw
+            .parameters
+            .clone()
+            .and_then(|table| serde_json::to_value(table).ok()),
+        output,
+        latency,
+        fail: raw.fail.clone(),
+    })
+}
+
+fn check_unique_tools(checker: &mut Checker<'_>, tools: &[Spanned<RawTool>]) {
+    let mut seen = BTreeSet::new();
+    for (index, tool) in tools.iter().enumerate() {
+        let name = tool.get_ref().name.get_ref();
+        if !seen.insert(name.clone()) {
+            let problem = checker
+                .at(
+                    &tool.get_ref().name,
+                    format!("a tool named `{name}` is already defined"),
+                )
+                .field(format!("tools[{index}].name"))
+                .help("tool names must be unique; rename or remove one");
+            checker.problems.push(problem);
+        }
+    }
+}
+
+fn workspace_files(checker: &mut Checker<'_>, raw: &RawWorkspace) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    for (path, content) in &raw.files {
+        match WorkspacePath::parse(path) {
+            Ok(checked) => {
+                files.insert(checked.as_str().to_string(), content.get_ref().clone());
+            }
+            Err(error) => {
+                let problem = checker
+                    .at(content, format!("workspace file `{path}`: {error}"))
+                    .field(format!("workspace.files.\"{path}\""));
+                checker.problems.push(problem);
+            }
+        }
+    }
+    files
+}
+
+fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
+    if raw.is_empty() {
+        checker.problems.push(
+            Diagnostic::at(
+                checker.file,
+                checker.source,
+                0..0,
+                "the scenario has no `[[steps]]`",
+            )
+            .field("steps")
+            .help("add `[[steps]]` with `input = \"...\"` (and optionally `user`, `session`)"),
+        );
+    }
+    if raw.len() > limits::SCENARIO_STEPS_MAX {
+        checker.problems.push(
+            Diagnostic::file_level(
+                checker.file,
+                format!(
+                    "{} steps; at most {}",
+                    raw.len(),
+                    limits::SCENARIO_STEPS_MAX
+                ),
+            )
+            .field("steps"),
+        );
+    }
+    raw.iter()
+        .map(|step| {
+            let step = step.get_ref();
+            StepSpec {
+                user: step.user.clone(),
+                session: step.session.clone(),
+                input: step.input.clone(),
+            }
+        })
+        .collect()
+}
+
+fn expectation(
+    checker: &mut Checker<'_>,
+    index: usize,
+    spanned: &Spanned<RawExpect>,
+    step_count: usize,
+) -> Option<Expectation> {
+    let raw = spanned.get_ref();
+    let field = format!("expect[{index}]");
+    let line = Diagnostic::at(checker.file, checker.source, spanned.span(), "")
+        .position
+        .map_or(0, |(line, _)| line);
+    let before = checker.problems.len();
+    let step = raw.step.as_ref().and_then(|value| {
+        let step = checker.count(value, &format!("{field}.step"), 1)?;
+        if step as usize > step_count {
+            let problem = checker
+                .at(
+                    value,
+                    format!("step {step} does not exist; the scenario has {step_count} step(s)"),
+                )
+                .field(format!("{field}.step"));
+            checker.problems.push(problem);
+            return None;
+        }
+        usize::try_from(step).ok()
+    });
+    let mut count = |value: &Option<Spanned<i64>>, name: &str| {
+        value
+            .as_ref()
+            .and_then(|v| checker.count(v, &format!("{field}.{name}"), 0))
+    };
+    let expectation = Expectation {
+        line,
+        step,
+        reply: raw.reply.clone(),
+        reply_contains: raw.reply_contains.clone(),
+        error: raw.error.clone(),
+        error_contains: raw.error_contains.clone(),
+        model_calls: count(&raw.model_calls, "model_calls"),
+        tool_results: count(&raw.tool_results, "tool_results"),
+        denied: count(&raw.denied, "denied"),
+        validation: raw.validation.clone(),
+        request_messages: raw.request_messages.clone(),
+        elapsed_ms: count(&raw.elapsed_ms, "elapsed_ms"),
+    };
+    (checker.problems.len() == before).then_some(expectation)
+}
+
+fn history_spec(
+    checker: &mut Checker<'_>,
+    seeds: &SeedTree,
+    index: usize,
+    spanned: &Spanned<RawHistory>,
+) -> Option<HistorySpec> {
+    let raw = spanned.get_ref();
+    let field = format!("history[{index}]");
+    if raw.messages.len() > limits::HISTORY_MESSAGES_MAX {
+        let problem = checker
+            .at(
+                spanned,
+                format!(
+                    "{} messages; at most {}",
+                    raw.messages.len(),
+                    limits::HISTORY_MESSAGES_MAX
+                ),
+            )
+            .field(format!("{field}.messages"));
+        checker.problems.push(problem);
+        return None;
+    }
+    let mut messages = Vec::new();
+    for (position, message) in raw.messages.iter().enumerate() {
+        let id = format!("h{:04}", messages.len() + 1);
+        let field = format!("{field}.messages[{position}]");
+        if let Some(message) = history_message(checker, seeds, &field, id, message) {
+            messages.push(message);
+        }
+    }
+    if let Some(rounds) = &raw.rounds {
+        let rounds_field = format!("{field}.rounds");
+        let count = checker.count(rounds, &rounds_field, 0)?;
+        if count > u64::from(limits::HISTORY_ROUNDS_MAX) {
+            let problem = checker
+                .at(
+                    rounds,
+                    format!("{count} rounds; at most {}", limits::HISTORY_ROUNDS_MAX),
+                )
+                .field(rounds_field);
+            checker.problems.push(problem);
+            return None;
+        }
+        let Some(tool) = &raw.tool else {
+            let problem = checker
+                .at(
+                    rounds,
+                    "`rounds` needs a `tool = { name = \"...\", result_chars = N }`",
+                )
+                .field(format!("{field}.tool"));
+            checker.problems.push(problem);
+            return None;
+        };
+        let chars = match &tool.result_chars {
+            Some(value) => result_chars(checker, value, &format!("{field}.tool.result_chars"))?,
+            None => 100,
+        };
+        let kind = text_kind(
+            checker,
+            tool.content.as_ref(),
+            &format!("{field}.tool.content"),
+        )?;
+        for round in 0..count {
+            generated_round(&mut messages, seeds, index, round, &tool.name, chars, kind);
+        }
+    }
+    Some(HistorySpec {
+        user: raw.user.clone(),
+        session: raw.session.clone(),
+        messages,
+    })
+}
+
+/// Appends one generated tool exchange: an assistant call and its result.
+fn generated_round(
+    messages: &mut Vec<Message>,
+    seeds: &SeedTree,
+    entry: usize,
+    round: u64,
+    tool: &str,
+    chars: usize,
+    kind: TextKind,
+) {
+    let call_id = format!("hist_{entry}_{round}");
+    let call = ContentPart::tool_call(call_id.clone(), tool, serde_json::json!({ "round": round }));
+    let call_message_id = format!("h{:04}", messages.len() + 1);
+    messages.push(Message::assistant_tool_calls(call_message_id, vec![call]));
+    let text = generate_text(
+        kind,
+        chars,
+        seeds.seed_for(&format!("history/{entry}/{round}")),
+    );
+    let result_id = format!("h{:04}", messages.len() + 1);
+    messages.push(Message::tool_result(result_id, call_id, tool, text, false));
+}
+
+fn history_message(
+    checker: &mut Checker<'_>,
+    seeds: &SeedTree,
+    field: &str,
+    id: String,
+    spanned: &Spanned<RawMessage>,
+) -> Option<Message> {
+    let raw = spanned.get_ref();
+    let roles = ["system", "user", "assistant", "tool"];
+    let role = checker.choice(&raw.role, &format!("{field}.role"), &roles, |r| match r {
+        "system" => Some(Role::System),
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        "tool" => Some(Role::Tool),
+        _ => None,
+    })?;
+    let text = match &raw.chars {
+        Some(value) => {
+            let chars = result_chars(checker, value, &format!("{field}.chars"))?;
+            let kind = text_kind(checker, raw.content.as_ref(), &format!("{field}.content"))?;
+            Some(generate_text(
+                kind,
+                chars,
+                seeds.seed_for(&format!("{field}/{id}")),
+            ))
+        }
+        None => raw.text.clone(),
+    };
+    if role == Role::Tool {
+        let Some(call_id) = &raw.call_id else {
+            let problem = checker
+                .at(&raw.role, "a tool message needs `call_id` and `name`")
+                .field(format!("{field}.call_id"));
+            checker.problems.push(problem);
+            return None;
+        };
+        let result = ToolResult {
+            call_id: call_id.clone(),
+            tool_name: raw.name.clone().unwrap_or_default(),
+            outputs: vec![ToolOutput::Text {
+                text: text.unwrap_or_default(),
+            }],
+            is_error: raw.error.unwrap_or(false),
+            metadata: Default::default(),
+        };
+        return Some(Message::new(
+            id,
+            Role::Tool,
+            vec![ContentPart::ToolResult(result)],
+        ));
+    }
+    let mut parts = Vec::new();
+    if let Some(thinking) = &raw.thinking {
+        parts.push(ContentPart::Thinking {
+            text: thinking.clone(),
+        });
+    }
+    if let Some(text) = text {
+        parts.push(ContentPart::text(text));
+    }
+    if let Some(media) = &raw.media {
+        let kinds = ["image", "audio", "video", "file"];
+        let kind = checker.choice(media, &format!("{field}.media"), &kinds, |k| match k {
+            "image" => Some(MediaKind::Image),
+            "audio" => Some(MediaKind::Audio),
+            "video" => Some(MediaKind::Video),
+            "file" => Some(MediaKind::File),
+            _ => None,
+        })?;
+        let size_bytes = raw
+            .size_bytes
+            .as_ref()
+            .and_then(|s| checker.count(s, &format!("{field}.size_bytes"), 0))
+            .unwrap_or(0);
+        parts.push(ContentPart::Media { kind, size_bytes });
+    }
+    for call in &raw.tool_calls {
+        let arguments = call
+            .args
+            .clone()
+            .and_then(|table| serde_json::to_value(table).ok())
+            .unwrap_or_else(|| serde_json::json!({}));
+        parts.push(ContentPart::tool_call(
+            call.id.clone(),
+            call.name.clone(),
+            arguments,
+        ));
+    }
+    Some(Message::new(id, role, parts))
+}

@@ -1,0 +1,99 @@
+//! Golden traces: compare a run's rendering with `golden/<name>.trace`, or bless it.
+//!
+//! A mismatch yields a unified diff. Outside CI the new rendering is written next to the golden
+//! as `<name>.trace.new` for review; `ctxbed run --bless` (or `CTXBED_BLESS=1 cargo test`)
+//! rewrites goldens. CI never writes files.
+
+use std::path::{Path, PathBuf};
+
+use similar::TextDiff;
+
+/// What to do with a rendering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoldenMode {
+    /// Compare; on a mismatch write `<golden>.new` for review when `write_new` is set.
+    Compare { write_new: bool },
+    /// Rewrite the golden.
+    Bless,
+}
+
+/// The result of a golden comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoldenOutcome {
+    Matched,
+    Blessed {
+        changed: bool,
+    },
+    Missing {
+        new_file: Option<PathBuf>,
+    },
+    Mismatch {
+        diff: String,
+        new_file: Option<PathBuf>,
+    },
+}
+
+/// Compares `actual` with the golden at `path`, or blesses it.
+///
+/// # Errors
+/// The golden could not be read or written.
+pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<GoldenOutcome> {
+    let expected = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error),
+    };
+    let new_path = path.with_extension("trace.new");
+    match mode {
+        GoldenMode::Bless => {
+            let changed = expected.as_deref() != Some(actual);
+            if changed {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(path, actual)?;
+            }
+            remove_if_present(&new_path)?;
+            Ok(GoldenOutcome::Blessed { changed })
+        }
+        GoldenMode::Compare { write_new } => {
+            let outcome = match expected {
+                Some(expected) if expected == actual => {
+                    remove_if_present(&new_path)?;
+                    return Ok(GoldenOutcome::Matched);
+                }
+                Some(expected) => GoldenOutcome::Mismatch {
+                    diff: diff(&expected, actual),
+                    new_file: write_new.then(|| new_path.clone()),
+                },
+                None => GoldenOutcome::Missing {
+                    new_file: write_new.then(|| new_path.clone()),
+                },
+            };
+            if write_new {
+                if let Some(parent) = new_path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&new_path, actual)?;
+            }
+            Ok(outcome)
+        }
+    }
+}
+
+/// A unified diff, golden first.
+pub fn diff(expected: &str, actual: &str) -> String {
+    TextDiff::from_lines(expected, actual)
+        .unified_diff()
+        .context_radius(3)
+        .header("golden", "actual")
+        .to_string()
+}
+
+fn remove_if_present(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error),
+    }
+}

@@ -1,0 +1,492 @@
+//! The mock-model file format (`mock-models/<name>.toml`) and its checks.
+//!
+//! ```toml
+//! description = "An 8k OpenAI-like model that overflows once, then replies"
+//! window = 8000            # omit for an unknown window
+//! max_output = 1024
+//! imitates = "openai"      # whose error wording: openai, anthropic, gemini, dashscope, vllm, llamacpp
+//! tokenizer = "o200k"      # exact counting of each received request: o200k or cl100k
+//! strict = true            # reject unpaired tool exchanges and input over the window
+//! summaries = "auto"       # summary requests: "auto" (deterministic summariser) or "scripted"
+//!
+//! [[turns]]
+//! when = { tokens_over = 3000 }
+//! error = "overflow"
+//!
+//! [[turns]]
+//! reply = "Fixed."
+//! latency_ms = 1500
+//! ```
+//!
+//! A turn is a reply (`reply`, `thinking`, `tool_calls`), `summarize = true`, or an `error`
+//! (`overflow`, `pairing`, `timeout`, `malformed`, `transient`, `rate_limit`, `raw`). `times`
+//! repeats it; `when` skips it unless every condition holds.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::diagnostic::{Diagnostic, closest, from_toml};
+use crate::limits;
+use crate::model::ModelInfo;
+use crate::model::Purpose;
+use crate::model::mock::{
+    MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
+};
+use crate::model::provider::Provider;
+use crate::tokens::Vocabulary;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMock {
+    #[serde(default)]
+    #[allow(dead_code)] // documentation for the reader of the file
+    description: Option<String>,
+    window: Option<Spanned<i64>>,
+    max_output: Option<Spanned<i64>>,
+    imitates: Option<Spanned<String>>,
+    tokenizer: Option<Spanned<String>>,
+    strict: Option<bool>,
+    summaries: Option<Spanned<String>>,
+    #[serde(default)]
+    turns: Vec<Spanned<RawTurn>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTurn {
+    when: Option<RawCondition>,
+    reply: Option<String>,
+    thinking: Option<String>,
+    tool_calls: Option<Vec<Spanned<RawCall>>>,
+    summarize: Option<bool>,
+    error: Option<Spanned<String>>,
+    status: Option<Spanned<i64>>,
+    body: Option<String>,
+    raw: Option<String>,
+    latency_ms: Option<Spanned<i64>>,
+    times: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCondition {
+    tokens_over: Option<Spanned<i64>>,
+    tokens_at_most: Option<Spanned<i64>>,
+    contains: Option<String>,
+    purpose: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    name: String,
+    #[serde(default)]
+    args: Option<toml::Table>,
+}
+
+const ERROR_KINDS: &[&str] = &[
+    "overflow",
+    "pairing",
+    "timeout",
+    "malformed",
+    "transient",
+    "rate_limit",
+    "raw",
+];
+
+/// Parses and checks one mock-model file. `name` is the model's name (its file stem).
+///
+/// # Errors
+/// Every problem found, each with file, line, column, field and a hint.
+pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Vec<Diagnostic>> {
+    let raw: RawMock =
+        toml::from_str(source).map_err(|error| vec![from_toml(file, source, &error)])?;
+    let mut checker = Checker {
+        file,
+        source,
+        problems: Vec::new(),
+    };
+    let window = raw
+        .window
+        .as_ref()
+        .and_then(|w| checker.count(w, "window", 1));
+    let max_output = raw
+        .max_output
+        .as_ref()
+        .and_then(|m| checker.count(m, "max_output", 1));
+    let imitates = raw
+        .imitates
+        .as_ref()
+        .map_or(Some(Provider::OpenAi), |value| {
+            checker.choice(
+                value,
+                "imitates",
+                Provider::ALL.map(Provider::as_str).as_slice(),
+                Provider::parse,
+            )
+        });
+    let vocabulary = raw
+        .tokenizer
+        .as_ref()
+        .map_or(Some(Vocabulary::O200k), |value| {
+            checker.choice(value, "tokenizer", &["o200k", "cl100k"], |v| match v {
+                "o200k" => Some(Vocabulary::O200k),
+                "cl100k" => Some(Vocabulary::Cl100k),
+                _ => None,
+            })
+        });
+    let summaries = raw
+        .summaries
+        .as_ref()
+        .map_or(Some(SummaryMode::Auto), |value| {
+            checker.choice(value, "summaries", &["auto", "scripted"], |v| match v {
+                "auto" => Some(SummaryMode::Auto),
+                "scripted" => Some(SummaryMode::Scripted),
+                _ => None,
+            })
+        });
+    if raw.turns.len() > limits::MOCK_TURNS_MAX {
+        checker.problems.push(
+            Diagnostic::file_level(
+                file,
+                format!(
+                    "{} turns; at most {} are allowed",
+                    raw.turns.len(),
+                    limits::MOCK_TURNS_MAX
+                ),
+            )
+            .field("turns"),
+        );
+    }
+    let turns: Vec<MockTurn> = raw
+        .turns
+        .iter()
+        .enumerate()
+        .filter_map(|(index, turn)| checker.turn(index, turn))
+        .collect();
+    if !checker.problems.is_empty() {
+        return Err(checker.problems);
+    }
+    let (Some(imitates), Some(vocabulary), Some(summaries)) = (imitates, vocabulary, summaries)
+    else {
+        unreachable!("a failed choice records a problem");
+    };
+    Ok(MockScript {
+        info: ModelInfo {
+            name: name.to_string(),
+            context_window: window,
+            max_output_tokens: max_output,
+        },
+        imitates,
+        vocabulary,
+        strict: raw.strict.unwrap_or(true),
+        summaries,
+        turns,
+        file: file.to_string(),
+    })
+}
+
+/// Collects problems while converting raw values.
+pub(super) struct Checker<'a> {
+    pub file: &'a str,
+    pub source: &'a str,
+    pub problems: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    pub fn at<T>(&self, value: &Spanned<T>, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::at(self.file, self.source, value.span(), message)
+    }
+
+    /// A non-negative integer at least `min`.
+    pub fn count(&mut self, value: &Spanned<i64>, field: &str, min: i64) -> Option<u64> {
+        let number = *value.get_ref();
+        if number < min {
+            let problem = self
+                .at(
+                    value,
+                    format!("`{field}` must be at least {min}, found {number}"),
+                )
+                .field(field);
+            self.problems.push(problem);
+            return None;
+        }
+        u64::try_from(number).ok()
+    }
+
+    /// A latency in milliseconds within the limit.
+    pub fn latency(&mut self, value: Option<&Spanned<i64>>, field: &str) -> Duration {
+        let Some(value) = value else {
+            return Duration::ZERO;
+        };
+        let Some(millis) = self.count(value, field, 0) else {
+            return Duration::ZERO;
+        };
+        if millis > limits::LATENCY_MS_MAX {
+            let problem = self
+                .at(
+                    value,
+                    format!(
+                        "`{field}` is {millis} ms; at most {} ms (ten hours) is allowed",
+                        limits::LATENCY_MS_MAX
+                    ),
+                )
+                .field(field);
+            self.problems.push(problem);
+            return Duration::ZERO;
+        }
+        Duration::from_millis(millis)
+    }
+
+    /// One of a fixed set of names, with a suggestion for typos.
+    pub fn choice<T>(
+        &mut self,
+        value: &Spanned<String>,
+        field: &str,
+        names: &[&str],
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Option<T> {
+        let text = value.get_ref();
+        if let Some(parsed) = parse(text) {
+            return Some(parsed);
+        }
+        let help = match closest(text, names.iter().copied()) {
+            Some(best) => format!("did you mean `{best}`?"),
+            None => format!("expected one of: {}", names.join(", ")),
+        };
+        let problem = self
+            .at(value, format!("unknown {field} `{text}`"))
+            .field(field)
+            .help(help);
+        self.problems.push(problem);
+        None
+    }
+
+    fn turn(&mut self, index: usize, spanned: &Spanned<RawTurn>) -> Option<MockTurn> {
+        let turn = spanned.get_ref();
+        let field = format!("turns[{index}]");
+        let (line, _) = Diagnostic::at(self.file, self.source, spanned.span(), "")
+            .position
+            .unwrap_or((0, 0));
+        let latency = self.latency(turn.latency_ms.as_ref(), &format!("{field}.latency_ms"));
+        let times = match &turn.times {
+            Some(value) => {
+                let times = self.count(value, &format!("{field}.times"), 1)?;
+                u32::try_from(times.min(limits::MOCK_TURNS_MAX as u64)).unwrap_or(1)
+            }
+            None => 1,
+        };
+        let when = match &turn.when {
+            Some(raw) => self.condition(raw, &field)?,
+            None => TurnCondition::default(),
+        };
+        let action = self.action(turn, spanned, &field)?;
+        Some(MockTurn {
+            when,
+            action,
+            latency,
+            times,
+            origin: format!("{}:{line}", self.file),
+        })
+    }
+
+    fn condition(&mut self, raw: &RawCondition, field: &str) -> Option<TurnCondition> {
+        let before = self.problems.len();
+        let tokens_over = raw
+            .tokens_over
+            .as_ref()
+            .and_then(|v| self.count(v, &format!("{field}.when.tokens_over"), 0));
+        let tokens_at_most = raw
+            .tokens_at_most
+            .as_ref()
+            .and_then(|v| self.count(v, &format!("{field}.when.tokens_at_most"), 0));
+        let purpose = raw.purpose.as_ref().and_then(|v| {
+            self.choice(
+                v,
+                &format!("{field}.when.purpose"),
+                &["reasoning", "summary"],
+                |p| match p {
+                    "reasoning" => Some(Purpose::Reasoning),
+                    "summary" => Some(Purpose::Summary),
+                    _ => None,
+                },
+            )
+        });
+        (self.problems.len() == before).then(|| TurnCondition {
+            tokens_over,
+            tokens_at_most,
+            contains: raw.contains.clone(),
+            purpose,
+        })
+    }
+
+    fn action(
+        &mut self,
+        turn: &RawTurn,
+        spanned: &Spanned<RawTurn>,
+        field: &str,
+    ) -> Option<TurnAction> {
+        let replies = turn.reply.is_some() || turn.thinking.is_some() || turn.tool_calls.is_some();
+        let summarize = turn.summarize == Some(true);
+        let kinds =
+            usize::from(replies) + usize::from(summarize) + usize::from(turn.error.is_some());
+        if kinds != 1 {
+            let problem = self
+                .at(
+                    spanned,
+                    "a turn must do exactly one thing: reply, summarize or error",
+                )
+                .field(field.to_string())
+                .help("give `reply`/`tool_calls`, or `summarize = true`, or `error = \"...\"`");
+            self.problems.push(problem);
+            return None;
+        }
+        if let Some(error) = &turn.error {
+            return self.error_action(turn, error, field).map(TurnAction::Error);
+        }
+        if summarize {
+            return Some(TurnAction::Summarize);
+        }
+        let calls = turn.tool_calls.as_deref().unwrap_or(&[]);
+        if calls.len() > limits::TOOL_CALLS_PER_REPLY_MAX {
+            let problem = self
+                .at(
+                    spanned,
+                    format!(
+                        "{} tool calls in one turn; at most {}",
+                        calls.len(),
+                        limits::TOOL_CALLS_PER_REPLY_MAX
+                    ),
+                )
+                .field(format!("{field}.tool_calls"));
+            self.problems.push(problem);
+            return None;
+        }
+        let tool_calls = calls
+            .iter()
+            .map(|call| {
+                let call = call.get_ref();
+                let arguments = call.args.clone().map_or_else(
+                    || serde_json::Value::Object(serde_json::Map::new()),
+                    |table| serde_json::to_value(table).unwrap_or(serde_json::Value::Null),
+                );
+                ScriptedCall {
+                    name: call.name.clone(),
+                    arguments,
+                }
+            })
+            .collect();
+        Some(TurnAction::Reply {
+            thinking: turn.thinking.clone(),
+            text: turn.reply.clone(),
+            tool_calls,
+        })
+    }
+
+    fn error_action(
+        &mut self,
+        turn: &RawTurn,
+        error: &Spanned<String>,
+        field: &str,
+    ) -> Option<ScriptedError> {
+        let kind = self.choice(error, &format!("{field}.error"), ERROR_KINDS, |k| {
+            ERROR_KINDS.contains(&k).then(|| k.to_string())
+        })?;
+        let status = match &turn.status {
+            Some(value) => {
+                let status = self.count(value, &format!("{field}.status"), 100)?;
+                if status > 599 {
+                    let problem = self
+                        .at(value, format!("HTTP status {status} is out of range"))
+                        .field(format!("{field}.status"));
+                    self.problems.push(problem);
+                    return None;
+                }
+                Some(u16::try_from(status).unwrap_or(500))
+            }
+            None => None,
+        };
+        Some(match kind.as_str() {
+            "overflow" => ScriptedError::Overflow,
+            "pairing" => ScriptedError::Pairing,
+            "timeout" => ScriptedError::Timeout,
+            "malformed" => ScriptedError::Malformed(
+                turn.raw
+                    .clone()
+                    .unwrap_or_else(|| "{\"choices\": [".to_string()),
+            ),
+            "transient" => ScriptedError::Transient(status.unwrap_or(503)),
+            "rate_limit" => ScriptedError::RateLimit,
+            _ => {
+                let Some(body) = &turn.body else {
+                    let problem = self
+                        .at(
+                            error,
+                            "`error = \"raw\"` needs a `body` (and optionally a `status`)",
+                        )
+                        .field(format!("{field}.body"));
+                    self.problems.push(problem);
+                    return None;
+                };
+                ScriptedError::Raw {
+                    status: status.unwrap_or(400),
+                    body: body.clone(),
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_full_script() {
+        let source = r#"
+window = 8000
+imitates = "anthropic"
+[[turns]]
+when = { tokens_over = 3000, purpose = "reasoning" }
+error = "overflow"
+[[turns]]
+reply = "Looking."
+tool_calls = [{ name = "execute", args = { command = "ls" } }]
+latency_ms = 1500
+times = 2
+"#;
+        let script = parse_mock("m", "m.toml", source).unwrap();
+        assert_eq!(script.info.context_window, Some(8000));
+        assert_eq!(script.imitates, Provider::Anthropic);
+        assert_eq!(script.turns.len(), 2);
+        assert_eq!(script.turns[0].when.tokens_over, Some(3000));
+        assert_eq!(script.turns[1].times, 2);
+        assert_eq!(script.turns[1].origin, "m.toml:7");
+    }
+
+    #[test]
+    fn reports_every_problem_with_positions() {
+        let source = "imitates = \"antropic\"\n[[turns]]\nerror = \"overflw\"\n[[turns]]\nreply = \"x\"\nerror = \"timeout\"\n";
+        let problems = parse_mock("m", "m.toml", source).unwrap_err();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert_eq!(problems[0].position, Some((1, 12)));
+        assert_eq!(
+            problems[0].help.as_deref(),
+            Some("did you mean `anthropic`?")
+        );
+        assert_eq!(
+            problems[1].help.as_deref(),
+            Some("did you mean `overflow`?")
+        );
+        assert!(problems[2].message.contains("exactly one thing"));
+    }
+
+    #[test]
+    fn unknown_field_suggests_the_right_one() {
+        let problems = parse_mock("m", "m.toml", "windw = 3\n").unwrap_err();
+        assert_eq!(problems[0].help.as_deref(), Some("did you mean `window`?"));
+        assert_eq!(problems[0].position, Some((1, 1)));
+    }
+}

@@ -1,0 +1,176 @@
+//! Running many scenario files: discovery, the per-file verdict and the summary.
+//!
+//! Every scenario is run twice and the two renderings must be byte-identical before the golden
+//! is consulted. A file that does not load is reported with its diagnostics and the others
+//! still run.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::diagnostic::Diagnostic;
+use super::file::{Layout, load};
+use super::golden::{self, GoldenMode, GoldenOutcome};
+use super::runner::run;
+use crate::limits;
+
+/// The verdict on one scenario file.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The scenario's name (its path under `scenarios/`).
+    pub name: String,
+    pub path: PathBuf,
+    pub verdict: Verdict,
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// Matched its golden and every expectation held.
+    Passed { requests: u64, checks: usize },
+    /// Golden rewritten (expectations are still checked).
+    Blessed {
+        changed: bool,
+        failed_checks: Vec<String>,
+    },
+    /// Something is wrong; each reason is printable.
+    Failed { reasons: Vec<String> },
+    /// The file did not load.
+    Invalid { diagnostics: Vec<Diagnostic> },
+}
+
+impl Verdict {
+    /// True for a verdict that should fail a run.
+    pub fn is_failure(&self) -> bool {
+        match self {
+            Verdict::Passed { .. } => false,
+            Verdict::Blessed { failed_checks, .. } => !failed_checks.is_empty(),
+            Verdict::Failed { .. } | Verdict::Invalid { .. } => true,
+        }
+    }
+}
+
+/// Every `.toml` file under the given paths (files are taken as given), sorted, deduplicated.
+///
+/// # Errors
+/// A path that does not exist or a directory that cannot be read.
+pub fn discover(paths: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = BTreeSet::new();
+    for path in paths {
+        if path.is_dir() {
+            walk(path, &mut found)?;
+        } else if path.is_file() {
+            found.insert(path.clone());
+        } else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("{} does not exist", path.display()),
+            ));
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+fn walk(dir: &Path, found: &mut BTreeSet<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for path in entries {
+        if found.len() >= limits::SCENARIO_FILES_MAX {
+            return Ok(());
+        }
+        if path.is_dir() {
+            walk(&path, found)?;
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            found.insert(path);
+        }
+    }
+    Ok(())
+}
+
+/// Loads, runs (twice), checks and compares one scenario file.
+pub fn run_file(path: &Path, mode: GoldenMode) -> FileReport {
+    let layout = Layout::of(path);
+    let verdict = match load(path) {
+        Err(diagnostics) => Verdict::Invalid { diagnostics },
+        Ok(scenario) => verdict(&scenario, &layout, mode),
+    };
+    FileReport {
+        name: layout.name,
+        path: path.to_path_buf(),
+        verdict,
+    }
+}
+
+fn verdict(scenario: &super::file::Scenario, layout: &Layout, mode: GoldenMode) -> Verdict {
+    let rerun = format!(
+        "rerun: ctxbed show {} (seed {})",
+        scenario.label, scenario.seed
+    );
+    let (first, second) = match (run(scenario), run(scenario)) {
+        (Ok(first), Ok(second)) => (first, second),
+        (Err(error), _) | (_, Err(error)) => {
+            return Verdict::Failed {
+                reasons: vec![error.to_string(), rerun],
+            };
+        }
+    };
+    let mut reasons = Vec::new();
+    if first.text != second.text {
+        reasons.push(format!(
+            "nondeterministic: two runs of seed {} differ\n{}",
+            scenario.seed,
+            golden::diff(&first.text, &second.text)
+        ));
+    }
+    let failed_checks: Vec<String> = first
+        .checks
+        .iter()
+        .filter(|check| !check.passed)
+        .map(|check| {
+            format!(
+                "expectation at {}:{} failed: {} ({})",
+                scenario.label, check.line, check.description, check.detail
+            )
+        })
+        .collect();
+    let golden_path = layout.golden();
+    let outcome = match golden::check(&golden_path, &first.text, mode) {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            reasons.push(format!(
+                "cannot use golden {}: {error}",
+                golden_path.display()
+            ));
+            return Verdict::Failed { reasons };
+        }
+    };
+    let golden_label = format!("golden/{}.trace", layout.name);
+    match outcome {
+        GoldenOutcome::Matched => {}
+        GoldenOutcome::Blessed { changed } if reasons.is_empty() => {
+            return Verdict::Blessed { changed, failed_checks };
+        }
+        GoldenOutcome::Blessed { .. } => {}
+        GoldenOutcome::Missing { new_file } => reasons.push(format!(
+            "no golden at {golden_label}{}; review the trace and bless it with `ctxbed run --bless {}`",
+            new_file.map_or(String::new(), |_| format!(" (new trace written to {golden_label}.new)")),
+            scenario.label
+        )),
+        GoldenOutcome::Mismatch { diff, new_file } => reasons.push(format!(
+            "trace differs from {golden_label}{}:\n{diff}",
+            new_file.map_or(String::new(), |_| format!(" (new trace written to {golden_label}.new)"))
+        )),
+    }
+    reasons.extend(failed_checks);
+    if reasons.is_empty() {
+        let requests = first.trace.steps.iter().map(|s| s.model_calls()).sum();
+        Verdict::Passed {
+            requests,
+            checks: first.checks.len(),
+        }
+    } else {
+        reasons.push(rerun);
+        Verdict::Failed { reasons }
+    }
+}

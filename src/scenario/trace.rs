@@ -1,0 +1,224 @@
+//! The trace of a scenario run and its canonical text rendering.
+//!
+//! The golden files are this rendering. It lists the effective configuration (defaults
+//! included), then every step's events with virtual timestamps: each preparation's manifest
+//! (messages by role, id, parts, tokens and content hash; tool schemas; transforms; validation),
+//! each model call and reply, tool calls and results, and the outcome. Prose is shown quoted
+//! and bounded, never in full, so a diff reads as the changed behaviour.
+//!
+//! **Invariant:** the rendering holds no wall-clock time, no absolute path and no host name.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::expect::Check;
+use super::file::StepSpec;
+use crate::agent::AgentError;
+use crate::agent::events::{AgentEvent, CustomValue, EventKind};
+use crate::context::manifest::{ContextManifest, ItemKind};
+use crate::format::{duration, quoted};
+use crate::limits::TRACE_TEXT_CHARS_MAX;
+use crate::message::{Message, ToolOutput};
+
+/// Everything recorded while running one scenario.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// Effective configuration, one line each.
+    pub header: Vec<String>,
+    pub steps: Vec<StepRecord>,
+}
+
+/// One step (agent call) of a scenario.
+#[derive(Debug, Clone)]
+pub struct StepRecord {
+    /// 1-based.
+    pub index: usize,
+    pub spec: StepSpec,
+    pub events: Vec<AgentEvent>,
+    pub outcome: Result<Message, AgentError>,
+    /// Virtual time the step took.
+    pub elapsed: Duration,
+}
+
+impl StepRecord {
+    /// Manifests of every preparation in this step, in order.
+    pub fn manifests(&self) -> impl Iterator<Item = (&ContextManifest, &'static str)> {
+        self.events.iter().filter_map(|event| match &event.kind {
+            EventKind::Custom {
+                value: CustomValue::ContextBuild(build),
+                ..
+            } => Some((&build.manifest, build.status)),
+            _ => None,
+        })
+    }
+
+    /// Number of model calls started in this step.
+    pub fn model_calls(&self) -> u64 {
+        self.count(|kind| matches!(kind, EventKind::ModelCallStarted { .. }))
+    }
+
+    /// Number of tool results recorded, and how many of them were denials.
+    pub fn tool_results(&self) -> (u64, u64) {
+        let all = self.count(|kind| matches!(kind, EventKind::ToolResult { .. }));
+        let denied = self.count(|kind| matches!(kind, EventKind::ToolResult { denied: true, .. }));
+        (all, denied)
+    }
+
+    fn count(&self, matches: impl Fn(&EventKind) -> bool) -> u64 {
+        self.events
+            .iter()
+            .filter(|event| matches(&event.kind))
+            .count() as u64
+    }
+}
+
+/// Renders a trace and its expectation checks as canonical text.
+pub fn render(trace: &Trace, checks: &[Check]) -> String {
+    let mut out = String::new();
+    for line in &trace.header {
+        let _ = writeln!(out, "{line}");
+    }
+    for step in &trace.steps {
+        render_step(&mut out, step);
+    }
+    if !checks.is_empty() {
+        let _ = writeln!(out, "\nexpectations:");
+        for check in checks {
+            let verdict = if check.passed { "ok  " } else { "FAIL" };
+            let _ = writeln!(
+                out,
+                "  {verdict} line {}: {}",
+                check.line, check.description
+            );
+            if !check.passed {
+                let _ = writeln!(out, "       {}", check.detail);
+            }
+        }
+    }
+    out
+}
+
+fn render_step(out: &mut String, step: &StepRecord) {
+    let spec = &step.spec;
+    let _ = writeln!(
+        out,
+        "\nstep {} user={} session={} input={}",
+        step.index,
+        spec.user.as_deref().unwrap_or("-"),
+        spec.session.as_deref().unwrap_or("-"),
+        quoted(&spec.input, TRACE_TEXT_CHARS_MAX)
+    );
+    for event in &step.events {
+        let stamp = format!("{:>9}", duration(event.at));
+        render_event(out, &stamp, &event.kind);
+    }
+    let _ = writeln!(out, "  elapsed {}", duration(step.elapsed));
+}
+
+fn render_event(out: &mut String, stamp: &str, kind: &EventKind) {
+    let text = |t: &str| quoted(t, TRACE_TEXT_CHARS_MAX);
+    let line = match kind {
+        EventKind::RunStarted { call_id } => format!("run_started {call_id}"),
+        EventKind::Custom { name, value } => match value {
+            CustomValue::ContextBuild(build) => {
+                let _ = writeln!(
+                    out,
+                    "  {stamp} {name} {} {} {}{}",
+                    build.call_id,
+                    build.purpose.as_str(),
+                    build.status,
+                    build
+                        .error_kind
+                        .map(|k| format!(" error={k}"))
+                        .unwrap_or_default()
+                );
+                render_manifest(out, &build.manifest);
+                return;
+            }
+        },
+        EventKind::ModelCallStarted { request_id } => format!("model_call {request_id}"),
+        EventKind::ModelCallFinished { request_id, usage } => match usage {
+            Some(usage) => format!(
+                "model_reply {request_id} usage in={} out={}",
+                usage.input_tokens, usage.output_tokens
+            ),
+            None => format!("model_reply {request_id}"),
+        },
+        EventKind::ModelCallFailed { request_id, error } => {
+            format!(
+                "model_error {request_id} {}: {}",
+                error.kind(),
+                text(&error.to_string())
+            )
+        }
+        EventKind::Thinking { text: t } => format!("thinking {}", text(t)),
+        EventKind::Text { text: t } => format!("text {}", text(t)),
+        EventKind::ToolCall { call } => format!(
+            "tool_call {} {} {}",
+            call.id,
+            call.name,
+            crate::format::snippet(&call.arguments.to_string(), TRACE_TEXT_CHARS_MAX)
+        ),
+        EventKind::ToolResult { result, denied } => {
+            let status = match (denied, result.is_error) {
+                (true, _) => "denied",
+                (false, true) => "error",
+                (false, false) => "ok",
+            };
+            let media = result
+                .outputs
+                .iter()
+                .filter(|o| matches!(o, ToolOutput::Media { .. }))
+                .count();
+            let media = if media > 0 {
+                format!(" +{media} media")
+            } else {
+                String::new()
+            };
+            format!(
+                "tool_result {} {} {status} {} chars{media} {}",
+                result.call_id,
+                result.tool_name,
+                result.text_chars(),
+                text(&result.text())
+            )
+        }
+        EventKind::RunFinished { call_id, outcome } => match outcome {
+            Ok(reply) => format!("run_finished {call_id} ok reply={}", reply.id),
+            Err(error) => format!(
+                "run_finished {call_id} error {}: {}",
+                error.kind(),
+                crate::format::snippet(&error.to_string(), crate::limits::SNIPPET_CHARS_MAX)
+            ),
+        },
+    };
+    let _ = writeln!(out, "  {stamp} {line}");
+}
+
+fn render_manifest(out: &mut String, manifest: &ContextManifest) {
+    let exact = if manifest.exact { "exact" } else { "estimate" };
+    let _ = writeln!(
+        out,
+        "              tokens={}/{} method={} ({exact}) validation={}",
+        manifest.estimated_input_tokens,
+        manifest.input_limit,
+        manifest.counting_method,
+        manifest.validation.as_str()
+    );
+    for item in &manifest.items {
+        let (label, parts) = match &item.kind {
+            ItemKind::Message { role, part_kinds } => (role.as_str(), part_kinds.join("+")),
+            ItemKind::ToolSchema => ("schema", String::new()),
+        };
+        let _ = writeln!(
+            out,
+            "              | {label:<9} {:<10} {:>7} tok  {parts:<22} #{}",
+            item.id,
+            item.tokens,
+            &item.content_hash[..item.content_hash.len().min(8)]
+        );
+    }
+    for transform in &manifest.transforms {
+        let _ = writeln!(out, "              transform {transform}");
+    }
+}
