@@ -14,7 +14,7 @@ pub fn duration(value: Duration) -> String {
     let millis = value.as_millis();
     if millis < 1_000 {
         format!("{millis}ms")
-    } else if millis % 1_000 == 0 {
+    } else if millis.is_multiple_of(1_000) {
         format!("{}s", millis / 1_000)
     } else {
         format!("{}.{:03}s", millis / 1_000, millis % 1_000)

@@ -89,9 +89,9 @@ impl Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "error: {}", self.message)?;
-        writeln!(f, "  --> {}", self.location())?;
+        let gutter = self.position.map_or(1, |(line, _)| line.to_string().len());
+        writeln!(f, "{:gutter$}--> {}", "", self.location())?;
         if let (Some((line, column)), Some(text)) = (self.position, &self.line_text) {
-            let gutter = line.to_string().len();
             writeln!(f, "{:gutter$} |", "")?;
             writeln!(f, "{line} | {text}")?;
             let pad: String = text
@@ -102,13 +102,18 @@ impl fmt::Display for Diagnostic {
             writeln!(f, "{:gutter$} | {pad}{}", "", "^".repeat(self.width))?;
         }
         if let Some(field) = &self.field {
-            writeln!(f, "   = field: {field}")?;
+            writeln!(f, "{:gutter$} = field: {field}", "")?;
         }
         if let Some(help) = &self.help {
-            writeln!(f, "   = help: {help}")?;
+            writeln!(f, "{:gutter$} = help: {help}", "")?;
         }
         Ok(())
     }
+}
+
+/// Sorts diagnostics into reading order: by file, then line and column.
+pub fn sort(diagnostics: &mut [Diagnostic]) {
+    diagnostics.sort_by(|a, b| (&a.file, a.position).cmp(&(&b.file, b.position)));
 }
 
 /// All problems found in one load, in file order.
@@ -247,7 +252,8 @@ mod tests {
             .field("sede")
             .help("did you mean `seed`?");
         let text = d.to_string();
-        assert!(text.contains("--> x.toml:2:1"), "{text}");
+        assert!(text.contains(" --> x.toml:2:1"), "{text}");
         assert!(text.contains("2 | sede = 2\n  | ^^^^"), "{text}");
+        assert!(text.contains("  = help: did you mean `seed`?"), "{text}");
     }
 }

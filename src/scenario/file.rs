@@ -331,7 +331,7 @@ fn path_to_name(path: &Path) -> String {
 /// Every problem found in the scenario or its mock-model file.
 pub fn load(path: &Path) -> Result<Scenario, Vec<Diagnostic>> {
     let label = path_to_name(path);
-    let source = read_source(path, &label).map_err(|d| vec![d])?;
+    let source = read_source(path, &label).map_err(|d| vec![*d])?;
     let layout = Layout::of(path);
     parse_scenario(&layout, &label, &source)
 }
@@ -388,7 +388,9 @@ pub fn parse_scenario(
         .filter_map(|(i, e)| expectation(&mut checker, i, e, steps.len()))
         .collect();
     if !checker.problems.is_empty() {
-        return Err(checker.problems);
+        let mut problems = checker.problems;
+        super::diagnostic::sort(&mut problems);
+        return Err(problems);
     }
     let (Some(agent), Some(mock)) = (agent, mock) else {
         unreachable!("a missing agent or model records a problem");
@@ -518,16 +520,21 @@ fn load_mock(
         checker.problems.push(problem);
         return None;
     }
-    let label = format!("mock-models/{name}.toml");
+    // Diagnostics name the file as the user can open it; traces name it relative to the suite
+    // root, so goldens do not depend on how the scenario path was given.
+    let label = path_to_name(&path);
     let source = match read_source(&path, &label) {
         Ok(source) => source,
         Err(problem) => {
-            checker.problems.push(problem);
+            checker.problems.push(*problem);
             return None;
         }
     };
     match parse_mock(name, &label, &source) {
-        Ok(script) => Some(script),
+        Ok(mut script) => {
+            script.file = format!("mock-models/{name}.toml");
+            Some(script)
+        }
         Err(problems) => {
             checker.problems.extend(problems);
             None

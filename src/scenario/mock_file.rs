@@ -167,7 +167,9 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         .filter_map(|(index, turn)| checker.turn(index, turn))
         .collect();
     if !checker.problems.is_empty() {
-        return Err(checker.problems);
+        let mut problems = checker.problems;
+        super::diagnostic::sort(&mut problems);
+        return Err(problems);
     }
     let (Some(imitates), Some(vocabulary), Some(summaries)) = (imitates, vocabulary, summaries)
     else {

@@ -9,22 +9,32 @@ use crate::limits;
 ///
 /// # Errors
 /// Missing, unreadable, too large, empty or non-UTF-8 files.
-pub fn read_source(path: &Path, label: &str) -> Result<String, Diagnostic> {
-    let metadata = std::fs::metadata(path)
-        .map_err(|error| Diagnostic::file_level(label, format!("cannot read the file: {error}")))?;
-    if metadata.len() > limits::SCENARIO_FILE_BYTES_MAX {
-        return Err(Diagnostic::file_level(
+pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> {
+    let metadata = std::fs::metadata(path).map_err(|error| {
+        Box::new(Diagnostic::file_level(
             label,
-            format!(
-                "the file is {} bytes; at most {} are read",
-                metadata.len(),
-                limits::SCENARIO_FILE_BYTES_MAX
-            ),
-        )
-        .help("split it, or generate large content with `result_chars` instead of inlining it"));
+            format!("cannot read the file: {error}"),
+        ))
+    })?;
+    if metadata.len() > limits::SCENARIO_FILE_BYTES_MAX {
+        return Err(Box::new(
+            Diagnostic::file_level(
+                label,
+                format!(
+                    "the file is {} bytes; at most {} are read",
+                    metadata.len(),
+                    limits::SCENARIO_FILE_BYTES_MAX
+                ),
+            )
+            .help("split it, or generate large content with `result_chars` instead of inlining it"),
+        ));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|error| Diagnostic::file_level(label, format!("cannot read the file: {error}")))?;
+    let bytes = std::fs::read(path).map_err(|error| {
+        Box::new(Diagnostic::file_level(
+            label,
+            format!("cannot read the file: {error}"),
+        ))
+    })?;
     decode(label, bytes)
 }
 
@@ -32,13 +42,13 @@ pub fn read_source(path: &Path, label: &str) -> Result<String, Diagnostic> {
 ///
 /// # Errors
 /// Empty or non-UTF-8 input, with the position of the first bad byte.
-pub fn decode(label: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
+pub fn decode(label: &str, bytes: Vec<u8>) -> Result<String, Box<Diagnostic>> {
     match String::from_utf8(bytes) {
-        Ok(text) if text.trim().is_empty() => {
-            Err(Diagnostic::file_level(label, "the file is empty").help(
+        Ok(text) if text.trim().is_empty() => Err(Box::new(
+            Diagnostic::file_level(label, "the file is empty").help(
                 "a scenario needs at least `seed`, `[agent]` with a `model`, and one `[[steps]]`",
-            ))
-        }
+            ),
+        )),
         Ok(text) => Ok(text),
         Err(error) => {
             let valid = error.utf8_error().valid_up_to();
@@ -54,7 +64,7 @@ pub fn decode(label: &str, bytes: Vec<u8>) -> Result<String, Diagnostic> {
                 ),
             );
             diagnostic.width = 1;
-            Err(diagnostic.help("save the file as UTF-8"))
+            Err(Box::new(diagnostic.help("save the file as UTF-8")))
         }
     }
 }

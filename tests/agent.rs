@@ -1,0 +1,227 @@
+//! Library-level tests of the agent loop on the simulated runtime.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ctxbed::agent::{AgentError, BuildError, EventKind, HarnessAgent};
+use ctxbed::model::ModelInfo;
+use ctxbed::model::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
+use ctxbed::runtime::RuntimeContext;
+use ctxbed::tools::{ScriptedOutput, ScriptedTool};
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime")
+}
+
+fn info() -> ModelInfo {
+    ModelInfo {
+        name: "test".into(),
+        context_window: Some(8_000),
+        max_output_tokens: None,
+    }
+}
+
+fn turn_with_latency(action: TurnAction, latency: Duration) -> MockTurn {
+    MockTurn {
+        latency,
+        ..MockTurn::new(action)
+    }
+}
+
+fn tool_turn(names: &[&str]) -> MockTurn {
+    MockTurn::new(TurnAction::Reply {
+        thinking: None,
+        text: None,
+        tool_calls: names
+            .iter()
+            .map(|name| ScriptedCall {
+                name: (*name).to_string(),
+                arguments: serde_json::json!({}),
+            })
+            .collect(),
+    })
+}
+
+fn agent(turns: Vec<MockTurn>) -> HarnessAgent {
+    let model = MockModel::new(MockScript::new(info(), turns));
+    let slow = ScriptedTool::new("slow", ScriptedOutput::Fixed("slow done".into()))
+        .with_latency(Duration::from_secs(5));
+    let fast = ScriptedTool::new("fast", ScriptedOutput::Fixed("fast done".into()))
+        .with_latency(Duration::from_secs(1));
+    HarnessAgent::builder()
+        .name("tester")
+        .model(Arc::new(model))
+        .tool(slow.into_arc())
+        .tool(fast.into_arc())
+        .build()
+        .expect("agent builds")
+}
+
+#[test]
+fn ten_minutes_of_model_latency_cost_no_wall_time() {
+    let runtime = paused_runtime();
+    let wall = Instant::now();
+    let (reply, virtual_elapsed) = runtime.block_on(async {
+        let start = tokio::time::Instant::now();
+        let agent = agent(vec![turn_with_latency(
+            TurnAction::reply("done"),
+            Duration::from_secs(600),
+        )]);
+        let reply = agent.call("think", RuntimeContext::new()).await;
+        (reply, start.elapsed())
+    });
+    let wall = wall.elapsed();
+    assert_eq!(reply.expect("reply").text(), "done");
+    assert_eq!(virtual_elapsed, Duration::from_secs(600));
+    assert!(wall < Duration::from_secs(2), "took {wall:?} of wall time");
+    eprintln!("600 s of virtual latency took {wall:?} of wall time");
+}
+
+#[test]
+fn parallel_results_are_recorded_in_call_order_even_when_the_first_finishes_last() {
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let agent = agent(vec![
+            tool_turn(&["slow", "fast"]),
+            MockTurn::new(TurnAction::reply("ok")),
+        ]);
+        let events = agent
+            .stream_events("go", RuntimeContext::new())
+            .collect()
+            .await;
+        let results: Vec<(String, Duration)> = events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::ToolResult { result, .. } => Some((result.text(), event.at)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0].0, "slow done");
+        assert_eq!(results[1].0, "fast done");
+        // Executed concurrently: both done after the slower one's 5 s, not 6 s.
+        assert_eq!(results[1].1, Duration::from_secs(5));
+        let history = agent.history(&RuntimeContext::new());
+        let tool_messages: Vec<String> = history
+            .iter()
+            .flat_map(|m| m.tool_results().map(|r| r.text()).collect::<Vec<_>>())
+            .collect();
+        assert_eq!(tool_messages, vec!["slow done", "fast done"]);
+    });
+}
+
+#[test]
+fn call_and_stream_events_agree() {
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let turns = || {
+            vec![
+                tool_turn(&["fast"]),
+                MockTurn::new(TurnAction::reply("all good")),
+            ]
+        };
+        let by_call = agent(turns());
+        let reply = by_call
+            .call("go", RuntimeContext::new())
+            .await
+            .expect("call");
+        let by_stream = agent(turns());
+        let events = by_stream
+            .stream_events("go", RuntimeContext::new())
+            .collect()
+            .await;
+        let Some(EventKind::RunFinished { outcome, .. }) = events.last().map(|e| &e.kind) else {
+            panic!("the last event is RunFinished");
+        };
+        assert_eq!(outcome.as_ref().expect("stream outcome"), &reply);
+        assert_eq!(
+            by_call.history(&RuntimeContext::new()),
+            by_stream.history(&RuntimeContext::new())
+        );
+        let builds = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::Custom {
+                        name: "context_build",
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(builds, 2, "one context_build per reasoning step");
+    });
+}
+
+#[test]
+fn a_dropped_stream_still_completes_and_commits() {
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let agent = agent(vec![
+            tool_turn(&["fast"]),
+            MockTurn::new(TurnAction::reply("done")),
+        ]);
+        let mut stream = agent.stream_events("go", RuntimeContext::new().with_session("s"));
+        let first = stream.next().await.expect("first event");
+        assert!(matches!(first.kind, EventKind::RunStarted { .. }));
+        drop(stream);
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let history = agent.history(&RuntimeContext::new().with_session("s"));
+        assert_eq!(history.last().map(|m| m.text()), Some("done".to_string()));
+    });
+}
+
+#[test]
+fn builder_rejects_bad_configuration_and_stays_usable() {
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        assert_eq!(
+            HarnessAgent::builder().build().err(),
+            Some(BuildError::MissingModel)
+        );
+        let model = Arc::new(MockModel::new(MockScript::new(info(), vec![])));
+        let tool = || ScriptedTool::new("t", ScriptedOutput::Fixed(String::new())).into_arc();
+        let builder = HarnessAgent::builder()
+            .model(model)
+            .tool(tool())
+            .tool(tool());
+        assert!(matches!(builder.build(), Err(BuildError::Tool(_))));
+        let zero = HarnessAgent::builder()
+            .model(Arc::new(MockModel::new(MockScript::new(info(), vec![]))))
+            .max_steps(0);
+        assert!(matches!(
+            zero.build(),
+            Err(BuildError::InvalidMaxSteps { .. })
+        ));
+        let fixed = zero.max_steps(2);
+        assert!(fixed.build().is_ok());
+    });
+}
+
+#[test]
+fn the_step_limit_is_a_typed_error() {
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let looping = MockTurn {
+            times: 50,
+            ..tool_turn(&["fast"])
+        };
+        let agent = HarnessAgent::builder()
+            .model(Arc::new(MockModel::new(MockScript::new(
+                info(),
+                vec![looping],
+            ))))
+            .tool(ScriptedTool::new("fast", ScriptedOutput::Fixed("x".into())).into_arc())
+            .max_steps(4)
+            .build()
+            .expect("agent");
+        let error = agent.call("loop", RuntimeContext::new()).await.unwrap_err();
+        assert_eq!(error, AgentError::MaxStepsExceeded { limit: 4 });
+        assert!(error.to_string().contains("raise it with `max_steps`"));
+    });
+}

@@ -1,0 +1,93 @@
+//! The `ctxbed` binary: exit codes, one line per scenario, bad files reported while others run.
+
+use std::path::Path;
+use std::process::Command;
+
+fn ctxbed(args: &[&str], dir: &Path) -> (i32, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "true")
+        .output()
+        .expect("ctxbed runs");
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&output.stderr));
+    (output.status.code().unwrap_or(-1), text)
+}
+
+/// A suite with one good scenario (plus its golden) and one with a misspelt field.
+fn suite() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("scenarios/demo")).unwrap();
+    std::fs::create_dir_all(root.join("mock-models")).unwrap();
+    std::fs::write(
+        root.join("mock-models/hello.toml"),
+        "window = 4000\n[[turns]]\nreply = \"Hello.\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("scenarios/demo/good.toml"),
+        "seed = 1\n[agent]\nmodel = \"hello\"\n[[steps]]\ninput = \"Hi\"\n[[expect]]\nreply = \"Hello.\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("scenarios/demo/bad.toml"),
+        "seed = 1\n[agent]\nmodel = \"hello\"\nsys_promt = \"x\"\n[[steps]]\ninput = \"Hi\"\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_bad_file_is_reported_and_the_others_still_run() {
+    let dir = suite();
+    let (code, _) = ctxbed(&["run", "--bless", "scenarios/demo/good.toml"], dir.path());
+    assert_eq!(code, 0);
+    assert!(dir.path().join("golden/demo/good.trace").is_file());
+    let (code, text) = ctxbed(&["run", "scenarios"], dir.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("INVALID  scenarios/demo/bad.toml"), "{text}");
+    assert!(text.contains("scenarios/demo/bad.toml:4:1"), "{text}");
+    assert!(text.contains("did you mean `sys_prompt`?"), "{text}");
+    assert!(text.contains("ok       demo/good"), "{text}");
+    assert!(text.contains("1 passed, 1 failed"), "{text}");
+}
+
+#[test]
+fn a_changed_golden_fails_with_a_diff_and_ci_writes_nothing() {
+    let dir = suite();
+    std::fs::remove_file(dir.path().join("scenarios/demo/bad.toml")).unwrap();
+    let (code, _) = ctxbed(&["run", "--bless"], dir.path());
+    assert_eq!(code, 0);
+    let golden = dir.path().join("golden/demo/good.trace");
+    let original = std::fs::read_to_string(&golden).unwrap();
+    std::fs::write(&golden, original.replace("Hello.", "Goodbye.")).unwrap();
+    let (code, text) = ctxbed(&["run"], dir.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("trace differs from golden/demo/good.trace"),
+        "{text}"
+    );
+    assert!(text.contains("-") && text.contains("+"), "{text}");
+    assert!(
+        !dir.path().join("golden/demo/good.trace.new").exists(),
+        "CI must not write files"
+    );
+}
+
+#[test]
+fn show_prints_the_trace_and_check_validates() {
+    let dir = suite();
+    let (code, text) = ctxbed(&["show", "scenarios/demo/good.toml"], dir.path());
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.starts_with("# ctxbed trace v1\nscenario: demo/good\n"),
+        "{text}"
+    );
+    let (code, text) = ctxbed(&["check"], dir.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("1 valid, 1 invalid"), "{text}");
+    let (code, text) = ctxbed(&["run", "no-such-dir"], dir.path());
+    assert_eq!(code, 2, "{text}");
+}
