@@ -115,8 +115,8 @@ pub struct MockTurn {
     pub latency: Duration,
     /// How many requests this turn answers before the script moves on.
     pub times: u32,
-    /// Where the turn was written (`file:line`), for error messages.
-    pub origin: String,
+    /// The line of the script file where the turn starts (0 when built in code).
+    pub line: usize,
 }
 
 impl MockTurn {
@@ -127,7 +127,7 @@ impl MockTurn {
             action,
             latency: Duration::ZERO,
             times: 1,
-            origin: String::new(),
+            line: 0,
         }
     }
 }
@@ -224,9 +224,10 @@ impl MockModel {
             }
             return Ok(turn.clone());
         }
+        let last_line = self.script.turns.last().map_or(0, |turn| turn.line);
         Err(ModelError::ScriptExhausted {
             model: self.script.info.name.clone(),
-            file: self.script.file.clone(),
+            file: format!("{}:{last_line}", self.script.file),
             request: cursor.requests,
         })
     }

@@ -116,7 +116,7 @@ pub enum ModelError {
     Rejected { status: u16, body: String },
     /// A scripted mock model ran out of turns.
     #[error(
-        "mock model `{model}` ({file}) has no turn left for request {request}; add a [[turns]] entry or set `times` on the last turn"
+        "mock model `{model}` has no turn left for request {request}; its last turn ends the script at {file}: add a [[turns]] entry after it or raise its `times`"
     )]
     ScriptExhausted {
         model: String,

@@ -74,7 +74,7 @@ struct RawAgent {
     model_timeout_ms: Option<Spanned<i64>>,
     estimator: Option<Spanned<String>>,
     #[serde(default)]
-    deny_tools: Vec<String>,
+    deny_tools: Vec<Spanned<String>>,
     max_input_tokens: Option<Spanned<i64>>,
     output_reserve: Option<Spanned<i64>>,
     safety_margin: Option<Spanned<i64>>,
@@ -373,6 +373,7 @@ pub fn parse_scenario(
         .filter_map(|(i, t)| tool_spec(&mut checker, i, t))
         .collect::<Vec<_>>();
     check_unique_tools(&mut checker, &raw.tools);
+    check_denied_tools(&mut checker, &raw.agent, &raw.tools);
     let workspace_files = workspace_files(&mut checker, &raw.workspace);
     let history = raw
         .history
@@ -486,7 +487,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         max_steps,
         model_timeout,
         estimator: estimator?,
-        deny_tools: raw.deny_tools.iter().cloned().collect(),
+        deny_tools: raw.deny_tools.iter().map(|t| t.get_ref().clone()).collect(),
         budget,
         pairing: pairing?,
     })
@@ -655,6 +656,36 @@ fn check_unique_tools(checker: &mut Checker<'_>, tools: &[Spanned<RawTool>]) {
                 .help("tool names must be unique; rename or remove one");
             checker.problems.push(problem);
         }
+    }
+}
+
+/// Every denied tool must be a tool of the scenario: a typo would silently allow it.
+fn check_denied_tools(
+    checker: &mut Checker<'_>,
+    agent: &Spanned<RawAgent>,
+    tools: &[Spanned<RawTool>],
+) {
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|t| t.get_ref().name.get_ref().as_str())
+        .collect();
+    for denied in &agent.get_ref().deny_tools {
+        let name = denied.get_ref();
+        if names.contains(&name.as_str()) {
+            continue;
+        }
+        let help = match closest(name, names.iter().copied()) {
+            Some(best) => format!("did you mean `{best}`?"),
+            None => "deny only tools defined under [[tools]]".to_string(),
+        };
+        let problem = checker
+            .at(
+                denied,
+                format!("`deny_tools` names `{name}`, which is not a tool of this scenario"),
+            )
+            .field("agent.deny_tools")
+            .help(help);
+        checker.problems.push(problem);
     }
 }
 

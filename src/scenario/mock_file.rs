@@ -290,7 +290,7 @@ impl Checker<'_> {
             action,
             latency,
             times,
-            origin: format!("{}:{line}", self.file),
+            line,
         })
     }
 
@@ -465,7 +465,7 @@ times = 2
         assert_eq!(script.turns.len(), 2);
         assert_eq!(script.turns[0].when.tokens_over, Some(3000));
         assert_eq!(script.turns[1].times, 2);
-        assert_eq!(script.turns[1].origin, "m.toml:7");
+        assert_eq!(script.turns[1].line, 7);
     }
 
     #[test]

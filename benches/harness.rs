@@ -1,0 +1,54 @@
+//! Benchmarks of the foundation: token estimation per content kind (the ratio estimate against
+//! exact o200k counting in the same run) and one whole scenario run on the simulator.
+//!
+//! Before measuring, the per-kind error of the ratio estimate against o200k is printed, so
+//! speed and accuracy are read side by side. `cargo bench -- --test` runs each once (CI smoke).
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ctxbed::scenario::file::load;
+use ctxbed::scenario::runner::run;
+use ctxbed::sim::text::{TextKind, generate_text};
+use ctxbed::tokens::{ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary};
+
+const SAMPLE_CHARS: usize = 64 * 1024;
+
+fn estimation(c: &mut Criterion) {
+    let exact = ExactEstimator::new(Vocabulary::O200k);
+    let ratio = RatioEstimator;
+    eprintln!("ratio estimate vs exact o200k on {SAMPLE_CHARS} generated characters:");
+    for kind in TextKind::ALL {
+        let text = generate_text(kind, SAMPLE_CHARS, 7);
+        let truth = exact.text_tokens(&text) as f64;
+        let estimate = ratio.text_tokens(&text) as f64;
+        eprintln!(
+            "  {:<6} exact {:>7}  ratio {:>7}  error {:+.1}%",
+            kind.as_str(),
+            truth,
+            estimate,
+            (estimate - truth) / truth * 100.0
+        );
+        let mut group = c.benchmark_group(format!("estimate/{}", kind.as_str()));
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function("exact-o200k", |b| {
+            b.iter(|| exact.text_tokens(black_box(&text)))
+        });
+        group.bench_function("ratio", |b| b.iter(|| ratio.text_tokens(black_box(&text))));
+        group.finish();
+    }
+}
+
+fn scenario(c: &mut Criterion) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tools/tool-then-reply.toml");
+    let Ok(scenario) = load(&path) else {
+        panic!("the benchmark scenario {} loads", path.display());
+    };
+    c.bench_function("scenario/tools/tool-then-reply", |b| {
+        b.iter(|| run(black_box(&scenario)).map(|output| output.text.len()))
+    });
+}
+
+criterion_group!(benches, estimation, scenario);
+criterion_main!(benches);
