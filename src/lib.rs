@@ -11,6 +11,7 @@ pub mod message;
 pub mod model;
 pub mod runtime;
 pub mod scenario;
+pub mod session;
 pub mod sim;
 pub mod tokens;
 pub mod tools;

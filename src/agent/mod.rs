@@ -33,12 +33,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::context::block::Material;
 use crate::context::budget::BudgetSettings;
+use crate::context::manifest::ContextManifest;
+use crate::context::source::{ContextSource, RegistrationError, SourceOptions, SourceRegistry};
+use crate::context::workspace::MAX_CONTEXT_TOKENS_DEFAULT;
 use crate::context::{PairingCheck, Rejected};
 use crate::limits;
 use crate::message::Message;
 use crate::model::{Model, ModelError};
 use crate::runtime::RuntimeContext;
+use crate::session::{MemorySessionLog, SessionLog, SessionLogKey, SessionRecord};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::storage::{MemoryStorage, Storage};
 use crate::tokens::{RatioEstimator, TokenEstimator};
@@ -55,6 +60,74 @@ pub enum BuildError {
     InvalidMaxSteps { value: u32, max: u32 },
     #[error(transparent)]
     Tool(#[from] ToolRegistryError),
+    #[error(transparent)]
+    Source(#[from] RegistrationError),
+    #[error(
+        "instruction name `{0}` is invalid: start with a letter or digit and use only letters, digits, `_`, `.` or `-`"
+    )]
+    InvalidInstructionName(String),
+}
+
+/// Receives every preparation's manifest, successful or failed.
+///
+/// Called synchronously before the provider request; keep it fast. A panicking observer never
+/// fails a valid build.
+pub trait ManifestObserver: Send + Sync {
+    fn observe(&self, manifest: &ContextManifest);
+}
+
+impl<F: Fn(&ContextManifest) + Send + Sync> ManifestObserver for F {
+    fn observe(&self, manifest: &ContextManifest) {
+        self(manifest);
+    }
+}
+
+/// Budget and estimation settings. `context_policy(...)` replaces the whole policy.
+#[derive(Clone)]
+pub struct ContextPolicy {
+    /// Cap on input tokens (`None`: derived from the model window).
+    pub max_input_tokens: Option<u64>,
+    /// Output reservation (`None`: the default).
+    pub output_reserve: Option<u64>,
+    /// Safety margin (`None`: the default).
+    pub safety_margin: Option<u64>,
+    pub estimator: Arc<dyn TokenEstimator>,
+    pub observer: Option<Arc<dyn ManifestObserver>>,
+}
+
+impl Default for ContextPolicy {
+    fn default() -> Self {
+        ContextPolicy {
+            max_input_tokens: None,
+            output_reserve: None,
+            safety_margin: None,
+            estimator: Arc::new(RatioEstimator),
+            observer: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ContextPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextPolicy")
+            .field("max_input_tokens", &self.max_input_tokens)
+            .field("output_reserve", &self.output_reserve)
+            .field("safety_margin", &self.safety_margin)
+            .field("estimator", &self.estimator.method())
+            .field("observer", &self.observer.is_some())
+            .finish()
+    }
+}
+
+impl ContextPolicy {
+    fn budget(&self) -> BudgetSettings {
+        BudgetSettings {
+            max_input_tokens: self.max_input_tokens,
+            output_reserve: self.output_reserve,
+            safety_margin: self.safety_margin,
+            requested_max_output: None,
+        }
+    }
 }
 
 /// Why a call failed.
@@ -93,7 +166,9 @@ impl AgentError {
     }
 }
 
-/// Configures and builds a [`HarnessAgent`].
+/// Configures and builds a [`HarnessAgent`]. Cloning keeps every registration (the same
+/// source and tool instances) without re-running anything.
+#[derive(Clone)]
 pub struct HarnessAgentBuilder {
     name: String,
     agent_id: Option<String>,
@@ -103,11 +178,15 @@ pub struct HarnessAgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     permissions: Arc<dyn PermissionPolicy>,
     max_steps: u32,
-    estimator: Arc<dyn TokenEstimator>,
+    policy: ContextPolicy,
     clock: Option<Arc<dyn Clock>>,
     model_timeout: Option<Duration>,
-    budget: BudgetSettings,
     pairing: PairingCheck,
+    instructions: Vec<(String, String)>,
+    sources: SourceRegistry,
+    source_errors: Vec<RegistrationError>,
+    max_context_tokens: u64,
+    session_log: Option<Arc<dyn SessionLog>>,
 }
 
 impl HarnessAgentBuilder {
@@ -159,9 +238,65 @@ impl HarnessAgentBuilder {
         self
     }
 
-    /// The token estimator used for budgeting and the manifest.
-    pub fn estimator(mut self, estimator: Arc<dyn TokenEstimator>) -> Self {
-        self.estimator = estimator;
+    /// Replaces the whole context policy (limits, estimator, observer).
+    pub fn context_policy(mut self, policy: ContextPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// A named application rule, placed in System (required, priority 100, id
+    /// `instruction/<name>`). Giving the same name again replaces the earlier text.
+    pub fn instruction(mut self, name: impl Into<String>, markdown: impl Into<String>) -> Self {
+        let name = name.into();
+        let markdown = markdown.into();
+        match self.instructions.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = markdown,
+            None => self.instructions.push((name, markdown)),
+        }
+        self
+    }
+
+    /// Registers a context source with default options (5 s timeout, FAIL). A bad or duplicate
+    /// name is reported by `build` (the registry keeps the earlier registration).
+    pub fn context_source(self, name: &str, source: Arc<dyn ContextSource>) -> Self {
+        self.context_source_with(name, source, SourceOptions::default())
+    }
+
+    /// Registers a context source with options.
+    pub fn context_source_with(
+        mut self,
+        name: &str,
+        source: Arc<dyn ContextSource>,
+        options: SourceOptions,
+    ) -> Self {
+        if let Err(error) = self.try_context_source(name, source, options) {
+            self.source_errors.push(error);
+        }
+        self
+    }
+
+    /// Registers a context source now, reporting a bad registration immediately.
+    ///
+    /// # Errors
+    /// An invalid or duplicate name or a zero timeout; the registry is unchanged.
+    pub fn try_context_source(
+        &mut self,
+        name: &str,
+        source: Arc<dyn ContextSource>,
+        options: SourceOptions,
+    ) -> Result<(), RegistrationError> {
+        self.sources.register(name, source, options)
+    }
+
+    /// Bounds workspace material preparation, in estimated tokens (default 8,000).
+    pub fn workspace_max_context_tokens(mut self, tokens: u64) -> Self {
+        self.max_context_tokens = tokens;
+        self
+    }
+
+    /// Where session records (`context/build`) go (an in-memory log by default).
+    pub fn session_log(mut self, log: Arc<dyn SessionLog>) -> Self {
+        self.session_log = Some(log);
         self
     }
 
@@ -174,12 +309,6 @@ impl HarnessAgentBuilder {
     /// Fails a model call that takes longer than this.
     pub fn model_timeout(mut self, timeout: Duration) -> Self {
         self.model_timeout = Some(timeout);
-        self
-    }
-
-    /// Explicit budget settings (input cap, output reservation, safety margin).
-    pub fn budget(mut self, budget: BudgetSettings) -> Self {
-        self.budget = budget;
         self
     }
 
@@ -204,6 +333,16 @@ impl HarnessAgentBuilder {
                 max: limits::STEPS_PER_CALL_MAX,
             });
         }
+        if let Some(error) = self.source_errors.first() {
+            return Err(BuildError::Source(error.clone()));
+        }
+        let mut instructions = Vec::with_capacity(self.instructions.len());
+        for (name, text) in &self.instructions {
+            if !crate::context::source::is_valid_name(name) {
+                return Err(BuildError::InvalidInstructionName(name.clone()));
+            }
+            instructions.push(Material::instruction(name, text));
+        }
         let mut tools = ToolRegistry::new();
         for tool in &self.tools {
             tools.register(tool.clone())?;
@@ -226,11 +365,17 @@ impl HarnessAgentBuilder {
                 tools,
                 permissions: self.permissions.clone(),
                 max_steps: self.max_steps,
-                estimator: self.estimator.clone(),
+                policy: self.policy.clone(),
                 clock,
                 model_timeout: self.model_timeout,
-                budget: self.budget,
                 pairing: self.pairing,
+                instructions,
+                sources: self.sources.clone(),
+                max_context_tokens: self.max_context_tokens,
+                session_log: self
+                    .session_log
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(MemorySessionLog::new())),
                 sessions: Mutex::new(BTreeMap::new()),
                 calls: AtomicU64::new(0),
             }),
@@ -257,16 +402,18 @@ struct AgentInner {
     name: String,
     model: Arc<dyn Model>,
     sys_prompt: Option<String>,
-    #[allow(dead_code)] // read by the offload and workspace-material stages
     workspace: Arc<dyn Storage>,
     tools: ToolRegistry,
     permissions: Arc<dyn PermissionPolicy>,
     max_steps: u32,
-    estimator: Arc<dyn TokenEstimator>,
+    policy: ContextPolicy,
     clock: Arc<dyn Clock>,
     model_timeout: Option<Duration>,
-    budget: BudgetSettings,
     pairing: PairingCheck,
+    instructions: Vec<Material>,
+    sources: SourceRegistry,
+    max_context_tokens: u64,
+    session_log: Arc<dyn SessionLog>,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
     calls: AtomicU64,
 }
@@ -298,11 +445,15 @@ impl HarnessAgent {
             tools: Vec::new(),
             permissions: Arc::new(AllowAll),
             max_steps: limits::STEPS_PER_CALL_DEFAULT,
-            estimator: Arc::new(RatioEstimator),
+            policy: ContextPolicy::default(),
             clock: None,
             model_timeout: None,
-            budget: BudgetSettings::default(),
             pairing: PairingCheck::Strict,
+            instructions: Vec::new(),
+            sources: SourceRegistry::new(),
+            source_errors: Vec::new(),
+            max_context_tokens: MAX_CONTEXT_TOKENS_DEFAULT,
+            session_log: None,
         }
     }
 
@@ -362,6 +513,19 @@ impl HarnessAgent {
             .get(&run::session_key(runtime))
             .map(|state| state.history.clone())
             .unwrap_or_default()
+    }
+
+    /// The session log records of a session, in order.
+    pub fn session_records(&self, runtime: &RuntimeContext) -> Vec<SessionRecord> {
+        self.inner.session_log.records(&self.log_key(runtime))
+    }
+
+    fn log_key(&self, runtime: &RuntimeContext) -> SessionLogKey {
+        SessionLogKey {
+            agent_id: self.inner.agent_id.clone(),
+            user_id: runtime.user_id.clone(),
+            session_id: runtime.session_id.clone(),
+        }
     }
 
     /// Number of calls started on this agent.

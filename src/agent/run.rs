@@ -7,12 +7,16 @@ use futures_util::future::join_all;
 
 use super::events::{AgentEvent, CONTEXT_BUILD_EVENT, ContextBuildEvent, CustomValue, EventKind};
 use super::{AgentError, AgentInner, SessionKey};
-use crate::context::manifest::ContextManifest;
-use crate::context::{PrepareInput, Prepared, prepare};
+use crate::context::block::Material;
+use crate::context::manifest::{ContextManifest, Validation};
+use crate::context::source::{ContextRequest, load_all};
+use crate::context::workspace::{self, WorkspaceMaterial};
+use crate::context::{PrepareError, PrepareInput, Prepared, Rejected, prepare};
 use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{ModelError, ModelReply, Purpose};
 use crate::runtime::RuntimeContext;
+use crate::session::{SessionLogKey, SessionRecord};
 use crate::tools::{Permission, ToolContext, ToolOutcome};
 
 type Sink<'a> = dyn FnMut(AgentEvent) + Send + 'a;
@@ -36,6 +40,8 @@ struct Call<'a> {
     key: SessionKey,
     history: Vec<Message>,
     messages_created: u64,
+    /// Loaded once at call entry and reused by every step of the call.
+    workspace: WorkspaceMaterial,
 }
 
 /// Runs one call, reporting every event to `sink`; the last event is always `RunFinished`.
@@ -48,6 +54,12 @@ pub(super) async fn run(
     let number = inner.calls.fetch_add(1, Ordering::SeqCst) + 1;
     let key = session_key(&runtime);
     let restored = lock(&inner.sessions).get(&key).cloned().unwrap_or_default();
+    let workspace = workspace::load(
+        inner.workspace.as_ref(),
+        inner.policy.estimator.as_ref(),
+        inner.max_context_tokens,
+    )
+    .await;
     let mut call = Call {
         inner,
         call_id: format!("call-{number}"),
@@ -55,6 +67,7 @@ pub(super) async fn run(
         key,
         history: restored.history,
         messages_created: restored.messages_created,
+        workspace,
     };
     emit(
         inner,
@@ -101,7 +114,7 @@ impl Call<'_> {
     async fn steps(&mut self, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
         for step in 1..=self.inner.max_steps {
             let request_id = format!("{}/r{step}", self.call_id);
-            let prepared = self.prepare(&request_id, sink)?;
+            let prepared = self.prepare(&request_id, sink).await?;
             self.commit();
             let reply = self.ask_model(&request_id, &prepared, sink).await?;
             let assistant = self.accept_reply(reply, sink)?;
@@ -119,34 +132,125 @@ impl Call<'_> {
         })
     }
 
-    fn prepare(&self, request_id: &str, sink: &mut Sink<'_>) -> Result<Prepared, AgentError> {
-        let tools = self.inner.tools.schemas();
+    /// Loads this step's sources, then prepares the request; reports the manifest either way.
+    async fn prepare(&self, request_id: &str, sink: &mut Sink<'_>) -> Result<Prepared, AgentError> {
+        let inner = self.inner;
+        let request = ContextRequest {
+            agent_id: Some(inner.agent_id.clone()),
+            user_id: self.runtime.user_id.clone(),
+            session_id: self.runtime.session_id.clone(),
+            call_id: request_id.to_string(),
+            purpose: Purpose::Reasoning,
+        };
+        let loaded = match load_all(&inner.sources, &request).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                let manifest = ContextManifest::early_failure(
+                    request_id,
+                    Purpose::Reasoning,
+                    &inner.model.info().name,
+                    Validation::BuildFailed,
+                );
+                let rejected = Box::new(Rejected {
+                    error: PrepareError::SourceFailed(error),
+                    manifest,
+                });
+                self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
+                return Err(AgentError::Prepare(rejected));
+            }
+        };
+        let mut materials: Vec<Material> = inner.instructions.clone();
+        materials.extend(self.workspace.materials.iter().cloned());
+        materials.extend(loaded.materials);
+        let mut transforms = self.workspace.transforms.clone();
+        transforms.extend(loaded.transforms);
+        let tools = inner.tools.schemas();
         let input = PrepareInput {
             call_id: request_id,
             purpose: Purpose::Reasoning,
-            model: self.inner.model.info(),
-            system_prompt: self.inner.sys_prompt.as_deref(),
+            model: inner.model.info(),
+            system_prompt: inner.sys_prompt.as_deref(),
+            materials: &materials,
+            transforms: &transforms,
             history: &self.history,
             tools: &tools,
-            estimator: self.inner.estimator.as_ref(),
-            budget: self.inner.budget,
-            pairing: self.inner.pairing,
+            estimator: inner.policy.estimator.as_ref(),
+            budget: inner.policy.budget(),
+            pairing: inner.pairing,
         };
         match prepare(&input) {
             Ok(prepared) => {
-                report_build(self.inner, sink, &prepared.manifest, None);
+                self.report_build(sink, &prepared.manifest, None);
                 Ok(prepared)
             }
             Err(rejected) => {
-                report_build(
-                    self.inner,
-                    sink,
-                    &rejected.manifest,
-                    Some(rejected.error.kind()),
-                );
+                self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
                 Err(AgentError::Prepare(rejected))
             }
         }
+    }
+
+    /// Delivers a manifest three ways: observer, `context_build` event, session-log record.
+    fn report_build(
+        &self,
+        sink: &mut Sink<'_>,
+        manifest: &ContextManifest,
+        error_kind: Option<&'static str>,
+    ) {
+        let inner = self.inner;
+        if let Some(observer) = &inner.policy.observer {
+            // A panicking observer must never fail a valid build.
+            let observed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                observer.observe(manifest)
+            }));
+            if observed.is_err() {
+                tracing::warn!(call_id = %manifest.call_id, "manifest observer panicked; ignored");
+            }
+        }
+        let event = ContextBuildEvent {
+            call_id: manifest.call_id.clone(),
+            purpose: manifest.purpose,
+            status: if error_kind.is_none() {
+                "passed"
+            } else {
+                "failed"
+            },
+            manifest: manifest.clone(),
+            error_kind,
+        };
+        let payload = serde_json::json!({
+            "event": {
+                "name": CONTEXT_BUILD_EVENT,
+                "value": {
+                    "call_id": event.call_id,
+                    "purpose": event.purpose.as_str(),
+                    "status": event.status,
+                    "context_manifest": manifest.to_json(),
+                    "error_kind": error_kind,
+                }
+            }
+        });
+        let key = SessionLogKey {
+            agent_id: inner.agent_id.clone(),
+            user_id: self.runtime.user_id.clone(),
+            session_id: self.runtime.session_id.clone(),
+        };
+        inner.session_log.append(
+            &key,
+            SessionRecord {
+                kind: "context/build".to_string(),
+                call_id: self.call_id.clone(),
+                payload,
+            },
+        );
+        emit(
+            inner,
+            sink,
+            EventKind::Custom {
+                name: CONTEXT_BUILD_EVENT,
+                value: CustomValue::ContextBuild(Box::new(event)),
+            },
+        );
     }
 
     async fn ask_model(
@@ -285,31 +389,4 @@ async fn execute_one(
         return (ToolOutcome::error(message), false);
     };
     (tool.call(call, context).await, false)
-}
-
-fn report_build(
-    inner: &AgentInner,
-    sink: &mut Sink<'_>,
-    manifest: &ContextManifest,
-    error_kind: Option<&'static str>,
-) {
-    let event = ContextBuildEvent {
-        call_id: manifest.call_id.clone(),
-        purpose: manifest.purpose,
-        status: if error_kind.is_none() {
-            "passed"
-        } else {
-            "failed"
-        },
-        manifest: manifest.clone(),
-        error_kind,
-    };
-    emit(
-        inner,
-        sink,
-        EventKind::Custom {
-            name: CONTEXT_BUILD_EVENT,
-            value: CustomValue::ContextBuild(Box::new(event)),
-        },
-    );
 }

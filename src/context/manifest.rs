@@ -10,6 +10,9 @@
 
 use sha2::{Digest, Sha256};
 
+use serde_json::{Value, json};
+
+use crate::context::block::{MaterialKind, Placement};
 use crate::message::{Message, Role};
 use crate::model::Purpose;
 
@@ -47,6 +50,14 @@ pub enum ItemKind {
     },
     /// A tool schema in the request's tool list.
     ToolSchema,
+    /// A retained material (instruction, workspace file or source block).
+    Material {
+        kind: MaterialKind,
+        placement: Placement,
+        revision: String,
+        required: bool,
+        priority: i32,
+    },
 }
 
 /// One retained element of the request.
@@ -126,4 +137,53 @@ pub fn part_kinds(message: &Message) -> Vec<&'static str> {
             ContentPart::Media { .. } => "media",
         })
         .collect()
+}
+
+impl ContextManifest {
+    /// The manifest as a JSON object (for the session log and exports). Holds no prompt text.
+    pub fn to_json(&self) -> Value {
+        let items: Vec<Value> = self.items.iter().map(item_json).collect();
+        json!({
+            "call_id": self.call_id,
+            "purpose": self.purpose.as_str(),
+            "model": self.model,
+            "estimated_input_tokens": self.estimated_input_tokens,
+            "input_limit": self.input_limit,
+            "counting_method": self.counting_method,
+            "exact": self.exact,
+            "items": items,
+            "transforms": self.transforms,
+            "validation": self.validation.as_str(),
+        })
+    }
+
+    /// The retained material item with this source id.
+    pub fn material(&self, source_id: &str) -> Option<&ManifestItem> {
+        self.items
+            .iter()
+            .find(|item| matches!(item.kind, ItemKind::Material { .. }) && item.id == source_id)
+    }
+}
+
+fn item_json(item: &ManifestItem) -> Value {
+    match &item.kind {
+        ItemKind::Message { role, part_kinds } => json!({
+            "type": "message", "id": item.id, "role": role.as_str(), "parts": part_kinds,
+            "tokens": item.tokens, "content_hash": item.content_hash,
+        }),
+        ItemKind::ToolSchema => json!({
+            "type": "tool_schema", "id": item.id, "tokens": item.tokens, "content_hash": item.content_hash,
+        }),
+        ItemKind::Material {
+            kind,
+            placement,
+            revision,
+            required,
+            priority,
+        } => json!({
+            "type": "material", "source_id": item.id, "kind": kind.as_str(),
+            "placement": placement.as_str(), "revision": revision, "required": required,
+            "priority": priority, "tokens": item.tokens, "content_hash": item.content_hash,
+        }),
+    }
 }

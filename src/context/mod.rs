@@ -1,9 +1,11 @@
 //! Request preparation: from the working conversation to a validated model request and manifest.
 //!
-//! [`prepare`] is the one function every reasoning step goes through. Today it lays out one
-//! System message followed by the conversation, counts the request, computes the input limit,
-//! validates tool pairing and then the whole budget, and records a [`manifest::ContextManifest`].
-//! Later stages (sources, offload, omission, compaction, projections) plug in here.
+//! [`prepare`] is the one function every reasoning step goes through. It lays out one System
+//! message, the conversation, transient state and references ([`render`]) from the materials
+//! loaded for this step (instructions, [`workspace`] files once per call, [`source`] blocks once
+//! per step), counts the request, computes the input limit, validates tool pairing and then the
+//! whole budget, and records a [`manifest::ContextManifest`]. Later stages (offload, omission,
+//! compaction, projections) plug in between layout and validation.
 //!
 //! **Invariant:** `prepare` does no I/O and reads no clock; it is a function of its input.
 //!
@@ -17,28 +19,33 @@
 //! let history = vec![Message::user("u1", "Fix the export.")];
 //! let prepared = prepare(&PrepareInput {
 //!     call_id: "c1-r1", purpose: Purpose::Reasoning, model: &model,
-//!     system_prompt: Some("Be careful."), history: &history, tools: &[],
+//!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: &history, tools: &[],
 //!     estimator: &RatioEstimator, budget: BudgetSettings::default(), pairing: Default::default(),
 //! }).unwrap();
 //! assert_eq!(prepared.request.messages.len(), 2);
 //! assert_eq!(prepared.manifest.validation.as_str(), "passed");
 //! ```
 
+pub mod block;
 pub mod budget;
 pub mod manifest;
 pub mod pairs;
+pub mod render;
+pub mod source;
+pub mod workspace;
 
 use budget::{BudgetSettings, InputBudget};
 use manifest::{ContextManifest, ItemKind, ManifestItem, Validation, message_hash, part_kinds};
 use pairs::{PairingProblem, find_pairing_problem};
 
-use crate::message::Message;
+use block::{Material, Placement};
+
+use crate::message::{Message, Role};
 use crate::model::{ModelInfo, ModelRequest, Purpose};
 use crate::tokens::TokenEstimator;
 use crate::tools::ToolSchema;
 
-/// The id of the single System message of every request.
-pub const SYSTEM_MESSAGE_ID: &str = "system";
+pub use render::SYSTEM_MESSAGE_ID;
 
 /// Everything one preparation reads.
 pub struct PrepareInput<'a> {
@@ -47,6 +54,10 @@ pub struct PrepareInput<'a> {
     pub purpose: Purpose,
     pub model: &'a ModelInfo,
     pub system_prompt: Option<&'a str>,
+    /// Instructions, workspace material and source blocks for this step.
+    pub materials: &'a [Material],
+    /// Transforms already applied while loading (source failures, workspace truncation).
+    pub transforms: &'a [String],
     /// The working conversation, oldest first.
     pub history: &'a [Message],
     pub tools: &'a [ToolSchema],
@@ -84,6 +95,8 @@ pub enum PrepareError {
         "context budget exceeded: the request needs an estimated {estimated} tokens but the input limit is {limit}; shorten required material, raise the limit or enable compaction"
     )]
     ContextBudgetExceeded { estimated: u64, limit: u64 },
+    #[error("{0}")]
+    SourceFailed(#[from] source::SourceLoadError),
 }
 
 impl PrepareError {
@@ -92,6 +105,7 @@ impl PrepareError {
         match self {
             PrepareError::InvalidToolPairs { .. } => Validation::InvalidToolPairs,
             PrepareError::ContextBudgetExceeded { .. } => Validation::BudgetExceeded,
+            PrepareError::SourceFailed(_) => Validation::BuildFailed,
         }
     }
 
@@ -100,6 +114,10 @@ impl PrepareError {
         match self {
             PrepareError::InvalidToolPairs { .. } => "invalid_tool_pairs",
             PrepareError::ContextBudgetExceeded { .. } => "context_budget_exceeded",
+            PrepareError::SourceFailed(source::SourceLoadError::Failed { .. }) => "source_failed",
+            PrepareError::SourceFailed(source::SourceLoadError::Structural { .. }) => {
+                "source_invalid"
+            }
         }
     }
 }
@@ -117,9 +135,9 @@ pub struct Rejected {
 /// Unpaired tool calls or results (`invalid_tool_pairs`), or an estimate over the input limit
 /// (`budget_exceeded`). The returned manifest records the outcome either way.
 pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
-    let messages = layout(input.system_prompt, input.history);
+    let messages = layout(input.system_prompt, input.materials, input.history);
     let budget = InputBudget::compute(input.model.context_window, &input.budget);
-    let mut items = Vec::with_capacity(messages.len() + input.tools.len());
+    let mut items = Vec::with_capacity(messages.len() + input.materials.len() + input.tools.len());
     let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS;
     for message in &messages {
         let tokens = input.estimator.message_tokens(message);
@@ -133,6 +151,26 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
             tokens,
             content_hash: message_hash(message),
         });
+    }
+    for placement in [
+        Placement::System,
+        Placement::Transient,
+        Placement::Reference,
+    ] {
+        for material in render::ordered(input.materials, placement) {
+            items.push(ManifestItem {
+                kind: ItemKind::Material {
+                    kind: material.kind,
+                    placement: material.placement,
+                    revision: material.revision.clone(),
+                    required: material.required,
+                    priority: material.priority,
+                },
+                id: material.id.clone(),
+                tokens: input.estimator.text_tokens(&material.text),
+                content_hash: material.content_hash(),
+            });
+        }
     }
     for schema in input.tools {
         let tokens = input.estimator.tool_schema_tokens(schema);
@@ -157,7 +195,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         counting_method: input.estimator.method().to_string(),
         exact: input.estimator.exact(),
         items,
-        transforms: Vec::new(),
+        transforms: input.transforms.to_vec(),
         validation: Validation::Passed,
     };
     let pairing_problem = match input.pairing {
@@ -199,13 +237,30 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     })
 }
 
-/// One System message (when there is a prompt) followed by the conversation.
-fn layout(system_prompt: Option<&str>, history: &[Message]) -> Vec<Message> {
-    let mut messages = Vec::with_capacity(history.len() + 1);
-    if let Some(prompt) = system_prompt.filter(|p| !p.trim().is_empty()) {
-        messages.push(Message::system(SYSTEM_MESSAGE_ID, prompt));
-    }
-    messages.extend(history.iter().cloned());
+/// One System message → conversation → transient state → references. Messages rendered by an
+/// earlier preparation are dropped and rendered afresh; other System messages in the
+/// conversation are merged into the single System message.
+fn layout(
+    system_prompt: Option<&str>,
+    materials: &[Material],
+    history: &[Message],
+) -> Vec<Message> {
+    let foreign_system: Vec<&Message> = history
+        .iter()
+        .filter(|m| m.role == Role::System && !render::is_rendered(m))
+        .collect();
+    let conversation = history
+        .iter()
+        .filter(|m| m.role != Role::System && !render::is_rendered(m));
+    let transient = render::material_message(materials, Placement::Transient);
+    let reference = render::material_message(materials, Placement::Reference);
+    let guidance = transient.is_some() || reference.is_some();
+    let system = render::system_message(system_prompt, materials, &foreign_system, guidance);
+    let mut messages = Vec::with_capacity(history.len() + 3);
+    messages.extend(system);
+    messages.extend(conversation.cloned());
+    messages.extend(transient);
+    messages.extend(reference);
     messages
 }
 

@@ -184,6 +184,7 @@ pub struct MockModel {
     script: MockScript,
     estimator: ExactEstimator,
     cursor: Mutex<Cursor>,
+    received: Mutex<Vec<ModelRequest>>,
 }
 
 impl MockModel {
@@ -193,7 +194,18 @@ impl MockModel {
             script,
             estimator,
             cursor: Mutex::new(Cursor::default()),
+            received: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Every request received since the last call, in order (the test-bed's view of the wire).
+    pub fn take_received(&self) -> Vec<ModelRequest> {
+        std::mem::take(
+            &mut *self
+                .received
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// The script being replayed.
@@ -353,6 +365,10 @@ impl Model for MockModel {
     }
 
     async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        self.received
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(request.clone());
         let tokens = self
             .estimator
             .request_tokens(&request.messages, &request.tools);

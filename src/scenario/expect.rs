@@ -5,6 +5,8 @@
 
 use super::file::Expectation;
 use super::trace::StepRecord;
+use crate::agent::EventKind;
+use crate::context::manifest::ContextManifest;
 use crate::context::manifest::ItemKind;
 
 /// The verdict of one assertion.
@@ -129,6 +131,27 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             format!("[{}]", list(&found)),
         );
     }
+    if let Some(expected) = &expectation.model_calls_at_ms {
+        let found: Vec<u64> = step
+            .events
+            .iter()
+            .filter(|event| matches!(event.kind, EventKind::ModelCallStarted { .. }))
+            .map(|event| event.at.saturating_sub(step_start(step)).as_millis() as u64)
+            .collect();
+        push(
+            format!("model_calls_at_ms = {expected:?}"),
+            found == *expected,
+            format!("{found:?}"),
+        );
+    }
+    for (source, expected) in &expectation.source_loads {
+        let found = step.source_loads.get(source).copied().unwrap_or(0);
+        push(
+            format!("source `{source}` loaded {expected} time(s) so far"),
+            found == *expected,
+            found.to_string(),
+        );
+    }
     if let Some(expected) = expectation.elapsed_ms {
         let found = step.elapsed.as_millis();
         push(
@@ -137,5 +160,167 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             found.to_string(),
         );
     }
+    checks.extend(request_checks(expectation, step, &prefix));
     checks
+}
+
+/// When the step's run started (its first event).
+fn step_start(step: &StepRecord) -> std::time::Duration {
+    step.events
+        .first()
+        .map(|event| event.at)
+        .unwrap_or_default()
+}
+
+/// The request-level checks: manifests (items, transforms, layout) and sent requests.
+fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let manifests: Vec<&ContextManifest> = step.manifests().map(|(m, _)| m).collect();
+    let selected: Vec<(usize, &ContextManifest)> = manifests
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| expectation.request.is_none_or(|n| n == index + 1))
+        .map(|(index, m)| (index + 1, *m))
+        .collect();
+    let mut push = |description: String, passed: bool, found: String| {
+        checks.push(Check {
+            line: expectation.line,
+            description: format!("{prefix} {description}"),
+            passed,
+            detail: format!("found: {found}"),
+        });
+    };
+    if expectation.request.is_some() && selected.is_empty() {
+        push(
+            format!("request {} exists", expectation.request.unwrap_or(0)),
+            false,
+            format!("{} preparation(s)", manifests.len()),
+        );
+    }
+    for (number, manifest) in &selected {
+        let at = format!("request {number}");
+        let materials: Vec<&str> = manifest
+            .items
+            .iter()
+            .filter(|item| matches!(item.kind, ItemKind::Material { .. }))
+            .map(|item| item.id.as_str())
+            .collect();
+        for id in &expectation.items_present {
+            push(
+                format!("{at} has item {id}"),
+                materials.contains(&id.as_str()),
+                format!("{materials:?}"),
+            );
+        }
+        for id in &expectation.items_absent {
+            push(
+                format!("{at} lacks item {id}"),
+                !materials.contains(&id.as_str()),
+                format!("{materials:?}"),
+            );
+        }
+        for transform in &expectation.transforms_include {
+            let found = manifest.transforms.contains(transform);
+            push(
+                format!("{at} transform {transform}"),
+                found,
+                format!("{:?}", manifest.transforms),
+            );
+        }
+        for (id, revision) in &expectation.item_revisions {
+            let found = match manifest.material(id).map(|item| &item.kind) {
+                Some(ItemKind::Material { revision, .. }) => revision.clone(),
+                _ => "absent".to_string(),
+            };
+            push(
+                format!("{at} item {id} revision = {revision}"),
+                &found == revision,
+                found,
+            );
+        }
+        for (id, placement) in &expectation.item_placements {
+            let found = match manifest.material(id).map(|item| &item.kind) {
+                Some(ItemKind::Material { placement, .. }) => placement.as_str().to_string(),
+                _ => "absent".to_string(),
+            };
+            push(
+                format!("{at} item {id} placement = {placement}"),
+                &found == placement,
+                found,
+            );
+        }
+        if let Some(expected) = &expectation.layout {
+            let found = layout_tags(manifest);
+            push(
+                format!("{at} layout = [{}]", expected.join(", ")),
+                found == *expected,
+                format!("[{}]", found.join(", ")),
+            );
+        }
+        let json = manifest.to_json().to_string();
+        for secret in &expectation.manifest_lacks {
+            push(
+                format!("{at} manifest lacks {secret:?}"),
+                !json.contains(secret.as_str()),
+                "present".to_string(),
+            );
+        }
+        let sent = step.requests.get(number - 1).map(request_text);
+        for needle in &expectation.request_contains {
+            let passed = sent
+                .as_ref()
+                .is_some_and(|text| text.contains(needle.as_str()));
+            push(
+                format!("{at} sent text contains {needle:?}"),
+                passed,
+                sent_summary(sent.as_deref()),
+            );
+        }
+        for needle in &expectation.request_lacks {
+            let passed = sent
+                .as_ref()
+                .is_some_and(|text| !text.contains(needle.as_str()));
+            push(
+                format!("{at} sent text lacks {needle:?}"),
+                passed,
+                sent_summary(sent.as_deref()),
+            );
+        }
+    }
+    checks
+}
+
+/// Role or rendered-material tag of each prepared message, in order.
+fn layout_tags(manifest: &ContextManifest) -> Vec<String> {
+    manifest
+        .items
+        .iter()
+        .filter_map(|item| match &item.kind {
+            ItemKind::Message { role, .. } => Some(match item.id.as_str() {
+                crate::context::render::TRANSIENT_MESSAGE_ID => "transient".to_string(),
+                crate::context::render::REFERENCE_MESSAGE_ID => "reference".to_string(),
+                _ => role.as_str().to_string(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn request_text(request: &crate::model::ModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .map(|m| {
+            let results: Vec<String> = m.tool_results().map(|r| r.text()).collect();
+            format!("{}\n{}", m.text(), results.join("\n"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn sent_summary(sent: Option<&str>) -> String {
+    match sent {
+        Some(text) => format!("{} chars sent", text.chars().count()),
+        None => "no request was sent".to_string(),
+    }
 }

@@ -41,6 +41,7 @@ use crate::context::budget::BudgetSettings;
 use crate::limits;
 use crate::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
 use crate::model::mock::MockScript;
+use crate::scenario::scripted::{BlockSpec, SourceFailure};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::WorkspacePath;
 use crate::sim::text::{TextKind, generate_text};
@@ -53,6 +54,10 @@ struct RawScenario {
     agent: Spanned<RawAgent>,
     #[serde(default)]
     tools: Vec<Spanned<RawTool>>,
+    #[serde(default)]
+    instructions: Vec<Spanned<RawInstruction>>,
+    #[serde(default)]
+    sources: Vec<Spanned<RawSource>>,
     #[serde(default)]
     workspace: RawWorkspace,
     #[serde(default)]
@@ -79,6 +84,49 @@ struct RawAgent {
     output_reserve: Option<Spanned<i64>>,
     safety_margin: Option<Spanned<i64>>,
     tool_pairs: Option<Spanned<String>>,
+    workspace_max_context_tokens: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInstruction {
+    name: Spanned<String>,
+    text: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSource {
+    name: Spanned<String>,
+    timeout_ms: Option<Spanned<i64>>,
+    on_failure: Option<Spanned<String>>,
+    latency_ms: Option<Spanned<i64>>,
+    failure: Option<Spanned<String>>,
+    #[serde(default)]
+    fail_loads: Vec<u64>,
+    #[serde(default)]
+    blocks: Vec<Spanned<RawBlock>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBlock {
+    id: String,
+    kind: Spanned<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    required: bool,
+    #[serde(default)]
+    priority: i32,
+    revision: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWrite {
+    path: Spanned<String>,
+    text: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +141,7 @@ struct RawTool {
     content: Option<Spanned<String>>,
     latency_ms: Option<Spanned<i64>>,
     fail: Option<String>,
+    writes: Option<RawWrite>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -154,6 +203,8 @@ struct RawStep {
     user: Option<String>,
     session: Option<String>,
     input: String,
+    #[serde(default)]
+    workspace_writes: BTreeMap<String, Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -170,6 +221,18 @@ struct RawExpect {
     request_messages: Option<Vec<i64>>,
     elapsed_ms: Option<Spanned<i64>>,
     error_contains: Option<String>,
+    request: Option<Spanned<i64>>,
+    items_present: Option<Vec<String>>,
+    items_absent: Option<Vec<String>>,
+    transforms_include: Option<Vec<String>>,
+    item_revisions: Option<BTreeMap<String, String>>,
+    item_placements: Option<BTreeMap<String, String>>,
+    layout: Option<Vec<String>>,
+    request_contains: Option<Vec<String>>,
+    request_lacks: Option<Vec<String>>,
+    manifest_lacks: Option<Vec<String>>,
+    model_calls_at_ms: Option<Vec<u64>>,
+    source_loads: Option<BTreeMap<String, u64>>,
 }
 
 /// Which estimator the agent budgets with.
@@ -197,6 +260,26 @@ pub struct AgentSpec {
     pub deny_tools: BTreeSet<String>,
     pub budget: BudgetSettings,
     pub pairing: PairingCheck,
+    pub workspace_max_context_tokens: Option<u64>,
+}
+
+/// A named instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstructionSpec {
+    pub name: String,
+    pub text: String,
+}
+
+/// A scripted context source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceSpec {
+    pub name: String,
+    pub timeout: Option<Duration>,
+    pub omit_on_failure: bool,
+    pub latency: Duration,
+    pub failure: Option<SourceFailure>,
+    pub fail_loads: Vec<u64>,
+    pub blocks: Vec<BlockSpec>,
 }
 
 /// What a scripted tool answers.
@@ -216,6 +299,8 @@ pub struct ToolSpec {
     pub output: ToolOutputSpec,
     pub latency: Duration,
     pub fail: Option<String>,
+    /// A workspace file (path, text) the tool writes on every call.
+    pub writes: Option<(String, String)>,
 }
 
 /// Pre-existing committed history of one session.
@@ -232,6 +317,8 @@ pub struct StepSpec {
     pub user: Option<String>,
     pub session: Option<String>,
     pub input: String,
+    /// Workspace files written before the call.
+    pub workspace_writes: BTreeMap<String, String>,
 }
 
 /// Inline assertions about a step (or, without `step`, about every step).
@@ -252,6 +339,20 @@ pub struct Expectation {
     /// Messages in each prepared request of the step, in order.
     pub request_messages: Option<Vec<i64>>,
     pub elapsed_ms: Option<u64>,
+    /// 1-based preparation within the step the request-level checks apply to (all when `None`).
+    pub request: Option<usize>,
+    pub items_present: Vec<String>,
+    pub items_absent: Vec<String>,
+    pub transforms_include: Vec<String>,
+    pub item_revisions: BTreeMap<String, String>,
+    pub item_placements: BTreeMap<String, String>,
+    pub layout: Option<Vec<String>>,
+    pub request_contains: Vec<String>,
+    pub request_lacks: Vec<String>,
+    pub manifest_lacks: Vec<String>,
+    pub model_calls_at_ms: Option<Vec<u64>>,
+    /// Loads of each source so far, after the step.
+    pub source_loads: BTreeMap<String, u64>,
 }
 
 /// A checked scenario, ready to run.
@@ -266,6 +367,8 @@ pub struct Scenario {
     pub agent: AgentSpec,
     pub mock: MockScript,
     pub tools: Vec<ToolSpec>,
+    pub instructions: Vec<InstructionSpec>,
+    pub sources: Vec<SourceSpec>,
     pub workspace_files: BTreeMap<String, String>,
     pub fail_writes_under: Vec<String>,
     pub history: Vec<HistorySpec>,
@@ -374,6 +477,14 @@ pub fn parse_scenario(
         .collect::<Vec<_>>();
     check_unique_tools(&mut checker, &raw.tools);
     check_denied_tools(&mut checker, &raw.agent, &raw.tools);
+    let instructions = instruction_specs(&mut checker, &raw.instructions);
+    let sources = raw
+        .sources
+        .iter()
+        .enumerate()
+        .filter_map(|(i, source)| source_spec(&mut checker, i, source))
+        .collect::<Vec<_>>();
+    check_unique_sources(&mut checker, &raw.sources);
     let workspace_files = workspace_files(&mut checker, &raw.workspace);
     let history = raw
         .history
@@ -404,6 +515,8 @@ pub fn parse_scenario(
         agent,
         mock,
         tools,
+        instructions,
+        sources,
         workspace_files,
         fail_writes_under: raw.workspace.fail_writes_under,
         history,
@@ -466,6 +579,10 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
             ),
             None => Some(PairingCheck::Strict),
         };
+    let workspace_max_context_tokens = raw
+        .workspace_max_context_tokens
+        .as_ref()
+        .and_then(|v| checker.count(v, "agent.workspace_max_context_tokens", 0));
     let mut optional_count = |value: &Option<Spanned<i64>>, field: &str| {
         value.as_ref().and_then(|v| checker.count(v, field, 0))
     };
@@ -490,6 +607,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         deny_tools: raw.deny_tools.iter().map(|t| t.get_ref().clone()).collect(),
         budget,
         pairing: pairing?,
+        workspace_max_context_tokens,
     })
 }
 
@@ -629,7 +747,21 @@ fn tool_spec(
         ToolOutputSpec::Fixed(String::new())
     };
     let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
+    let writes = match &raw.writes {
+        Some(write) => match WorkspacePath::parse(write.path.get_ref()) {
+            Ok(path) => Some((path.as_str().to_string(), write.text.clone())),
+            Err(error) => {
+                let problem = checker
+                    .at(&write.path, error.to_string())
+                    .field(format!("{field}.writes.path"));
+                checker.problems.push(problem);
+                None
+            }
+        },
+        None => None,
+    };
     Some(ToolSpec {
+        writes,
         name: name.clone(),
         description: raw.description.clone(),
         parameters: raw
@@ -733,16 +865,31 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             .field("steps"),
         );
     }
-    raw.iter()
-        .map(|step| {
-            let step = step.get_ref();
-            StepSpec {
-                user: step.user.clone(),
-                session: step.session.clone(),
-                input: step.input.clone(),
+    let mut steps = Vec::with_capacity(raw.len());
+    for (index, step) in raw.iter().enumerate() {
+        let step = step.get_ref();
+        let mut workspace_writes = BTreeMap::new();
+        for (path, text) in &step.workspace_writes {
+            match WorkspacePath::parse(path) {
+                Ok(checked) => {
+                    workspace_writes.insert(checked.as_str().to_string(), text.get_ref().clone());
+                }
+                Err(error) => {
+                    let problem = checker
+                        .at(text, format!("workspace file `{path}`: {error}"))
+                        .field(format!("steps[{index}].workspace_writes"));
+                    checker.problems.push(problem);
+                }
             }
-        })
-        .collect()
+        }
+        steps.push(StepSpec {
+            user: step.user.clone(),
+            session: step.session.clone(),
+            input: step.input.clone(),
+            workspace_writes,
+        });
+    }
+    steps
 }
 
 fn expectation(
@@ -789,6 +936,18 @@ fn expectation(
         validation: raw.validation.clone(),
         request_messages: raw.request_messages.clone(),
         elapsed_ms: count(&raw.elapsed_ms, "elapsed_ms"),
+        request: count(&raw.request, "request").and_then(|r| usize::try_from(r).ok()),
+        items_present: raw.items_present.clone().unwrap_or_default(),
+        items_absent: raw.items_absent.clone().unwrap_or_default(),
+        transforms_include: raw.transforms_include.clone().unwrap_or_default(),
+        item_revisions: raw.item_revisions.clone().unwrap_or_default(),
+        item_placements: raw.item_placements.clone().unwrap_or_default(),
+        layout: raw.layout.clone(),
+        request_contains: raw.request_contains.clone().unwrap_or_default(),
+        request_lacks: raw.request_lacks.clone().unwrap_or_default(),
+        manifest_lacks: raw.manifest_lacks.clone().unwrap_or_default(),
+        model_calls_at_ms: raw.model_calls_at_ms.clone(),
+        source_loads: raw.source_loads.clone().unwrap_or_default(),
     };
     (checker.problems.len() == before).then_some(expectation)
 }
@@ -978,4 +1137,141 @@ fn history_message(
         ));
     }
     Some(Message::new(id, role, parts))
+}
+
+fn instruction_specs(
+    checker: &mut Checker<'_>,
+    raw: &[Spanned<RawInstruction>],
+) -> Vec<InstructionSpec> {
+    let mut specs: Vec<InstructionSpec> = Vec::new();
+    for (index, instruction) in raw.iter().enumerate() {
+        let instruction = instruction.get_ref();
+        let name = instruction.name.get_ref();
+        if !crate::context::source::is_valid_name(name) {
+            let problem = checker
+                .at(
+                    &instruction.name,
+                    format!("invalid instruction name `{name}`"),
+                )
+                .field(format!("instructions[{index}].name"))
+                .help("start with a letter or digit and use only letters, digits, `_`, `.` or `-`");
+            checker.problems.push(problem);
+            continue;
+        }
+        specs.push(InstructionSpec {
+            name: name.clone(),
+            text: instruction.text.clone(),
+        });
+    }
+    specs
+}
+
+fn source_spec(
+    checker: &mut Checker<'_>,
+    index: usize,
+    spanned: &Spanned<RawSource>,
+) -> Option<SourceSpec> {
+    let raw = spanned.get_ref();
+    let field = format!("sources[{index}]");
+    let before = checker.problems.len();
+    let name = raw.name.get_ref();
+    if !crate::context::source::is_valid_name(name) {
+        let problem = checker
+            .at(&raw.name, format!("invalid source name `{name}`"))
+            .field(format!("{field}.name"))
+            .help("start with a letter or digit and use only letters, digits, `_`, `.` or `-`");
+        checker.problems.push(problem);
+    }
+    let timeout = raw.timeout_ms.as_ref().and_then(|value| {
+        let millis = checker.count(value, &format!("{field}.timeout_ms"), 1)?;
+        Some(Duration::from_millis(millis.min(limits::LATENCY_MS_MAX)))
+    });
+    let omit = raw.on_failure.as_ref().map_or(Some(false), |value| {
+        checker.choice(
+            value,
+            &format!("{field}.on_failure"),
+            &["fail", "omit"],
+            |v| match v {
+                "fail" => Some(false),
+                "omit" => Some(true),
+                _ => None,
+            },
+        )
+    });
+    let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
+    let failure = raw.failure.as_ref().and_then(|value| {
+        checker.choice(
+            value,
+            &format!("{field}.failure"),
+            &["error", "no_list", "never", "panic"],
+            |v| match v {
+                "error" => Some(SourceFailure::Error),
+                "no_list" => Some(SourceFailure::NoList),
+                "never" => Some(SourceFailure::Never),
+                "panic" => Some(SourceFailure::Panic),
+                _ => None,
+            },
+        )
+    });
+    let mut blocks = Vec::new();
+    for (position, block) in raw.blocks.iter().enumerate() {
+        let spec = block.get_ref();
+        if spec.kind.get_ref() == "system" {
+            let problem = checker
+                .at(&spec.kind, "a source block cannot be System material")
+                .field(format!("{field}.blocks[{position}].kind"))
+                .help("dynamic blocks are `runtime` or `reference`; trusted System text belongs in an `[[instructions]]` entry");
+            checker.problems.push(problem);
+            continue;
+        }
+        let runtime = checker.choice(
+            &spec.kind,
+            &format!("{field}.blocks[{position}].kind"),
+            &["runtime", "reference"],
+            |k| match k {
+                "runtime" => Some(true),
+                "reference" => Some(false),
+                _ => None,
+            },
+        );
+        if let Some(runtime) = runtime {
+            blocks.push(BlockSpec {
+                id: spec.id.clone(),
+                runtime,
+                text: spec.text.clone(),
+                required: spec.required,
+                priority: spec.priority,
+                revision: spec.revision.clone(),
+            });
+        }
+    }
+    if checker.problems.len() != before {
+        return None;
+    }
+    Some(SourceSpec {
+        name: name.clone(),
+        timeout,
+        omit_on_failure: omit?,
+        latency,
+        failure,
+        fail_loads: raw.fail_loads.clone(),
+        blocks,
+    })
+}
+
+fn check_unique_sources(checker: &mut Checker<'_>, sources: &[Spanned<RawSource>]) {
+    let mut seen = BTreeSet::new();
+    for (index, source) in sources.iter().enumerate() {
+        let name = source.get_ref().name.get_ref();
+        if !seen.insert(name.clone()) {
+            let problem = checker
+                .at(
+                    &source.get_ref().name,
+                    format!("a source named `{name}` is already defined"),
+                )
+                .field(format!("sources[{index}].name"))
+                .help("source names must be unique; rename or remove one");
+            checker.problems.push(problem);
+        }
+    }
 }

@@ -15,6 +15,7 @@ pub mod file;
 pub mod golden;
 pub mod mock_file;
 pub mod runner;
+pub mod scripted;
 pub mod source;
 pub mod suite;
 pub mod trace;

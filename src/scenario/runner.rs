@@ -11,17 +11,19 @@ use super::expect::{Check, evaluate};
 use super::file::{EstimatorChoice, Scenario, ToolOutputSpec, ToolSpec};
 use super::trace::{StepRecord, Trace, render};
 use crate::agent::events::EventKind;
-use crate::agent::{AgentError, HarnessAgent};
+use crate::agent::{AgentError, ContextPolicy, HarnessAgent};
 use crate::context::budget::InputBudget;
+use crate::context::source::{FailurePolicy, SourceOptions};
 use crate::format::duration;
 use crate::limits;
 use crate::model::mock::{MockModel, SummaryMode};
 use crate::runtime::RuntimeContext;
+use crate::scenario::scripted::{ScriptedSource, WritingTool};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::tokens::{ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary};
-use crate::tools::{DenyTools, ScriptedOutput, ScriptedTool};
+use crate::tools::{DenyTools, ScriptedOutput, ScriptedTool, Tool};
 
 /// The result of one scenario run.
 #[derive(Debug, Clone)]
@@ -84,7 +86,28 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
     for prefix in &scenario.fail_writes_under {
         storage.fail_writes_under(prefix.clone());
     }
-    let agent = build_agent(scenario, &seeds, clock.clone(), storage)?;
+    let model = Arc::new(MockModel::new(scenario.mock.clone()));
+    let sources: Vec<(String, Arc<ScriptedSource>)> = scenario
+        .sources
+        .iter()
+        .map(|spec| {
+            let source = ScriptedSource::new(
+                spec.blocks.clone(),
+                spec.latency,
+                spec.failure,
+                spec.fail_loads.clone(),
+            );
+            (spec.name.clone(), Arc::new(source))
+        })
+        .collect();
+    let agent = build_agent(
+        scenario,
+        &seeds,
+        clock.clone(),
+        storage.clone(),
+        model.clone(),
+        &sources,
+    )?;
     for history in &scenario.history {
         let first = scenario.steps.first();
         let runtime = RuntimeContext {
@@ -109,6 +132,14 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
             session_id: spec.session.clone(),
             ..RuntimeContext::default()
         };
+        for (path, text) in &spec.workspace_writes {
+            let path =
+                WorkspacePath::parse(path).map_err(|e| RunError::Workspace(e.to_string()))?;
+            storage
+                .write(&path, text.clone().into_bytes())
+                .await
+                .map_err(|e| RunError::Workspace(e.to_string()))?;
+        }
         let started = clock.elapsed();
         let stream = agent.stream_events(spec.input.clone(), runtime);
         let limit = Duration::from_secs(limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
@@ -134,6 +165,11 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
             events,
             outcome,
             elapsed: clock.elapsed().saturating_sub(started),
+            requests: model.take_received(),
+            source_loads: sources
+                .iter()
+                .map(|(name, source)| (name.clone(), source.loads()))
+                .collect(),
         });
     }
     Ok(Trace {
@@ -147,17 +183,25 @@ fn build_agent(
     seeds: &SeedTree,
     clock: Arc<dyn Clock>,
     storage: Arc<MemoryStorage>,
+    model: Arc<MockModel>,
+    sources: &[(String, Arc<ScriptedSource>)],
 ) -> Result<HarnessAgent, RunError> {
     let spec = &scenario.agent;
+    let policy = ContextPolicy {
+        max_input_tokens: spec.budget.max_input_tokens,
+        output_reserve: spec.budget.output_reserve,
+        safety_margin: spec.budget.safety_margin,
+        estimator: estimator(spec.estimator),
+        observer: None,
+    };
     let mut builder = HarnessAgent::builder()
         .name(spec.name.clone())
         .agent_id(spec.agent_id.clone())
-        .model(Arc::new(MockModel::new(scenario.mock.clone())))
-        .workspace(storage)
+        .model(model)
+        .workspace(storage.clone())
         .clock(clock)
         .max_steps(spec.max_steps)
-        .estimator(estimator(spec.estimator))
-        .budget(spec.budget)
+        .context_policy(policy)
         .pairing_check(spec.pairing)
         .permissions(Arc::new(DenyTools {
             tools: spec.deny_tools.clone(),
@@ -168,8 +212,34 @@ fn build_agent(
     if let Some(timeout) = spec.model_timeout {
         builder = builder.model_timeout(timeout);
     }
+    if let Some(tokens) = spec.workspace_max_context_tokens {
+        builder = builder.workspace_max_context_tokens(tokens);
+    }
+    for instruction in &scenario.instructions {
+        builder = builder.instruction(instruction.name.clone(), instruction.text.clone());
+    }
+    for (source_spec, (name, source)) in scenario.sources.iter().zip(sources) {
+        let mut options = SourceOptions::default();
+        if let Some(timeout) = source_spec.timeout {
+            options = options.timeout(timeout);
+        }
+        if source_spec.omit_on_failure {
+            options = options.on_failure(FailurePolicy::Omit);
+        }
+        builder = builder.context_source_with(name, source.clone(), options);
+    }
     for tool in &scenario.tools {
-        builder = builder.tool(scripted_tool(tool, seeds).into_arc());
+        let scripted = scripted_tool(tool, seeds).into_arc();
+        let tool: Arc<dyn Tool> = match &tool.writes {
+            Some((path, text)) => Arc::new(WritingTool {
+                inner: scripted,
+                storage: storage.clone(),
+                path: WorkspacePath::parse(path).map_err(|e| RunError::Workspace(e.to_string()))?,
+                text: text.clone(),
+            }),
+            None => scripted,
+        };
+        builder = builder.tool(tool);
     }
     Ok(builder.build()?)
 }
@@ -293,6 +363,46 @@ fn header(scenario: &Scenario) -> Vec<String> {
             "tool: {} {output} latency={}{fail}",
             tool.name,
             duration(tool.latency)
+        ));
+    }
+    if let Some(tokens) = agent.workspace_max_context_tokens {
+        lines.push(format!("workspace_max_context_tokens: {tokens}"));
+    }
+    for instruction in &scenario.instructions {
+        lines.push(format!(
+            "instruction: {} ({} chars)",
+            instruction.name,
+            instruction.text.chars().count()
+        ));
+    }
+    for source in &scenario.sources {
+        let failure = match source.failure {
+            None => "none".to_string(),
+            Some(failure) => {
+                let on = if source.fail_loads.is_empty() {
+                    "every load".to_string()
+                } else {
+                    format!("loads {:?}", source.fail_loads)
+                };
+                format!("{failure:?} on {on}").to_lowercase()
+            }
+        };
+        lines.push(format!(
+            "source: {} timeout={} on_failure={} latency={} failure={} blocks={}",
+            source.name,
+            duration(
+                source
+                    .timeout
+                    .unwrap_or(crate::context::source::SOURCE_TIMEOUT_DEFAULT)
+            ),
+            if source.omit_on_failure {
+                "omit"
+            } else {
+                "fail"
+            },
+            duration(source.latency),
+            failure,
+            source.blocks.len()
         ));
     }
     for (path, content) in &scenario.workspace_files {

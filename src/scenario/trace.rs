@@ -8,6 +8,7 @@
 //!
 //! **Invariant:** the rendering holds no wall-clock time, no absolute path and no host name.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use crate::context::manifest::{ContextManifest, ItemKind};
 use crate::format::{duration, quoted};
 use crate::limits::TRACE_TEXT_CHARS_MAX;
 use crate::message::{Message, ToolOutput};
+use crate::model::ModelRequest;
 
 /// Everything recorded while running one scenario.
 #[derive(Debug, Clone)]
@@ -38,6 +40,10 @@ pub struct StepRecord {
     pub outcome: Result<Message, AgentError>,
     /// Virtual time the step took.
     pub elapsed: Duration,
+    /// The requests the model received during the step (not rendered in the trace).
+    pub requests: Vec<ModelRequest>,
+    /// Loads of each scripted source so far, after the step.
+    pub source_loads: BTreeMap<String, u64>,
 }
 
 impl StepRecord {
@@ -209,6 +215,25 @@ fn render_manifest(out: &mut String, manifest: &ContextManifest) {
         let (label, parts) = match &item.kind {
             ItemKind::Message { role, part_kinds } => (role.as_str(), part_kinds.join("+")),
             ItemKind::ToolSchema => ("schema", String::new()),
+            ItemKind::Material {
+                kind,
+                placement,
+                revision,
+                required,
+                priority,
+            } => {
+                let required = if *required { " required" } else { "" };
+                let _ = writeln!(
+                    out,
+                    "              | material  {} {} tok  {} in {} prio={priority}{required} rev={}",
+                    item.id,
+                    item.tokens,
+                    kind.as_str(),
+                    placement.as_str(),
+                    crate::format::snippet(revision, 24)
+                );
+                continue;
+            }
         };
         let _ = writeln!(
             out,
