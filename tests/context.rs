@@ -1,0 +1,298 @@
+//! Library-level tests of context assembly: instructions, sources, layout, manifest delivery.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use ctxbed::agent::{AgentError, BuildError, ContextPolicy, HarnessAgent};
+use ctxbed::context::block::{ContextBlock, Material};
+use ctxbed::context::budget::BudgetSettings;
+use ctxbed::context::manifest::ContextManifest;
+use ctxbed::context::render::is_rendered;
+use ctxbed::context::source::{
+    ContextRequest, ContextSource, RegistrationError, SourceError, SourceOptions, SourceRegistry,
+    StaticSource, load_all,
+};
+use ctxbed::context::{PrepareInput, prepare};
+use ctxbed::message::Message;
+use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
+use ctxbed::model::{ModelInfo, Purpose};
+use ctxbed::runtime::RuntimeContext;
+use ctxbed::tokens::RatioEstimator;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime")
+}
+
+fn info() -> ModelInfo {
+    ModelInfo {
+        name: "test".into(),
+        context_window: Some(16_000),
+        max_output_tokens: None,
+    }
+}
+
+fn replying_model(replies: u32) -> Arc<MockModel> {
+    let turn = MockTurn {
+        times: replies,
+        ..MockTurn::new(TurnAction::reply("ok"))
+    };
+    Arc::new(MockModel::new(MockScript::new(info(), vec![turn])))
+}
+
+/// Counts its loads and remembers the identities it was given.
+#[derive(Default)]
+struct CountingSource {
+    loads: AtomicU64,
+    seen: Mutex<Vec<ContextRequest>>,
+}
+
+#[async_trait]
+impl ContextSource for CountingSource {
+    async fn load(
+        &self,
+        request: &ContextRequest,
+    ) -> Result<Option<Vec<ContextBlock>>, SourceError> {
+        let load = self.loads.fetch_add(1, Ordering::SeqCst) + 1;
+        self.seen.lock().unwrap().push(request.clone());
+        Ok(Some(vec![ContextBlock::runtime(
+            "count",
+            format!("load {load}"),
+        )]))
+    }
+}
+
+fn prepare_input<'a>(
+    materials: &'a [Material],
+    history: &'a [Message],
+    model: &'a ModelInfo,
+) -> PrepareInput<'a> {
+    PrepareInput {
+        call_id: "c1/r1",
+        purpose: Purpose::Reasoning,
+        model,
+        system_prompt: Some("Be careful."),
+        materials,
+        transforms: &[],
+        history,
+        tools: &[],
+        estimator: &RatioEstimator,
+        budget: BudgetSettings::default(),
+        pairing: Default::default(),
+    }
+}
+
+#[test]
+fn rebuilding_from_a_previous_output_is_idempotent() {
+    let model = info();
+    let materials = vec![
+        Material::instruction("policy", "Preserve the API."),
+        Material::from_block("record", &ContextBlock::runtime("status", "open")),
+        Material::from_block("record", &ContextBlock::reference("format", "csv")),
+    ];
+    let history = vec![Message::user("u1", "Fix it.")];
+    let first = prepare(&prepare_input(&materials, &history, &model)).expect("first");
+    let again =
+        prepare(&prepare_input(&materials, &first.request.messages, &model)).expect("again");
+    assert_eq!(first.request.messages, again.request.messages);
+    let systems = again
+        .request
+        .messages
+        .iter()
+        .filter(|m| m.id == "system")
+        .count();
+    assert_eq!(systems, 1, "exactly one System message");
+    // An edited instruction replaces the old one instead of adding a second.
+    let edited = vec![Material::instruction(
+        "policy",
+        "Preserve the API and the format.",
+    )];
+    let rebuilt =
+        prepare(&prepare_input(&edited, &first.request.messages, &model)).expect("edited");
+    let system = rebuilt.request.messages[0].text();
+    assert!(system.contains("Preserve the API and the format."));
+    assert_eq!(system.matches("instruction/policy").count(), 1);
+}
+
+#[test]
+fn sources_load_per_preparation_never_at_registration_and_are_shared_by_copies() {
+    runtime().block_on(async {
+        let source = Arc::new(CountingSource::default());
+        let builder = HarnessAgent::builder()
+            .agent_id("copyable")
+            .context_source("counter", source.clone());
+        let first = builder
+            .clone()
+            .model(replying_model(5))
+            .build()
+            .expect("first agent");
+        let copy = builder
+            .model(replying_model(5))
+            .build()
+            .expect("copied agent");
+        assert_eq!(
+            source.loads.load(Ordering::SeqCst),
+            0,
+            "nothing loads at registration or build"
+        );
+        let alice = RuntimeContext::new().with_user("alice").with_session("a");
+        let bob = RuntimeContext::new().with_user("bob").with_session("b");
+        first.call("one", alice.clone()).await.expect("alice");
+        copy.call("two", bob.clone()).await.expect("bob");
+        assert_eq!(
+            source.loads.load(Ordering::SeqCst),
+            2,
+            "the same instance serves both agents"
+        );
+        let seen = source.seen.lock().unwrap().clone();
+        assert_eq!(seen[0].user_id.as_deref(), Some("alice"));
+        assert_eq!(seen[1].session_id.as_deref(), Some("b"));
+        assert_eq!(seen[0].agent_id.as_deref(), Some("copyable"));
+        assert_eq!(seen[0].purpose, Purpose::Reasoning);
+        // Rendered material never enters durable history.
+        assert!(first.history(&alice).iter().all(|m| !is_rendered(m)));
+        assert_eq!(first.history(&alice).len(), 2);
+    });
+}
+
+#[test]
+fn a_summary_preparation_loads_no_source() {
+    runtime().block_on(async {
+        let source = Arc::new(CountingSource::default());
+        let mut registry = SourceRegistry::new();
+        registry
+            .register("counter", source.clone(), SourceOptions::default())
+            .expect("register");
+        let request = ContextRequest {
+            agent_id: None,
+            user_id: None,
+            session_id: None,
+            call_id: "c1/s1".into(),
+            purpose: Purpose::Summary,
+        };
+        let loaded = load_all(&registry, &request).await.expect("load");
+        assert!(loaded.materials.is_empty());
+        assert_eq!(source.loads.load(Ordering::SeqCst), 0);
+    });
+}
+
+#[test]
+fn bad_registrations_leave_the_registry_usable() {
+    let mut registry = SourceRegistry::new();
+    let source = || Arc::new(StaticSource::new(vec![])) as Arc<dyn ContextSource>;
+    registry
+        .register("records", source(), SourceOptions::default())
+        .expect("first");
+    assert_eq!(
+        registry.register("records", source(), SourceOptions::default()),
+        Err(RegistrationError::Duplicate("records".into()))
+    );
+    assert!(matches!(
+        registry.register("-bad", source(), SourceOptions::default()),
+        Err(RegistrationError::InvalidName(_))
+    ));
+    let zero = SourceOptions::default().timeout(std::time::Duration::ZERO);
+    assert!(matches!(
+        registry.register("zero", source(), zero),
+        Err(RegistrationError::ZeroTimeout(_))
+    ));
+    registry
+        .register("notes", source(), SourceOptions::default())
+        .expect("still usable");
+    assert_eq!(registry.names(), vec!["records", "notes"]);
+    // Through the builder, the error surfaces at build and names the source.
+    runtime().block_on(async {
+        let builder = HarnessAgent::builder()
+            .model(replying_model(1))
+            .context_source("records", source())
+            .context_source("records", source());
+        assert_eq!(
+            builder.build().err(),
+            Some(BuildError::Source(RegistrationError::Duplicate(
+                "records".into()
+            )))
+        );
+    });
+}
+
+#[test]
+fn manifests_reach_the_observer_the_event_stream_and_the_session_log() {
+    runtime().block_on(async {
+        let observed: Arc<Mutex<Vec<ContextManifest>>> = Arc::default();
+        let sink = observed.clone();
+        let policy = ContextPolicy {
+            observer: Some(Arc::new(move |manifest: &ContextManifest| {
+                sink.lock().unwrap().push(manifest.clone());
+                panic!("a broken observer");
+            })),
+            ..ContextPolicy::default()
+        };
+        let agent = HarnessAgent::builder()
+            .model(replying_model(1))
+            .context_policy(policy)
+            .context_source(
+                "vault",
+                Arc::new(StaticSource::new(vec![ContextBlock::runtime(
+                    "token",
+                    "SECRET-42",
+                )])),
+            )
+            .build()
+            .expect("agent");
+        let session = RuntimeContext::new().with_session("s");
+        let reply = agent.call("go", session.clone()).await;
+        assert!(
+            reply.is_ok(),
+            "a panicking observer never fails a valid build"
+        );
+        let manifests = observed.lock().unwrap().clone();
+        assert_eq!(manifests.len(), 1);
+        assert!(manifests[0].material("source/vault/token").is_some());
+        let records = agent.session_records(&session);
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].kind, "context/build");
+        let manifest = &records[0].payload["event"]["value"]["context_manifest"];
+        assert_eq!(manifest["validation"], "passed");
+        assert_eq!(manifest["items"].as_array().map(Vec::len), Some(4));
+        assert!(!records[0].payload.to_string().contains("SECRET-42"));
+    });
+}
+
+#[test]
+fn a_failed_build_is_reported_and_commits_nothing() {
+    runtime().block_on(async {
+        let agent = HarnessAgent::builder()
+            .model(replying_model(1))
+            .context_source(
+                "broken",
+                Arc::new(StaticSource::new(vec![
+                    ContextBlock::runtime("x", "one"),
+                    ContextBlock::runtime("x", "two"),
+                ])),
+            )
+            .build()
+            .expect("agent");
+        let session = RuntimeContext::new().with_session("s");
+        let events = agent.stream_events("go", session.clone()).collect().await;
+        let failed = events.iter().find_map(|event| match &event.kind {
+            ctxbed::agent::EventKind::Custom {
+                value: ctxbed::agent::events::CustomValue::ContextBuild(build),
+                ..
+            } => Some(build.clone()),
+            _ => None,
+        });
+        let failed = failed.expect("a context_build event for the failed preparation");
+        assert_eq!(failed.status, "failed");
+        assert_eq!(failed.error_kind, Some("source_invalid"));
+        assert_eq!(failed.manifest.estimated_input_tokens, -1);
+        assert_eq!(failed.manifest.counting_method, "unavailable");
+        assert!(agent.history(&session).is_empty(), "nothing committed");
+        let error = agent.call("again", session.clone()).await.unwrap_err();
+        assert!(matches!(error, AgentError::Prepare(_)));
+        assert_eq!(agent.session_records(&session).len(), 2);
+    });
+}
