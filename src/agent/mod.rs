@@ -36,6 +36,8 @@ use std::time::Duration;
 use crate::context::block::Material;
 use crate::context::budget::BudgetSettings;
 use crate::context::manifest::ContextManifest;
+use crate::context::offload::OffloadConfig;
+use crate::context::omission::SelectionPolicy;
 use crate::context::source::{ContextSource, RegistrationError, SourceOptions, SourceRegistry};
 use crate::context::workspace::MAX_CONTEXT_TOKENS_DEFAULT;
 use crate::context::{PairingCheck, Rejected};
@@ -45,7 +47,7 @@ use crate::model::{Model, ModelError};
 use crate::runtime::RuntimeContext;
 use crate::session::{MemorySessionLog, SessionLog, SessionLogKey, SessionRecord};
 use crate::sim::clock::{Clock, TokioClock};
-use crate::sim::storage::{MemoryStorage, Storage};
+use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::tokens::{RatioEstimator, TokenEstimator};
 use crate::tools::{AllowAll, PermissionPolicy, Tool, ToolRegistry, ToolRegistryError};
 
@@ -66,6 +68,8 @@ pub enum BuildError {
         "instruction name `{0}` is invalid: start with a letter or digit and use only letters, digits, `_`, `.` or `-`"
     )]
     InvalidInstructionName(String),
+    #[error("the offload eviction path is invalid: {0}")]
+    InvalidEvictionPath(String),
 }
 
 /// Receives every preparation's manifest, successful or failed.
@@ -187,6 +191,8 @@ pub struct HarnessAgentBuilder {
     source_errors: Vec<RegistrationError>,
     max_context_tokens: u64,
     session_log: Option<Arc<dyn SessionLog>>,
+    offload: Option<OffloadConfig>,
+    selection: Option<Arc<dyn SelectionPolicy>>,
 }
 
 impl HarnessAgentBuilder {
@@ -288,6 +294,24 @@ impl HarnessAgentBuilder {
         self.sources.register(name, source, options)
     }
 
+    /// Configures tool-result offload (on by default with [`OffloadConfig::default`]).
+    pub fn tool_result_eviction(mut self, config: OffloadConfig) -> Self {
+        self.offload = Some(config);
+        self
+    }
+
+    /// Turns tool-result offload off.
+    pub fn disable_tool_result_eviction(mut self) -> Self {
+        self.offload = None;
+        self
+    }
+
+    /// A custom omission order for optional material.
+    pub fn context_selection_policy(mut self, policy: Arc<dyn SelectionPolicy>) -> Self {
+        self.selection = Some(policy);
+        self
+    }
+
     /// Bounds workspace material preparation, in estimated tokens (default 8,000).
     pub fn workspace_max_context_tokens(mut self, tokens: u64) -> Self {
         self.max_context_tokens = tokens;
@@ -343,6 +367,11 @@ impl HarnessAgentBuilder {
             }
             instructions.push(Material::instruction(name, text));
         }
+        if let Some(offload) = &self.offload {
+            if let Err(error) = WorkspacePath::parse(&offload.eviction_path) {
+                return Err(BuildError::InvalidEvictionPath(error.to_string()));
+            }
+        }
         let mut tools = ToolRegistry::new();
         for tool in &self.tools {
             tools.register(tool.clone())?;
@@ -376,6 +405,8 @@ impl HarnessAgentBuilder {
                     .session_log
                     .clone()
                     .unwrap_or_else(|| Arc::new(MemorySessionLog::new())),
+                offload: self.offload.clone(),
+                selection: self.selection.clone(),
                 sessions: Mutex::new(BTreeMap::new()),
                 calls: AtomicU64::new(0),
             }),
@@ -414,6 +445,8 @@ struct AgentInner {
     sources: SourceRegistry,
     max_context_tokens: u64,
     session_log: Arc<dyn SessionLog>,
+    offload: Option<OffloadConfig>,
+    selection: Option<Arc<dyn SelectionPolicy>>,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
     calls: AtomicU64,
 }
@@ -454,6 +487,8 @@ impl HarnessAgent {
             source_errors: Vec::new(),
             max_context_tokens: MAX_CONTEXT_TOKENS_DEFAULT,
             session_log: None,
+            offload: Some(OffloadConfig::default()),
+            selection: None,
         }
     }
 

@@ -9,6 +9,7 @@ use super::events::{AgentEvent, CONTEXT_BUILD_EVENT, ContextBuildEvent, CustomVa
 use super::{AgentError, AgentInner, SessionKey};
 use crate::context::block::Material;
 use crate::context::manifest::{ContextManifest, Validation};
+use crate::context::offload;
 use crate::context::source::{ContextRequest, load_all};
 use crate::context::workspace::{self, WorkspaceMaterial};
 use crate::context::{PrepareError, PrepareInput, Prepared, Rejected, prepare};
@@ -133,7 +134,11 @@ impl Call<'_> {
     }
 
     /// Loads this step's sources, then prepares the request; reports the manifest either way.
-    async fn prepare(&self, request_id: &str, sink: &mut Sink<'_>) -> Result<Prepared, AgentError> {
+    async fn prepare(
+        &mut self,
+        request_id: &str,
+        sink: &mut Sink<'_>,
+    ) -> Result<Prepared, AgentError> {
         let inner = self.inner;
         let request = ContextRequest {
             agent_id: Some(inner.agent_id.clone()),
@@ -164,6 +169,20 @@ impl Call<'_> {
         materials.extend(loaded.materials);
         let mut transforms = self.workspace.transforms.clone();
         transforms.extend(loaded.transforms);
+        let written = match &inner.offload {
+            Some(config) => {
+                let outcome = offload::offload(
+                    &mut self.history,
+                    inner.workspace.as_ref(),
+                    config,
+                    &inner.name,
+                )
+                .await;
+                transforms.extend(outcome.transforms);
+                outcome.written
+            }
+            None => Vec::new(),
+        };
         let tools = inner.tools.schemas();
         let input = PrepareInput {
             call_id: request_id,
@@ -177,6 +196,7 @@ impl Call<'_> {
             estimator: inner.policy.estimator.as_ref(),
             budget: inner.policy.budget(),
             pairing: inner.pairing,
+            selection: inner.selection.as_deref(),
         };
         match prepare(&input) {
             Ok(prepared) => {
@@ -184,6 +204,8 @@ impl Call<'_> {
                 Ok(prepared)
             }
             Err(rejected) => {
+                // A rejected build leaves no orphan offload file behind.
+                offload::collect(inner.workspace.as_ref(), &written).await;
                 self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
                 Err(AgentError::Prepare(rejected))
             }

@@ -81,6 +81,9 @@ pub struct ContextManifest {
     pub estimated_input_tokens: i64,
     /// Effective input limit; −1 when unavailable.
     pub input_limit: i64,
+    /// Tokens left for the conversation after System, transient and reference material and all
+    /// tool schemas (at least 1); −1 when unavailable.
+    pub conversation_allowance: i64,
     pub counting_method: String,
     pub exact: bool,
     pub items: Vec<ManifestItem>,
@@ -102,6 +105,7 @@ impl ContextManifest {
             model: model.to_string(),
             estimated_input_tokens: -1,
             input_limit: -1,
+            conversation_allowance: -1,
             counting_method: "unavailable".to_string(),
             exact: false,
             items: Vec::new(),
@@ -149,6 +153,7 @@ impl ContextManifest {
             "model": self.model,
             "estimated_input_tokens": self.estimated_input_tokens,
             "input_limit": self.input_limit,
+            "conversation_allowance": self.conversation_allowance,
             "counting_method": self.counting_method,
             "exact": self.exact,
             "items": items,

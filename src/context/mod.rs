@@ -29,6 +29,8 @@
 pub mod block;
 pub mod budget;
 pub mod manifest;
+pub mod offload;
+pub mod omission;
 pub mod pairs;
 pub mod render;
 pub mod source;
@@ -39,6 +41,7 @@ use manifest::{ContextManifest, ItemKind, ManifestItem, Validation, message_hash
 use pairs::{PairingProblem, find_pairing_problem};
 
 use block::{Material, Placement};
+use omission::SelectionPolicy;
 
 use crate::message::{Message, Role};
 use crate::model::{ModelInfo, ModelRequest, Purpose};
@@ -65,6 +68,8 @@ pub struct PrepareInput<'a> {
     pub budget: BudgetSettings,
     /// How tool-call/result pairing is validated.
     pub pairing: PairingCheck,
+    /// A custom omission order (the default order when `None`).
+    pub selection: Option<&'a dyn SelectionPolicy>,
 }
 
 /// How a preparation validates tool-call/result pairing.
@@ -76,6 +81,10 @@ pub enum PairingCheck {
     /// Send the conversation as it is. Only for observing how a provider answers an unpaired
     /// history; recorded in the manifest as the transform `tool_pairs_unchecked`.
     Unchecked,
+    /// Drop results that answer no call and close calls that have no result with a stable
+    /// synthetic error result, in the request view only; each change is a transform. For users
+    /// who want the behaviour of harnesses that repair instead of rejecting.
+    Repair,
 }
 
 /// A validated request and its manifest.
@@ -97,6 +106,8 @@ pub enum PrepareError {
     ContextBudgetExceeded { estimated: u64, limit: u64 },
     #[error("{0}")]
     SourceFailed(#[from] source::SourceLoadError),
+    #[error("invalid selection policy: {0}")]
+    InvalidSelection(#[from] omission::SelectionError),
 }
 
 impl PrepareError {
@@ -105,7 +116,9 @@ impl PrepareError {
         match self {
             PrepareError::InvalidToolPairs { .. } => Validation::InvalidToolPairs,
             PrepareError::ContextBudgetExceeded { .. } => Validation::BudgetExceeded,
-            PrepareError::SourceFailed(_) => Validation::BuildFailed,
+            PrepareError::SourceFailed(_) | PrepareError::InvalidSelection(_) => {
+                Validation::BuildFailed
+            }
         }
     }
 
@@ -118,6 +131,7 @@ impl PrepareError {
             PrepareError::SourceFailed(source::SourceLoadError::Structural { .. }) => {
                 "source_invalid"
             }
+            PrepareError::InvalidSelection(_) => "invalid_selection_policy",
         }
     }
 }
@@ -129,17 +143,152 @@ pub struct Rejected {
     pub manifest: ContextManifest,
 }
 
-/// Prepares one model request.
+/// Prepares one model request: pairing repair (when configured), omission for budget, layout,
+/// counting, the conversation allowance, then validation of pairing and of the whole budget.
 ///
 /// # Errors
-/// Unpaired tool calls or results (`invalid_tool_pairs`), or an estimate over the input limit
-/// (`budget_exceeded`). The returned manifest records the outcome either way.
+/// Unpaired tool calls or results (`invalid_tool_pairs`), an estimate over the input limit once
+/// every optional material is gone (`budget_exceeded`), or an invalid selection policy
+/// (`build_failed`). The returned manifest records the outcome either way.
 pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
-    let messages = layout(input.system_prompt, input.materials, input.history);
     let budget = InputBudget::compute(input.model.context_window, &input.budget);
-    let mut items = Vec::with_capacity(messages.len() + input.materials.len() + input.tools.len());
+    let mut transforms = input.transforms.to_vec();
+    let repaired;
+    let history = if input.pairing == PairingCheck::Repair {
+        let (messages, repairs) = pairs::repair(input.history);
+        transforms.extend(repairs);
+        repaired = messages;
+        repaired.as_slice()
+    } else {
+        input.history
+    };
+    let parts = Parts::split(input.system_prompt, history);
+    let conversation_tokens: u64 = parts
+        .conversation
+        .iter()
+        .map(|m| input.estimator.message_tokens(m))
+        .sum();
+    let schema_tokens: u64 = input
+        .tools
+        .iter()
+        .map(|t| input.estimator.tool_schema_tokens(t))
+        .sum();
+    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS + conversation_tokens + schema_tokens;
+    let measure = |kept: &[Material]| fixed + parts.material_tokens(kept, input.estimator);
+    let order = match input.selection {
+        Some(policy) => {
+            let order = policy.omission_order(input.materials);
+            if let Err(error) = omission::validate_order(&order, input.materials) {
+                let manifest = ContextManifest::early_failure(
+                    input.call_id,
+                    input.purpose,
+                    &input.model.name,
+                    Validation::BuildFailed,
+                );
+                return Err(Box::new(Rejected {
+                    error: error.into(),
+                    manifest,
+                }));
+            }
+            order
+        }
+        None => omission::default_order(input.materials),
+    };
+    let selection = omission::select(
+        input.materials,
+        &order,
+        budget.input_limit,
+        input.estimator,
+        measure,
+    );
+    transforms.extend(
+        selection
+            .omitted
+            .iter()
+            .map(|id| format!("omitted_for_budget:{id}")),
+    );
+    let messages = parts.assemble(&selection.kept);
+    let counted = count(input, &messages, &selection.kept);
+    let material_messages = counted.estimated - fixed;
+    let allowance = budget
+        .input_limit
+        .saturating_sub(material_messages + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
+        .max(1);
+    let mut manifest = ContextManifest {
+        call_id: input.call_id.to_string(),
+        purpose: input.purpose,
+        model: input.model.name.clone(),
+        estimated_input_tokens: to_signed(counted.estimated),
+        input_limit: to_signed(budget.input_limit),
+        conversation_allowance: to_signed(allowance),
+        counting_method: input.estimator.method().to_string(),
+        exact: input.estimator.exact(),
+        items: counted.items,
+        transforms,
+        validation: Validation::Passed,
+    };
+    if let Err(error) = validate(
+        input.pairing,
+        &messages,
+        counted.estimated,
+        budget.input_limit,
+        &mut manifest,
+    ) {
+        manifest.validation = error.validation();
+        return Err(Box::new(Rejected { error, manifest }));
+    }
+    assert!(
+        counted.estimated <= budget.input_limit,
+        "a passed preparation fits its limit"
+    );
+    let request = ModelRequest {
+        call_id: input.call_id.to_string(),
+        purpose: input.purpose,
+        messages,
+        tools: input.tools.to_vec(),
+        max_output_tokens: Some(budget.output_reserve).filter(|reserve| *reserve > 0),
+    };
+    Ok(Prepared {
+        request,
+        manifest,
+        budget,
+    })
+}
+
+/// Pairing first, then the whole budget.
+fn validate(
+    pairing: PairingCheck,
+    messages: &[Message],
+    estimated: u64,
+    limit: u64,
+    manifest: &mut ContextManifest,
+) -> Result<(), PrepareError> {
+    let problem = match pairing {
+        PairingCheck::Strict | PairingCheck::Repair => find_pairing_problem(messages),
+        PairingCheck::Unchecked => {
+            manifest.transforms.push("tool_pairs_unchecked".to_string());
+            None
+        }
+    };
+    if let Some(problem) = problem {
+        return Err(PrepareError::InvalidToolPairs { problem });
+    }
+    if estimated > limit {
+        return Err(PrepareError::ContextBudgetExceeded { estimated, limit });
+    }
+    Ok(())
+}
+
+struct Counted {
+    items: Vec<ManifestItem>,
+    estimated: u64,
+}
+
+/// One manifest item per message, retained material and tool schema, and the total.
+fn count(input: &PrepareInput<'_>, messages: &[Message], kept: &[Material]) -> Counted {
+    let mut items = Vec::with_capacity(messages.len() + kept.len() + input.tools.len());
     let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS;
-    for message in &messages {
+    for message in messages {
         let tokens = input.estimator.message_tokens(message);
         estimated += tokens;
         items.push(ManifestItem {
@@ -157,7 +306,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         Placement::Transient,
         Placement::Reference,
     ] {
-        for material in render::ordered(input.materials, placement) {
+        for material in render::ordered(kept, placement) {
             items.push(ManifestItem {
                 kind: ItemKind::Material {
                     kind: material.kind,
@@ -186,82 +335,66 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
             content_hash: manifest::content_hash(serialised.as_bytes()),
         });
     }
-    let mut manifest = ContextManifest {
-        call_id: input.call_id.to_string(),
-        purpose: input.purpose,
-        model: input.model.name.clone(),
-        estimated_input_tokens: to_signed(estimated),
-        input_limit: to_signed(budget.input_limit),
-        counting_method: input.estimator.method().to_string(),
-        exact: input.estimator.exact(),
-        items,
-        transforms: input.transforms.to_vec(),
-        validation: Validation::Passed,
-    };
-    let pairing_problem = match input.pairing {
-        PairingCheck::Strict => find_pairing_problem(&messages),
-        PairingCheck::Unchecked => {
-            manifest.transforms.push("tool_pairs_unchecked".to_string());
-            None
-        }
-    };
-    let verdict = if let Some(problem) = pairing_problem {
-        Err(PrepareError::InvalidToolPairs { problem })
-    } else if estimated > budget.input_limit {
-        Err(PrepareError::ContextBudgetExceeded {
-            estimated,
-            limit: budget.input_limit,
-        })
-    } else {
-        Ok(())
-    };
-    if let Err(error) = verdict {
-        manifest.validation = error.validation();
-        return Err(Box::new(Rejected { error, manifest }));
-    }
-    assert!(
-        estimated <= budget.input_limit,
-        "a passed preparation fits its limit"
-    );
-    let request = ModelRequest {
-        call_id: input.call_id.to_string(),
-        purpose: input.purpose,
-        messages,
-        tools: input.tools.to_vec(),
-        max_output_tokens: Some(budget.output_reserve).filter(|reserve| *reserve > 0),
-    };
-    Ok(Prepared {
-        request,
-        manifest,
-        budget,
-    })
+    Counted { items, estimated }
 }
 
-/// One System message → conversation → transient state → references. Messages rendered by an
-/// earlier preparation are dropped and rendered afresh; other System messages in the
-/// conversation are merged into the single System message.
-fn layout(
-    system_prompt: Option<&str>,
-    materials: &[Material],
-    history: &[Message],
-) -> Vec<Message> {
-    let foreign_system: Vec<&Message> = history
-        .iter()
-        .filter(|m| m.role == Role::System && !render::is_rendered(m))
-        .collect();
-    let conversation = history
-        .iter()
-        .filter(|m| m.role != Role::System && !render::is_rendered(m));
-    let transient = render::material_message(materials, Placement::Transient);
-    let reference = render::material_message(materials, Placement::Reference);
-    let guidance = transient.is_some() || reference.is_some();
-    let system = render::system_message(system_prompt, materials, &foreign_system, guidance);
-    let mut messages = Vec::with_capacity(history.len() + 3);
-    messages.extend(system);
-    messages.extend(conversation.cloned());
-    messages.extend(transient);
-    messages.extend(reference);
-    messages
+/// The pieces of a layout: one System message → conversation → transient state → references.
+/// Messages rendered by an earlier preparation are dropped and rendered afresh; other System
+/// messages in the conversation are merged into the single System message.
+struct Parts<'a> {
+    system_prompt: Option<&'a str>,
+    foreign_system: Vec<&'a Message>,
+    conversation: Vec<&'a Message>,
+}
+
+impl<'a> Parts<'a> {
+    fn split(system_prompt: Option<&'a str>, history: &'a [Message]) -> Self {
+        let foreign_system = history
+            .iter()
+            .filter(|m| m.role == Role::System && !render::is_rendered(m))
+            .collect();
+        let conversation = history
+            .iter()
+            .filter(|m| m.role != Role::System && !render::is_rendered(m))
+            .collect();
+        Parts {
+            system_prompt,
+            foreign_system,
+            conversation,
+        }
+    }
+
+    /// The System, transient and reference messages for a set of materials.
+    fn material_messages(&self, materials: &[Material]) -> [Option<Message>; 3] {
+        let transient = render::material_message(materials, Placement::Transient);
+        let reference = render::material_message(materials, Placement::Reference);
+        let guidance = transient.is_some() || reference.is_some();
+        let system = render::system_message(
+            self.system_prompt,
+            materials,
+            &self.foreign_system,
+            guidance,
+        );
+        [system, transient, reference]
+    }
+
+    fn material_tokens(&self, materials: &[Material], estimator: &dyn TokenEstimator) -> u64 {
+        self.material_messages(materials)
+            .iter()
+            .flatten()
+            .map(|m| estimator.message_tokens(m))
+            .sum()
+    }
+
+    fn assemble(&self, materials: &[Material]) -> Vec<Message> {
+        let [system, transient, reference] = self.material_messages(materials);
+        let mut messages = Vec::with_capacity(self.conversation.len() + 3);
+        messages.extend(system);
+        messages.extend(self.conversation.iter().map(|m| (*m).clone()));
+        messages.extend(transient);
+        messages.extend(reference);
+        messages
+    }
 }
 
 fn to_signed(value: u64) -> i64 {

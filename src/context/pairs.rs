@@ -172,3 +172,105 @@ mod tests {
         );
     }
 }
+
+/// Synthetic text closing a call that has no recorded result (repair policy only).
+pub const REPAIRED_RESULT_TEXT: &str =
+    "[no result was recorded for this tool call; it may have been interrupted]";
+
+/// The opt-in repair: drops tool results that answer no call and closes calls that have no
+/// result with a stable synthetic error result. Returns the repaired messages and one transform
+/// per change (`tool_pairs_repaired:dropped_result:<id>`, `tool_pairs_repaired:closed_call:<id>`).
+pub fn repair(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
+    let mut repaired: Vec<Message> = Vec::with_capacity(messages.len());
+    let mut transforms = Vec::new();
+    let mut open: Vec<(String, String)> = Vec::new();
+    for message in messages {
+        if message.role == Role::Tool {
+            let mut kept = message.clone();
+            kept.parts.retain(|part| match part {
+                crate::message::ContentPart::ToolResult(result) => {
+                    match open.iter().position(|(id, _)| *id == result.call_id) {
+                        Some(at) => {
+                            open.remove(at);
+                            true
+                        }
+                        None => {
+                            transforms.push(format!(
+                                "tool_pairs_repaired:dropped_result:{}",
+                                result.call_id
+                            ));
+                            false
+                        }
+                    }
+                }
+                _ => true,
+            });
+            if !kept.parts.is_empty() {
+                repaired.push(kept);
+            }
+            continue;
+        }
+        close_open_calls(&mut open, &mut repaired, &mut transforms);
+        if message.role == Role::Assistant {
+            open = message
+                .tool_calls()
+                .map(|c| (c.id.clone(), c.name.clone()))
+                .collect();
+        }
+        repaired.push(message.clone());
+    }
+    close_open_calls(&mut open, &mut repaired, &mut transforms);
+    (repaired, transforms)
+}
+
+fn close_open_calls(
+    open: &mut Vec<(String, String)>,
+    repaired: &mut Vec<Message>,
+    transforms: &mut Vec<String>,
+) {
+    for (call_id, name) in open.drain(..) {
+        transforms.push(format!("tool_pairs_repaired:closed_call:{call_id}"));
+        repaired.push(Message::tool_result(
+            format!("repair-{call_id}"),
+            call_id,
+            name,
+            REPAIRED_RESULT_TEXT,
+            true,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod repair_tests {
+    use super::*;
+    use crate::message::ContentPart;
+
+    #[test]
+    fn repair_closes_calls_and_drops_orphans() {
+        let messages = vec![
+            Message::user("u", "go"),
+            Message::tool_result("orphan", "c9", "t", "stray", false),
+            Message::assistant_tool_calls(
+                "a",
+                vec![
+                    ContentPart::tool_call("c1", "t", serde_json::Value::Null),
+                    ContentPart::tool_call("c2", "t", serde_json::Value::Null),
+                ],
+            ),
+            Message::tool_result("r1", "c1", "t", "ok", false),
+            Message::user("u2", "next"),
+        ];
+        let (repaired, transforms) = repair(&messages);
+        assert_eq!(
+            transforms,
+            vec![
+                "tool_pairs_repaired:dropped_result:c9",
+                "tool_pairs_repaired:closed_call:c2"
+            ]
+        );
+        assert_eq!(find_pairing_problem(&repaired), None);
+        let (again, none) = repair(&repaired);
+        assert_eq!(again, repaired, "repair is idempotent");
+        assert!(none.is_empty());
+    }
+}

@@ -126,6 +126,11 @@ pub fn material_message(materials: &[Material], placement: Placement) -> Option<
     Some(tagged(id, Role::User, text, placement))
 }
 
+/// The rendered text of one material as a context item (its cost in the request).
+pub fn item_text(material: &Material) -> String {
+    item("context_item", material)
+}
+
 fn item(tag: &str, material: &Material) -> String {
     format!(
         "<{tag} kind=\"{}\" source=\"{}\" revision=\"{}\">\n{}\n</{tag}>",

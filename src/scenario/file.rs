@@ -38,6 +38,7 @@ use super::mock_file::{Checker, parse_mock};
 use super::source::read_source;
 use crate::context::PairingCheck;
 use crate::context::budget::BudgetSettings;
+use crate::context::offload::OffloadConfig;
 use crate::limits;
 use crate::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
 use crate::model::mock::MockScript;
@@ -85,6 +86,18 @@ struct RawAgent {
     safety_margin: Option<Spanned<i64>>,
     tool_pairs: Option<Spanned<String>>,
     workspace_max_context_tokens: Option<Spanned<i64>>,
+    offload: Option<Spanned<RawOffload>>,
+    omission_order: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOffload {
+    enabled: Option<bool>,
+    max_result_chars: Option<Spanned<i64>>,
+    preview_chars: Option<Spanned<i64>>,
+    eviction_path: Option<Spanned<String>>,
+    excluded_tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,6 +274,10 @@ pub struct AgentSpec {
     pub budget: BudgetSettings,
     pub pairing: PairingCheck,
     pub workspace_max_context_tokens: Option<u64>,
+    /// Tool-result offload settings; `None` when disabled.
+    pub offload: Option<OffloadConfig>,
+    /// A fixed custom omission order.
+    pub omission_order: Option<Vec<String>>,
 }
 
 /// A named instruction.
@@ -579,6 +596,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
             ),
             None => Some(PairingCheck::Strict),
         };
+    let offload = offload_config(checker, raw.offload.as_ref());
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
         .as_ref()
@@ -608,6 +626,8 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         budget,
         pairing: pairing?,
         workspace_max_context_tokens,
+        offload: offload?,
+        omission_order: raw.omission_order.clone(),
     })
 }
 
@@ -1274,4 +1294,45 @@ fn check_unique_sources(checker: &mut Checker<'_>, sources: &[Spanned<RawSource>
             checker.problems.push(problem);
         }
     }
+}
+
+/// `Some(None)` when offload is disabled; `None` when the section has a problem.
+fn offload_config(
+    checker: &mut Checker<'_>,
+    raw: Option<&Spanned<RawOffload>>,
+) -> Option<Option<OffloadConfig>> {
+    let Some(spanned) = raw else {
+        return Some(Some(OffloadConfig::default()));
+    };
+    let raw = spanned.get_ref();
+    if raw.enabled == Some(false) {
+        return Some(None);
+    }
+    let before = checker.problems.len();
+    let mut config = OffloadConfig::default();
+    if let Some(value) = &raw.max_result_chars {
+        config.max_result_chars = checker
+            .count(value, "agent.offload.max_result_chars", 1)
+            .unwrap_or(1) as usize;
+    }
+    if let Some(value) = &raw.preview_chars {
+        config.preview_chars = checker
+            .count(value, "agent.offload.preview_chars", 0)
+            .unwrap_or(0) as usize;
+    }
+    if let Some(value) = &raw.eviction_path {
+        match WorkspacePath::parse(value.get_ref()) {
+            Ok(path) => config.eviction_path = path.as_str().to_string(),
+            Err(error) => {
+                let problem = checker
+                    .at(value, error.to_string())
+                    .field("agent.offload.eviction_path");
+                checker.problems.push(problem);
+            }
+        }
+    }
+    if let Some(tools) = &raw.excluded_tools {
+        config.excluded_tools = tools.iter().cloned().collect();
+    }
+    (checker.problems.len() == before).then_some(Some(config))
 }

@@ -13,6 +13,7 @@ use super::trace::{StepRecord, Trace, render};
 use crate::agent::events::EventKind;
 use crate::agent::{AgentError, ContextPolicy, HarnessAgent};
 use crate::context::budget::InputBudget;
+use crate::context::omission::FixedOrder;
 use crate::context::source::{FailurePolicy, SourceOptions};
 use crate::format::duration;
 use crate::limits;
@@ -215,6 +216,13 @@ fn build_agent(
     if let Some(tokens) = spec.workspace_max_context_tokens {
         builder = builder.workspace_max_context_tokens(tokens);
     }
+    builder = match &spec.offload {
+        Some(config) => builder.tool_result_eviction(config.clone()),
+        None => builder.disable_tool_result_eviction(),
+    };
+    if let Some(order) = &spec.omission_order {
+        builder = builder.context_selection_policy(Arc::new(FixedOrder(order.clone())));
+    }
     for instruction in &scenario.instructions {
         builder = builder.instruction(instruction.name.clone(), instruction.text.clone());
     }
@@ -303,6 +311,7 @@ fn header(scenario: &Scenario) -> Vec<String> {
             match agent.pairing {
                 crate::context::PairingCheck::Strict => "strict",
                 crate::context::PairingCheck::Unchecked => "unchecked",
+                crate::context::PairingCheck::Repair => "repair",
             },
             agent
                 .deny_tools
@@ -364,6 +373,24 @@ fn header(scenario: &Scenario) -> Vec<String> {
             tool.name,
             duration(tool.latency)
         ));
+    }
+    lines.push(match &agent.offload {
+        Some(config) => format!(
+            "offload: max_result_chars={} preview_chars={} eviction_path={} excluded_tools=[{}]",
+            config.max_result_chars,
+            config.preview_chars,
+            config.eviction_path,
+            config
+                .excluded_tools
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => "offload: disabled".to_string(),
+    });
+    if let Some(order) = &agent.omission_order {
+        lines.push(format!("omission_order: [{}]", order.join(", ")));
     }
     if let Some(tokens) = agent.workspace_max_context_tokens {
         lines.push(format!("workspace_max_context_tokens: {tokens}"));

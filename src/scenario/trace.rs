@@ -205,9 +205,10 @@ fn render_manifest(out: &mut String, manifest: &ContextManifest) {
     let exact = if manifest.exact { "exact" } else { "estimate" };
     let _ = writeln!(
         out,
-        "              tokens={}/{} method={} ({exact}) validation={}",
+        "              tokens={}/{} allowance={} method={} ({exact}) validation={}",
         manifest.estimated_input_tokens,
         manifest.input_limit,
+        manifest.conversation_allowance,
         manifest.counting_method,
         manifest.validation.as_str()
     );
