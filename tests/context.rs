@@ -83,6 +83,7 @@ fn prepare_input<'a>(
         estimator: &RatioEstimator,
         budget: BudgetSettings::default(),
         pairing: Default::default(),
+        selection: None,
     }
 }
 

@@ -367,10 +367,10 @@ impl HarnessAgentBuilder {
             }
             instructions.push(Material::instruction(name, text));
         }
-        if let Some(offload) = &self.offload {
-            if let Err(error) = WorkspacePath::parse(&offload.eviction_path) {
-                return Err(BuildError::InvalidEvictionPath(error.to_string()));
-            }
+        if let Some(offload) = &self.offload
+            && let Err(error) = WorkspacePath::parse(&offload.eviction_path)
+        {
+            return Err(BuildError::InvalidEvictionPath(error.to_string()));
         }
         let mut tools = ToolRegistry::new();
         for tool in &self.tools {

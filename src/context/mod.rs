@@ -21,6 +21,7 @@
 //!     call_id: "c1-r1", purpose: Purpose::Reasoning, model: &model,
 //!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: &history, tools: &[],
 //!     estimator: &RatioEstimator, budget: BudgetSettings::default(), pairing: Default::default(),
+//!     selection: None,
 //! }).unwrap();
 //! assert_eq!(prepared.request.messages.len(), 2);
 //! assert_eq!(prepared.manifest.validation.as_str(), "passed");
