@@ -39,6 +39,7 @@ fn tool_turn(names: &[&str]) -> MockTurn {
         tool_calls: names
             .iter()
             .map(|name| ScriptedCall {
+                id: None,
                 name: (*name).to_string(),
                 arguments: serde_json::json!({}),
             })

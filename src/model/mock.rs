@@ -44,6 +44,8 @@ use crate::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
 /// A tool call a turn asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScriptedCall {
+    /// A fixed call id; generated (`call_0001`, `toolu_0001`, …) when `None`.
+    pub id: Option<String>,
     pub name: String,
     pub arguments: Value,
 }
@@ -337,7 +339,7 @@ impl MockModel {
                 }
                 for call in tool_calls {
                     parts.push(ContentPart::tool_call(
-                        self.next_call_id(),
+                        call.id.clone().unwrap_or_else(|| self.next_call_id()),
                         call.name.clone(),
                         call.arguments.clone(),
                     ));

@@ -144,6 +144,18 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             format!("{found:?}"),
         );
     }
+    for (prefix, expected) in &expectation.workspace_count_under {
+        let found = step
+            .workspace_files
+            .iter()
+            .filter(|p| p.starts_with(prefix.as_str()))
+            .count() as u64;
+        push(
+            format!("workspace holds {expected} file(s) under {prefix:?}"),
+            found == *expected,
+            found.to_string(),
+        );
+    }
     for (source, expected) in &expectation.source_loads {
         let found = step.source_loads.get(source).copied().unwrap_or(0);
         push(
@@ -247,6 +259,21 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
                 format!("{at} item {id} placement = {placement}"),
                 &found == placement,
                 found,
+            );
+        }
+        if let Some(expected) = expectation.input_limit {
+            push(
+                format!("{at} input_limit = {expected}"),
+                manifest.input_limit == expected,
+                manifest.input_limit.to_string(),
+            );
+        }
+        if let Some(expected) = expectation.allowance {
+            let found = manifest.conversation_allowance;
+            push(
+                format!("{at} allowance = {expected}"),
+                found == expected,
+                found.to_string(),
             );
         }
         if let Some(expected) = &expectation.layout {

@@ -246,6 +246,9 @@ struct RawExpect {
     manifest_lacks: Option<Vec<String>>,
     model_calls_at_ms: Option<Vec<u64>>,
     source_loads: Option<BTreeMap<String, u64>>,
+    input_limit: Option<i64>,
+    allowance: Option<i64>,
+    workspace_count_under: Option<BTreeMap<String, u64>>,
 }
 
 /// Which estimator the agent budgets with.
@@ -370,6 +373,10 @@ pub struct Expectation {
     pub model_calls_at_ms: Option<Vec<u64>>,
     /// Loads of each source so far, after the step.
     pub source_loads: BTreeMap<String, u64>,
+    pub input_limit: Option<i64>,
+    pub allowance: Option<i64>,
+    /// Number of workspace files under each prefix, after the step.
+    pub workspace_count_under: BTreeMap<String, u64>,
 }
 
 /// A checked scenario, ready to run.
@@ -582,20 +589,20 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         ),
         None => Some(EstimatorChoice::Ratio),
     };
-    let pairing =
-        match &raw.tool_pairs {
-            Some(value) => checker.choice(
-                value,
-                "agent.tool_pairs",
-                &["strict", "unchecked"],
-                |v| match v {
-                    "strict" => Some(PairingCheck::Strict),
-                    "unchecked" => Some(PairingCheck::Unchecked),
-                    _ => None,
-                },
-            ),
-            None => Some(PairingCheck::Strict),
-        };
+    let pairing = match &raw.tool_pairs {
+        Some(value) => checker.choice(
+            value,
+            "agent.tool_pairs",
+            &["strict", "repair", "unchecked"],
+            |v| match v {
+                "strict" => Some(PairingCheck::Strict),
+                "repair" => Some(PairingCheck::Repair),
+                "unchecked" => Some(PairingCheck::Unchecked),
+                _ => None,
+            },
+        ),
+        None => Some(PairingCheck::Strict),
+    };
     let offload = offload_config(checker, raw.offload.as_ref());
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
@@ -968,6 +975,9 @@ fn expectation(
         manifest_lacks: raw.manifest_lacks.clone().unwrap_or_default(),
         model_calls_at_ms: raw.model_calls_at_ms.clone(),
         source_loads: raw.source_loads.clone().unwrap_or_default(),
+        input_limit: raw.input_limit,
+        allowance: raw.allowance,
+        workspace_count_under: raw.workspace_count_under.clone().unwrap_or_default(),
     };
     (checker.problems.len() == before).then_some(expectation)
 }

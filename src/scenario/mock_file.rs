@@ -81,6 +81,7 @@ struct RawCondition {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCall {
+    id: Option<String>,
     name: String,
     #[serde(default)]
     args: Option<toml::Table>,
@@ -375,6 +376,7 @@ impl Checker<'_> {
                     |table| serde_json::to_value(table).unwrap_or(serde_json::Value::Null),
                 );
                 ScriptedCall {
+                    id: call.id.clone(),
                     name: call.name.clone(),
                     arguments,
                 }

@@ -171,6 +171,13 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
+            workspace_files: storage
+                .list("")
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .map(|path| path.as_str().to_string())
+                .collect(),
         });
     }
     Ok(Trace {

@@ -44,6 +44,8 @@ pub struct StepRecord {
     pub requests: Vec<ModelRequest>,
     /// Loads of each scripted source so far, after the step.
     pub source_loads: BTreeMap<String, u64>,
+    /// Workspace file paths after the step.
+    pub workspace_files: Vec<String>,
 }
 
 impl StepRecord {
