@@ -95,6 +95,8 @@ pub struct ContextPolicy {
     pub output_reserve: Option<u64>,
     /// Safety margin (`None`: the default).
     pub safety_margin: Option<u64>,
+    /// Output tokens requested from the model; a value above the reservation raises it.
+    pub max_output_tokens: Option<u64>,
     pub estimator: Arc<dyn TokenEstimator>,
     pub observer: Option<Arc<dyn ManifestObserver>>,
 }
@@ -105,6 +107,7 @@ impl Default for ContextPolicy {
             max_input_tokens: None,
             output_reserve: None,
             safety_margin: None,
+            max_output_tokens: None,
             estimator: Arc::new(RatioEstimator),
             observer: None,
         }
@@ -117,6 +120,7 @@ impl std::fmt::Debug for ContextPolicy {
             .field("max_input_tokens", &self.max_input_tokens)
             .field("output_reserve", &self.output_reserve)
             .field("safety_margin", &self.safety_margin)
+            .field("max_output_tokens", &self.max_output_tokens)
             .field("estimator", &self.estimator.method())
             .field("observer", &self.observer.is_some())
             .finish()
@@ -129,7 +133,7 @@ impl ContextPolicy {
             max_input_tokens: self.max_input_tokens,
             output_reserve: self.output_reserve,
             safety_margin: self.safety_margin,
-            requested_max_output: None,
+            requested_max_output: self.max_output_tokens,
         }
     }
 }

@@ -42,8 +42,15 @@ pub struct InputBudget {
 }
 
 impl InputBudget {
-    /// Computes the budget for a model window and settings.
+    /// Computes the budget for a model window and settings. A setting of 0 means "the default",
+    /// as `None` does.
     pub fn compute(window: Option<u64>, settings: &BudgetSettings) -> Self {
+        let settings = &BudgetSettings {
+            max_input_tokens: settings.max_input_tokens.filter(|v| *v > 0),
+            output_reserve: settings.output_reserve.filter(|v| *v > 0),
+            safety_margin: settings.safety_margin.filter(|v| *v > 0),
+            requested_max_output: settings.requested_max_output.filter(|v| *v > 0),
+        };
         let Some(window) = window else {
             let limit = cap(UNKNOWN_WINDOW_INPUT_LIMIT, settings.max_input_tokens);
             return InputBudget {
@@ -91,5 +98,16 @@ mod tests {
         assert_eq!(budget.input_limit, 24_000);
         let tiny = InputBudget::compute(Some(1), &BudgetSettings::default());
         assert_eq!(tiny.input_limit, 0);
+        let zeros = BudgetSettings {
+            max_input_tokens: Some(0),
+            output_reserve: Some(0),
+            safety_margin: Some(0),
+            requested_max_output: Some(0),
+        };
+        assert_eq!(
+            InputBudget::compute(Some(128_000), &zeros),
+            InputBudget::compute(Some(128_000), &BudgetSettings::default()),
+            "0 selects the defaults"
+        );
     }
 }

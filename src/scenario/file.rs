@@ -88,6 +88,7 @@ struct RawAgent {
     workspace_max_context_tokens: Option<Spanned<i64>>,
     offload: Option<Spanned<RawOffload>>,
     omission_order: Option<Vec<String>>,
+    max_output_tokens: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -615,7 +616,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         max_input_tokens: optional_count(&raw.max_input_tokens, "agent.max_input_tokens"),
         output_reserve: optional_count(&raw.output_reserve, "agent.output_reserve"),
         safety_margin: optional_count(&raw.safety_margin, "agent.safety_margin"),
-        requested_max_output: None,
+        requested_max_output: optional_count(&raw.max_output_tokens, "agent.max_output_tokens"),
     };
     if checker.problems.len() != before {
         return None;

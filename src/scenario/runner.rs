@@ -199,6 +199,7 @@ fn build_agent(
         max_input_tokens: spec.budget.max_input_tokens,
         output_reserve: spec.budget.output_reserve,
         safety_margin: spec.budget.safety_margin,
+        max_output_tokens: spec.budget.requested_max_output,
         estimator: estimator(spec.estimator),
         observer: None,
     };
@@ -360,6 +361,7 @@ fn header(scenario: &Scenario) -> Vec<String> {
             agent
                 .budget
                 .max_input_tokens
+                .filter(|cap| *cap > 0)
                 .map_or(String::new(), |cap| format!(" (cap {cap})"))
         ),
     ];
