@@ -4,6 +4,7 @@
 //! See `ARCHITECTURE.md` for the map of modules and their invariants.
 
 pub mod agent;
+pub mod compaction;
 pub mod context;
 pub mod format;
 pub mod limits;

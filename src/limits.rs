@@ -50,3 +50,6 @@ pub const STEP_VIRTUAL_TIME_MAX_SECONDS: u64 = 48 * 60 * 60;
 
 /// Messages one scenario `[[history]]` entry may list inline.
 pub const HISTORY_MESSAGES_MAX: usize = 10_000;
+
+/// Summary requests per compaction: the first, then smaller ones after a summariser overflow.
+pub const SUMMARY_ATTEMPTS_MAX: u32 = 3;

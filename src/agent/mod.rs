@@ -25,6 +25,7 @@
 //! });
 //! ```
 
+mod compact;
 pub mod events;
 mod run;
 
@@ -33,6 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::compaction::config::{CompactionConfig, ConfigError};
 use crate::context::block::Material;
 use crate::context::budget::BudgetSettings;
 use crate::context::manifest::ContextManifest;
@@ -70,6 +72,8 @@ pub enum BuildError {
     InvalidInstructionName(String),
     #[error("the offload eviction path is invalid: {0}")]
     InvalidEvictionPath(String),
+    #[error("invalid compaction configuration: {0}")]
+    Compaction(#[from] ConfigError),
 }
 
 /// Receives every preparation's manifest, successful or failed.
@@ -197,6 +201,8 @@ pub struct HarnessAgentBuilder {
     session_log: Option<Arc<dyn SessionLog>>,
     offload: Option<OffloadConfig>,
     selection: Option<Arc<dyn SelectionPolicy>>,
+    compaction: Option<CompactionConfig>,
+    session_log_enabled: bool,
 }
 
 impl HarnessAgentBuilder {
@@ -304,6 +310,24 @@ impl HarnessAgentBuilder {
         self
     }
 
+    /// Configures conversation compaction (on by default with [`CompactionConfig::default`]).
+    pub fn compaction(mut self, config: CompactionConfig) -> Self {
+        self.compaction = Some(config);
+        self
+    }
+
+    /// Turns conversation compaction off (and with it overflow recovery).
+    pub fn disable_compaction(mut self) -> Self {
+        self.compaction = None;
+        self
+    }
+
+    /// Turns the session log off (and with it overflow recovery).
+    pub fn disable_session_log(mut self) -> Self {
+        self.session_log_enabled = false;
+        self
+    }
+
     /// Turns tool-result offload off.
     pub fn disable_tool_result_eviction(mut self) -> Self {
         self.offload = None;
@@ -376,6 +400,9 @@ impl HarnessAgentBuilder {
         {
             return Err(BuildError::InvalidEvictionPath(error.to_string()));
         }
+        if let Some(compaction) = &self.compaction {
+            compaction.validate()?;
+        }
         let mut tools = ToolRegistry::new();
         for tool in &self.tools {
             tools.register(tool.clone())?;
@@ -405,10 +432,12 @@ impl HarnessAgentBuilder {
                 instructions,
                 sources: self.sources.clone(),
                 max_context_tokens: self.max_context_tokens,
-                session_log: self
-                    .session_log
-                    .clone()
-                    .unwrap_or_else(|| Arc::new(MemorySessionLog::new())),
+                session_log: self.session_log_enabled.then(|| {
+                    self.session_log
+                        .clone()
+                        .unwrap_or_else(|| Arc::new(MemorySessionLog::new()) as Arc<dyn SessionLog>)
+                }),
+                compaction: self.compaction.clone(),
                 offload: self.offload.clone(),
                 selection: self.selection.clone(),
                 sessions: Mutex::new(BTreeMap::new()),
@@ -448,7 +477,8 @@ struct AgentInner {
     instructions: Vec<Material>,
     sources: SourceRegistry,
     max_context_tokens: u64,
-    session_log: Arc<dyn SessionLog>,
+    session_log: Option<Arc<dyn SessionLog>>,
+    compaction: Option<CompactionConfig>,
     offload: Option<OffloadConfig>,
     selection: Option<Arc<dyn SelectionPolicy>>,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
@@ -493,6 +523,8 @@ impl HarnessAgent {
             session_log: None,
             offload: Some(OffloadConfig::default()),
             selection: None,
+            compaction: Some(CompactionConfig::default()),
+            session_log_enabled: true,
         }
     }
 
@@ -556,7 +588,11 @@ impl HarnessAgent {
 
     /// The session log records of a session, in order.
     pub fn session_records(&self, runtime: &RuntimeContext) -> Vec<SessionRecord> {
-        self.inner.session_log.records(&self.log_key(runtime))
+        self.inner
+            .session_log
+            .as_ref()
+            .map(|log| log.records(&self.log_key(runtime)))
+            .unwrap_or_default()
     }
 
     fn log_key(&self, runtime: &RuntimeContext) -> SessionLogKey {

@@ -5,6 +5,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use futures_util::future::join_all;
 
+use super::compact::Force;
 use super::events::{AgentEvent, CONTEXT_BUILD_EVENT, ContextBuildEvent, CustomValue, EventKind};
 use super::{AgentError, AgentInner, SessionKey};
 use crate::context::block::Material;
@@ -12,7 +13,9 @@ use crate::context::manifest::{ContextManifest, Validation};
 use crate::context::offload;
 use crate::context::source::{ContextRequest, load_all};
 use crate::context::workspace::{self, WorkspaceMaterial};
-use crate::context::{PrepareError, PrepareInput, Prepared, Rejected, prepare};
+use crate::context::{
+    PrepareError, PrepareInput, Prepared, Rejected, conversation_allowance, prepare,
+};
 use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{ModelError, ModelReply, Purpose};
@@ -20,7 +23,7 @@ use crate::runtime::RuntimeContext;
 use crate::session::{SessionLogKey, SessionRecord};
 use crate::tools::{Permission, ToolContext, ToolOutcome};
 
-type Sink<'a> = dyn FnMut(AgentEvent) + Send + 'a;
+pub(super) type Sink<'a> = dyn FnMut(AgentEvent) + Send + 'a;
 
 pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -34,12 +37,12 @@ pub(super) fn session_key(runtime: &RuntimeContext) -> SessionKey {
 }
 
 /// The working state of one call.
-struct Call<'a> {
-    inner: &'a AgentInner,
-    call_id: String,
-    runtime: RuntimeContext,
+pub(super) struct Call<'a> {
+    pub(super) inner: &'a AgentInner,
+    pub(super) call_id: String,
+    pub(super) runtime: RuntimeContext,
     key: SessionKey,
-    history: Vec<Message>,
+    pub(super) history: Vec<Message>,
     messages_created: u64,
     /// Loaded once at call entry and reused by every step of the call.
     workspace: WorkspaceMaterial,
@@ -77,9 +80,14 @@ pub(super) async fn run(
             call_id: call.call_id.clone(),
         },
     );
+    call.record("run/start", serde_json::json!({}));
     let user = Message::user(call.next_message_id(), input);
     call.history.push(user);
     let outcome = call.steps(sink).await;
+    call.record(
+        "run/end",
+        serde_json::json!({ "status": outcome.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
+    );
     emit(
         inner,
         sink,
@@ -91,7 +99,7 @@ pub(super) async fn run(
     outcome
 }
 
-fn emit(inner: &AgentInner, sink: &mut Sink<'_>, kind: EventKind) {
+pub(super) fn emit(inner: &AgentInner, sink: &mut Sink<'_>, kind: EventKind) {
     sink(AgentEvent {
         at: inner.clock.elapsed(),
         kind,
@@ -115,9 +123,15 @@ impl Call<'_> {
     async fn steps(&mut self, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
         for step in 1..=self.inner.max_steps {
             let request_id = format!("{}/r{step}", self.call_id);
-            let prepared = self.prepare(&request_id, sink).await?;
+            let (prepared, _) = self.prepare(&request_id, None, sink).await?;
             self.commit();
-            let reply = self.ask_model(&request_id, &prepared, sink).await?;
+            let reply = match self.ask_model(&request_id, &prepared, sink).await {
+                Ok(reply) => reply,
+                Err(AgentError::Model(error)) if self.can_recover(&error) => {
+                    self.recover(&request_id, error, sink).await?
+                }
+                Err(error) => return Err(error),
+            };
             let assistant = self.accept_reply(reply, sink)?;
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
             self.history.push(assistant.clone());
@@ -133,12 +147,48 @@ impl Call<'_> {
         })
     }
 
-    /// Loads this step's sources, then prepares the request; reports the manifest either way.
+    /// Overflow recovery needs a session log and compaction, and only overflow qualifies.
+    fn can_recover(&self, error: &ModelError) -> bool {
+        matches!(error, ModelError::ContextOverflow { .. })
+            && self.inner.session_log.is_some()
+            && self.inner.compaction.is_some()
+    }
+
+    /// Forces a compaction and retries the same reasoning request once, inside this run. If the
+    /// forced compaction changes nothing, the original error propagates.
+    async fn recover(
+        &mut self,
+        request_id: &str,
+        error: ModelError,
+        sink: &mut Sink<'_>,
+    ) -> Result<ModelReply, AgentError> {
+        let excess_tokens = match &error {
+            ModelError::ContextOverflow {
+                actual_tokens: Some(actual),
+                max_tokens: Some(max),
+                ..
+            } => Some(actual.saturating_sub(*max)),
+            _ => None,
+        };
+        let retry_id = format!("{request_id}.retry");
+        let (prepared, summarised) = self
+            .prepare(&retry_id, Some(Force { excess_tokens }), sink)
+            .await?;
+        if !summarised {
+            return Err(AgentError::Model(error));
+        }
+        self.commit();
+        self.ask_model(&retry_id, &prepared, sink).await
+    }
+
+    /// Loads this step's sources, offloads, compacts, then prepares the request; reports the
+    /// manifest either way. Returns whether a summary replaced part of the conversation.
     async fn prepare(
         &mut self,
         request_id: &str,
+        force: Option<Force>,
         sink: &mut Sink<'_>,
-    ) -> Result<Prepared, AgentError> {
+    ) -> Result<(Prepared, bool), AgentError> {
         let inner = self.inner;
         let request = ContextRequest {
             agent_id: Some(inner.agent_id.clone()),
@@ -184,6 +234,26 @@ impl Call<'_> {
             None => Vec::new(),
         };
         let tools = inner.tools.schemas();
+        let mut summarised = false;
+        if inner.compaction.is_some() {
+            let (allowance, _) = conversation_allowance(&PrepareInput {
+                call_id: request_id,
+                purpose: Purpose::Reasoning,
+                model: inner.model.info(),
+                system_prompt: inner.sys_prompt.as_deref(),
+                materials: &materials,
+                transforms: &[],
+                history: &self.history,
+                tools: &tools,
+                estimator: inner.policy.estimator.as_ref(),
+                budget: inner.policy.budget(),
+                pairing: inner.pairing,
+                selection: inner.selection.as_deref(),
+            });
+            let reduced = self.reduce(request_id, allowance, force, sink).await;
+            transforms.extend(reduced.transforms);
+            summarised = reduced.summarised;
+        }
         let input = PrepareInput {
             call_id: request_id,
             purpose: Purpose::Reasoning,
@@ -201,7 +271,7 @@ impl Call<'_> {
         match prepare(&input) {
             Ok(prepared) => {
                 self.report_build(sink, &prepared.manifest, None);
-                Ok(prepared)
+                Ok((prepared, summarised))
             }
             Err(rejected) => {
                 // A rejected build leaves no orphan offload file behind.
@@ -212,8 +282,28 @@ impl Call<'_> {
         }
     }
 
+    /// Appends a record to the session log, when there is one.
+    pub(super) fn record(&self, kind: &str, payload: serde_json::Value) {
+        let Some(log) = &self.inner.session_log else {
+            return;
+        };
+        let key = SessionLogKey {
+            agent_id: self.inner.agent_id.clone(),
+            user_id: self.runtime.user_id.clone(),
+            session_id: self.runtime.session_id.clone(),
+        };
+        log.append(
+            &key,
+            SessionRecord {
+                kind: kind.to_string(),
+                call_id: self.call_id.clone(),
+                payload,
+            },
+        );
+    }
+
     /// Delivers a manifest three ways: observer, `context_build` event, session-log record.
-    fn report_build(
+    pub(super) fn report_build(
         &self,
         sink: &mut Sink<'_>,
         manifest: &ContextManifest,
@@ -252,19 +342,7 @@ impl Call<'_> {
                 }
             }
         });
-        let key = SessionLogKey {
-            agent_id: inner.agent_id.clone(),
-            user_id: self.runtime.user_id.clone(),
-            session_id: self.runtime.session_id.clone(),
-        };
-        inner.session_log.append(
-            &key,
-            SessionRecord {
-                kind: "context/build".to_string(),
-                call_id: self.call_id.clone(),
-                payload,
-            },
-        );
+        self.record("context/build", payload);
         emit(
             inner,
             sink,
@@ -288,6 +366,10 @@ impl Call<'_> {
                 request_id: request_id.to_string(),
             },
         );
+        self.record(
+            "model/start",
+            serde_json::json!({ "request": request_id, "purpose": "reasoning" }),
+        );
         let call = self.inner.model.call(&prepared.request);
         let answer = match self.inner.model_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
@@ -296,6 +378,13 @@ impl Call<'_> {
             },
             None => call.await,
         };
+        self.record(
+            "model/end",
+            serde_json::json!({
+                "request": request_id,
+                "status": answer.as_ref().map_or_else(|e| e.kind(), |_| "ok"),
+            }),
+        );
         match answer {
             Ok(reply) => {
                 emit(

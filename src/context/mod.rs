@@ -175,33 +175,21 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         .map(|t| input.estimator.tool_schema_tokens(t))
         .sum();
     let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS + conversation_tokens + schema_tokens;
-    let measure = |kept: &[Material]| fixed + parts.material_tokens(kept, input.estimator);
-    let order = match input.selection {
-        Some(policy) => {
-            let order = policy.omission_order(input.materials);
-            if let Err(error) = omission::validate_order(&order, input.materials) {
-                let manifest = ContextManifest::early_failure(
-                    input.call_id,
-                    input.purpose,
-                    &input.model.name,
-                    Validation::BuildFailed,
-                );
-                return Err(Box::new(Rejected {
-                    error: error.into(),
-                    manifest,
-                }));
-            }
-            order
+    let selection = match select_materials(input, &parts, fixed, budget.input_limit) {
+        Ok(selection) => selection,
+        Err(error) => {
+            let manifest = ContextManifest::early_failure(
+                input.call_id,
+                input.purpose,
+                &input.model.name,
+                Validation::BuildFailed,
+            );
+            return Err(Box::new(Rejected {
+                error: error.into(),
+                manifest,
+            }));
         }
-        None => omission::default_order(input.materials),
     };
-    let selection = omission::select(
-        input.materials,
-        &order,
-        budget.input_limit,
-        input.estimator,
-        measure,
-    );
     transforms.extend(
         selection
             .omitted
@@ -254,6 +242,59 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         manifest,
         budget,
     })
+}
+
+/// Omission for budget, in the default or the custom order.
+fn select_materials(
+    input: &PrepareInput<'_>,
+    parts: &Parts<'_>,
+    fixed: u64,
+    limit: u64,
+) -> Result<omission::Selection, omission::SelectionError> {
+    let order = match input.selection {
+        Some(policy) => {
+            let order = policy.omission_order(input.materials);
+            omission::validate_order(&order, input.materials)?;
+            order
+        }
+        None => omission::default_order(input.materials),
+    };
+    let measure = |kept: &[Material]| fixed + parts.material_tokens(kept, input.estimator);
+    Ok(omission::select(
+        input.materials,
+        &order,
+        limit,
+        input.estimator,
+        measure,
+    ))
+}
+
+/// The conversation allowance `prepare` would compute for this input, and the conversation's
+/// current tokens: the budget the compaction stage works within. Pairing repair is not applied.
+pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
+    let budget = InputBudget::compute(input.model.context_window, &input.budget);
+    let parts = Parts::split(input.system_prompt, input.history);
+    let conversation_tokens: u64 = parts
+        .conversation
+        .iter()
+        .map(|m| input.estimator.message_tokens(m))
+        .sum();
+    let schema_tokens: u64 = input
+        .tools
+        .iter()
+        .map(|t| input.estimator.tool_schema_tokens(t))
+        .sum();
+    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS + conversation_tokens + schema_tokens;
+    let kept = match select_materials(input, &parts, fixed, budget.input_limit) {
+        Ok(selection) => selection.kept,
+        Err(_) => input.materials.to_vec(),
+    };
+    let material_tokens = parts.material_tokens(&kept, input.estimator);
+    let allowance = budget
+        .input_limit
+        .saturating_sub(material_tokens + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
+        .max(1);
+    (allowance, conversation_tokens)
 }
 
 /// Pairing first, then the whole budget.

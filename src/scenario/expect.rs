@@ -84,6 +84,26 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
         );
     }
     let (results, denied) = step.tool_results();
+    for (kind, expected) in &expectation.session_records {
+        let found = step
+            .session_records
+            .iter()
+            .find(|(k, _)| k == kind)
+            .map_or(0, |(_, count)| *count);
+        push(
+            format!("session log records {kind} ×{expected}"),
+            found == *expected,
+            found.to_string(),
+        );
+    }
+    if let Some(expected) = expectation.summary_calls {
+        let found = step.summary_calls();
+        push(
+            format!("summary_calls = {expected}"),
+            found == expected,
+            found.to_string(),
+        );
+    }
     if let Some(expected) = expectation.tool_results {
         push(
             format!("tool_results = {expected}"),
@@ -100,8 +120,8 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
     }
     if let Some(expected) = &expectation.validation {
         let found: Vec<&str> = step
-            .manifests()
-            .map(|(m, _)| m.validation.as_str())
+            .reasoning_manifests()
+            .map(|m| m.validation.as_str())
             .collect();
         push(
             format!("validation = [{}]", expected.join(", ")),
@@ -111,8 +131,8 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
     }
     if let Some(expected) = &expectation.request_messages {
         let found: Vec<i64> = step
-            .manifests()
-            .map(|(m, _)| {
+            .reasoning_manifests()
+            .map(|m| {
                 m.items
                     .iter()
                     .filter(|item| matches!(item.kind, ItemKind::Message { .. }))
@@ -135,7 +155,9 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
         let found: Vec<u64> = step
             .events
             .iter()
-            .filter(|event| matches!(event.kind, EventKind::ModelCallStarted { .. }))
+            .filter(|event| {
+                matches!(&event.kind, EventKind::ModelCallStarted { request_id } if !request_id.contains("/summary"))
+            })
             .map(|event| event.at.saturating_sub(step_start(step)).as_millis() as u64)
             .collect();
         push(
@@ -187,7 +209,7 @@ fn step_start(step: &StepRecord) -> std::time::Duration {
 /// The request-level checks: manifests (items, transforms, layout) and sent requests.
 fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) -> Vec<Check> {
     let mut checks = Vec::new();
-    let manifests: Vec<&ContextManifest> = step.manifests().map(|(m, _)| m).collect();
+    let manifests: Vec<&ContextManifest> = step.reasoning_manifests().collect();
     let selected: Vec<(usize, &ContextManifest)> = manifests
         .iter()
         .enumerate()
@@ -292,7 +314,10 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
                 "present".to_string(),
             );
         }
-        let sent = step.requests.get(number - 1).map(request_text);
+        let sent = step
+            .reasoning_requests()
+            .get(number - 1)
+            .map(|r| request_text(r));
         for needle in &expectation.request_contains {
             let passed = sent
                 .as_ref()

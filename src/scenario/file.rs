@@ -36,6 +36,7 @@ use toml::Spanned;
 use super::diagnostic::{Diagnostic, closest, from_toml};
 use super::mock_file::{Checker, parse_mock};
 use super::source::read_source;
+use crate::compaction::config::{CompactionConfig, PruneConfig, TruncateArgsConfig};
 use crate::context::PairingCheck;
 use crate::context::budget::BudgetSettings;
 use crate::context::offload::OffloadConfig;
@@ -89,6 +90,43 @@ struct RawAgent {
     offload: Option<Spanned<RawOffload>>,
     omission_order: Option<Vec<String>>,
     max_output_tokens: Option<Spanned<i64>>,
+    compaction: Option<Spanned<RawCompaction>>,
+    session_log: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCompaction {
+    enabled: Option<bool>,
+    trigger_messages: Option<Spanned<i64>>,
+    trigger_tokens: Option<Spanned<i64>>,
+    keep_tokens: Option<Spanned<i64>>,
+    keep_messages: Option<Spanned<i64>>,
+    prune: Option<RawPrune>,
+    truncate_args: Option<RawTruncate>,
+    summary_prompt: Option<Spanned<String>>,
+    summary_model: Option<Spanned<String>>,
+    flush_before_compact: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPrune {
+    enabled: Option<bool>,
+    protect_tokens: Option<Spanned<i64>>,
+    minimum_prunable_tokens: Option<Spanned<i64>>,
+    preview_chars: Option<Spanned<i64>>,
+    excluded_tools: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTruncate {
+    trigger_messages: Option<Spanned<i64>>,
+    trigger_tokens: Option<Spanned<i64>>,
+    protect_latest: Option<Spanned<i64>>,
+    max_arg_length: Option<Spanned<i64>>,
+    truncation_text: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -250,6 +288,8 @@ struct RawExpect {
     input_limit: Option<i64>,
     allowance: Option<i64>,
     workspace_count_under: Option<BTreeMap<String, u64>>,
+    summary_calls: Option<Spanned<i64>>,
+    session_records: Option<BTreeMap<String, u64>>,
 }
 
 /// Which estimator the agent budgets with.
@@ -264,7 +304,7 @@ pub enum EstimatorChoice {
 }
 
 /// The checked agent configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct AgentSpec {
     pub name: String,
     pub agent_id: String,
@@ -282,6 +322,11 @@ pub struct AgentSpec {
     pub offload: Option<OffloadConfig>,
     /// A fixed custom omission order.
     pub omission_order: Option<Vec<String>>,
+    /// Compaction settings; `None` when disabled. The summary model is in `summary_model`.
+    pub compaction: Option<CompactionConfig>,
+    /// A separate summary mock model.
+    pub summary_model: Option<MockScript>,
+    pub session_log: bool,
 }
 
 /// A named instruction.
@@ -378,6 +423,10 @@ pub struct Expectation {
     pub allowance: Option<i64>,
     /// Number of workspace files under each prefix, after the step.
     pub workspace_count_under: BTreeMap<String, u64>,
+    /// Summary model calls in the step.
+    pub summary_calls: Option<u64>,
+    /// Session-log records of each kind written during the step.
+    pub session_records: BTreeMap<String, u64>,
 }
 
 /// A checked scenario, ready to run.
@@ -494,6 +543,13 @@ pub fn parse_scenario(
     let seeds = SeedTree::new(seed);
     let agent = agent_spec(&mut checker, &raw.agent);
     let mock = load_mock(&mut checker, layout, &raw.agent.get_ref().model);
+    let summary_model = raw
+        .agent
+        .get_ref()
+        .compaction
+        .as_ref()
+        .and_then(|c| c.get_ref().summary_model.as_ref())
+        .and_then(|name| load_mock(&mut checker, layout, name));
     let tools = raw
         .tools
         .iter()
@@ -529,9 +585,10 @@ pub fn parse_scenario(
         super::diagnostic::sort(&mut problems);
         return Err(problems);
     }
-    let (Some(agent), Some(mock)) = (agent, mock) else {
+    let (Some(mut agent), Some(mock)) = (agent, mock) else {
         unreachable!("a missing agent or model records a problem");
     };
+    agent.summary_model = summary_model;
     Ok(Scenario {
         name: layout.name.clone(),
         label: label.to_string(),
@@ -605,6 +662,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         None => Some(PairingCheck::Strict),
     };
     let offload = offload_config(checker, raw.offload.as_ref());
+    let compaction = compaction_config(checker, raw.compaction.as_ref());
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
         .as_ref()
@@ -636,6 +694,9 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         workspace_max_context_tokens,
         offload: offload?,
         omission_order: raw.omission_order.clone(),
+        compaction: compaction?,
+        summary_model: None,
+        session_log: raw.session_log.unwrap_or(true),
     })
 }
 
@@ -979,6 +1040,8 @@ fn expectation(
         input_limit: raw.input_limit,
         allowance: raw.allowance,
         workspace_count_under: raw.workspace_count_under.clone().unwrap_or_default(),
+        summary_calls: count(&raw.summary_calls, "summary_calls"),
+        session_records: raw.session_records.clone().unwrap_or_default(),
     };
     (checker.problems.len() == before).then_some(expectation)
 }
@@ -1344,6 +1407,104 @@ fn offload_config(
     }
     if let Some(tools) = &raw.excluded_tools {
         config.excluded_tools = tools.iter().cloned().collect();
+    }
+    (checker.problems.len() == before).then_some(Some(config))
+}
+
+/// `Some(None)` when compaction is disabled; `None` when the section has a problem.
+fn compaction_config(
+    checker: &mut Checker<'_>,
+    raw: Option<&Spanned<RawCompaction>>,
+) -> Option<Option<CompactionConfig>> {
+    let Some(spanned) = raw else {
+        return Some(Some(CompactionConfig::default()));
+    };
+    let raw = spanned.get_ref();
+    if raw.enabled == Some(false) {
+        return Some(None);
+    }
+    let before = checker.problems.len();
+    let mut config = CompactionConfig::default();
+    let mut count = |value: &Option<Spanned<i64>>, field: &str, min: i64| {
+        value
+            .as_ref()
+            .and_then(|v| checker.count(v, &format!("agent.compaction.{field}"), min))
+    };
+    if let Some(value) = count(&raw.trigger_messages, "trigger_messages", 1) {
+        config.trigger_messages = value as usize;
+    }
+    if let Some(value) = count(&raw.trigger_tokens, "trigger_tokens", 0) {
+        config.trigger_tokens = value;
+    }
+    if let Some(value) = count(&raw.keep_tokens, "keep_tokens", 0) {
+        config.keep_tokens = Some(value);
+    }
+    if let Some(value) = count(&raw.keep_messages, "keep_messages", 1) {
+        config.keep_messages = value as usize;
+    }
+    if let Some(prune) = &raw.prune {
+        if prune.enabled == Some(false) {
+            config.prune = None;
+        } else {
+            let mut p = PruneConfig::default();
+            if let Some(v) = count(&prune.protect_tokens, "prune.protect_tokens", 0) {
+                p.protect_tokens = v;
+            }
+            if let Some(v) = count(
+                &prune.minimum_prunable_tokens,
+                "prune.minimum_prunable_tokens",
+                0,
+            ) {
+                p.minimum_prunable_tokens = v;
+            }
+            if let Some(v) = count(&prune.preview_chars, "prune.preview_chars", 2) {
+                p.preview_chars = v as usize;
+            }
+            if let Some(tools) = &prune.excluded_tools {
+                p.excluded_tools = tools.iter().cloned().collect();
+            }
+            config.prune = Some(p);
+        }
+    }
+    if let Some(truncate) = &raw.truncate_args {
+        let mut t = TruncateArgsConfig::default();
+        if let Some(v) = count(
+            &truncate.trigger_messages,
+            "truncate_args.trigger_messages",
+            0,
+        ) {
+            t.trigger_messages = v as usize;
+        }
+        if let Some(v) = count(&truncate.trigger_tokens, "truncate_args.trigger_tokens", 0) {
+            t.trigger_tokens = v;
+        }
+        if let Some(v) = count(&truncate.protect_latest, "truncate_args.protect_latest", 0) {
+            t.protect_latest = v as usize;
+        }
+        if let Some(v) = count(&truncate.max_arg_length, "truncate_args.max_arg_length", 1) {
+            t.max_arg_length = v as usize;
+        }
+        if let Some(text) = &truncate.truncation_text {
+            t.truncation_text = text.clone();
+        }
+        config.truncate_args = Some(t);
+    }
+    if let Some(prompt) = &raw.summary_prompt {
+        if prompt
+            .get_ref()
+            .contains(crate::compaction::config::MESSAGES_PLACEHOLDER)
+        {
+            config.summary_prompt = prompt.get_ref().clone();
+        } else {
+            let problem = checker
+                .at(prompt, "the summary prompt has no `{messages}` placeholder")
+                .field("agent.compaction.summary_prompt")
+                .help("put `{messages}` where the conversation to summarise should go");
+            checker.problems.push(problem);
+        }
+    }
+    if let Some(flush) = raw.flush_before_compact {
+        config.flush_before_compact = flush;
     }
     (checker.problems.len() == before).then_some(Some(config))
 }

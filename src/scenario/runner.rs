@@ -141,8 +141,9 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
                 .await
                 .map_err(|e| RunError::Workspace(e.to_string()))?;
         }
+        let records_before = agent.session_records(&runtime).len();
         let started = clock.elapsed();
-        let stream = agent.stream_events(spec.input.clone(), runtime);
+        let stream = agent.stream_events(spec.input.clone(), runtime.clone());
         let limit = Duration::from_secs(limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
         let (events, timed_out) = match tokio::time::timeout(limit, stream.collect()).await {
             Ok(events) => (events, false),
@@ -171,6 +172,7 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
+            session_records: record_counts(&agent.session_records(&runtime)[records_before..]),
             workspace_files: storage
                 .list("")
                 .await
@@ -231,6 +233,19 @@ fn build_agent(
     if let Some(order) = &spec.omission_order {
         builder = builder.context_selection_policy(Arc::new(FixedOrder(order.clone())));
     }
+    builder = match &spec.compaction {
+        Some(config) => {
+            let mut config = config.clone();
+            if let Some(script) = &spec.summary_model {
+                config.model = Some(Arc::new(MockModel::new(script.clone())));
+            }
+            builder.compaction(config)
+        }
+        None => builder.disable_compaction(),
+    };
+    if !spec.session_log {
+        builder = builder.disable_session_log();
+    }
     for instruction in &scenario.instructions {
         builder = builder.instruction(instruction.name.clone(), instruction.text.clone());
     }
@@ -258,6 +273,18 @@ fn build_agent(
         builder = builder.tool(tool);
     }
     Ok(builder.build()?)
+}
+
+/// Record kinds and their counts, in first-seen order.
+fn record_counts(records: &[crate::session::SessionRecord]) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for record in records {
+        match counts.iter_mut().find(|(kind, _)| *kind == record.kind) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((record.kind.clone(), 1)),
+        }
+    }
+    counts
 }
 
 fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
@@ -401,6 +428,33 @@ fn header(scenario: &Scenario) -> Vec<String> {
     if let Some(order) = &agent.omission_order {
         lines.push(format!("omission_order: [{}]", order.join(", ")));
     }
+    lines.push(match &agent.compaction {
+        Some(config) => format!(
+            "compaction: trigger_messages={} trigger_tokens={} keep={} prune={} truncate_args={} summary_model={} flush_before_compact={}",
+            config.trigger_messages,
+            if config.trigger_tokens == 0 { "allowance".to_string() } else { config.trigger_tokens.to_string() },
+            match config.keep_tokens {
+                None => "dynamic".to_string(),
+                Some(0) => format!("{} messages", config.keep_messages),
+                Some(tokens) => format!("{tokens} tokens"),
+            },
+            config.prune.as_ref().map_or("off".to_string(), |p| format!(
+                "protect {} min {} preview {}",
+                p.protect_tokens, p.minimum_prunable_tokens, p.preview_chars
+            )),
+            config.truncate_args.as_ref().map_or("off".to_string(), |t| format!(
+                "from {} messages or {} tokens, protect {}, max {}",
+                t.trigger_messages, t.trigger_tokens, t.protect_latest, t.max_arg_length
+            )),
+            agent.summary_model.as_ref().map_or("agent's".to_string(), |m| m.info.name.clone()),
+            config.flush_before_compact
+        ),
+        None => "compaction: disabled".to_string(),
+    });
+    lines.push(format!(
+        "session_log: {}",
+        if agent.session_log { "on" } else { "off" }
+    ));
     if let Some(tokens) = agent.workspace_max_context_tokens {
         lines.push(format!("workspace_max_context_tokens: {tokens}"));
     }

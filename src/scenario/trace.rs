@@ -46,6 +46,8 @@ pub struct StepRecord {
     pub source_loads: BTreeMap<String, u64>,
     /// Workspace file paths after the step.
     pub workspace_files: Vec<String>,
+    /// Session-log records written during the step, by kind, in first-seen order.
+    pub session_records: Vec<(String, u64)>,
 }
 
 impl StepRecord {
@@ -60,9 +62,33 @@ impl StepRecord {
         })
     }
 
-    /// Number of model calls started in this step.
+    /// Manifests of the reasoning preparations only (summary preparations excluded), in order.
+    pub fn reasoning_manifests(&self) -> impl Iterator<Item = &ContextManifest> {
+        self.manifests()
+            .map(|(manifest, _)| manifest)
+            .filter(|manifest| manifest.purpose == crate::model::Purpose::Reasoning)
+    }
+
+    /// Number of reasoning model calls started in this step (summary calls excluded).
     pub fn model_calls(&self) -> u64 {
-        self.count(|kind| matches!(kind, EventKind::ModelCallStarted { .. }))
+        self.count(|kind| {
+            matches!(kind, EventKind::ModelCallStarted { request_id } if !request_id.contains("/summary"))
+        })
+    }
+
+    /// Number of summary model calls started in this step.
+    pub fn summary_calls(&self) -> u64 {
+        self.count(|kind| {
+            matches!(kind, EventKind::ModelCallStarted { request_id } if request_id.contains("/summary"))
+        })
+    }
+
+    /// The reasoning requests the model received (summary requests excluded).
+    pub fn reasoning_requests(&self) -> Vec<&ModelRequest> {
+        self.requests
+            .iter()
+            .filter(|request| request.purpose == crate::model::Purpose::Reasoning)
+            .collect()
     }
 
     /// Number of tool results recorded, and how many of them were denials.
@@ -119,6 +145,14 @@ fn render_step(out: &mut String, step: &StepRecord) {
     for event in &step.events {
         let stamp = format!("{:>9}", duration(event.at));
         render_event(out, &stamp, &event.kind);
+    }
+    if !step.session_records.is_empty() {
+        let kinds: Vec<String> = step
+            .session_records
+            .iter()
+            .map(|(kind, count)| format!("{kind}×{count}"))
+            .collect();
+        let _ = writeln!(out, "  session_log {}", kinds.join(" "));
     }
     let _ = writeln!(out, "  elapsed {}", duration(step.elapsed));
 }

@@ -1,0 +1,385 @@
+//! The compaction stage of a preparation, and forced compaction for overflow recovery.
+//!
+//! Order: argument truncation (when configured) → aggregate prune → if the conversation still
+//! meets the message or token trigger (or compaction is forced), the memory flush and a summary
+//! of the prefix before a pair-closed cut. The summary request is itself prepared (purpose
+//! SUMMARY: System material only, budgeted) and reported like any preparation. A failed or blank
+//! summary leaves the conversation as the lightweight passes left it.
+
+use serde_json::json;
+
+use super::events::EventKind;
+use super::run::{Call, Sink, emit};
+use crate::compaction::config::TailBudget;
+use crate::compaction::cut::{cut_index, is_pair_closed};
+use crate::compaction::prune::prune;
+use crate::compaction::summary::{extract_facts, prompt, summary_message};
+use crate::compaction::truncate::truncate_args;
+use crate::context::budget::InputBudget;
+use crate::context::{PrepareInput, prepare};
+use crate::limits;
+use crate::message::Message;
+use crate::model::{ModelError, Purpose};
+use crate::sim::storage::WorkspacePath;
+
+/// Why compaction is forced: a provider overflow, with its reported excess when known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Force {
+    /// Tokens over the provider's limit, by the provider's count.
+    pub excess_tokens: Option<u64>,
+}
+
+/// What the stage did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Reduced {
+    pub transforms: Vec<String>,
+    /// A summary replaced a prefix.
+    pub summarised: bool,
+}
+
+/// Why one summary attempt failed.
+enum SummaryFailure {
+    /// The summariser reported an overflow (its sizes when it gave them), for a request we
+    /// estimated at `estimated` tokens with `reserve` output tokens requested.
+    Overflow {
+        actual: Option<u64>,
+        max: Option<u64>,
+        estimated: u64,
+        reserve: u64,
+    },
+    /// Anything else, as a short reason.
+    Other(String),
+}
+
+/// The section header of flushed facts in `MEMORY.md`.
+const FLUSH_HEADER: &str = "## Facts kept from compacted conversation";
+
+impl Call<'_> {
+    /// Runs the compaction stage on the working history.
+    pub(super) async fn reduce(
+        &mut self,
+        request_id: &str,
+        allowance: u64,
+        force: Option<Force>,
+        sink: &mut Sink<'_>,
+    ) -> Reduced {
+        let inner = self.inner;
+        let mut reduced = Reduced::default();
+        let Some(config) = inner.compaction.clone() else {
+            return reduced;
+        };
+        let estimator = inner.policy.estimator.clone();
+        let tokens_of = |messages: &[Message]| -> u64 {
+            messages.iter().map(|m| estimator.message_tokens(m)).sum()
+        };
+        if let Some(truncate) = &config.truncate_args {
+            let before = tokens_of(&self.history);
+            let count = truncate_args(&mut self.history, truncate, before);
+            if count > 0 {
+                reduced
+                    .transforms
+                    .push(format!("argument_truncation:{count}"));
+            }
+        }
+        if let Some(prune_config) = &config.prune
+            && let Some(pruned) = prune(&mut self.history, prune_config, estimator.as_ref())
+        {
+            reduced.transforms.push(format!(
+                "tool_output_prune:{} results, {} -> {} tokens",
+                pruned.results, pruned.tokens_before, pruned.tokens_after
+            ));
+        }
+        let tokens = tokens_of(&self.history);
+        let triggered = self.history.len() >= config.trigger_messages
+            || tokens > config.token_trigger(allowance);
+        if !triggered && force.is_none() {
+            return reduced;
+        }
+        let mut budget = config.tail_budget(allowance);
+        if config.keep_tokens.is_none() && matches!(budget, TailBudget::Messages(_)) {
+            reduced
+                .transforms
+                .push("compaction_tail:keep_messages (token cap is 0)".to_string());
+        }
+        if let (Some(force), TailBudget::Tokens(tail)) = (force, budget) {
+            // Shrink by at least the reported excess; without sizes, halve the tail.
+            let target = match force.excess_tokens {
+                Some(excess) => tail.min(tokens.saturating_sub(excess.saturating_mul(2))),
+                None => tail / 2,
+            };
+            budget = TailBudget::Tokens(target);
+        }
+        let cut = cut_index(&self.history, budget, |m| estimator.message_tokens(m));
+        assert!(
+            is_pair_closed(&self.history, cut),
+            "the compaction cut splits a tool exchange"
+        );
+        if cut == 0 {
+            reduced
+                .transforms
+                .push("history_compaction_skipped:nothing_before_the_tail".to_string());
+            return reduced;
+        }
+        self.record(
+            "compaction/start",
+            json!({
+                "request": request_id, "forced": force.is_some(),
+                "messages_before": self.history.len(), "tokens_before": tokens,
+            }),
+        );
+        if config.flush_before_compact {
+            reduced.transforms.extend(self.flush_memory(cut).await);
+        }
+        match self.summarise(request_id, cut, sink).await {
+            Ok(summary) => {
+                let mut history = vec![summary];
+                history.extend(self.history.drain(cut..));
+                self.history = history;
+                let after = tokens_of(&self.history);
+                reduced
+                    .transforms
+                    .push(format!("history_compaction:{cut} messages -> 1 summary"));
+                reduced.summarised = true;
+                self.record(
+                    "compaction/end",
+                    json!({
+                        "request": request_id, "status": "completed",
+                        "messages_before": cut + self.history.len() - 1, "tokens_before": tokens,
+                        "messages_after": self.history.len(), "tokens_after": after,
+                    }),
+                );
+            }
+            Err(reason) => {
+                reduced
+                    .transforms
+                    .push(format!("history_compaction_failed:{reason}"));
+                self.record(
+                    "compaction/end",
+                    json!({
+                        "request": request_id, "status": "failed", "reason": reason,
+                        "messages_before": self.history.len(), "tokens_before": tokens,
+                        "messages_after": self.history.len(), "tokens_after": tokens,
+                    }),
+                );
+            }
+        }
+        reduced
+    }
+
+    /// Asks the summary model for a summary of `history[..cut]`; the error is a short reason.
+    async fn summarise(
+        &mut self,
+        request_id: &str,
+        cut: usize,
+        sink: &mut Sink<'_>,
+    ) -> Result<Message, String> {
+        let inner = self.inner;
+        let Some(config) = inner.compaction.clone() else {
+            return Err("disabled".to_string());
+        };
+        let model = config.model.clone().unwrap_or_else(|| inner.model.clone());
+        let info = model.info().clone();
+        let estimator = inner.policy.estimator.clone();
+        let budget = InputBudget::compute(info.context_window, &inner.policy.budget());
+        let system_tokens: u64 = inner
+            .instructions
+            .iter()
+            .map(|m| estimator.text_tokens(&m.text))
+            .sum::<u64>()
+            + inner
+                .sys_prompt
+                .as_deref()
+                .map_or(0, |p| estimator.text_tokens(p));
+        let mut prompt_limit = budget.input_limit.saturating_sub(system_tokens + 64);
+        let mut last_error = "summary_failed".to_string();
+        // The summariser's own count may exceed our estimate: on its overflow, shrink the input
+        // (by its reported ratio, else by half) and try again, a bounded number of times.
+        for attempt in 1..=limits::SUMMARY_ATTEMPTS_MAX {
+            let summary_id = if attempt == 1 {
+                format!("{request_id}/summary")
+            } else {
+                format!("{request_id}/summary.{attempt}")
+            };
+            match self
+                .summary_attempt(&summary_id, cut, prompt_limit, model.as_ref(), sink)
+                .await
+            {
+                Ok(message) => return Ok(message),
+                Err(SummaryFailure::Overflow {
+                    actual,
+                    max,
+                    estimated,
+                    reserve,
+                }) => {
+                    last_error = "context_overflow".to_string();
+                    // Scale our estimate by how much the summariser over-counts it, with 5 % room.
+                    prompt_limit = match (actual, max) {
+                        (Some(actual), Some(max)) if actual > reserve && max > reserve => {
+                            estimated.saturating_mul(max - reserve) / (actual - reserve) * 95 / 100
+                        }
+                        _ => prompt_limit / 2,
+                    };
+                }
+                Err(SummaryFailure::Other(reason)) => return Err(reason),
+            }
+        }
+        Err(last_error)
+    }
+
+    /// One summary request with the prompt fitted to `prompt_limit` tokens.
+    async fn summary_attempt(
+        &mut self,
+        summary_id: &str,
+        cut: usize,
+        prompt_limit: u64,
+        model: &dyn crate::model::Model,
+        sink: &mut Sink<'_>,
+    ) -> Result<Message, SummaryFailure> {
+        let inner = self.inner;
+        let Some(config) = inner.compaction.clone() else {
+            return Err(SummaryFailure::Other("disabled".to_string()));
+        };
+        let info = model.info().clone();
+        let estimator = inner.policy.estimator.clone();
+        let text = prompt(
+            &config.summary_prompt,
+            &self.history[..cut],
+            prompt_limit,
+            estimator.as_ref(),
+        );
+        let history = vec![Message::user("summary-input", text)];
+        let input = PrepareInput {
+            call_id: summary_id,
+            purpose: Purpose::Summary,
+            model: &info,
+            system_prompt: inner.sys_prompt.as_deref(),
+            materials: &inner.instructions,
+            transforms: &[],
+            history: &history,
+            tools: &[],
+            estimator: estimator.as_ref(),
+            budget: inner.policy.budget(),
+            pairing: inner.pairing,
+            selection: None,
+        };
+        let prepared = match prepare(&input) {
+            Ok(prepared) => {
+                self.report_build(sink, &prepared.manifest, None);
+                prepared
+            }
+            Err(rejected) => {
+                self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
+                return Err(SummaryFailure::Other(rejected.error.kind().to_string()));
+            }
+        };
+        emit(
+            inner,
+            sink,
+            EventKind::ModelCallStarted {
+                request_id: summary_id.to_string(),
+            },
+        );
+        self.record(
+            "model/start",
+            json!({ "request": summary_id, "purpose": "summary" }),
+        );
+        let answer = model.call(&prepared.request).await;
+        self.record(
+            "model/end",
+            json!({ "request": summary_id, "status": answer.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
+        );
+        match answer {
+            Ok(reply) => {
+                emit(
+                    inner,
+                    sink,
+                    EventKind::ModelCallFinished {
+                        request_id: summary_id.to_string(),
+                        usage: reply.usage,
+                    },
+                );
+                let text = reply.message.text();
+                if text.trim().is_empty() {
+                    return Err(SummaryFailure::Other("blank_summary".to_string()));
+                }
+                let covered: Vec<&Message> = self.history[..cut].iter().collect();
+                let summary =
+                    summary_message(&text, &covered, &info.name, inner.session_log.is_some());
+                let prefix_tokens: u64 = covered.iter().map(|m| estimator.message_tokens(m)).sum();
+                if estimator.message_tokens(&summary) >= prefix_tokens {
+                    // A summary no smaller than what it replaces would only grow the request.
+                    return Err(SummaryFailure::Other("summary_not_smaller".to_string()));
+                }
+                Ok(summary)
+            }
+            Err(error) => {
+                let failure = match &error {
+                    ModelError::ContextOverflow {
+                        actual_tokens,
+                        max_tokens,
+                        ..
+                    } => SummaryFailure::Overflow {
+                        actual: *actual_tokens,
+                        max: *max_tokens,
+                        estimated: u64::try_from(prepared.manifest.estimated_input_tokens)
+                            .unwrap_or(0),
+                        reserve: prepared.request.max_output_tokens.unwrap_or(0),
+                    },
+                    other => SummaryFailure::Other(other.kind().to_string()),
+                };
+                emit(
+                    inner,
+                    sink,
+                    EventKind::ModelCallFailed {
+                        request_id: summary_id.to_string(),
+                        error,
+                    },
+                );
+                Err(failure)
+            }
+        }
+    }
+
+    /// Best-effort: appends new facts from the prefix to `MEMORY.md`; never blocks compaction.
+    async fn flush_memory(&self, cut: usize) -> Vec<String> {
+        let facts = extract_facts(&self.history[..cut]);
+        if facts.is_empty() {
+            return Vec::new();
+        }
+        let storage = self.inner.workspace.as_ref();
+        let Ok(path) = WorkspacePath::parse(crate::context::workspace::MEMORY_FILE) else {
+            return Vec::new();
+        };
+        let existing = match storage.read(&path).await {
+            Ok(bytes) => bytes
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default(),
+            Err(_) => return vec!["memory_flush_failed:read".to_string()],
+        };
+        let new: Vec<&String> = facts
+            .iter()
+            .filter(|f| {
+                !existing
+                    .lines()
+                    .any(|l| l.trim_start_matches("- ") == f.as_str())
+            })
+            .collect();
+        if new.is_empty() {
+            return Vec::new();
+        }
+        let mut updated = existing.clone();
+        if !updated.contains(FLUSH_HEADER) {
+            if !updated.is_empty() && !updated.ends_with('\n') {
+                updated.push('\n');
+            }
+            updated.push_str(&format!("\n{FLUSH_HEADER}\n"));
+        }
+        for fact in &new {
+            updated.push_str(&format!("- {fact}\n"));
+        }
+        match storage.write(&path, updated.into_bytes()).await {
+            Ok(()) => vec![format!("memory_flush:{} facts", new.len())],
+            Err(_) => vec!["memory_flush_failed:write".to_string()],
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Argument truncation: shorten long string arguments of older tool calls.
+//!
+//! Off until configured. Runs when the conversation has at least `trigger_messages` messages or
+//! `trigger_tokens` tokens; the newest `protect_latest` messages are untouched. In older
+//! assistant tool calls, every string (at any depth of the JSON arguments) longer than
+//! `max_arg_length` becomes its first 20 characters plus `truncation_text`. Message ids, call ids
+//! and metadata are kept.
+
+use serde_json::Value;
+
+use super::config::TruncateArgsConfig;
+use crate::message::{ContentPart, Message};
+
+/// Characters kept at the start of a truncated string.
+pub const KEPT_PREFIX_CHARS: usize = 20;
+
+/// Truncates in place; returns how many strings were shortened.
+pub fn truncate_args(
+    messages: &mut [Message],
+    config: &TruncateArgsConfig,
+    conversation_tokens: u64,
+) -> usize {
+    let triggered =
+        messages.len() >= config.trigger_messages || conversation_tokens >= config.trigger_tokens;
+    if !triggered {
+        return 0;
+    }
+    let older = messages.len().saturating_sub(config.protect_latest);
+    let mut count = 0;
+    for message in &mut messages[..older] {
+        for part in &mut message.parts {
+            if let ContentPart::ToolCall(call) = part {
+                count += shorten(&mut call.arguments, config);
+            }
+        }
+    }
+    count
+}
+
+fn shorten(value: &mut Value, config: &TruncateArgsConfig) -> usize {
+    match value {
+        Value::String(text) if text.chars().count() > config.max_arg_length => {
+            let kept: String = text.chars().take(KEPT_PREFIX_CHARS).collect();
+            *text = format!("{kept}{}", config.truncation_text);
+            1
+        }
+        Value::Array(items) => items.iter_mut().map(|item| shorten(item, config)).sum(),
+        Value::Object(map) => map.values_mut().map(|item| shorten(item, config)).sum(),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_older_long_strings_are_truncated() {
+        let config = TruncateArgsConfig {
+            trigger_messages: 2,
+            protect_latest: 1,
+            max_arg_length: 10,
+            ..TruncateArgsConfig::default()
+        };
+        let call = |id: &str| {
+            Message::assistant_tool_calls(
+                id,
+                vec![ContentPart::tool_call(
+                    format!("c-{id}"),
+                    "write_file",
+                    serde_json::json!({"path": "a.txt", "content": "x".repeat(50), "nested": ["y".repeat(30)]}),
+                )],
+            )
+        };
+        let mut messages = vec![call("old"), call("new")];
+        assert_eq!(truncate_args(&mut messages, &config, 0), 2);
+        let old = messages[0].tool_calls().next().unwrap();
+        assert_eq!(old.id, "c-old");
+        assert_eq!(old.arguments["path"], "a.txt");
+        assert_eq!(
+            old.arguments["content"],
+            format!("{}{}", "x".repeat(20), config.truncation_text)
+        );
+        let new = messages[1].tool_calls().next().unwrap();
+        assert_eq!(new.arguments["content"].as_str().unwrap().len(), 50);
+    }
+}
