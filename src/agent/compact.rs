@@ -22,11 +22,11 @@ use crate::message::Message;
 use crate::model::{ModelError, Purpose};
 use crate::sim::storage::WorkspacePath;
 
-/// Why compaction is forced: a provider overflow, with its reported excess when known.
+/// Why compaction is forced: a provider overflow, with the sizes it reported when known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Force {
-    /// Tokens over the provider's limit, by the provider's count.
-    pub excess_tokens: Option<u64>,
+    /// (actual, maximum) input tokens by the provider's count.
+    pub reported: Option<(u64, u64)>,
 }
 
 /// What the stage did.
@@ -101,13 +101,22 @@ impl Call<'_> {
                 .transforms
                 .push("compaction_tail:keep_messages (token cap is 0)".to_string());
         }
-        if let (Some(force), TailBudget::Tokens(tail)) = (force, budget) {
-            // Shrink by at least the reported excess; without sizes, halve the tail.
-            let target = match force.excess_tokens {
-                Some(excess) => tail.min(tokens.saturating_sub(excess.saturating_mul(2))),
-                None => tail / 2,
+        if let Some(force) = force {
+            // The provider's limit may be far below ours: keep at most half of what it would
+            // accept (scaled by its reported sizes), so the summary plus the tail shrink by more
+            // than the excess. Without sizes, keep at most half the conversation.
+            let fitting = match force.reported {
+                Some((actual, max)) if actual > 0 => {
+                    tokens.saturating_mul(max.min(actual)) / actual
+                }
+                _ => tokens,
             };
-            budget = TailBudget::Tokens(target);
+            budget = match budget {
+                TailBudget::Tokens(tail) => TailBudget::Tokens(tail.min(fitting / 2)),
+                TailBudget::Messages(keep) => {
+                    TailBudget::Messages(keep.min(self.history.len() / 2).max(1))
+                }
+            };
         }
         let cut = cut_index(&self.history, budget, |m| estimator.message_tokens(m));
         assert!(

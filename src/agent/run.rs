@@ -162,17 +162,17 @@ impl Call<'_> {
         error: ModelError,
         sink: &mut Sink<'_>,
     ) -> Result<ModelReply, AgentError> {
-        let excess_tokens = match &error {
+        let reported = match &error {
             ModelError::ContextOverflow {
                 actual_tokens: Some(actual),
                 max_tokens: Some(max),
                 ..
-            } => Some(actual.saturating_sub(*max)),
+            } => Some((*actual, *max)),
             _ => None,
         };
         let retry_id = format!("{request_id}.retry");
         let (prepared, summarised) = self
-            .prepare(&retry_id, Some(Force { excess_tokens }), sink)
+            .prepare(&retry_id, Some(Force { reported }), sink)
             .await?;
         if !summarised {
             return Err(AgentError::Model(error));

@@ -364,7 +364,8 @@ fn request_text(request: &crate::model::ModelRequest) -> String {
         .iter()
         .map(|m| {
             let results: Vec<String> = m.tool_results().map(|r| r.text()).collect();
-            format!("{}\n{}", m.text(), results.join("\n"))
+            let calls: Vec<String> = m.tool_calls().map(|c| c.arguments.to_string()).collect();
+            format!("{}\n{}\n{}", m.text(), calls.join("\n"), results.join("\n"))
         })
         .collect::<Vec<_>>()
         .join("\n")
