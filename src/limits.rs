@@ -50,3 +50,7 @@ pub const STEP_VIRTUAL_TIME_MAX_SECONDS: u64 = 48 * 60 * 60;
 
 /// Messages one scenario `[[history]]` entry may list inline.
 pub const HISTORY_MESSAGES_MAX: usize = 10_000;
+
+/// Characters of a workspace path. Real file systems stop near 4,096 bytes; a longer "path" is
+/// a model pasting content into the wrong argument.
+pub const PATH_CHARS_MAX: usize = 1_024;
