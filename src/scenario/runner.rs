@@ -48,6 +48,8 @@ pub enum RunError {
     Build(#[from] crate::agent::BuildError),
     #[error("cannot seed the workspace: {0}")]
     Workspace(String),
+    #[error("no built-in tool named `{0}`; see tools::builtin::BUILTIN_TOOL_NAMES")]
+    UnknownBuiltinTool(String),
 }
 
 /// Runs a scenario and renders its trace.
@@ -153,7 +155,7 @@ fn build_agent(
         .name(spec.name.clone())
         .agent_id(spec.agent_id.clone())
         .model(Arc::new(MockModel::new(scenario.mock.clone())))
-        .workspace(storage)
+        .workspace(storage.clone())
         .clock(clock)
         .max_steps(spec.max_steps)
         .estimator(estimator(spec.estimator))
@@ -170,6 +172,9 @@ fn build_agent(
     }
     for tool in &scenario.tools {
         builder = builder.tool(scripted_tool(tool, seeds).into_arc());
+    }
+    for tool in builtin_tools(&spec.builtin_tools, storage)? {
+        builder = builder.tool(tool);
     }
     Ok(builder.build()?)
 }
@@ -295,6 +300,7 @@ fn header(scenario: &Scenario) -> Vec<String> {
             duration(tool.latency)
         ));
     }
+    lines.extend(builtin_tools_line(agent));
     for (path, content) in &scenario.workspace_files {
         lines.push(format!(
             "workspace: {path} ({} chars)",
@@ -313,4 +319,26 @@ fn header(scenario: &Scenario) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The scenario's built-in tools over its workspace storage, in the order listed.
+fn builtin_tools(
+    names: &[String],
+    storage: Arc<MemoryStorage>,
+) -> Result<Vec<Arc<dyn crate::tools::Tool>>, RunError> {
+    let storage: Arc<dyn Storage> = storage;
+    names
+        .iter()
+        .map(|name| {
+            crate::tools::builtin::builtin_tool(name, storage.clone())
+                .ok_or_else(|| RunError::UnknownBuiltinTool(name.clone()))
+        })
+        .collect()
+}
+
+/// The header line naming the enabled built-in tools; none when there are none, so scenarios
+/// without built-in tools keep their goldens.
+fn builtin_tools_line(agent: &super::file::AgentSpec) -> Option<String> {
+    (!agent.builtin_tools.is_empty())
+        .then(|| format!("builtin_tools: {}", agent.builtin_tools.join(", ")))
 }
