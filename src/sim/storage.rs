@@ -24,6 +24,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use crate::format::unusual_character;
 use crate::limits::PATH_CHARS_MAX;
 
 /// A path inside the workspace that has passed every check.
@@ -61,47 +62,6 @@ pub enum PathError {
     },
 }
 
-/// Characters no path may hold: invisible, direction-changing or look-alike code points.
-/// Each range is inclusive and named for the error message.
-const UNUSUAL_CHARACTERS: &[(char, char, &str)] = &[
-    ('\u{00A0}', '\u{00A0}', "a no-break space"),
-    ('\u{00AD}', '\u{00AD}', "a soft hyphen"),
-    ('\u{034F}', '\u{034F}', "a combining grapheme joiner"),
-    ('\u{061C}', '\u{061C}', "a bidi control"),
-    ('\u{115F}', '\u{1160}', "an invisible filler"),
-    ('\u{180E}', '\u{180E}', "an invisible separator"),
-    ('\u{2000}', '\u{200A}', "an unusual space"),
-    ('\u{200B}', '\u{200D}', "a zero-width character"),
-    ('\u{200E}', '\u{200F}', "a bidi control"),
-    ('\u{2028}', '\u{2029}', "a line or paragraph separator"),
-    ('\u{202A}', '\u{202E}', "a bidi control"),
-    ('\u{202F}', '\u{202F}', "an unusual space"),
-    ('\u{205F}', '\u{205F}', "an unusual space"),
-    ('\u{2060}', '\u{2064}', "an invisible formatting character"),
-    ('\u{2066}', '\u{2069}', "a bidi control"),
-    ('\u{206A}', '\u{206F}', "an invisible formatting character"),
-    ('\u{3000}', '\u{3000}', "an unusual space"),
-    ('\u{3164}', '\u{3164}', "an invisible filler"),
-    ('\u{FE00}', '\u{FE0F}', "a variation selector"),
-    ('\u{FEFF}', '\u{FEFF}', "a zero-width no-break space"),
-    ('\u{FFA0}', '\u{FFA0}', "an invisible filler"),
-    (
-        '\u{FFF9}',
-        '\u{FFFB}',
-        "an interlinear annotation character",
-    ),
-    ('\u{FFFC}', '\u{FFFD}', "a replacement character"),
-    ('\u{E0000}', '\u{E007F}', "a tag character"),
-];
-
-/// What kind of unusual character `c` is, if it is one.
-fn unusual_kind(c: char) -> Option<&'static str> {
-    UNUSUAL_CHARACTERS
-        .iter()
-        .find(|(first, last, _)| (*first..=*last).contains(&c))
-        .map(|(_, _, kind)| *kind)
-}
-
 impl WorkspacePath {
     /// Checks a relative path.
     ///
@@ -128,7 +88,7 @@ impl WorkspacePath {
         if let Some((index, c, kind)) = path
             .chars()
             .enumerate()
-            .find_map(|(index, c)| unusual_kind(c).map(|kind| (index, c, kind)))
+            .find_map(|(index, c)| unusual_character(c).map(|kind| (index, c, kind)))
         {
             return Err(PathError::Unusual {
                 path: path.escape_debug().to_string(),
