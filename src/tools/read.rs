@@ -207,7 +207,7 @@ impl ReadFile {
                 "char_offset": {
                     "type": "integer",
                     "minimum": 0,
-                    "description": "Character within the starting line to begin at, 0-based (default 0); a truncated page tells you the value.",
+                    "description": "Character of the starting line to begin at, 0-based (default 0), for long lines.",
                 },
             },
             "required": ["path"],
@@ -216,10 +216,9 @@ impl ReadFile {
             schema: ToolSchema {
                 name: "read_file".to_string(),
                 description: format!(
-                    "Read a UTF-8 text file from the workspace, one page at a time: at most `limit` \
-                     lines and at most {READ_FILE_CHARS_MAX} characters. When more remains, the \
-                     result ends with the exact call that continues; very long lines are paged \
-                     with `char_offset`."
+                    "Read a UTF-8 text file in the workspace, one page at a time: at most `limit` \
+                     lines and {READ_FILE_CHARS_MAX} characters. When more remains, the result \
+                     ends with the exact call that continues."
                 ),
                 parameters,
             },
@@ -328,10 +327,17 @@ fn render(path: &str, text: &str, request: PageRequest) -> String {
             header.push(']');
             let mut out = format!("{header}\n{shown}");
             let trailer = match next {
-                Some((line, 0)) => format!(
-                    "[truncated: lines {line}-{line_count} not shown; call read_file again with \
-                     path={quoted_path}, offset={line} to continue]"
-                ),
+                Some((line, 0)) => {
+                    let rest = if line == line_count {
+                        format!("line {line}")
+                    } else {
+                        format!("lines {line}-{line_count}")
+                    };
+                    format!(
+                        "[truncated: {rest} not shown; call read_file again with \
+                         path={quoted_path}, offset={line} to continue]"
+                    )
+                }
                 Some((line, char_offset)) => format!(
                     "[truncated: call read_file again with path={quoted_path}, offset={line}, \
                      char_offset={char_offset} to continue]"

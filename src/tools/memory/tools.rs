@@ -130,6 +130,7 @@ fn render_search(memory: &MemoryIndex, query: &str, query_words: usize, limit: u
             "[memory is empty: no {MEMORY_FILE} and no {MEMORY_DIR}/*.md files]{notes}"
         );
     }
+    let matched = search(memory, query, usize::MAX).len();
     let hits = search(memory, query, limit);
     let searched = format!(
         "{} in {}",
@@ -142,9 +143,15 @@ fn render_search(memory: &MemoryIndex, query: &str, query_words: usize, limit: u
             quoted(query)
         );
     }
+    let shown = if hits.len() < matched {
+        format!("the best {} shown", hits.len())
+    } else {
+        "best first".to_string()
+    };
     let mut out = format!(
-        "[{} best of the entries matching {} (searched {searched})]",
-        hits.len(),
+        "[{} {} {} (searched {searched}); {shown}]",
+        counted(matched, "entry", "entries"),
+        if matched == 1 { "matches" } else { "match" },
         quoted(query)
     );
     for hit in &hits {

@@ -87,7 +87,7 @@ fn search_ranks_by_shared_words_then_by_id() {
         "memory_search",
         json!({"query": "release checklist"}),
         false,
-        "[3 best of the entries matching \"release checklist\" (searched 5 entries in 2 files)]\n\
+        "[3 entries match \"release checklist\" (searched 5 entries in 2 files); best first]\n\
          MEMORY.md:6 (2 of 2 words, section \"Release\"): - Run the release checklist in docs/release.md before tagging.\n\
          MEMORY.md:7 (1 of 2 words, section \"Release\"): - Tag releases as vX.Y.Z. Never reuse a tag.\n\
          memory/2026-01-02.md:1 (1 of 2 words): The release train leaves on Fridays.\n\
@@ -97,7 +97,7 @@ fn search_ranks_by_shared_words_then_by_id() {
         "memory_search",
         json!({"query": "release", "limit": 1}),
         false,
-        "[1 best of the entries matching \"release\" (searched 5 entries in 2 files)]\n\
+        "[3 entries match \"release\" (searched 5 entries in 2 files); the best 1 shown]\n\
          MEMORY.md:6 (1 of 1 words, section \"Release\"): - Run the release checklist in docs/release.md before tagging.\n\
          [memory_get with an id shows the whole entry]",
     );
@@ -140,7 +140,7 @@ fn unreadable_memory_files_are_skipped_with_a_note() {
         "memory_search",
         json!({"query": "deploys"}),
         false,
-        "[1 best of the entries matching \"deploys\" (searched 1 entry in 1 file)]\n\
+        "[1 entry matches \"deploys\" (searched 1 entry in 1 file); best first]\n\
          MEMORY.md:1 (1 of 1 words): Deploys happen on Fridays.\n\
          [memory_get with an id shows the whole entry]\n\
          [memory/broken.md is not UTF-8 text and was skipped]",

@@ -114,7 +114,7 @@ fn a_whole_small_file_has_a_header_and_no_trailer() {
         "read_file",
         json!({"path": "notes.md", "offset": 2, "limit": 1}),
         false,
-        "[notes.md: line 2 of 3]\ntwo\n[truncated: lines 3-3 not shown; call read_file again with path=\"notes.md\", offset=3 to continue]",
+        "[notes.md: line 2 of 3]\ntwo\n[truncated: line 3 not shown; call read_file again with path=\"notes.md\", offset=3 to continue]",
     );
     bench.check(
         "read_file",
