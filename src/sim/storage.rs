@@ -44,8 +44,16 @@ pub enum PathError {
         "path `{0}` holds a backslash, control character or empty segment; use `/`-separated names"
     )]
     Malformed(String),
+    /// Longer than [`PATH_CHARS_MAX`] characters.
     #[error("path is {chars} characters long; at most {max}")]
-    TooLong { chars: usize, max: usize },
+    TooLong {
+        /// The path's length in characters.
+        chars: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Holds an invisible or direction-changing character (see
+    /// [`unusual_character`](crate::format::unusual_character)).
     #[error(
         "path `{path}` holds {code_point} ({kind}) at character {position}; such characters make a \
          path read differently from what it is: type the path without it"

@@ -66,17 +66,24 @@ pub enum Page<'a> {
     /// The text is empty.
     Empty,
     /// `line` is after the last line.
-    PastEnd { line_count: usize },
+    PastEnd {
+        /// Lines in the text.
+        line_count: usize,
+    },
     /// `char_offset` is at or after the end of the starting line.
     PastLineEnd {
+        /// Lines in the text.
         line_count: usize,
+        /// Length of the starting line in characters, newline excluded.
         line_chars: usize,
     },
     /// A contiguous slice of the text.
     Content {
+        /// The page: a slice of the text, newlines kept.
         text: &'a str,
-        /// First and last line shown, 1-based.
+        /// First line shown, 1-based.
         first_line: usize,
+        /// Last line shown, 1-based.
         last_line: usize,
         /// Character of the first line where the page starts.
         start_char: usize,
@@ -85,6 +92,7 @@ pub enum Page<'a> {
         cut: Option<(usize, usize)>,
         /// Where the next page starts (`line`, `char_offset`), if anything remains.
         next: Option<(usize, usize)>,
+        /// Lines in the text.
         line_count: usize,
         /// Length of the first line in characters, newline excluded.
         first_line_chars: usize,

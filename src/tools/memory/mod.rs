@@ -71,7 +71,9 @@ const COMMON_WORDS: &[&str] = &[
 /// Identifies a memory entry: its file and first line (1-based), shown as `file:line`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EntryId {
+    /// The memory file.
     pub path: WorkspacePath,
+    /// First line of the entry, 1-based.
     pub line: usize,
 }
 
@@ -84,6 +86,7 @@ impl std::fmt::Display for EntryId {
 /// One entry: a paragraph or top-level list item of a memory file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryEntry {
+    /// File and first line.
     pub id: EntryId,
     /// The heading the entry sits under, if any.
     pub section: Option<String>,
@@ -96,6 +99,7 @@ pub struct MemoryEntry {
 /// Every entry of the memory, in id order, plus notes on what was skipped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemoryIndex {
+    /// Entries in id order: `MEMORY.md` first, then `memory/` files by path, then by line.
     pub entries: Vec<MemoryEntry>,
     /// Memory files read.
     pub file_count: usize,
@@ -106,6 +110,7 @@ pub struct MemoryIndex {
 /// One search result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SearchHit<'a> {
+    /// The matching entry.
     pub entry: &'a MemoryEntry,
     /// Distinct query words the entry holds.
     pub score: usize,
