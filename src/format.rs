@@ -21,12 +21,19 @@ pub fn duration(value: Duration) -> String {
     }
 }
 
-/// At most `max_chars` characters, with `…` marking a cut; control characters escaped.
+/// At most `max_chars` characters, with `…` marking a cut; control characters and
+/// [unusual characters](unusual_character) (bidi controls, zero-width characters…) escaped, so a
+/// trace line shows what the text is, not what it would display as.
 pub fn snippet(text: &str, max_chars: usize) -> String {
     let escaped: String = text
         .chars()
         .flat_map(|c| {
-            if c == '\n' || c == '\r' || c == '\t' || c.is_control() {
+            if c == '\n'
+                || c == '\r'
+                || c == '\t'
+                || c.is_control()
+                || unusual_character(c).is_some()
+            {
                 c.escape_default().collect::<Vec<_>>()
             } else {
                 vec![c]
@@ -48,6 +55,49 @@ pub fn quoted(text: &str, max_chars: usize) -> String {
     format!("\"{inner}\"")
 }
 
+/// Invisible, direction-changing or look-alike code points. Each range is inclusive and named
+/// for error messages.
+const UNUSUAL_CHARACTERS: &[(char, char, &str)] = &[
+    ('\u{00A0}', '\u{00A0}', "a no-break space"),
+    ('\u{00AD}', '\u{00AD}', "a soft hyphen"),
+    ('\u{034F}', '\u{034F}', "a combining grapheme joiner"),
+    ('\u{061C}', '\u{061C}', "a bidi control"),
+    ('\u{115F}', '\u{1160}', "an invisible filler"),
+    ('\u{180E}', '\u{180E}', "an invisible separator"),
+    ('\u{2000}', '\u{200A}', "an unusual space"),
+    ('\u{200B}', '\u{200D}', "a zero-width character"),
+    ('\u{200E}', '\u{200F}', "a bidi control"),
+    ('\u{2028}', '\u{2029}', "a line or paragraph separator"),
+    ('\u{202A}', '\u{202E}', "a bidi control"),
+    ('\u{202F}', '\u{202F}', "an unusual space"),
+    ('\u{205F}', '\u{205F}', "an unusual space"),
+    ('\u{2060}', '\u{2064}', "an invisible formatting character"),
+    ('\u{2066}', '\u{2069}', "a bidi control"),
+    ('\u{206A}', '\u{206F}', "an invisible formatting character"),
+    ('\u{3000}', '\u{3000}', "an unusual space"),
+    ('\u{3164}', '\u{3164}', "an invisible filler"),
+    ('\u{FE00}', '\u{FE0F}', "a variation selector"),
+    ('\u{FEFF}', '\u{FEFF}', "a zero-width no-break space"),
+    ('\u{FFA0}', '\u{FFA0}', "an invisible filler"),
+    (
+        '\u{FFF9}',
+        '\u{FFFB}',
+        "an interlinear annotation character",
+    ),
+    ('\u{FFFC}', '\u{FFFD}', "a replacement character"),
+    ('\u{E0000}', '\u{E007F}', "a tag character"),
+];
+
+/// What kind of unusual character `c` is ("a bidi control", "a zero-width character", …), if
+/// it is one: a character that makes text display differently from what it is. Workspace paths
+/// refuse them and snippets escape them.
+pub fn unusual_character(c: char) -> Option<&'static str> {
+    UNUSUAL_CHARACTERS
+        .iter()
+        .find(|(first, last, _)| (*first..=*last).contains(&c))
+        .map(|(_, _, kind)| *kind)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +108,8 @@ mod tests {
         assert_eq!(snippet("héllo", 5), "héllo");
         assert_eq!(snippet("héllo!", 5), "héll…");
         assert_eq!(quoted("say \"hi\"", 20), "\"say \\\"hi\\\"\"");
+        assert_eq!(snippet("a\u{202e}b\u{200b}c", 40), "a\\u{202e}b\\u{200b}c");
+        assert_eq!(snippet("报告 ok", 40), "报告 ok");
     }
 
     #[test]

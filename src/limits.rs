@@ -53,3 +53,72 @@ pub const HISTORY_MESSAGES_MAX: usize = 10_000;
 
 /// Summary requests per compaction: the first, then smaller ones after a summariser overflow.
 pub const SUMMARY_ATTEMPTS_MAX: u32 = 3;
+
+/// Characters of a workspace path. Real file systems stop near 4,096 bytes; a longer "path" is
+/// a model pasting content into the wrong argument.
+pub const PATH_CHARS_MAX: usize = 1_024;
+
+/// Characters of file content one `read_file` call returns. About 5,000–8,000 tokens: enough to
+/// read a screenful of code, small enough that a single-line multi-megabyte file (an offloaded
+/// tool result) cannot flood the context again. Longer content is paged with `char_offset`.
+pub const READ_FILE_CHARS_MAX: usize = 20_000;
+
+/// Lines one `read_file` call returns when the model gives no `limit`.
+pub const READ_FILE_LINES_DEFAULT: usize = 200;
+
+/// Largest `limit` a `read_file` call may ask for; the character bound applies as well.
+pub const READ_FILE_LINES_MAX: usize = 2_000;
+
+/// Bytes of a workspace file the built-in tools will load. Large enough for any offloaded tool
+/// result (`TOOL_RESULT_CHARS_MAX` characters of up to four UTF-8 bytes each).
+pub const WORKSPACE_FILE_BYTES_MAX: usize = 4 * TOOL_RESULT_CHARS_MAX;
+
+/// Characters of `content` in one `write_file` call. The content is model output, which real
+/// providers cap far below this; more is a runaway generation, not a file.
+pub const WRITE_FILE_CHARS_MAX: usize = 1_000_000;
+
+/// Characters of `old` or `new` in one `edit_file` call. Edits are targeted; a rewrite of the
+/// whole file is a `write_file`.
+pub const EDIT_TEXT_CHARS_MAX: usize = 100_000;
+
+/// Matches of `old` that `edit_file` counts before it stops and says "at least".
+pub const EDIT_MATCHES_COUNTED_MAX: usize = 1_000;
+
+/// Line numbers of ambiguous matches that an `edit_file` error lists.
+pub const EDIT_MATCHES_LISTED_MAX: usize = 10;
+
+/// Entries one `list_files` call shows; the rest are counted in an "N more" note.
+pub const LIST_FILES_ENTRIES_MAX: usize = 200;
+
+/// Characters of a `memory_search` query. A query is a few words; more is pasted content.
+pub const MEMORY_QUERY_CHARS_MAX: usize = 1_000;
+
+/// Results `memory_search` returns when the model gives no `limit`.
+pub const MEMORY_SEARCH_RESULTS_DEFAULT: usize = 5;
+
+/// Largest `limit` a `memory_search` call may ask for. Search points at entries;
+/// `memory_get` reads them.
+pub const MEMORY_SEARCH_RESULTS_MAX: usize = 20;
+
+/// Characters of one entry shown in a `memory_search` result line.
+pub const MEMORY_SNIPPET_CHARS_MAX: usize = 200;
+
+/// Memory files (`MEMORY.md` plus `memory/**/*.md`) one search reads, in path order.
+pub const MEMORY_FILES_MAX: usize = 256;
+
+/// Characters of one memory file that search reads; a larger file is skipped with a note.
+/// Memory is curated notes, not logs.
+pub const MEMORY_FILE_CHARS_MAX: usize = 1_000_000;
+
+/// Characters of one fact appended by a memory flush; longer facts are cut with `…`.
+pub const MEMORY_FACT_CHARS_MAX: usize = 1_000;
+
+/// Facts one memory flush appends; the rest of the batch is dropped (flush is best-effort).
+pub const MEMORY_FLUSH_FACTS_MAX: usize = 100;
+
+const _: () = assert!(READ_FILE_LINES_DEFAULT <= READ_FILE_LINES_MAX);
+const _: () = assert!(WRITE_FILE_CHARS_MAX <= WORKSPACE_FILE_BYTES_MAX);
+const _: () = assert!(EDIT_TEXT_CHARS_MAX <= WRITE_FILE_CHARS_MAX);
+const _: () = assert!(EDIT_MATCHES_LISTED_MAX <= EDIT_MATCHES_COUNTED_MAX);
+const _: () = assert!(MEMORY_SEARCH_RESULTS_DEFAULT <= MEMORY_SEARCH_RESULTS_MAX);
+const _: () = assert!(MEMORY_FACT_CHARS_MAX <= MEMORY_FILE_CHARS_MAX);

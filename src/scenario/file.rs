@@ -86,6 +86,8 @@ struct RawAgent {
     output_reserve: Option<Spanned<i64>>,
     safety_margin: Option<Spanned<i64>>,
     tool_pairs: Option<Spanned<String>>,
+    #[serde(default)]
+    builtin_tools: Vec<Spanned<String>>,
     workspace_max_context_tokens: Option<Spanned<i64>>,
     offload: Option<Spanned<RawOffload>>,
     omission_order: Option<Vec<String>>,
@@ -203,6 +205,8 @@ struct RawWorkspace {
     files: BTreeMap<String, Spanned<String>>,
     #[serde(default)]
     fail_writes_under: Vec<String>,
+    #[serde(default)]
+    generated: BTreeMap<String, Spanned<RawGenerated>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -317,6 +321,8 @@ pub struct AgentSpec {
     pub deny_tools: BTreeSet<String>,
     pub budget: BudgetSettings,
     pub pairing: PairingCheck,
+    /// Built-in tools registered over the workspace, in order (`tools::builtin`).
+    pub builtin_tools: Vec<String>,
     pub workspace_max_context_tokens: Option<u64>,
     /// Tool-result offload settings; `None` when disabled.
     pub offload: Option<OffloadConfig>,
@@ -558,6 +564,7 @@ pub fn parse_scenario(
         .collect::<Vec<_>>();
     check_unique_tools(&mut checker, &raw.tools);
     check_denied_tools(&mut checker, &raw.agent, &raw.tools);
+    check_builtin_tool_clashes(&mut checker, &raw.agent, &raw.tools);
     let instructions = instruction_specs(&mut checker, &raw.instructions);
     let sources = raw
         .sources
@@ -566,7 +573,8 @@ pub fn parse_scenario(
         .filter_map(|(i, source)| source_spec(&mut checker, i, source))
         .collect::<Vec<_>>();
     check_unique_sources(&mut checker, &raw.sources);
-    let workspace_files = workspace_files(&mut checker, &raw.workspace);
+    let mut workspace_files = workspace_files(&mut checker, &raw.workspace);
+    generated_files(&mut checker, &seeds, &raw.workspace, &mut workspace_files);
     let history = raw
         .history
         .iter()
@@ -691,6 +699,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         deny_tools: raw.deny_tools.iter().map(|t| t.get_ref().clone()).collect(),
         budget,
         pairing: pairing?,
+        builtin_tools: builtin_tool_names(checker, &raw.builtin_tools),
         workspace_max_context_tokens,
         offload: offload?,
         omission_order: raw.omission_order.clone(),
@@ -886,9 +895,12 @@ fn check_denied_tools(
     agent: &Spanned<RawAgent>,
     tools: &[Spanned<RawTool>],
 ) {
+    let builtin = agent.get_ref().builtin_tools.iter().map(|t| t.get_ref());
     let names: Vec<&str> = tools
         .iter()
-        .map(|t| t.get_ref().name.get_ref().as_str())
+        .map(|t| t.get_ref().name.get_ref())
+        .chain(builtin)
+        .map(String::as_str)
         .collect();
     for denied in &agent.get_ref().deny_tools {
         let name = denied.get_ref();
@@ -897,7 +909,8 @@ fn check_denied_tools(
         }
         let help = match closest(name, names.iter().copied()) {
             Some(best) => format!("did you mean `{best}`?"),
-            None => "deny only tools defined under [[tools]]".to_string(),
+            None => "deny only tools defined under [[tools]] or listed in `agent.builtin_tools`"
+                .to_string(),
         };
         let problem = checker
             .at(
@@ -1507,4 +1520,109 @@ fn compaction_config(
         config.flush_before_compact = flush;
     }
     (checker.problems.len() == before).then_some(Some(config))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGenerated {
+    chars: Spanned<i64>,
+    content: Option<Spanned<String>>,
+}
+
+/// Checks `agent.builtin_tools`: known names (with a did-you-mean), each listed once.
+fn builtin_tool_names(checker: &mut Checker<'_>, raw: &[Spanned<String>]) -> Vec<String> {
+    let known = crate::tools::builtin::BUILTIN_TOOL_NAMES;
+    let mut names: Vec<String> = Vec::new();
+    for value in raw {
+        let field = "agent.builtin_tools";
+        let Some(name) = checker.choice(value, field, &known, |name| {
+            known.contains(&name).then(|| name.to_string())
+        }) else {
+            continue;
+        };
+        if names.contains(&name) {
+            let problem = checker
+                .at(value, format!("built-in tool `{name}` is listed twice"))
+                .field(field)
+                .help("list each built-in tool once");
+            checker.problems.push(problem);
+            continue;
+        }
+        names.push(name);
+    }
+    names
+}
+
+/// A scripted tool may not take a built-in tool's name: the registry would refuse the second.
+fn check_builtin_tool_clashes(
+    checker: &mut Checker<'_>,
+    agent: &Spanned<RawAgent>,
+    tools: &[Spanned<RawTool>],
+) {
+    let builtin: Vec<&str> = agent
+        .get_ref()
+        .builtin_tools
+        .iter()
+        .map(|t| t.get_ref().as_str())
+        .collect();
+    for (index, tool) in tools.iter().enumerate() {
+        let name = tool.get_ref().name.get_ref();
+        if builtin.contains(&name.as_str()) {
+            let problem = checker
+                .at(
+                    &tool.get_ref().name,
+                    format!("a tool named `{name}` is also listed in `agent.builtin_tools`"),
+                )
+                .field(format!("tools[{index}].name"))
+                .help("rename the scripted tool or remove the name from `builtin_tools`");
+            checker.problems.push(problem);
+        }
+    }
+}
+
+/// Adds `[workspace.generated]` files: deterministic text of an exact length per path, e.g.
+/// `"big.log" = { chars = 200000, content = "log" }`, seeded by the scenario seed and the path.
+fn generated_files(
+    checker: &mut Checker<'_>,
+    seeds: &SeedTree,
+    raw: &RawWorkspace,
+    files: &mut BTreeMap<String, String>,
+) {
+    for (path, spanned) in &raw.generated {
+        let field = format!("workspace.generated.\"{path}\"");
+        let checked = match WorkspacePath::parse(path) {
+            Ok(checked) => checked,
+            Err(error) => {
+                let problem = checker
+                    .at(spanned, format!("workspace file `{path}`: {error}"))
+                    .field(field);
+                checker.problems.push(problem);
+                continue;
+            }
+        };
+        if files.contains_key(checked.as_str()) {
+            let problem = checker
+                .at(
+                    spanned,
+                    format!("workspace file `{path}` is also given under [workspace.files]"),
+                )
+                .field(field)
+                .help("give each workspace file once");
+            checker.problems.push(problem);
+            continue;
+        }
+        let generated = spanned.get_ref();
+        let Some(chars) = result_chars(checker, &generated.chars, &format!("{field}.chars")) else {
+            continue;
+        };
+        let Some(kind) = text_kind(
+            checker,
+            generated.content.as_ref(),
+            &format!("{field}.content"),
+        ) else {
+            continue;
+        };
+        let seed = seeds.seed_for(&format!("workspace/{checked}"));
+        files.insert(checked.to_string(), generate_text(kind, chars, seed));
+    }
 }

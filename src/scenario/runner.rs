@@ -51,6 +51,8 @@ pub enum RunError {
     Build(#[from] crate::agent::BuildError),
     #[error("cannot seed the workspace: {0}")]
     Workspace(String),
+    #[error("no built-in tool named `{0}`; see tools::builtin::BUILTIN_TOOL_NAMES")]
+    UnknownBuiltinTool(String),
 }
 
 /// Runs a scenario and renders its trace.
@@ -270,6 +272,9 @@ fn build_agent(
             }),
             None => scripted,
         };
+        builder = builder.tool(tool);
+    }
+    for tool in builtin_tools(&spec.builtin_tools, storage)? {
         builder = builder.tool(tool);
     }
     Ok(builder.build()?)
@@ -495,6 +500,7 @@ fn header(scenario: &Scenario) -> Vec<String> {
             source.blocks.len()
         ));
     }
+    lines.extend(builtin_tools_line(agent));
     for (path, content) in &scenario.workspace_files {
         lines.push(format!(
             "workspace: {path} ({} chars)",
@@ -513,4 +519,26 @@ fn header(scenario: &Scenario) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The scenario's built-in tools over its workspace storage, in the order listed.
+fn builtin_tools(
+    names: &[String],
+    storage: Arc<MemoryStorage>,
+) -> Result<Vec<Arc<dyn crate::tools::Tool>>, RunError> {
+    let storage: Arc<dyn Storage> = storage;
+    names
+        .iter()
+        .map(|name| {
+            crate::tools::builtin::builtin_tool(name, storage.clone())
+                .ok_or_else(|| RunError::UnknownBuiltinTool(name.clone()))
+        })
+        .collect()
+}
+
+/// The header line naming the enabled built-in tools; none when there are none, so scenarios
+/// without built-in tools keep their goldens.
+fn builtin_tools_line(agent: &super::file::AgentSpec) -> Option<String> {
+    (!agent.builtin_tools.is_empty())
+        .then(|| format!("builtin_tools: {}", agent.builtin_tools.join(", ")))
 }

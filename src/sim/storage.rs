@@ -1,8 +1,10 @@
 //! Workspace storage: the [`Storage`] trait, checked [`WorkspacePath`]s and [`MemoryStorage`].
 //!
 //! Every path is relative to the workspace and checked before use: no `..`, no absolute paths,
-//! no empty segments, no control characters or backslashes. The in-memory store lets a scenario
-//! inject write failures under a path prefix.
+//! no empty segments, no control characters or backslashes, no invisible or direction-changing
+//! characters (bidi controls, zero-width characters, unusual spaces) that would make a path read
+//! differently from what it is, and at most [`PATH_CHARS_MAX`] characters. The in-memory store
+//! lets a scenario inject write failures under a path prefix.
 //!
 //! ```
 //! use ctxbed::sim::storage::{MemoryStorage, Storage, WorkspacePath};
@@ -13,6 +15,7 @@
 //!     storage.write(&path, b"hi".to_vec()).await.unwrap();
 //!     assert_eq!(storage.read(&path).await.unwrap().as_deref(), Some(&b"hi"[..]));
 //!     assert!(WorkspacePath::parse("../etc/passwd").is_err());
+//!     assert!(WorkspacePath::parse("notes/\u{202e}txt.md").is_err());
 //! });
 //! ```
 
@@ -20,6 +23,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+
+use crate::format::unusual_character;
+use crate::limits::PATH_CHARS_MAX;
 
 /// A path inside the workspace that has passed every check.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,22 +44,69 @@ pub enum PathError {
         "path `{0}` holds a backslash, control character or empty segment; use `/`-separated names"
     )]
     Malformed(String),
+    /// Longer than [`PATH_CHARS_MAX`] characters.
+    #[error("path is {chars} characters long; at most {max}")]
+    TooLong {
+        /// The path's length in characters.
+        chars: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Holds an invisible or direction-changing character (see
+    /// [`unusual_character`](crate::format::unusual_character)).
+    #[error(
+        "path `{path}` holds {code_point} ({kind}) at character {position}; such characters make a \
+         path read differently from what it is: type the path without it"
+    )]
+    Unusual {
+        /// The path with every unusual character escaped.
+        path: String,
+        /// `U+XXXX`.
+        code_point: String,
+        /// What the character is, e.g. "a bidi control".
+        kind: &'static str,
+        /// 1-based position in characters.
+        position: usize,
+    },
 }
 
 impl WorkspacePath {
     /// Checks a relative path.
     ///
+    /// Character checks come first, so no later message quotes a path holding a control or
+    /// direction-changing character.
+    ///
     /// # Errors
-    /// Empty, absolute, escaping or malformed paths.
+    /// Empty, over-long, malformed (backslash, control character, empty segment), unusual
+    /// (invisible or direction-changing character), absolute or escaping paths.
     pub fn parse(path: &str) -> Result<Self, PathError> {
         if path.is_empty() {
             return Err(PathError::Empty);
         }
-        if path.starts_with('/') || path.chars().nth(1) == Some(':') {
-            return Err(PathError::Absolute(path.to_string()));
+        let chars = path.chars().count();
+        if chars > PATH_CHARS_MAX {
+            return Err(PathError::TooLong {
+                chars,
+                max: PATH_CHARS_MAX,
+            });
         }
         if path.chars().any(|c| c.is_control() || c == '\\') {
             return Err(PathError::Malformed(path.escape_debug().to_string()));
+        }
+        if let Some((index, c, kind)) = path
+            .chars()
+            .enumerate()
+            .find_map(|(index, c)| unusual_character(c).map(|kind| (index, c, kind)))
+        {
+            return Err(PathError::Unusual {
+                path: path.escape_debug().to_string(),
+                code_point: format!("U+{:04X}", u32::from(c)),
+                kind,
+                position: index + 1,
+            });
+        }
+        if path.starts_with('/') || path.chars().nth(1) == Some(':') {
+            return Err(PathError::Absolute(path.to_string()));
         }
         let trimmed = path.strip_suffix('/').unwrap_or(path);
         for segment in trimmed.split('/') {
@@ -66,6 +119,7 @@ impl WorkspacePath {
         Ok(WorkspacePath(trimmed.to_string()))
     }
 
+    /// The checked path, `/`-separated, without a trailing slash.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -197,6 +251,56 @@ mod tests {
             WorkspacePath::parse("a\u{0}b"),
             Err(PathError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn invisible_and_direction_changing_characters_are_refused() {
+        for (path, code_point, position) in [
+            ("notes/\u{202e}dm.txt", "U+202E", 7),
+            ("a\u{200b}b", "U+200B", 2),
+            ("\u{feff}a", "U+FEFF", 1),
+            ("x/\u{2066}y\u{2069}", "U+2066", 3),
+            ("a\u{00a0}b", "U+00A0", 2),
+            ("tag\u{e0041}", "U+E0041", 4),
+            ("\u{2028}", "U+2028", 1),
+            ("/\u{202d}etc", "U+202D", 2),
+        ] {
+            match WorkspacePath::parse(path) {
+                Err(PathError::Unusual {
+                    code_point: found,
+                    position: at,
+                    path: shown,
+                    ..
+                }) => {
+                    assert_eq!(found, code_point, "{path:?}");
+                    assert_eq!(at, position, "{path:?}");
+                    assert!(shown.is_ascii(), "the message escapes the path: {shown}");
+                }
+                other => panic!("{path:?} gave {other:?}"),
+            }
+        }
+        let error = WorkspacePath::parse("a\u{202e}b").unwrap_err().to_string();
+        assert!(
+            error.contains("U+202E (a bidi control) at character 2"),
+            "{error}"
+        );
+        assert!(!error.contains('\u{202e}'), "{error}");
+        // Ordinary non-ASCII names stay valid.
+        assert!(WorkspacePath::parse("notes/café-报告.md").is_ok());
+        assert!(WorkspacePath::parse("emoji/🦀.md").is_ok());
+    }
+
+    #[test]
+    fn long_paths_are_refused() {
+        let long = "a".repeat(PATH_CHARS_MAX + 1);
+        assert_eq!(
+            WorkspacePath::parse(&long),
+            Err(PathError::TooLong {
+                chars: PATH_CHARS_MAX + 1,
+                max: PATH_CHARS_MAX
+            })
+        );
+        assert!(WorkspacePath::parse(&"a".repeat(PATH_CHARS_MAX)).is_ok());
     }
 
     #[tokio::test]

@@ -6,6 +6,12 @@
 //!
 //! [`ScriptedTool`] is the simulator's tool: fixed or generated text, simulated latency, failure.
 //!
+//! The built-in tools work on the workspace [`Storage`](crate::sim::storage::Storage), every
+//! path confined to it: `read_file`, `write_file`, `edit_file`, `list_files` ([`read`],
+//! [`workspace`]) and `memory_search`, `memory_get` ([`memory`], which also holds
+//! [`memory::flush_facts`]). [`builtin`] builds them by name; [`args`] turns a model's bad
+//! arguments into error results that show the expected schema.
+//!
 //! ```
 //! use ctxbed::tools::{ScriptedOutput, ScriptedTool, ToolRegistry};
 //! let mut registry = ToolRegistry::new();
@@ -25,6 +31,12 @@ use serde_json::Value;
 use crate::message::{Metadata, ToolCall, ToolOutput};
 use crate::runtime::RuntimeContext;
 use crate::sim::text::{TextKind, generate_text};
+
+pub mod args;
+pub mod builtin;
+pub mod memory;
+pub mod read;
+pub mod workspace;
 
 /// What the model is told about a tool. Counted in the input budget exactly as sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -316,3 +328,6 @@ impl Tool for ScriptedTool {
         ToolOutcome::text(text)
     }
 }
+
+#[cfg(test)]
+mod tests;
