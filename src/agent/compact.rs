@@ -20,7 +20,7 @@ use crate::context::{PrepareInput, prepare};
 use crate::limits;
 use crate::message::Message;
 use crate::model::{ModelError, Purpose};
-use crate::sim::storage::WorkspacePath;
+use crate::tools::memory::flush_facts;
 
 /// Why compaction is forced: a provider overflow, with the sizes it reported when known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +50,6 @@ enum SummaryFailure {
     /// Anything else, as a short reason.
     Other(String),
 }
-
-/// The section header of flushed facts in `MEMORY.md`.
-const FLUSH_HEADER: &str = "## Facts kept from compacted conversation";
 
 impl Call<'_> {
     /// Runs the compaction stage on the working history.
@@ -349,45 +346,16 @@ impl Call<'_> {
         }
     }
 
-    /// Best-effort: appends new facts from the prefix to `MEMORY.md`; never blocks compaction.
+    /// Best-effort: appends new facts from the prefix (earlier summaries excluded) to the memory
+    /// store (`memory/facts.md`); a failure is a transform and never blocks compaction.
     async fn flush_memory(&self, cut: usize) -> Vec<String> {
         let facts = extract_facts(&self.history[..cut]);
         if facts.is_empty() {
             return Vec::new();
         }
-        let storage = self.inner.workspace.as_ref();
-        let Ok(path) = WorkspacePath::parse(crate::context::workspace::MEMORY_FILE) else {
-            return Vec::new();
-        };
-        let existing = match storage.read(&path).await {
-            Ok(bytes) => bytes
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default(),
-            Err(_) => return vec!["memory_flush_failed:read".to_string()],
-        };
-        let new: Vec<&String> = facts
-            .iter()
-            .filter(|f| {
-                !existing
-                    .lines()
-                    .any(|l| l.trim_start_matches("- ") == f.as_str())
-            })
-            .collect();
-        if new.is_empty() {
-            return Vec::new();
-        }
-        let mut updated = existing.clone();
-        if !updated.contains(FLUSH_HEADER) {
-            if !updated.is_empty() && !updated.ends_with('\n') {
-                updated.push('\n');
-            }
-            updated.push_str(&format!("\n{FLUSH_HEADER}\n"));
-        }
-        for fact in &new {
-            updated.push_str(&format!("- {fact}\n"));
-        }
-        match storage.write(&path, updated.into_bytes()).await {
-            Ok(()) => vec![format!("memory_flush:{} facts", new.len())],
+        match flush_facts(self.inner.workspace.as_ref(), &facts).await {
+            Ok(0) => Vec::new(),
+            Ok(count) => vec![format!("memory_flush:{count} facts")],
             Err(_) => vec!["memory_flush_failed:write".to_string()],
         }
     }

@@ -1,7 +1,7 @@
 //! Workspace material: `AGENTS.md`, `MEMORY.md` and knowledge files, loaded once per agent call.
 //!
-//! `AGENTS.md` holds project conventions and goes to System. `MEMORY.md` and files under
-//! `knowledge/` are reference material, never System. The whole set is bounded by
+//! `AGENTS.md` holds project conventions and goes to System. `MEMORY.md`, the memory store's
+//! `memory/*.md` files and files under `knowledge/` are reference material, never System. The whole set is bounded by
 //! `max_context_tokens` (default 8,000): files are taken in that order, and a file that does not
 //! fit is cut to the remaining allowance (transform `workspace_truncated:workspace:<FILE>`) or
 //! left out when nothing remains (`workspace_skipped:workspace:<FILE>`). Files that are missing,
@@ -20,6 +20,8 @@ pub const MAX_CONTEXT_TOKENS_DEFAULT: u64 = 8_000;
 pub const AGENTS_FILE: &str = "AGENTS.md";
 /// The memory file.
 pub const MEMORY_FILE: &str = "MEMORY.md";
+/// The directory of further memory files (flushed facts land in `memory/facts.md`).
+pub const MEMORY_DIR: &str = "memory/";
 /// The directory of knowledge files.
 pub const KNOWLEDGE_DIR: &str = "knowledge/";
 /// Knowledge files read per call.
@@ -50,6 +52,21 @@ pub async fn load(
             Placement::Reference,
         ),
     ];
+    if let Ok(memory) = storage.list(MEMORY_DIR).await {
+        files.extend(
+            memory
+                .into_iter()
+                .filter(|path| path.as_str().ends_with(".md"))
+                .take(KNOWLEDGE_FILES_MAX)
+                .map(|path| {
+                    (
+                        path.as_str().to_string(),
+                        MaterialKind::Memory,
+                        Placement::Reference,
+                    )
+                }),
+        );
+    }
     if let Ok(knowledge) = storage.list(KNOWLEDGE_DIR).await {
         files.extend(knowledge.into_iter().take(KNOWLEDGE_FILES_MAX).map(|path| {
             (
