@@ -203,6 +203,7 @@ pub struct HarnessAgentBuilder {
     selection: Option<Arc<dyn SelectionPolicy>>,
     compaction: Option<CompactionConfig>,
     session_log_enabled: bool,
+    plain: bool,
 }
 
 impl HarnessAgentBuilder {
@@ -438,6 +439,7 @@ impl HarnessAgentBuilder {
                         .unwrap_or_else(|| Arc::new(MemorySessionLog::new()) as Arc<dyn SessionLog>)
                 }),
                 compaction: self.compaction.clone(),
+                plain: self.plain,
                 offload: self.offload.clone(),
                 selection: self.selection.clone(),
                 sessions: Mutex::new(BTreeMap::new()),
@@ -479,6 +481,8 @@ struct AgentInner {
     max_context_tokens: u64,
     session_log: Option<Arc<dyn SessionLog>>,
     compaction: Option<CompactionConfig>,
+    /// A plain ReAct agent: the loop without the context pipeline.
+    plain: bool,
     offload: Option<OffloadConfig>,
     selection: Option<Arc<dyn SelectionPolicy>>,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
@@ -525,6 +529,7 @@ impl HarnessAgent {
             selection: None,
             compaction: Some(CompactionConfig::default()),
             session_log_enabled: true,
+            plain: false,
         }
     }
 
@@ -606,6 +611,37 @@ impl HarnessAgent {
     /// Number of calls started on this agent.
     pub fn calls_started(&self) -> u64 {
         self.inner.calls.load(Ordering::SeqCst)
+    }
+}
+
+/// The plain ReAct agent: the same reasoning–tool–result loop with none of the context pipeline
+/// (no sources, workspace material, budget, offload, compaction, projections or validation).
+/// The conversation and tool schemas are sent as they are. It exists as the baseline that shows
+/// what the pipeline is for.
+///
+/// ```
+/// use std::sync::Arc;
+/// use ctxbed::agent::ReActAgent;
+/// use ctxbed::model::ModelInfo;
+/// use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
+/// let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
+/// runtime.block_on(async {
+///     let info = ModelInfo { name: "m".into(), context_window: Some(8_000), max_output_tokens: None };
+///     let model = MockModel::new(MockScript::new(info, vec![MockTurn::new(TurnAction::reply("Hi."))]));
+///     let agent = ReActAgent::builder().model(Arc::new(model)).build().unwrap();
+///     assert_eq!(agent.call("Hello", Default::default()).await.unwrap().text(), "Hi.");
+/// });
+/// ```
+pub struct ReActAgent;
+
+impl ReActAgent {
+    /// A builder whose agents run the plain loop. Pipeline settings on it have no effect.
+    pub fn builder() -> HarnessAgentBuilder {
+        let mut builder = HarnessAgent::builder()
+            .disable_compaction()
+            .disable_tool_result_eviction();
+        builder.plain = true;
+        builder
     }
 }
 

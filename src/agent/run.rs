@@ -18,7 +18,7 @@ use crate::context::{
 };
 use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-use crate::model::{ModelError, ModelReply, Purpose};
+use crate::model::{ModelError, ModelReply, ModelRequest, Purpose};
 use crate::runtime::RuntimeContext;
 use crate::session::{SessionLogKey, SessionRecord};
 use crate::tools::{Permission, ToolContext, ToolOutcome};
@@ -58,12 +58,16 @@ pub(super) async fn run(
     let number = inner.calls.fetch_add(1, Ordering::SeqCst) + 1;
     let key = session_key(&runtime);
     let restored = lock(&inner.sessions).get(&key).cloned().unwrap_or_default();
-    let workspace = workspace::load(
-        inner.workspace.as_ref(),
-        inner.policy.estimator.as_ref(),
-        inner.max_context_tokens,
-    )
-    .await;
+    let workspace = if inner.plain {
+        WorkspaceMaterial::default()
+    } else {
+        workspace::load(
+            inner.workspace.as_ref(),
+            inner.policy.estimator.as_ref(),
+            inner.max_context_tokens,
+        )
+        .await
+    };
     let mut call = Call {
         inner,
         call_id: format!("call-{number}"),
@@ -123,9 +127,13 @@ impl Call<'_> {
     async fn steps(&mut self, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
         for step in 1..=self.inner.max_steps {
             let request_id = format!("{}/r{step}", self.call_id);
-            let (prepared, _) = self.prepare(&request_id, None, sink).await?;
+            let request = if self.inner.plain {
+                self.plain_request(&request_id)
+            } else {
+                self.prepare(&request_id, None, sink).await?.0.request
+            };
             self.commit();
-            let reply = match self.ask_model(&request_id, &prepared, sink).await {
+            let reply = match self.ask_model(&request_id, &request, sink).await {
                 Ok(reply) => reply,
                 Err(AgentError::Model(error)) if self.can_recover(&error) => {
                     self.recover(&request_id, error, sink).await?
@@ -149,7 +157,8 @@ impl Call<'_> {
 
     /// Overflow recovery needs a session log and compaction, and only overflow qualifies.
     fn can_recover(&self, error: &ModelError) -> bool {
-        matches!(error, ModelError::ContextOverflow { .. })
+        !self.inner.plain
+            && matches!(error, ModelError::ContextOverflow { .. })
             && self.inner.session_log.is_some()
             && self.inner.compaction.is_some()
     }
@@ -178,7 +187,7 @@ impl Call<'_> {
             return Err(AgentError::Model(error));
         }
         self.commit();
-        self.ask_model(&retry_id, &prepared, sink).await
+        self.ask_model(&retry_id, &prepared.request, sink).await
     }
 
     /// Loads this step's sources, offloads, compacts, then prepares the request; reports the
@@ -353,10 +362,28 @@ impl Call<'_> {
         );
     }
 
+    /// The plain ReAct request: the System prompt and the whole conversation, as they are. No
+    /// sources, workspace material, budget, offload, compaction, projections or validation.
+    fn plain_request(&self, request_id: &str) -> ModelRequest {
+        let inner = self.inner;
+        let mut messages = Vec::with_capacity(self.history.len() + 1);
+        if let Some(prompt) = inner.sys_prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            messages.push(Message::system(crate::context::SYSTEM_MESSAGE_ID, prompt));
+        }
+        messages.extend(self.history.iter().cloned());
+        ModelRequest {
+            call_id: request_id.to_string(),
+            purpose: Purpose::Reasoning,
+            messages,
+            tools: inner.tools.schemas(),
+            max_output_tokens: inner.policy.max_output_tokens,
+        }
+    }
+
     async fn ask_model(
         &self,
         request_id: &str,
-        prepared: &Prepared,
+        request: &ModelRequest,
         sink: &mut Sink<'_>,
     ) -> Result<ModelReply, AgentError> {
         emit(
@@ -370,7 +397,7 @@ impl Call<'_> {
             "model/start",
             serde_json::json!({ "request": request_id, "purpose": "reasoning" }),
         );
-        let call = self.inner.model.call(&prepared.request);
+        let call = self.inner.model.call(request);
         let answer = match self.inner.model_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(answer) => answer,

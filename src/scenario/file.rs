@@ -94,6 +94,7 @@ struct RawAgent {
     max_output_tokens: Option<Spanned<i64>>,
     compaction: Option<Spanned<RawCompaction>>,
     session_log: Option<bool>,
+    kind: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -333,6 +334,8 @@ pub struct AgentSpec {
     /// A separate summary mock model.
     pub summary_model: Option<MockScript>,
     pub session_log: bool,
+    /// A plain ReAct agent (no context pipeline) instead of the harness agent.
+    pub react: bool,
 }
 
 /// A named instruction.
@@ -671,6 +674,14 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
     };
     let offload = offload_config(checker, raw.offload.as_ref());
     let compaction = compaction_config(checker, raw.compaction.as_ref());
+    let react = match &raw.kind {
+        Some(value) => checker.choice(value, "agent.kind", &["harness", "react"], |k| match k {
+            "harness" => Some(false),
+            "react" => Some(true),
+            _ => None,
+        }),
+        None => Some(false),
+    };
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
         .as_ref()
@@ -706,6 +717,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         compaction: compaction?,
         summary_model: None,
         session_log: raw.session_log.unwrap_or(true),
+        react: react?,
     })
 }
 

@@ -11,7 +11,7 @@ use super::expect::{Check, evaluate};
 use super::file::{EstimatorChoice, Scenario, ToolOutputSpec, ToolSpec};
 use super::trace::{StepRecord, Trace, render};
 use crate::agent::events::EventKind;
-use crate::agent::{AgentError, ContextPolicy, HarnessAgent};
+use crate::agent::{AgentError, ContextPolicy, HarnessAgent, ReActAgent};
 use crate::context::budget::InputBudget;
 use crate::context::omission::FixedOrder;
 use crate::context::source::{FailurePolicy, SourceOptions};
@@ -207,7 +207,12 @@ fn build_agent(
         estimator: estimator(spec.estimator),
         observer: None,
     };
-    let mut builder = HarnessAgent::builder()
+    let base = if spec.react {
+        ReActAgent::builder()
+    } else {
+        HarnessAgent::builder()
+    };
+    let mut builder = base
         .name(spec.name.clone())
         .agent_id(spec.agent_id.clone())
         .model(model)
@@ -228,14 +233,14 @@ fn build_agent(
     if let Some(tokens) = spec.workspace_max_context_tokens {
         builder = builder.workspace_max_context_tokens(tokens);
     }
-    builder = match &spec.offload {
+    builder = match spec.offload.as_ref().filter(|_| !spec.react) {
         Some(config) => builder.tool_result_eviction(config.clone()),
         None => builder.disable_tool_result_eviction(),
     };
     if let Some(order) = &spec.omission_order {
         builder = builder.context_selection_policy(Arc::new(FixedOrder(order.clone())));
     }
-    builder = match &spec.compaction {
+    builder = match spec.compaction.as_ref().filter(|_| !spec.react) {
         Some(config) => {
             let mut config = config.clone();
             if let Some(script) = &spec.summary_model {
@@ -397,6 +402,9 @@ fn header(scenario: &Scenario) -> Vec<String> {
                 .map_or(String::new(), |cap| format!(" (cap {cap})"))
         ),
     ];
+    if agent.react {
+        lines.push("kind: react (the plain loop: no context pipeline)".to_string());
+    }
     for tool in &scenario.tools {
         let output = match &tool.output {
             ToolOutputSpec::Fixed(text) => format!("fixed {} chars", text.chars().count()),
