@@ -68,7 +68,7 @@ impl Default for OffloadConfig {
 /// What one offload pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffloadOutcome {
-    /// `tool_result_offload:<call id>` per offloaded result, and
+    /// `tool_result_offload:<call id>:<path>` per offloaded result, and
     /// `tool_result_offload_failed:<call id>` per failed write.
     pub transforms: Vec<String>,
     /// Files written in this pass (removed again if the preparation is rejected).
@@ -136,7 +136,7 @@ pub async fn offload(
                     replace_with_placeholder(result, &text, &path, config);
                     outcome
                         .transforms
-                        .push(format!("tool_result_offload:{}", result.call_id));
+                        .push(format!("tool_result_offload:{}:{path}", result.call_id));
                     outcome.written.push(path);
                 }
                 Err(error) => {
@@ -223,8 +223,11 @@ mod tests {
         );
         let mut over = history("execute", 80_001);
         let outcome = offload(&mut over, &storage, &config, "a").await;
-        assert_eq!(outcome.transforms, vec!["tool_result_offload:call_1"]);
         let path = &outcome.written[0];
+        assert_eq!(
+            outcome.transforms,
+            vec![format!("tool_result_offload:call_1:{path}")]
+        );
         let stored = storage.read(path).await.unwrap().unwrap();
         assert_eq!(
             stored.len(),
