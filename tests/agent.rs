@@ -226,3 +226,63 @@ fn the_step_limit_is_a_typed_error() {
         assert!(error.to_string().contains("raise it with `max_steps`"));
     });
 }
+
+#[test]
+fn overflow_recovery_works_through_call_too() {
+    use ctxbed::model::mock::{ScriptedError, TurnCondition};
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let overflow = MockTurn {
+            when: TurnCondition {
+                tokens_over: Some(400),
+                ..TurnCondition::default()
+            },
+            ..MockTurn::new(TurnAction::Error(ScriptedError::Overflow))
+        };
+        let model = MockModel::new(MockScript::new(
+            info(),
+            vec![overflow, MockTurn::new(TurnAction::reply("recovered"))],
+        ));
+        let agent = HarnessAgent::builder()
+            .model(Arc::new(model))
+            .build()
+            .expect("agent");
+        let session = RuntimeContext::new().with_session("s");
+        let mut history = vec![ctxbed::message::Message::user("h0", "Investigate.")];
+        for round in 0..6 {
+            history.push(ctxbed::message::Message::assistant(
+                format!("a{round}"),
+                "A long reply about the export writer and its column order. ".repeat(10),
+            ));
+            history.push(ctxbed::message::Message::user(
+                format!("u{round}"),
+                "Go on.",
+            ));
+        }
+        agent.load_history(&session, history);
+        let reply = agent
+            .call("Continue.", session.clone())
+            .await
+            .expect("recovered");
+        assert_eq!(reply.text(), "recovered");
+        let kinds: Vec<String> = agent
+            .session_records(&session)
+            .into_iter()
+            .map(|r| r.kind)
+            .filter(|k| k.starts_with("run/") || k.starts_with("compaction/"))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec!["run/start", "compaction/start", "compaction/end", "run/end"]
+        );
+        let summaries = agent
+            .history(&session)
+            .iter()
+            .filter(|m| ctxbed::compaction::summary::is_summary(m))
+            .count();
+        assert_eq!(
+            summaries, 1,
+            "the retried request's compacted history is committed"
+        );
+    });
+}
