@@ -20,7 +20,7 @@ fn history(count: usize) -> Vec<Message> {
     let mut messages = vec![Message::user("h0", "Investigate the export.")];
     let mut round = 0usize;
     while messages.len() < count {
-        let parallel = if round % 3 == 0 { 2 } else { 1 };
+        let parallel = if round.is_multiple_of(3) { 2 } else { 1 };
         let calls = (0..parallel)
             .map(|p| {
                 ContentPart::tool_call(
