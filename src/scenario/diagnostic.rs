@@ -185,6 +185,8 @@ pub fn from_toml(file: &str, source: &str, error: &toml::de::Error) -> Diagnosti
         None => Diagnostic::file_level(file, first_line(&message)),
     };
     if let Some((unknown, expected)) = unknown_field(&message) {
+        // The suggestion (or the list, when nothing is close) goes in the hint.
+        diagnostic.message = format!("unknown field `{unknown}`");
         diagnostic = diagnostic.field(unknown.clone());
         let candidates: Vec<&str> = expected.iter().map(String::as_str).collect();
         diagnostic = match closest(&unknown, candidates.iter().copied()) {
