@@ -79,7 +79,40 @@ pub struct Projection {
 /// Pass the working conversation after offload and compaction, and a snapshot of the state taken
 /// once for this preparation. Use `view` as the conversation and place `transient` after it (and
 /// after the runtime material message, before references); do not put `transient` into the
-/// history given to `context::prepare`, which drops rendered messages.
+/// history given to `context::prepare`, which drops rendered messages. Commit the durable
+/// history, never `view`.
+///
+/// # Example
+///
+/// Two receipts: the older becomes a note, the current one stays, so no `TASK_STATE` is needed.
+///
+/// ```
+/// use ctxbed::message::Message;
+/// use ctxbed::model::Purpose;
+/// use ctxbed::task::projection::project;
+/// use ctxbed::task::todo::{render_receipt, TodoItem, TodoPriority, TodoStatus};
+/// use ctxbed::task::{TaskContextOptions, TaskContextState};
+///
+/// let mut state = TaskContextState::new();
+/// let first = vec![TodoItem::new("fix", "Fix quoting", TodoStatus::InProgress, TodoPriority::High)];
+/// state.write_todos(first.clone()).unwrap();
+/// let second = vec![TodoItem::new("fix", "Fix quoting", TodoStatus::Completed, TodoPriority::High)];
+/// state.write_todos(second.clone()).unwrap();
+/// let conversation = vec![
+///     Message::user("m1", "Fix the export."),
+///     Message::tool_result("m3", "c1", "todo_write", render_receipt(&first, 1), false),
+///     Message::tool_result("m5", "c2", "todo_write", render_receipt(&second, 2), false),
+/// ];
+/// let projection = project(&state, &TaskContextOptions::default(), &conversation, Purpose::Reasoning);
+/// assert_eq!(
+///     projection.view[1].tool_results().next().unwrap().text(),
+///     "Todo list recorded at revision 1; the current list is shown in TASK_STATE or the latest receipt."
+/// );
+/// assert_eq!(projection.view[2], conversation[2]);
+/// assert!(projection.transient.is_empty());
+/// assert_eq!(projection.revision, Some(2));
+/// assert_eq!(projection.transforms, ["todo_receipt_shortened:m3"]);
+/// ```
 pub fn project(
     state: &TaskContextState,
     options: &TaskContextOptions,
