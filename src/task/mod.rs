@@ -314,8 +314,16 @@ pub struct SharedTaskState(Arc<Mutex<TaskContextState>>);
 
 impl std::fmt::Debug for SharedTaskState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `try_lock`: formatting inside `with` must not deadlock.
+        let revision = match self.0.try_lock() {
+            Ok(state) => Some(state.revision),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                Some(poisoned.into_inner().revision)
+            }
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
         f.debug_struct("SharedTaskState")
-            .field("revision", &self.lock().revision)
+            .field("revision", &revision)
             .finish()
     }
 }

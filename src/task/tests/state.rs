@@ -406,3 +406,14 @@ fn runtime_state_shows_while_plan_mode_is_active_or_a_plan_file_is_set() {
     state.set_plan_path(None).expect("cleared");
     assert_eq!(shown(&state), "transforms: ");
 }
+
+#[test]
+fn formatting_the_shared_state_inside_a_change_does_not_deadlock() {
+    let shared = SharedTaskState::new();
+    let inside = shared.with(|_| format!("{shared:?}"));
+    assert_eq!(inside, "SharedTaskState { revision: None }");
+    assert_eq!(
+        format!("{shared:?}"),
+        "SharedTaskState { revision: Some(0) }"
+    );
+}

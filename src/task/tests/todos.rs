@@ -1,6 +1,7 @@
 //! The Todo list, its rules and the `todo_write` tool.
 
 use super::*;
+use crate::limits::TODO_CONTENT_CHARS_MAX;
 
 #[test]
 fn statuses_and_priorities_have_their_schema_names() {
@@ -81,6 +82,19 @@ fn a_failed_write_changes_nothing() {
                 position: 1,
                 chars: long_id.len(),
                 max: crate::limits::TASK_NAME_CHARS_MAX,
+            },
+        ),
+        (
+            vec![TodoItem::new(
+                "a",
+                "z".repeat(TODO_CONTENT_CHARS_MAX + 1),
+                TodoStatus::Pending,
+                TodoPriority::Low,
+            )],
+            TodoError::ContentTooLong {
+                id: "a".into(),
+                chars: TODO_CONTENT_CHARS_MAX + 1,
+                max: TODO_CONTENT_CHARS_MAX,
             },
         ),
         (
