@@ -76,6 +76,7 @@ fn preparation(c: &mut Criterion) {
                         materials: &materials,
                         transforms: &[],
                         history: black_box(messages),
+                        projections: &[],
                         tools: &[],
                         estimator: &RatioEstimator,
                         budget: BudgetSettings::default(),

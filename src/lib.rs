@@ -14,5 +14,6 @@ pub mod runtime;
 pub mod scenario;
 pub mod session;
 pub mod sim;
+pub mod task;
 pub mod tokens;
 pub mod tools;

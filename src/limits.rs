@@ -122,3 +122,49 @@ const _: () = assert!(EDIT_TEXT_CHARS_MAX <= WRITE_FILE_CHARS_MAX);
 const _: () = assert!(EDIT_MATCHES_LISTED_MAX <= EDIT_MATCHES_COUNTED_MAX);
 const _: () = assert!(MEMORY_SEARCH_RESULTS_DEFAULT <= MEMORY_SEARCH_RESULTS_MAX);
 const _: () = assert!(MEMORY_FACT_CHARS_MAX <= MEMORY_FILE_CHARS_MAX);
+
+/// Items in one Todo list. A working list the model keeps current at every step; a longer list
+/// is a plan document, which belongs in a file, and would crowd every request it is projected
+/// into.
+pub const TODO_ITEMS_MAX: usize = 100;
+
+/// Characters of one Todo item's `content`. An item names one step of work in a sentence.
+pub const TODO_CONTENT_CHARS_MAX: usize = 1_000;
+
+/// Characters of a short task name: a Todo item id, a task id, a requirement source, an
+/// authority, a verification check name, a subject version or a plan path. Names are keys,
+/// not prose.
+pub const TASK_NAME_CHARS_MAX: usize = 128;
+
+/// Characters of a task objective set by `begin_task`. An objective is a paragraph; the
+/// details belong in requirements.
+pub const TASK_OBJECTIVE_CHARS_MAX: usize = 4_000;
+
+/// Requirements one task holds (the reference's limit). Requirements are acceptance criteria
+/// and constraints, projected into every request when enabled; more than this is a document.
+pub const REQUIREMENTS_MAX: usize = 64;
+
+/// Characters of one requirement's text.
+pub const REQUIREMENT_TEXT_CHARS_MAX: usize = 2_000;
+
+/// Verification reports one task keeps: the latest report per check name. A report is a
+/// bounded summary of one check (tests, lint, a review), not a log.
+pub const VERIFICATION_CHECKS_MAX: usize = 32;
+
+/// Characters of a verification report's summary; a longer summary is cut with `…` when the
+/// report is stored. Full logs belong in storage; the projection carries the verdict.
+pub const VERIFICATION_SUMMARY_CHARS_MAX: usize = 2_000;
+
+/// Characters of one encoded path segment of a session log file (agent, user or session id).
+/// Longer ids keep a prefix and a content hash, so the whole path stays far below
+/// `PATH_CHARS_MAX` and distinct ids keep distinct files.
+pub const SESSION_NAME_CHARS_MAX: usize = 96;
+
+/// Bytes of one session log file that the JSON-lines log reads or writes. The log is rewritten
+/// whole on each flush (storage has no append), so a session beyond this should start a new
+/// session rather than make each flush slower.
+pub const SESSION_LOG_BYTES_MAX: usize = 256 * 1024 * 1024;
+
+const _: () = assert!(TASK_NAME_CHARS_MAX <= TODO_CONTENT_CHARS_MAX);
+const _: () = assert!(TODO_CONTENT_CHARS_MAX <= TASK_OBJECTIVE_CHARS_MAX);
+const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);

@@ -79,6 +79,7 @@ fn prepare_input<'a>(
         materials,
         transforms: &[],
         history,
+        projections: &[],
         tools: &[],
         estimator: &RatioEstimator,
         budget: BudgetSettings::default(),

@@ -262,6 +262,7 @@ impl Call<'_> {
             materials: &inner.instructions,
             transforms: &[],
             history: &history,
+            projections: &[],
             tools: &[],
             estimator: estimator.as_ref(),
             budget: inner.policy.budget(),

@@ -50,6 +50,9 @@ use crate::runtime::RuntimeContext;
 use crate::session::{MemorySessionLog, SessionLog, SessionLogKey, SessionRecord};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
+use crate::task::{
+    BeginOutcome, SharedTaskState, TaskContextOptions, TaskError, TaskScope, TaskSetup,
+};
 use crate::tokens::{RatioEstimator, TokenEstimator};
 use crate::tools::{AllowAll, PermissionPolicy, Tool, ToolRegistry, ToolRegistryError};
 
@@ -204,6 +207,7 @@ pub struct HarnessAgentBuilder {
     compaction: Option<CompactionConfig>,
     session_log_enabled: bool,
     plain: bool,
+    task: TaskSetup,
 }
 
 impl HarnessAgentBuilder {
@@ -405,8 +409,8 @@ impl HarnessAgentBuilder {
             compaction.validate()?;
         }
         let mut tools = ToolRegistry::new();
-        for tool in &self.tools {
-            tools.register(tool.clone())?;
+        for tool in self.tools.iter().cloned().chain(self.task.tools()) {
+            tools.register(tool)?;
         }
         let clock = self
             .clock
@@ -444,8 +448,28 @@ impl HarnessAgentBuilder {
                 selection: self.selection.clone(),
                 sessions: Mutex::new(BTreeMap::new()),
                 calls: AtomicU64::new(0),
+                task: self.task.clone(),
             }),
         })
+    }
+
+    /// Turns on the Todo list: registers `todo_write`, whose receipts and `TASK_STATE`
+    /// projection keep the list visible. Does not register `propose_requirement`.
+    pub fn enable_task_list(mut self) -> Self {
+        self.task.enable_task_list();
+        self
+    }
+
+    /// Selects the optional task projections; a later call replaces these options entirely.
+    /// `allow_requirement_proposals` also registers `propose_requirement`.
+    pub fn task_context(mut self, options: TaskContextOptions) -> Self {
+        self.task.set_options(options);
+        self
+    }
+
+    /// The task state the built agent and its task tools will share.
+    pub fn task_state(&self) -> SharedTaskState {
+        self.task.state().clone()
     }
 }
 
@@ -487,6 +511,7 @@ struct AgentInner {
     selection: Option<Arc<dyn SelectionPolicy>>,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
     calls: AtomicU64,
+    task: TaskSetup,
 }
 
 /// An agent with the harness pipeline. Cheap to clone; clones share sessions.
@@ -530,6 +555,7 @@ impl HarnessAgent {
             compaction: Some(CompactionConfig::default()),
             session_log_enabled: true,
             plain: false,
+            task: TaskSetup::default(),
         }
     }
 
@@ -611,6 +637,24 @@ impl HarnessAgent {
     /// Number of calls started on this agent.
     pub fn calls_started(&self) -> u64 {
         self.inner.calls.load(Ordering::SeqCst)
+    }
+
+    /// The task state this agent projects and its task tools update.
+    pub fn task_state(&self) -> SharedTaskState {
+        self.inner.task.state().clone()
+    }
+
+    /// Starts a task in the agent's task state (see [`TaskContextState::begin_task`]).
+    ///
+    /// [`TaskContextState::begin_task`]: crate::task::TaskContextState::begin_task
+    ///
+    /// # Errors
+    /// A blank or over-long scope, or the active task id with a different objective.
+    pub fn begin_task(&self, scope: TaskScope) -> Result<BeginOutcome, TaskError> {
+        self.inner
+            .task
+            .state()
+            .with(|state| state.begin_task(scope))
     }
 }
 

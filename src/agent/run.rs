@@ -245,6 +245,7 @@ impl Call<'_> {
         let tools = inner.tools.schemas();
         let mut summarised = false;
         if inner.compaction.is_some() {
+            let before = inner.task.project(&self.history, Purpose::Reasoning);
             let (allowance, _) = conversation_allowance(&PrepareInput {
                 call_id: request_id,
                 purpose: Purpose::Reasoning,
@@ -252,7 +253,8 @@ impl Call<'_> {
                 system_prompt: inner.sys_prompt.as_deref(),
                 materials: &materials,
                 transforms: &[],
-                history: &self.history,
+                history: &before.view,
+                projections: &before.transient,
                 tools: &tools,
                 estimator: inner.policy.estimator.as_ref(),
                 budget: inner.policy.budget(),
@@ -263,6 +265,10 @@ impl Call<'_> {
             transforms.extend(reduced.transforms);
             summarised = reduced.summarised;
         }
+        // Task and plan state are projected after compaction, so a receipt the summary removed is
+        // reconstructed from state.
+        let projection = inner.task.project(&self.history, Purpose::Reasoning);
+        transforms.extend(projection.transforms.iter().cloned());
         let input = PrepareInput {
             call_id: request_id,
             purpose: Purpose::Reasoning,
@@ -270,15 +276,31 @@ impl Call<'_> {
             system_prompt: inner.sys_prompt.as_deref(),
             materials: &materials,
             transforms: &transforms,
-            history: &self.history,
+            history: &projection.view,
+            projections: &projection.transient,
             tools: &tools,
             estimator: inner.policy.estimator.as_ref(),
             budget: inner.policy.budget(),
             pairing: inner.pairing,
             selection: inner.selection.as_deref(),
         };
-        match prepare(&input) {
-            Ok(prepared) => {
+        let mut outcome = prepare(&input);
+        if let Ok(prepared) = &outcome
+            && projection
+                .revision
+                .is_some_and(|seen| seen != inner.task.state().revision())
+        {
+            // Task or plan state changed while this request was prepared: never commit over it.
+            let mut manifest = prepared.manifest.clone();
+            manifest.validation = crate::context::manifest::Validation::StateConflict;
+            outcome = Err(Box::new(Rejected {
+                error: PrepareError::StateConflict,
+                manifest,
+            }));
+        }
+        match outcome {
+            Ok(mut prepared) => {
+                prepared.manifest.task_revision = projection.revision;
                 self.report_build(sink, &prepared.manifest, None);
                 Ok((prepared, summarised))
             }

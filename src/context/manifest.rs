@@ -89,6 +89,8 @@ pub struct ContextManifest {
     pub items: Vec<ManifestItem>,
     pub transforms: Vec<String>,
     pub validation: Validation,
+    /// The task-state revision projected into the request, when task state is in use.
+    pub task_revision: Option<u64>,
 }
 
 impl ContextManifest {
@@ -111,6 +113,7 @@ impl ContextManifest {
             items: Vec::new(),
             transforms: Vec::new(),
             validation,
+            task_revision: None,
         }
     }
 }
@@ -159,6 +162,7 @@ impl ContextManifest {
             "items": items,
             "transforms": self.transforms,
             "validation": self.validation.as_str(),
+            "task_revision": self.task_revision,
         })
     }
 

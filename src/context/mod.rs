@@ -19,7 +19,8 @@
 //! let history = vec![Message::user("u1", "Fix the export.")];
 //! let prepared = prepare(&PrepareInput {
 //!     call_id: "c1-r1", purpose: Purpose::Reasoning, model: &model,
-//!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: &history, tools: &[],
+//!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: &history,
+//!     projections: &[], tools: &[],
 //!     estimator: &RatioEstimator, budget: BudgetSettings::default(), pairing: Default::default(),
 //!     selection: None,
 //! }).unwrap();
@@ -64,6 +65,9 @@ pub struct PrepareInput<'a> {
     pub transforms: &'a [String],
     /// The working conversation, oldest first.
     pub history: &'a [Message],
+    /// Task and plan projections (`TASK_STATE`, `RUNTIME_STATE`), placed after the runtime
+    /// material; never omitted, never committed.
+    pub projections: &'a [Message],
     pub tools: &'a [ToolSchema],
     pub estimator: &'a dyn TokenEstimator,
     pub budget: BudgetSettings,
@@ -109,6 +113,8 @@ pub enum PrepareError {
     SourceFailed(#[from] source::SourceLoadError),
     #[error("invalid selection policy: {0}")]
     InvalidSelection(#[from] omission::SelectionError),
+    #[error("task or plan state changed while the request was prepared; nothing was committed")]
+    StateConflict,
 }
 
 impl PrepareError {
@@ -120,6 +126,7 @@ impl PrepareError {
             PrepareError::SourceFailed(_) | PrepareError::InvalidSelection(_) => {
                 Validation::BuildFailed
             }
+            PrepareError::StateConflict => Validation::StateConflict,
         }
     }
 
@@ -133,6 +140,7 @@ impl PrepareError {
                 "source_invalid"
             }
             PrepareError::InvalidSelection(_) => "invalid_selection_policy",
+            PrepareError::StateConflict => "state_conflict",
         }
     }
 }
@@ -163,7 +171,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     } else {
         input.history
     };
-    let parts = Parts::split(input.system_prompt, history);
+    let parts = Parts::split(input.system_prompt, history, input.projections);
     let conversation_tokens: u64 = parts
         .conversation
         .iter()
@@ -174,7 +182,15 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         .iter()
         .map(|t| input.estimator.tool_schema_tokens(t))
         .sum();
-    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS + conversation_tokens + schema_tokens;
+    let projection_tokens: u64 = input
+        .projections
+        .iter()
+        .map(|m| input.estimator.message_tokens(m))
+        .sum();
+    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS
+        + conversation_tokens
+        + schema_tokens
+        + projection_tokens;
     let selection = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection,
         Err(error) => {
@@ -198,7 +214,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     );
     let messages = parts.assemble(&selection.kept);
     let counted = count(input, &messages, &selection.kept);
-    let material_messages = counted.estimated - fixed;
+    let material_messages = counted.estimated - fixed + projection_tokens;
     let allowance = budget
         .input_limit
         .saturating_sub(material_messages + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
@@ -215,6 +231,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         items: counted.items,
         transforms,
         validation: Validation::Passed,
+        task_revision: None,
     };
     if let Err(error) = validate(
         input.pairing,
@@ -273,7 +290,7 @@ fn select_materials(
 /// current tokens: the budget the compaction stage works within. Pairing repair is not applied.
 pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     let budget = InputBudget::compute(input.model.context_window, &input.budget);
-    let parts = Parts::split(input.system_prompt, input.history);
+    let parts = Parts::split(input.system_prompt, input.history, input.projections);
     let conversation_tokens: u64 = parts
         .conversation
         .iter()
@@ -284,12 +301,20 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
         .iter()
         .map(|t| input.estimator.tool_schema_tokens(t))
         .sum();
-    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS + conversation_tokens + schema_tokens;
+    let projection_tokens: u64 = input
+        .projections
+        .iter()
+        .map(|m| input.estimator.message_tokens(m))
+        .sum();
+    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS
+        + conversation_tokens
+        + schema_tokens
+        + projection_tokens;
     let kept = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection.kept,
         Err(_) => input.materials.to_vec(),
     };
-    let material_tokens = parts.material_tokens(&kept, input.estimator);
+    let material_tokens = parts.material_tokens(&kept, input.estimator) + projection_tokens;
     let allowance = budget
         .input_limit
         .saturating_sub(material_tokens + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
@@ -387,10 +412,15 @@ struct Parts<'a> {
     system_prompt: Option<&'a str>,
     foreign_system: Vec<&'a Message>,
     conversation: Vec<&'a Message>,
+    projections: &'a [Message],
 }
 
 impl<'a> Parts<'a> {
-    fn split(system_prompt: Option<&'a str>, history: &'a [Message]) -> Self {
+    fn split(
+        system_prompt: Option<&'a str>,
+        history: &'a [Message],
+        projections: &'a [Message],
+    ) -> Self {
         let foreign_system = history
             .iter()
             .filter(|m| m.role == Role::System && !render::is_rendered(m))
@@ -403,6 +433,7 @@ impl<'a> Parts<'a> {
             system_prompt,
             foreign_system,
             conversation,
+            projections,
         }
     }
 
@@ -434,6 +465,7 @@ impl<'a> Parts<'a> {
         messages.extend(system);
         messages.extend(self.conversation.iter().map(|m| (*m).clone()));
         messages.extend(transient);
+        messages.extend(self.projections.iter().cloned());
         messages.extend(reference);
         messages
     }

@@ -241,12 +241,18 @@ fn render_manifest(out: &mut String, manifest: &ContextManifest) {
     let exact = if manifest.exact { "exact" } else { "estimate" };
     let _ = writeln!(
         out,
-        "              tokens={}/{} allowance={} method={} ({exact}) validation={}",
+        "              tokens={}/{} allowance={} method={} ({exact}) validation={}{}",
         manifest.estimated_input_tokens,
         manifest.input_limit,
         manifest.conversation_allowance,
         manifest.counting_method,
-        manifest.validation.as_str()
+        manifest.validation.as_str(),
+        manifest
+            .task_revision
+            .filter(|revision| *revision > 0)
+            .map_or(String::new(), |revision| format!(
+                " task_revision={revision}"
+            ))
     );
     for item in &manifest.items {
         let (label, parts) = match &item.kind {

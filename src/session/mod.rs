@@ -2,14 +2,21 @@
 //!
 //! Today it records one `context/build` record per preparation (successful or failed), whose
 //! payload is `{"event": {"name": "context_build", "value": {..., "context_manifest": {...}}}}`.
-//! [`MemorySessionLog`] keeps records in memory, keyed by agent, user and session.
+//! [`MemorySessionLog`] keeps records in memory, keyed by agent, user and session;
+//! [`jsonl::JsonlSessionLog`] commits them to one JSON-lines file per session in workspace
+//! storage when flushed, and restores them, ignoring a record torn by a crash mid-write.
 //!
 //! **Invariant:** records hold manifests and kinds, never prompt text or error messages.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
+
+pub mod jsonl;
+
+pub use jsonl::{FlushError, JsonlSessionLog};
 
 /// One committed record.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +42,14 @@ pub trait SessionLog: Send + Sync {
     fn append(&self, key: &SessionLogKey, record: SessionRecord);
     /// Every record of a session, in order.
     fn records(&self, key: &SessionLogKey) -> Vec<SessionRecord>;
+    /// Commits appended records to durable storage and returns how many it committed. A log
+    /// that keeps nothing outside memory has nothing to do.
+    ///
+    /// # Errors
+    /// The sessions whose records could not be written; they stay pending.
+    fn flush(&self) -> BoxFuture<'_, Result<usize, FlushError>> {
+        Box::pin(async { Ok(0) })
+    }
 }
 
 /// An in-memory session log.

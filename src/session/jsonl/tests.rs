@@ -1,0 +1,232 @@
+//! Tests of the JSON-lines session log: layout, flush, failure, and torn-record recovery.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::*;
+use crate::sim::storage::MemoryStorage;
+
+fn key(user: Option<&str>, session: Option<&str>) -> SessionLogKey {
+    SessionLogKey {
+        agent_id: "agent".into(),
+        user_id: user.map(str::to_string),
+        session_id: session.map(str::to_string),
+    }
+}
+
+fn record(n: usize) -> SessionRecord {
+    SessionRecord {
+        kind: "context/build".into(),
+        call_id: format!("call-{n}"),
+        payload: json!({"n": n, "text": "line\nbreak and \"quotes\""}),
+    }
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime")
+        .block_on(future)
+}
+
+fn put(storage: &MemoryStorage, path: &WorkspacePath, bytes: Vec<u8>) {
+    block_on(storage.write(path, bytes)).expect("a test write");
+}
+
+fn file(storage: &MemoryStorage, path: &WorkspacePath) -> Vec<u8> {
+    storage.snapshot().get(path).cloned().unwrap_or_default()
+}
+
+#[test]
+fn ids_become_distinct_safe_segments() {
+    let cases = [
+        (
+            key(Some("alice"), Some("s-1")),
+            "sessions/agent/alice/s-1.jsonl",
+        ),
+        (key(None, None), "sessions/agent/~none/~none.jsonl"),
+        (
+            key(Some(""), Some("~none")),
+            "sessions/agent/~empty/~7Enone.jsonl",
+        ),
+        (
+            key(Some("../etc"), Some("a/b")),
+            "sessions/agent/~2E~2E~2Fetc/a~2Fb.jsonl",
+        ),
+        (
+            key(Some("a b"), Some("é\u{202e}")),
+            "sessions/agent/a~20b/~C3~A9~E2~80~AE.jsonl",
+        ),
+    ];
+    for (key, expected) in cases {
+        assert_eq!(session_path(&key).as_str(), expected);
+    }
+    let long_a = "a".repeat(500);
+    let long_b = format!("{}b", "a".repeat(499));
+    let path_a = session_path(&key(Some(&long_a), None));
+    let path_b = session_path(&key(Some(&long_b), None));
+    assert_ne!(path_a, path_b);
+    let user_segment = path_a.as_str().split('/').nth(2).expect("a user segment");
+    assert_eq!(user_segment.len(), SESSION_NAME_CHARS_MAX);
+    assert!(user_segment.contains("~h"));
+}
+
+#[test]
+fn flushed_records_are_restored_in_order() {
+    let storage = Arc::new(MemoryStorage::new());
+    let log = JsonlSessionLog::new(storage.clone());
+    let alice = key(Some("alice"), Some("s1"));
+    let bob = key(Some("bob"), None);
+    log.append(&alice, record(1));
+    log.append(&bob, record(2));
+    log.append(&alice, record(3));
+    assert_eq!(log.pending(&alice), 2);
+    assert_eq!(block_on(log.flush()), Ok(3));
+    assert_eq!(log.pending(&alice), 0);
+    assert_eq!(
+        block_on(log.flush()),
+        Ok(0),
+        "nothing pending, nothing written"
+    );
+    log.append(&alice, record(4));
+    assert_eq!(block_on(SessionLog::flush(&log)), Ok(1));
+    let text = String::from_utf8(file(&storage, &session_path(&alice))).expect("UTF-8");
+    assert_eq!(text.lines().count(), 3);
+    assert!(text.ends_with('\n'));
+
+    let fresh = JsonlSessionLog::new(storage);
+    let pending_before_restore = record(5);
+    fresh.append(&alice, pending_before_restore.clone());
+    let restored = block_on(fresh.restore(&alice)).expect("a readable log");
+    assert_eq!(restored.records, vec![record(1), record(3), record(4)]);
+    assert_eq!(restored.torn, None);
+    assert_eq!(
+        fresh.records(&alice),
+        vec![record(1), record(3), record(4), pending_before_restore]
+    );
+    assert_eq!(fresh.pending(&alice), 1);
+}
+
+#[test]
+fn a_torn_last_record_is_ignored_at_every_cut() {
+    let path = session_path(&key(None, None));
+    let committed: String = (1..=2).map(|n| encode_record(&record(n))).collect();
+    let last = encode_record(&record(3));
+    for cut in 0..last.len() {
+        let mut bytes = committed.clone().into_bytes();
+        bytes.extend_from_slice(&last.as_bytes()[..cut]);
+        let decoded = decode(&path, &bytes).expect("a torn write is not corruption");
+        assert_eq!(decoded.records, vec![record(1), record(2)], "cut {cut}");
+        assert_eq!(decoded.committed_bytes, committed.len(), "cut {cut}");
+        let expected = (cut > 0).then_some(TornRecord {
+            line: 3,
+            bytes: cut,
+            reason: TornReason::NoNewline,
+        });
+        assert_eq!(decoded.torn, expected, "cut {cut}");
+    }
+    let whole = format!("{committed}{last}");
+    let decoded = decode(&path, whole.as_bytes()).expect("a whole log");
+    assert_eq!(decoded.records.len(), 3);
+    assert_eq!(decoded.torn, None);
+}
+
+#[test]
+fn an_invalid_last_line_is_torn_but_an_invalid_middle_line_is_corruption() {
+    let path = session_path(&key(None, None));
+    let first = encode_record(&record(1));
+    for last in [
+        "{\"kind\": \"x\"\n",
+        "\n",
+        "[1]\n",
+        "{\"kind\":\"k\",\"call_id\":\"c\"}\n",
+    ] {
+        let bytes = format!("{first}{last}");
+        let decoded = decode(&path, bytes.as_bytes()).expect("torn, not corrupt");
+        assert_eq!(decoded.records, vec![record(1)]);
+        assert_eq!(
+            decoded.torn.map(|torn| torn.reason),
+            Some(TornReason::InvalidRecord),
+            "{last:?}"
+        );
+    }
+    let corrupt = format!("{first}garbage\n{}", encode_record(&record(2)));
+    let error = decode(&path, corrupt.as_bytes()).unwrap_err();
+    assert!(
+        matches!(error, SessionLogError::Corrupt { line: 2, .. }),
+        "{error}"
+    );
+}
+
+#[test]
+fn flushing_after_a_crash_drops_the_fragment_and_keeps_every_committed_record() {
+    let storage = Arc::new(MemoryStorage::new());
+    let session = key(Some("alice"), None);
+    let path = session_path(&session);
+    let last = encode_record(&record(3));
+    for cut in 1..last.len() {
+        let mut bytes: Vec<u8> = (1..=2)
+            .flat_map(|n| encode_record(&record(n)).into_bytes())
+            .collect();
+        bytes.extend_from_slice(&last.as_bytes()[..cut]);
+        put(&storage, &path, bytes);
+
+        let log = JsonlSessionLog::new(storage.clone());
+        let restored = block_on(log.restore(&session)).expect("a torn log is readable");
+        assert_eq!(restored.records.len(), 2);
+        log.append(&session, record(4));
+        assert_eq!(block_on(log.flush()), Ok(1));
+
+        let decoded = decode(&path, &file(&storage, &path)).expect("a clean log");
+        assert_eq!(
+            decoded.records,
+            vec![record(1), record(2), record(4)],
+            "cut {cut}"
+        );
+        assert_eq!(decoded.torn, None, "cut {cut}");
+    }
+}
+
+#[test]
+fn a_failed_flush_keeps_the_file_and_the_pending_records() {
+    let storage = Arc::new(MemoryStorage::new());
+    let log = JsonlSessionLog::new(storage.clone());
+    let alice = key(Some("alice"), None);
+    let bob = key(Some("bob"), None);
+    log.append(&bob, record(1));
+    assert_eq!(block_on(log.flush()), Ok(1));
+    let before = file(&storage, &session_path(&bob));
+
+    storage.fail_writes_under("sessions/agent/bob/");
+    log.append(&alice, record(2));
+    log.append(&bob, record(3));
+    let error = block_on(log.flush()).unwrap_err();
+    assert_eq!(error.flushed, 1, "alice still flushed");
+    assert_eq!(error.failed.len(), 1);
+    assert_eq!(error.failed[0].0, bob);
+    assert!(matches!(error.failed[0].1, SessionLogError::Storage(_)));
+    assert_eq!(file(&storage, &session_path(&bob)), before);
+    assert_eq!(log.pending(&bob), 1);
+    assert_eq!(log.records(&bob), vec![record(1), record(3)]);
+    assert_eq!(log.pending(&alice), 0);
+}
+
+#[test]
+fn a_corrupt_file_is_never_rewritten() {
+    let storage = Arc::new(MemoryStorage::new());
+    let session = key(None, None);
+    let path = session_path(&session);
+    let corrupt = format!("garbage\n{}", encode_record(&record(1))).into_bytes();
+    put(&storage, &path, corrupt.clone());
+    let log = JsonlSessionLog::new(storage.clone());
+    assert!(matches!(
+        block_on(log.restore(&session)),
+        Err(SessionLogError::Corrupt { line: 1, .. })
+    ));
+    log.append(&session, record(2));
+    let error = block_on(log.flush()).unwrap_err();
+    assert!(matches!(error.failed[0].1, SessionLogError::Corrupt { .. }));
+    assert_eq!(file(&storage, &path), corrupt);
+    assert_eq!(log.pending(&session), 1);
+}
