@@ -92,6 +92,7 @@ pub(super) async fn run(
         "run/end",
         serde_json::json!({ "status": outcome.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
     );
+    call.flush_log().await;
     emit(
         inner,
         sink,
@@ -133,6 +134,7 @@ impl Call<'_> {
                 self.prepare(&request_id, None, sink).await?.0.request
             };
             self.commit();
+            self.flush_log().await;
             let reply = match self.ask_model(&request_id, &request, sink).await {
                 Ok(reply) => reply,
                 Err(AgentError::Model(error)) if self.can_recover(&error) => {
@@ -310,6 +312,16 @@ impl Call<'_> {
                 self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
                 Err(AgentError::Prepare(rejected))
             }
+        }
+    }
+
+    /// Writes pending session-log records to durable storage (a no-op for the in-memory log).
+    /// A failure keeps the records pending for the next flush; it never fails the call.
+    async fn flush_log(&self) {
+        if let Some(log) = &self.inner.session_log
+            && let Err(error) = log.flush().await
+        {
+            tracing::warn!(call_id = %self.call_id, %error, "session log flush failed; records stay pending");
         }
     }
 

@@ -47,6 +47,8 @@ use crate::scenario::scripted::{BlockSpec, SourceFailure};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::WorkspacePath;
 use crate::sim::text::{TextKind, generate_text};
+use crate::task::plan::PlanMode;
+use crate::task::{TaskContextOptions, TaskScope};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,6 +70,7 @@ struct RawScenario {
     steps: Vec<Spanned<RawStep>>,
     #[serde(default)]
     expect: Vec<Spanned<RawExpect>>,
+    task: Option<RawTask>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,6 +98,28 @@ struct RawAgent {
     compaction: Option<Spanned<RawCompaction>>,
     session_log: Option<bool>,
     kind: Option<Spanned<String>>,
+    task_list: Option<bool>,
+    task_context: Option<RawTaskContext>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTaskContext {
+    #[serde(default)]
+    include_requirements: bool,
+    #[serde(default)]
+    include_verification_results: bool,
+    #[serde(default)]
+    allow_requirement_proposals: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTask {
+    task_id: Option<String>,
+    objective: Option<String>,
+    plan_mode: Option<Spanned<String>>,
+    plan_path: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -197,6 +222,7 @@ struct RawTool {
     latency_ms: Option<Spanned<i64>>,
     fail: Option<String>,
     writes: Option<RawWrite>,
+    sets_plan_mode: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -262,6 +288,7 @@ struct RawStep {
     input: String,
     #[serde(default)]
     workspace_writes: BTreeMap<String, Spanned<String>>,
+    plan_mode: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -336,6 +363,17 @@ pub struct AgentSpec {
     pub session_log: bool,
     /// A plain ReAct agent (no context pipeline) instead of the harness agent.
     pub react: bool,
+    /// Register `todo_write`.
+    pub task_list: bool,
+    pub task_context: TaskContextOptions,
+}
+
+/// Application-owned task state set before the first step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSpec {
+    pub scope: Option<TaskScope>,
+    pub plan_mode: Option<PlanMode>,
+    pub plan_path: Option<String>,
 }
 
 /// A named instruction.
@@ -376,6 +414,8 @@ pub struct ToolSpec {
     pub fail: Option<String>,
     /// A workspace file (path, text) the tool writes on every call.
     pub writes: Option<(String, String)>,
+    /// The plan mode the tool switches to on every call (an application action mid-call).
+    pub sets_plan_mode: Option<PlanMode>,
 }
 
 /// Pre-existing committed history of one session.
@@ -394,6 +434,8 @@ pub struct StepSpec {
     pub input: String,
     /// Workspace files written before the call.
     pub workspace_writes: BTreeMap<String, String>,
+    /// The plan mode the application sets before the call.
+    pub plan_mode: Option<PlanMode>,
 }
 
 /// Inline assertions about a step (or, without `step`, about every step).
@@ -457,6 +499,7 @@ pub struct Scenario {
     pub history: Vec<HistorySpec>,
     pub steps: Vec<StepSpec>,
     pub expectations: Vec<Expectation>,
+    pub task: Option<TaskSpec>,
 }
 
 /// Where a scenario's companions live.
@@ -585,6 +628,7 @@ pub fn parse_scenario(
         .filter_map(|(i, h)| history_spec(&mut checker, &seeds, i, h))
         .collect();
     let steps = steps(&mut checker, &raw.steps);
+    let task = raw.task.as_ref().map(|t| task_spec(&mut checker, t));
     let expectations = raw
         .expect
         .iter()
@@ -615,6 +659,7 @@ pub fn parse_scenario(
         history,
         steps,
         expectations,
+        task,
     })
 }
 
@@ -718,6 +763,15 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         summary_model: None,
         session_log: raw.session_log.unwrap_or(true),
         react: react?,
+        task_list: raw.task_list.unwrap_or(false),
+        task_context: raw
+            .task_context
+            .as_ref()
+            .map_or_else(TaskContextOptions::default, |c| TaskContextOptions {
+                include_requirements: c.include_requirements,
+                include_verification_results: c.include_verification_results,
+                allow_requirement_proposals: c.allow_requirement_proposals,
+            }),
     })
 }
 
@@ -870,8 +924,13 @@ fn tool_spec(
         },
         None => None,
     };
+    let sets_plan_mode = raw
+        .sets_plan_mode
+        .as_ref()
+        .and_then(|value| plan_mode(checker, value, &format!("{field}.sets_plan_mode")));
     Some(ToolSpec {
         writes,
+        sets_plan_mode,
         name: name.clone(),
         description: raw.description.clone(),
         parameters: raw
@@ -996,11 +1055,16 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
                 }
             }
         }
+        let plan_mode = step
+            .plan_mode
+            .as_ref()
+            .and_then(|value| plan_mode(checker, value, &format!("steps[{index}].plan_mode")));
         steps.push(StepSpec {
             user: step.user.clone(),
             session: step.session.clone(),
             input: step.input.clone(),
             workspace_writes,
+            plan_mode,
         });
     }
     steps
@@ -1636,5 +1700,42 @@ fn generated_files(
         };
         let seed = seeds.seed_for(&format!("workspace/{checked}"));
         files.insert(checked.to_string(), generate_text(kind, chars, seed));
+    }
+}
+
+fn plan_mode(checker: &mut Checker<'_>, value: &Spanned<String>, field: &str) -> Option<PlanMode> {
+    checker.choice(value, field, &["plan", "build"], |m| match m {
+        "plan" => Some(PlanMode::Plan),
+        "build" => Some(PlanMode::Build),
+        _ => None,
+    })
+}
+
+fn task_spec(checker: &mut Checker<'_>, raw: &RawTask) -> TaskSpec {
+    let scope = match (&raw.task_id, &raw.objective) {
+        (Some(task_id), Some(objective)) => {
+            Some(TaskScope::new(task_id.clone(), objective.clone()))
+        }
+        _ => None,
+    };
+    let plan_mode = raw
+        .plan_mode
+        .as_ref()
+        .and_then(|v| plan_mode(checker, v, "task.plan_mode"));
+    let plan_path =
+        raw.plan_path
+            .as_ref()
+            .and_then(|value| match WorkspacePath::parse(value.get_ref()) {
+                Ok(path) => Some(path.as_str().to_string()),
+                Err(error) => {
+                    let problem = checker.at(value, error.to_string()).field("task.plan_path");
+                    checker.problems.push(problem);
+                    None
+                }
+            });
+    TaskSpec {
+        scope,
+        plan_mode,
+        plan_path,
     }
 }

@@ -19,7 +19,7 @@ use crate::format::duration;
 use crate::limits;
 use crate::model::mock::{MockModel, SummaryMode};
 use crate::runtime::RuntimeContext;
-use crate::scenario::scripted::{ScriptedSource, WritingTool};
+use crate::scenario::scripted::{PlanModeTool, ScriptedSource, WritingTool};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
@@ -111,6 +111,24 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
         model.clone(),
         &sources,
     )?;
+    if let Some(task) = &scenario.task {
+        if let Some(scope) = &task.scope {
+            agent
+                .begin_task(scope.clone())
+                .map_err(|e| RunError::Workspace(format!("task: {e}")))?;
+        }
+        let state = agent.task_state();
+        let mode = task.plan_mode;
+        let path = task.plan_path.clone();
+        state
+            .with(|s| {
+                if let Some(mode) = mode {
+                    s.set_mode(mode);
+                }
+                s.set_plan_path(path.as_deref())
+            })
+            .map_err(|e| RunError::Workspace(format!("task: {e}")))?;
+    }
     for history in &scenario.history {
         let first = scenario.steps.first();
         let runtime = RuntimeContext {
@@ -142,6 +160,9 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
                 .write(&path, text.clone().into_bytes())
                 .await
                 .map_err(|e| RunError::Workspace(e.to_string()))?;
+        }
+        if let Some(mode) = spec.plan_mode {
+            agent.task_state().with(|s| s.set_mode(mode));
         }
         let records_before = agent.session_records(&runtime).len();
         let started = clock.elapsed();
@@ -266,8 +287,20 @@ fn build_agent(
         }
         builder = builder.context_source_with(name, source.clone(), options);
     }
+    if spec.task_list {
+        builder = builder.enable_task_list();
+    }
+    builder = builder.task_context(spec.task_context);
+    let task_state = builder.task_state();
     for tool in &scenario.tools {
-        let scripted = scripted_tool(tool, seeds).into_arc();
+        let mut scripted = scripted_tool(tool, seeds).into_arc();
+        if let Some(mode) = tool.sets_plan_mode {
+            scripted = Arc::new(PlanModeTool {
+                inner: scripted,
+                state: task_state.clone(),
+                mode,
+            });
+        }
         let tool: Arc<dyn Tool> = match &tool.writes {
             Some((path, text)) => Arc::new(WritingTool {
                 inner: scripted,
@@ -404,6 +437,26 @@ fn header(scenario: &Scenario) -> Vec<String> {
     ];
     if agent.react {
         lines.push("kind: react (the plain loop: no context pipeline)".to_string());
+    }
+    if agent.task_list || agent.task_context != crate::task::TaskContextOptions::default() {
+        let options = agent.task_context;
+        lines.push(format!(
+            "task: todo_write={} include_requirements={} include_verification_results={} allow_requirement_proposals={}",
+            agent.task_list,
+            options.include_requirements,
+            options.include_verification_results,
+            options.allow_requirement_proposals
+        ));
+    }
+    if let Some(task) = &scenario.task {
+        lines.push(format!(
+            "task_state: scope={} plan_mode={} plan_path={}",
+            task.scope
+                .as_ref()
+                .map_or("none".to_string(), |s| s.task_id.clone()),
+            task.plan_mode.map_or("default", |m| m.as_str()),
+            task.plan_path.as_deref().unwrap_or("none")
+        ));
     }
     for tool in &scenario.tools {
         let output = match &tool.output {

@@ -146,3 +146,24 @@ impl Tool for WritingTool {
         }
     }
 }
+
+/// A tool that, after its scripted behaviour, switches the plan mode: an application action
+/// happening during a call, visible at the next model boundary.
+pub struct PlanModeTool {
+    pub inner: Arc<dyn Tool>,
+    pub state: crate::task::SharedTaskState,
+    pub mode: crate::task::plan::PlanMode,
+}
+
+#[async_trait]
+impl Tool for PlanModeTool {
+    fn schema(&self) -> &ToolSchema {
+        self.inner.schema()
+    }
+
+    async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
+        let outcome = self.inner.call(call, context).await;
+        self.state.with(|state| state.set_mode(self.mode));
+        outcome
+    }
+}
