@@ -286,3 +286,56 @@ fn overflow_recovery_works_through_call_too() {
         );
     });
 }
+
+#[test]
+fn compaction_never_rewrites_durable_history() {
+    use ctxbed::compaction::config::CompactionConfig;
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let replies = MockTurn {
+            times: 20,
+            ..MockTurn::new(TurnAction::reply(
+                "A long answer about the export writer and its column order. ".repeat(8),
+            ))
+        };
+        let agent = HarnessAgent::builder()
+            .model(Arc::new(MockModel::new(MockScript::new(
+                info(),
+                vec![replies],
+            ))))
+            .compaction(CompactionConfig {
+                trigger_messages: 6,
+                keep_tokens: Some(0),
+                keep_messages: 2,
+                ..CompactionConfig::default()
+            })
+            .build()
+            .expect("agent");
+        let session = RuntimeContext::new().with_session("s");
+        for turn in 0..6 {
+            agent
+                .call(format!("Question {turn}."), session.clone())
+                .await
+                .expect("reply");
+        }
+        let working = agent.history(&session);
+        let logged: Vec<String> = agent
+            .session_records(&session)
+            .into_iter()
+            .filter(|r| r.kind == "message")
+            .filter_map(|r| r.payload["id"].as_str().map(str::to_string))
+            .collect();
+        assert!(
+            working.len() < 12,
+            "the working history was compacted: {}",
+            working.len()
+        );
+        for turn in 1..=12 {
+            let id = format!("m{turn:04}");
+            assert!(logged.contains(&id), "{id} is in the session log");
+        }
+        for message in &working {
+            assert!(logged.contains(&message.id), "{} is logged", message.id);
+        }
+    });
+}

@@ -46,6 +46,8 @@ pub(super) struct Call<'a> {
     messages_created: u64,
     /// Loaded once at call entry and reused by every step of the call.
     workspace: WorkspaceMaterial,
+    /// Ids of the messages already recorded in the session log.
+    logged: std::collections::BTreeSet<String>,
 }
 
 /// Runs one call, reporting every event to `sink`; the last event is always `RunFinished`.
@@ -68,6 +70,7 @@ pub(super) async fn run(
         )
         .await
     };
+    let logged = restored.history.iter().map(|m| m.id.clone()).collect();
     let mut call = Call {
         inner,
         call_id: format!("call-{number}"),
@@ -75,6 +78,7 @@ pub(super) async fn run(
         key,
         history: restored.history,
         messages_created: restored.messages_created,
+        logged,
         workspace,
     };
     emit(
@@ -118,11 +122,27 @@ impl Call<'_> {
     }
 
     /// Commits the working history as the session's state.
-    fn commit(&self) {
-        let mut sessions = lock(&self.inner.sessions);
-        let state = sessions.entry(self.key.clone()).or_default();
-        state.history = self.history.clone();
-        state.messages_created = self.messages_created;
+    /// Commits the working history as the session's state, and appends every message not yet
+    /// in the session log as a `message` record: durable history keeps everything, while the
+    /// working history may be compacted.
+    fn commit(&mut self) {
+        {
+            let mut sessions = lock(&self.inner.sessions);
+            let state = sessions.entry(self.key.clone()).or_default();
+            state.history = self.history.clone();
+            state.messages_created = self.messages_created;
+        }
+        let fresh: Vec<Message> = self
+            .history
+            .iter()
+            .filter(|m| !self.logged.contains(&m.id))
+            .cloned()
+            .collect();
+        for message in fresh {
+            self.logged.insert(message.id.clone());
+            let payload = serde_json::to_value(&message).unwrap_or(serde_json::Value::Null);
+            self.record("message", payload);
+        }
     }
 
     async fn steps(&mut self, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
