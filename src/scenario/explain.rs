@@ -1,0 +1,366 @@
+//! `ctxbed explain`: why one model request looked the way it did, as terminal text.
+//!
+//! [`explain`] picks one preparation of a run by a [`Selector`] and prints, from the same view the
+//! HTML report uses (`scenario::report`): the budget (estimate against the input limit, the
+//! window split into limit, safety margin and output reserve, the conversation allowance, tokens
+//! per segment), every kept item with its tokens (tool calls grouped with their results, the
+//! compaction cut marked), every transform with its reason in words and its figures, the
+//! validation and what the model did. [`index`] lists every preparation of the run.
+//!
+//! Pure: a trace and its scenario in, text out.
+//!
+//! ```
+//! use ctxbed::scenario::{explain::{Selector, explain}, file::load, runner::run};
+//! let scenario = load(std::path::Path::new("scenarios/overflow/recover-once.toml")).unwrap();
+//! let output = run(&scenario).unwrap();
+//! let text = explain(&output.trace, &scenario, Selector::InStep { step: 1, request: 2 }).unwrap();
+//! assert!(text.contains("17 older messages were replaced by the summary"));
+//! assert!(explain(&output.trace, &scenario, Selector::Number(9)).is_err());
+//! ```
+
+use std::fmt::Write as _;
+
+use super::file::Scenario;
+use super::report::{
+    Entry, MessageView, Preparation, Segment, Transform, outcome_meaning, preparations,
+    validation_meaning,
+};
+use super::trace::Trace;
+use crate::context::manifest::ItemKind;
+use crate::format::{duration, snippet};
+
+/// Width of the id column.
+const ID_WIDTH: usize = 26;
+/// Longest id or name shown before it is cut.
+const ID_CHARS_MAX: usize = 60;
+
+/// Which preparation to explain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selector {
+    /// 1-based over every preparation of the run, reasoning and summary.
+    Number(usize),
+    /// The step's `request`-th reasoning preparation, both 1-based, as `[[expect]]` counts them.
+    InStep { step: usize, request: usize },
+}
+
+/// The selected request does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "there is no {asked} in this run; it has {count} request preparation(s):\n{index}\
+     choose one with `--request N`, or `--step S --request R` (R counts the step's reasoning \
+     requests, as `[[expect]]` does)"
+)]
+pub struct ExplainError {
+    /// The request as the user asked for it.
+    pub asked: String,
+    pub count: usize,
+    /// The run's preparations, one line each.
+    pub index: String,
+}
+
+/// Explains one preparation of a run.
+///
+/// # Errors
+/// No preparation matches the selector; the error lists the ones that exist.
+pub fn explain(
+    trace: &Trace,
+    scenario: &Scenario,
+    selector: Selector,
+) -> Result<String, ExplainError> {
+    let preparations = preparations(trace, scenario);
+    let found = preparations.iter().find(|preparation| match selector {
+        Selector::Number(number) => preparation.number == number,
+        Selector::InStep { step, request } => {
+            preparation.step == step && preparation.reasoning_number == Some(request)
+        }
+    });
+    match found {
+        Some(preparation) => Ok(render(preparation, preparations.len())),
+        None => Err(ExplainError {
+            asked: match selector {
+                Selector::Number(number) => format!("request {number}"),
+                Selector::InStep { step, request } => {
+                    format!("reasoning request {request} in step {step}")
+                }
+            },
+            count: preparations.len(),
+            index: index_lines(&preparations),
+        }),
+    }
+}
+
+/// Every preparation of the run, one line each, with the numbers `explain` accepts.
+pub fn index(trace: &Trace, scenario: &Scenario) -> String {
+    index_lines(&preparations(trace, scenario))
+}
+
+fn index_lines(preparations: &[Preparation<'_>]) -> String {
+    let mut out = String::new();
+    for preparation in preparations {
+        let manifest = preparation.manifest();
+        let position = preparation.reasoning_number.map_or(String::new(), |n| {
+            format!("  (--step {} --request {n})", preparation.step)
+        });
+        let line = format!(
+            "  {:>3}  step {}  {:<28} {:<9} {:<16} {:<14}{position}",
+            preparation.number,
+            preparation.step,
+            snippet(&preparation.build.call_id, ID_CHARS_MAX),
+            preparation.build.purpose.as_str(),
+            manifest.validation.as_str(),
+            format!(
+                "{}/{}",
+                manifest.estimated_input_tokens, manifest.input_limit
+            )
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+fn render(preparation: &Preparation<'_>, count: usize) -> String {
+    let manifest = preparation.manifest();
+    let position = preparation.reasoning_number.map_or(String::new(), |n| {
+        format!(", reasoning request {n} of step {}", preparation.step)
+    });
+    let exact = if manifest.exact { "exact" } else { "estimate" };
+    let mut out = format!(
+        "request {} of {count}: {} {} (step {}{position}), at {}\nmodel {} · counting {} ({exact})\n",
+        preparation.number,
+        snippet(&preparation.build.call_id, ID_CHARS_MAX),
+        preparation.build.purpose.as_str(),
+        preparation.step,
+        duration(preparation.at),
+        snippet(&manifest.model, ID_CHARS_MAX),
+        manifest.counting_method
+    );
+    out.push_str(&budget(preparation));
+    out.push_str(&kept(preparation));
+    out.push_str(&changed(preparation));
+    let _ = write!(
+        out,
+        "\nvalidation\n  {}\n\nmodel\n  {}\n",
+        validation_meaning(preparation),
+        outcome_meaning(preparation)
+    );
+    out
+}
+
+fn budget(preparation: &Preparation<'_>) -> String {
+    let manifest = preparation.manifest();
+    let mut out = String::from("\nbudget\n");
+    let Some(breakdown) = preparation.breakdown else {
+        out.push_str("  no figures: the preparation failed before anything was counted\n");
+        return out;
+    };
+    let (estimated, limit) = (manifest.estimated_input_tokens, manifest.input_limit);
+    let room = if estimated <= limit {
+        format!("{} to spare", limit - estimated)
+    } else {
+        format!("{} OVER the limit", estimated - limit)
+    };
+    let share = match u64::try_from(limit) {
+        Ok(whole) if whole > 0 => {
+            let part = u64::try_from(estimated).unwrap_or(0);
+            format!(
+                " ({}%)",
+                (u128::from(part) * 100 + u128::from(whole) / 2) / u128::from(whole)
+            )
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "  estimate {estimated} of input limit {limit} tokens{share}; {room}"
+    );
+    if let Some(budget) = preparation.budget {
+        let window = budget
+            .window
+            .map_or("unknown window".to_string(), |w| format!("window {w}"));
+        let _ = writeln!(
+            out,
+            "  {window}: input limit {} + safety margin {} + output reserve {}{}",
+            budget.input_limit,
+            budget.safety_margin,
+            budget.output_reserve,
+            match budget.window {
+                Some(w)
+                    if w > budget.input_limit + budget.safety_margin + budget.output_reserve =>
+                    " (the limit is capped by max_input_tokens)",
+                _ => "",
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  conversation allowance {}: the limit minus System, transient and reference material, \
+         tool schemas and the request overhead",
+        manifest.conversation_allowance
+    );
+    let parts: Vec<String> = Segment::ALL
+        .iter()
+        .map(|segment| format!("{} {}", segment.label(), breakdown.get(*segment)))
+        .collect();
+    let _ = writeln!(out, "  {}", parts.join(" · "));
+    out
+}
+
+fn kept(preparation: &Preparation<'_>) -> String {
+    let manifest = preparation.manifest();
+    let mut out = String::from("\nkept\n");
+    if manifest.items.is_empty() {
+        out.push_str("  nothing: no item was recorded\n");
+        return out;
+    }
+    for item in &manifest.items {
+        if let ItemKind::Message { role, part_kinds } = &item.kind
+            && preparation
+                .conversation
+                .iter()
+                .all(|entry| !entry_has(entry, &item.id))
+        {
+            let _ = writeln!(
+                out,
+                "  {:<10} {} {:>7} tok  {}",
+                role.as_str(),
+                column(&item.id),
+                item.tokens,
+                part_kinds.join("+")
+            );
+        }
+    }
+    let compacted = preparation
+        .transforms
+        .iter()
+        .find_map(|view| match view.transform {
+            Transform::HistoryCompaction { messages } => Some(messages),
+            _ => None,
+        });
+    for entry in &preparation.conversation {
+        out.push_str(&entry_lines(entry, compacted));
+    }
+    for item in &manifest.items {
+        let line = match &item.kind {
+            ItemKind::Message { .. } => continue,
+            ItemKind::ToolSchema => format!(
+                "  {:<10} {} {:>7} tok  tool schema",
+                "schema",
+                column(&item.id),
+                item.tokens
+            ),
+            ItemKind::Material {
+                kind,
+                placement,
+                required,
+                priority,
+                ..
+            } => format!(
+                "  {:<10} {} {:>7} tok  {} in {} message, priority {priority}{}",
+                "material",
+                column(&item.id),
+                item.tokens,
+                kind.as_str(),
+                placement.as_str(),
+                if *required { ", required" } else { "" }
+            ),
+        };
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+fn entry_has(entry: &Entry, id: &str) -> bool {
+    match entry {
+        Entry::Message(view) | Entry::Summary(view) => view.id == id,
+        Entry::Exchange { call, results } => call.id == id || results.iter().any(|r| r.id == id),
+    }
+}
+
+fn entry_lines(entry: &Entry, compacted: Option<u64>) -> String {
+    match entry {
+        Entry::Message(view) => message_line(view, "  ", ""),
+        Entry::Summary(view) => {
+            let cut = match compacted {
+                Some(messages) => format!(
+                    "  ✂ compaction cut: {messages} older messages were replaced by the summary \
+                     above, in this request\n"
+                ),
+                None => "  ✂ compaction cut: an earlier compaction replaced the older messages \
+                         with the summary above\n"
+                    .to_string(),
+            };
+            message_line(view, "  ", "compaction summary") + &cut
+        }
+        Entry::Exchange { call, results } => {
+            let calls: Vec<String> = call
+                .calls
+                .iter()
+                .map(|(id, name)| format!("{name} ({id})"))
+                .collect();
+            let note = if calls.is_empty() {
+                String::new()
+            } else {
+                format!("calls {}", calls.join(", "))
+            };
+            let mut out = message_line(call, "  ", &note);
+            for result in results {
+                let answers: Vec<String> = result
+                    .results
+                    .iter()
+                    .map(|(id, name, error)| {
+                        let error = if *error { ", an error" } else { "" };
+                        format!("result of {name} ({id}){error}")
+                    })
+                    .collect();
+                out.push_str(&message_line(result, "    ", &answers.join(", ")));
+            }
+            out
+        }
+    }
+}
+
+fn message_line(view: &MessageView, indent: &str, note: &str) -> String {
+    let width = 12usize.saturating_sub(indent.len());
+    let note = if note.is_empty() {
+        view.parts.clone()
+    } else {
+        format!(
+            "{}  {}",
+            view.parts,
+            snippet(note, crate::limits::SNIPPET_CHARS_MAX)
+        )
+    };
+    format!(
+        "{indent}{:<width$} {} {:>7} tok  {note}\n",
+        view.role.as_str(),
+        column(&view.id),
+        view.tokens
+    )
+}
+
+/// An id padded to the id column (longer ids are cut and take the space they need).
+fn column(id: &str) -> String {
+    format!("{:<ID_WIDTH$}", snippet(id, ID_CHARS_MAX))
+}
+
+fn changed(preparation: &Preparation<'_>) -> String {
+    let mut out = format!(
+        "\ndropped or changed ({} transform(s))\n",
+        preparation.transforms.len()
+    );
+    if preparation.transforms.is_empty() {
+        out.push_str("  nothing: every item went into the request unchanged\n");
+    }
+    for view in &preparation.transforms {
+        let _ = writeln!(
+            out,
+            "  {}",
+            snippet(&view.raw, crate::limits::SNIPPET_CHARS_MAX)
+        );
+        let _ = writeln!(out, "    {}", view.meaning);
+        if let Some(figures) = &view.figures {
+            let _ = writeln!(out, "    {figures}");
+        }
+    }
+    out
+}
