@@ -27,8 +27,15 @@ use super::report::{
 };
 use super::trace::Trace;
 use crate::context::manifest::ItemKind;
+use crate::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
 use crate::format::{duration, snippet};
 
+/// The messages the layout adds around the conversation.
+const LAYOUT_MESSAGE_IDS: [&str; 3] = [
+    SYSTEM_MESSAGE_ID,
+    TRANSIENT_MESSAGE_ID,
+    REFERENCE_MESSAGE_ID,
+];
 /// Width of the id column.
 const ID_WIDTH: usize = 26;
 /// Longest id or name shown before it is cut.
@@ -212,13 +219,23 @@ fn kept(preparation: &Preparation<'_>) -> String {
         out.push_str("  nothing: no item was recorded\n");
         return out;
     }
+    let compacted = preparation
+        .transforms
+        .iter()
+        .find_map(|view| match view.transform {
+            Transform::HistoryCompaction { messages } => Some(messages),
+            _ => None,
+        });
+    // Messages in the order they were sent: an entry prints at its first message (entries are
+    // in conversation order), layout messages (System, transient, references) on their own.
+    let mut entries = preparation.conversation.iter().peekable();
     for item in &manifest.items {
-        if let ItemKind::Message { role, part_kinds } = &item.kind
-            && preparation
-                .conversation
-                .iter()
-                .all(|entry| !entry_has(entry, &item.id))
-        {
+        let ItemKind::Message { role, part_kinds } = &item.kind else {
+            continue;
+        };
+        if let Some(entry) = entries.next_if(|entry| entry_first_id(entry) == item.id) {
+            out.push_str(&entry_lines(entry, compacted));
+        } else if LAYOUT_MESSAGE_IDS.contains(&item.id.as_str()) {
             let _ = writeln!(
                 out,
                 "  {:<10} {} {:>7} tok  {}",
@@ -228,16 +245,6 @@ fn kept(preparation: &Preparation<'_>) -> String {
                 part_kinds.join("+")
             );
         }
-    }
-    let compacted = preparation
-        .transforms
-        .iter()
-        .find_map(|view| match view.transform {
-            Transform::HistoryCompaction { messages } => Some(messages),
-            _ => None,
-        });
-    for entry in &preparation.conversation {
-        out.push_str(&entry_lines(entry, compacted));
     }
     for item in &manifest.items {
         let line = match &item.kind {
@@ -269,10 +276,10 @@ fn kept(preparation: &Preparation<'_>) -> String {
     out
 }
 
-fn entry_has(entry: &Entry, id: &str) -> bool {
+fn entry_first_id(entry: &Entry) -> &str {
     match entry {
-        Entry::Message(view) | Entry::Summary(view) => view.id == id,
-        Entry::Exchange { call, results } => call.id == id || results.iter().any(|r| r.id == id),
+        Entry::Message(view) | Entry::Summary(view) => &view.id,
+        Entry::Exchange { call, .. } => &call.id,
     }
 }
 
@@ -349,7 +356,11 @@ fn changed(preparation: &Preparation<'_>) -> String {
         preparation.transforms.len()
     );
     if preparation.transforms.is_empty() {
-        out.push_str("  nothing: every item went into the request unchanged\n");
+        out.push_str(if preparation.breakdown.is_some() {
+            "  nothing: every item went into the request unchanged\n"
+        } else {
+            "  nothing recorded\n"
+        });
     }
     for view in &preparation.transforms {
         let _ = writeln!(
@@ -363,4 +374,128 @@ fn changed(preparation: &Preparation<'_>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::file::load;
+    use crate::scenario::runner::{RunOutput, run};
+
+    fn scenario(name: &str) -> (Scenario, RunOutput) {
+        let path = format!("scenarios/{name}.toml");
+        let scenario = load(std::path::Path::new(&path)).expect("the scenario loads");
+        let output = run(&scenario).expect("the scenario runs");
+        (scenario, output)
+    }
+
+    fn check(name: &str, selector: Selector, expected: &[&str]) {
+        let (scenario, output) = scenario(name);
+        let text = explain(&output.trace, &scenario, selector).expect("the request exists");
+        for needle in expected {
+            assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
+        }
+    }
+
+    #[test]
+    fn both_selectors_reach_the_same_request() {
+        let (scenario, output) = scenario("overflow/recover-once");
+        let by_number = explain(&output.trace, &scenario, Selector::Number(3));
+        let in_step = explain(
+            &output.trace,
+            &scenario,
+            Selector::InStep {
+                step: 1,
+                request: 2,
+            },
+        );
+        assert_eq!(by_number, in_step);
+    }
+
+    #[test]
+    fn a_missing_request_lists_the_ones_that_exist() {
+        let (scenario, output) = scenario("overflow/recover-once");
+        for selector in [
+            Selector::Number(0),
+            Selector::Number(4),
+            Selector::InStep {
+                step: 2,
+                request: 1,
+            },
+        ] {
+            let error = explain(&output.trace, &scenario, selector).expect_err("out of range");
+            assert_eq!(error.count, 3);
+            let message = error.to_string();
+            assert!(message.contains("call-1/r1.retry/summary"), "{message}");
+            assert!(message.contains("(--step 1 --request 2)"), "{message}");
+        }
+        let index = index(&output.trace, &scenario);
+        assert_eq!(index.lines().count(), 3);
+        assert!(index.lines().all(|line| line == line.trim_end()));
+    }
+
+    #[test]
+    fn compaction_is_explained_with_its_cut_and_figures() {
+        check(
+            "overflow/recover-once",
+            Selector::Number(3),
+            &[
+                "request 3 of 3: call-1/r1.retry reasoning (step 1, reasoning request 2 of step 1)",
+                "estimate 689 of input limit 13680 tokens (5%); 12991 to spare",
+                "window 16000: input limit 13680 + safety margin 320 + output reserve 2000",
+                "summary-cd4a64e9928c5653",
+                "✂ compaction cut: 17 older messages were replaced by the summary above",
+                "calls execute (hist_0_8)",
+                "result of execute (hist_0_8)",
+                "conversation 2852 tok in request #1 → 686 tok here",
+                "the model replied",
+            ],
+        );
+        check(
+            "overflow/recover-once",
+            Selector::Number(1),
+            &["the model call failed with context_overflow"],
+        );
+    }
+
+    #[test]
+    fn omitted_material_and_a_capped_limit_are_explained() {
+        check(
+            "budget/omission-order",
+            Selector::Number(1),
+            &[
+                "(the limit is capped by max_input_tokens)",
+                "omitted_for_budget:workspace:MEMORY.md",
+                "optional material workspace:MEMORY.md was left out",
+                "material   source/docs/c-status",
+                "System message 106",
+            ],
+        );
+    }
+
+    #[test]
+    fn rejected_preparations_say_why_nothing_was_sent() {
+        check(
+            "budget/budget-exceeded",
+            Selector::Number(1),
+            &[
+                "3449 OVER the limit",
+                "budget_exceeded: the estimate 4449 is 3449 over the input limit 1000",
+                "not sent: the preparation failed (context_budget_exceeded)",
+            ],
+        );
+        check(
+            "sources/slow-fail-build-failed",
+            Selector::Number(1),
+            &[
+                "no figures: the preparation failed before anything was counted",
+                "not sent: the preparation failed (source_failed)",
+            ],
+        );
+        check(
+            "offload/over-limit",
+            Selector::Number(2),
+            &["result 80001 chars → message m0003 1734 tok in this request"],
+        );
+    }
 }

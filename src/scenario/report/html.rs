@@ -261,7 +261,11 @@ fn percent(part: u64, whole: u64) -> String {
 fn transforms_table(preparation: &Preparation<'_>) -> String {
     let mut out = String::from("<h3>Transforms</h3>\n");
     if preparation.transforms.is_empty() {
-        out.push_str("<p class=\"muted\">None: every item went into the request unchanged.</p>\n");
+        out.push_str(if preparation.breakdown.is_some() {
+            "<p class=\"muted\">None: every item went into the request unchanged.</p>\n"
+        } else {
+            "<p class=\"muted\">None recorded.</p>\n"
+        });
         return out;
     }
     out.push_str(

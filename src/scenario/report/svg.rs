@@ -287,3 +287,36 @@ fn px(tenths: u64) -> String {
         format!("{}.{}", tenths / 10, tenths % 10)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_integer_tenths() {
+        assert_eq!(px(0), "0");
+        assert_eq!(px(3_005), "300.5");
+        assert_eq!(px(3_010), "301");
+        assert_eq!(x_tenths(0, 100), BAR_X * 10);
+        assert_eq!(x_tenths(100, 100), (BAR_X + BAR_WIDTH) * 10);
+        assert_eq!(x_tenths(1, 3), BAR_X * 10 + 2_733);
+        assert_eq!(
+            x_tenths(5, 0),
+            x_tenths(5, 1),
+            "a zero scale is treated as 1"
+        );
+    }
+
+    #[test]
+    fn a_narrow_segment_has_no_label_and_a_wide_one_does() {
+        let (rect, label) = piece("conversation", "#59a14f", 7, (3_000, 3_020), 10);
+        assert!(rect.contains("width=\"2\""), "{rect}");
+        assert!(
+            rect.contains("<title>conversation: 7 tokens</title>"),
+            "{rect}"
+        );
+        assert!(label.is_empty());
+        let (_, label) = piece("conversation", "#59a14f", 900, (3_000, 4_000), 10);
+        assert!(label.contains(">900</text>"), "{label}");
+    }
+}
