@@ -95,6 +95,8 @@ pub struct Previous {
     pub number: usize,
     pub estimated_tokens: u64,
     pub conversation_tokens: u64,
+    /// The provider answered it with a context overflow (so the next compaction was forced).
+    pub overflowed: bool,
 }
 
 /// The parts of a request's budget, in the order the bar shows them.
@@ -613,6 +615,13 @@ fn previous_figures(preparations: &[Preparation<'_>], purpose: Purpose) -> Optio
                 number: earlier.number,
                 estimated_tokens: u64::try_from(earlier.manifest().estimated_input_tokens).ok()?,
                 conversation_tokens: breakdown.conversation,
+                overflowed: matches!(
+                    earlier.outcome,
+                    ModelOutcome::Failed {
+                        kind: "context_overflow",
+                        ..
+                    }
+                ),
             })
         })
 }
@@ -743,8 +752,16 @@ fn figures(
         | Transform::HistoryCompactionFailed { .. } => {
             let previous = preparation.previous?;
             let now = preparation.breakdown?;
+            let forced = if previous.overflowed {
+                format!(
+                    " (forced: the provider rejected request #{} as too long)",
+                    previous.number
+                )
+            } else {
+                String::new()
+            };
             Some(format!(
-                "conversation {} tok in request #{} → {} tok here; whole request {} → {} tok",
+                "conversation {} tok in request #{} → {} tok here; whole request {} → {} tok{forced}",
                 previous.conversation_tokens,
                 previous.number,
                 now.conversation,

@@ -35,15 +35,16 @@ section.failed { border-color: #d62728; }
 .badge.failed { background: #fbe0e0; color: #a11d1d; }
 .muted { color: #666; }
 table { border-collapse: collapse; font-size: 13px; }
-td, th { border-bottom: 1px solid #eee; padding: 3px 10px 3px 0; text-align: left;
+td, th { border-bottom: 1px solid #eee; padding: 2px 10px 2px 0; text-align: left;
   vertical-align: top; }
 th { color: #555; font-weight: 600; }
 td.num, th.num { text-align: right; padding-right: 14px; font-variant-numeric: tabular-nums; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px;
   border: 1px solid #999; }
-.columns { display: flex; gap: 32px; flex-wrap: wrap; }
-.columns > div { min-width: 300px; }
-.transforms { width: 100%; } .transforms td:first-child { white-space: nowrap; }
+.columns { display: flex; gap: 28px; flex-wrap: wrap; }
+.columns > div { flex: none; } .columns > div.wide { flex: 1; min-width: 420px; }
+.transform { margin: 0 0 8px; padding: 2px 0 2px 8px; border-left: 3px solid #b07aa1;
+  font-size: 13px; } .transform code { overflow-wrap: anywhere; font-weight: 600; }
 .conversation { font-size: 13px; }
 .message, .exchange { margin: 3px 0; padding: 3px 8px; border-left: 4px solid #ccc;
   background: #f7f7f7; }
@@ -168,8 +169,9 @@ fn request_section(preparation: &Preparation<'_>) -> String {
     out.push_str(&figures_table(preparation));
     out.push_str("</div>\n<div>\n");
     out.push_str(&breakdown_table(preparation));
-    out.push_str("</div>\n</div>\n");
+    out.push_str("</div>\n<div class=\"wide\">\n");
     out.push_str(&transforms_table(preparation));
+    out.push_str("</div>\n</div>\n");
     out.push_str(&conversation(preparation));
     out.push_str(&materials_and_schemas(preparation));
     out.push_str("</section>\n");
@@ -268,20 +270,17 @@ fn transforms_table(preparation: &Preparation<'_>) -> String {
         });
         return out;
     }
-    out.push_str(
-        "<table class=\"transforms\">\n<tr><th>transform</th><th>what happened</th>\
-         <th>figures</th></tr>\n",
-    );
     for view in &preparation.transforms {
+        let figures = view.figures.as_deref().map_or(String::new(), |figures| {
+            format!("<div class=\"muted\">{}</div>", escape(figures))
+        });
         let _ = writeln!(
             out,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            "<div class=\"transform\"><code>{}</code><div>{}</div>{figures}</div>",
             escape(&view.raw),
-            escape(&view.meaning),
-            escape(view.figures.as_deref().unwrap_or("—"))
+            escape(&view.meaning)
         );
     }
-    out.push_str("</table>\n");
     out
 }
 

@@ -68,16 +68,17 @@ pub(super) fn chart(preparations: &[Preparation<'_>]) -> String {
     out.push_str(&legend(scale));
     for (index, preparation) in preparations.iter().enumerate() {
         let y = LEGEND_HEIGHT + u64::try_from(index).unwrap_or(0) * ROW_HEIGHT;
-        out.push_str(&row(preparation, y, scale, "chart"));
+        out.push_str(&row(preparation, y, scale, "chart", &preparation.label()));
     }
     out.push_str("</svg>\n");
     out
 }
 
-/// The single bar of one preparation on its own scale (for the request's section of the page).
+/// One preparation's own chart: its budget bar on its own scale, and below it the estimate
+/// alone, zoomed to the full width, so small segments are readable.
 pub(super) fn single(preparation: &Preparation<'_>) -> String {
     let scale = extent(preparation).max(1);
-    let height = ROW_HEIGHT + 4;
+    let height = 2 * ROW_HEIGHT + 4;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
          viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"12\" \
@@ -86,8 +87,45 @@ pub(super) fn single(preparation: &Preparation<'_>) -> String {
     );
     let prefix = format!("request-{}", preparation.number);
     out.push_str(&defs(&prefix));
-    out.push_str(&row(preparation, 2, scale, &prefix));
+    out.push_str(&row(preparation, 2, scale, &prefix, "budget in the window"));
+    out.push_str(&composition(preparation, 2 + ROW_HEIGHT));
     out.push_str("</svg>\n");
+    out
+}
+
+/// The estimate's segments alone, stretched to the full bar width, each labelled with its
+/// tokens and share when there is room.
+fn composition(preparation: &Preparation<'_>, y: u64) -> String {
+    let Some(breakdown) = preparation.breakdown else {
+        return String::new();
+    };
+    let total = breakdown.total();
+    let mut out = format!(
+        "<g class=\"composition\"><text x=\"8\" y=\"{}\" fill=\"{TEXT_COLOR}\">the {total} \
+         estimated tokens, zoomed</text>\n",
+        y + 15
+    );
+    let (mut end_tokens, mut cursor, mut labels) = (0u64, x_tenths(0, total), String::new());
+    for segment in Segment::ALL {
+        let tokens = breakdown.get(segment);
+        if tokens == 0 {
+            continue;
+        }
+        end_tokens += tokens;
+        let end = x_tenths(end_tokens, total).max(cursor + SEGMENT_WIDTH_MIN_TENTHS);
+        let (rect, text) = piece(
+            segment.label(),
+            color(segment),
+            tokens,
+            (cursor, end),
+            y + 1,
+        );
+        out.push_str(&rect);
+        labels.push_str(&text);
+        cursor = end;
+    }
+    out.push_str(&labels);
+    out.push_str("</g>\n");
     out
 }
 
@@ -149,7 +187,8 @@ fn text_width(text: &str) -> u64 {
     u64::try_from(text.chars().count()).unwrap_or(0) * 6
 }
 
-fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str) -> String {
+/// One preparation's budget bar at height `y`, labelled `label`.
+fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &str) -> String {
     let manifest = preparation.manifest();
     let failed = preparation.build.status != "passed";
     let label_color = if failed { OVER_COLOR } else { TEXT_COLOR };
@@ -158,7 +197,7 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str) -> Strin
          <text x=\"8\" y=\"{}\" fill=\"{label_color}\">{}</text></a>\n",
         preparation.number,
         y + 15,
-        escape(&preparation.label())
+        escape(label)
     );
     let bar_y = y + 1;
     let Some(breakdown) = preparation.breakdown else {

@@ -287,7 +287,10 @@ fn a_run_gives_budgets_outcomes_and_before_after_figures() {
     assert_eq!(retry.previous.map(|p| p.number), Some(1));
     assert_eq!(
         retry.transforms[0].figures.as_deref(),
-        Some("conversation 2852 tok in request #1 → 686 tok here; whole request 2855 → 689 tok")
+        Some(
+            "conversation 2852 tok in request #1 → 686 tok here; whole request 2855 → 689 tok \
+             (forced: the provider rejected request #1 as too long)"
+        )
     );
     assert!(matches!(retry.conversation[0], Entry::Summary(_)));
     let Entry::Exchange { call, results } = &retry.conversation[1] else {
