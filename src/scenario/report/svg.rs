@@ -14,9 +14,9 @@ use crate::scenario::trace::Trace;
 /// Width of the whole chart, in pixels.
 const WIDTH: u64 = 1300;
 /// Where the bars start, after the label column.
-const BAR_X: u64 = 300;
+const BAR_X: u64 = 290;
 /// The width of the longest bar.
-const BAR_WIDTH: u64 = 820;
+const BAR_WIDTH: u64 = 700;
 /// Where the figures column starts.
 const FIGURES_X: u64 = BAR_X + BAR_WIDTH + 12;
 const LEGEND_HEIGHT: u64 = 56;
@@ -25,6 +25,8 @@ const BAR_HEIGHT: u64 = 20;
 /// Every non-empty segment is at least this wide (tenths of a pixel), so a small one still shows;
 /// the room under the limit absorbs the difference.
 const SEGMENT_WIDTH_MIN_TENTHS: u64 = 20;
+/// Row labels longer than this are cut (the whole label is the tooltip).
+const ROW_LABEL_CHARS_MAX: usize = 44;
 /// Segments narrower than this carry no token label.
 const LABEL_WIDTH_MIN_TENTHS: u64 = 480;
 
@@ -194,10 +196,11 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
     let label_color = if failed { OVER_COLOR } else { TEXT_COLOR };
     let mut out = format!(
         "<g class=\"request\"><a href=\"#request-{}\">\
-         <text x=\"8\" y=\"{}\" fill=\"{label_color}\">{}</text></a>\n",
+         <text x=\"8\" y=\"{}\" fill=\"{label_color}\"><title>{}</title>{}</text></a>\n",
         preparation.number,
         y + 15,
-        escape(label)
+        escape(label),
+        escape(&crate::format::snippet(label, ROW_LABEL_CHARS_MAX))
     );
     let bar_y = y + 1;
     let Some(breakdown) = preparation.breakdown else {
@@ -278,7 +281,7 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
     };
     let _ = writeln!(
         out,
-        "<text x=\"{FIGURES_X}\" y=\"{}\" fill=\"{label_color}\">{estimated} / {limit} · \
+        "<text x=\"{FIGURES_X}\" y=\"{}\" fill=\"{label_color}\" font-size=\"11\">{estimated} / {limit} · \
          {}{model_failure}</text></g>",
         y + 15,
         escape(manifest.validation.as_str())
