@@ -102,33 +102,16 @@ fn composition(preparation: &Preparation<'_>, y: u64) -> String {
         return String::new();
     };
     let total = breakdown.total();
-    let mut out = format!(
+    let pieces: Vec<(&str, &str, u64)> = Segment::ALL
+        .iter()
+        .map(|segment| (segment.label(), color(*segment), breakdown.get(*segment)))
+        .collect();
+    let (rects, labels) = stack(&pieces, total, y + 1);
+    format!(
         "<g class=\"composition\"><text x=\"8\" y=\"{}\" fill=\"{TEXT_COLOR}\">the {total} \
-         estimated tokens, zoomed</text>\n",
+         estimated tokens, zoomed</text>\n{rects}{labels}</g>\n",
         y + 15
-    );
-    let (mut end_tokens, mut cursor, mut labels) = (0u64, x_tenths(0, total), String::new());
-    for segment in Segment::ALL {
-        let tokens = breakdown.get(segment);
-        if tokens == 0 {
-            continue;
-        }
-        end_tokens += tokens;
-        let end = x_tenths(end_tokens, total).max(cursor + SEGMENT_WIDTH_MIN_TENTHS);
-        let (rect, text) = piece(
-            segment.label(),
-            color(segment),
-            tokens,
-            (cursor, end),
-            y + 1,
-        );
-        out.push_str(&rect);
-        labels.push_str(&text);
-        cursor = end;
-    }
-    out.push_str(&labels);
-    out.push_str("</g>\n");
-    out
+    )
 }
 
 /// The tokens a preparation's bar spans: the larger of estimate and limit, plus margin and
@@ -215,49 +198,27 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
     };
     let estimated = u64::try_from(manifest.estimated_input_tokens).unwrap_or(0);
     let limit = u64::try_from(manifest.input_limit).unwrap_or(0);
-    let mut pieces: Vec<(String, &str, u64)> = Segment::ALL
+    let mut pieces: Vec<(&str, &str, u64)> = Segment::ALL
         .iter()
-        .map(|segment| {
-            (
-                segment.label().to_string(),
-                color(*segment),
-                breakdown.get(*segment),
-            )
-        })
+        .map(|segment| (segment.label(), color(*segment), breakdown.get(*segment)))
         .collect();
     pieces.push((
-        "unused under the limit".to_string(),
+        "unused under the limit",
         FREE_COLOR,
         limit.saturating_sub(estimated),
     ));
     if let Some(budget) = preparation.budget {
-        pieces.push((
-            "safety margin".to_string(),
-            MARGIN_COLOR,
-            budget.safety_margin,
-        ));
-        pieces.push((
-            "output reserve".to_string(),
-            RESERVE_COLOR,
-            budget.output_reserve,
-        ));
+        pieces.push(("safety margin", MARGIN_COLOR, budget.safety_margin));
+        pieces.push(("output reserve", RESERVE_COLOR, budget.output_reserve));
     }
-    let mut end_tokens = 0u64;
-    let mut cursor = x_tenths(0, scale);
-    let mut labels = String::new();
-    for (label, fill, tokens) in pieces.iter().filter(|(_, _, tokens)| *tokens > 0) {
-        end_tokens += tokens;
-        let end = x_tenths(end_tokens, scale).max(cursor + SEGMENT_WIDTH_MIN_TENTHS);
-        let (rect, text) = piece(label, fill, *tokens, (cursor, end), bar_y);
-        out.push_str(&rect);
-        labels.push_str(&text);
-        cursor = end;
-    }
+    let (rects, labels) = stack(&pieces, scale, bar_y);
+    out.push_str(&rects);
     if estimated > limit {
         let _ = writeln!(
             out,
-            "<rect x=\"{}\" y=\"{bar_y}\" width=\"{}\" height=\"{BAR_HEIGHT}\" fill=\"url(#{prefix}-over)\" \
-             stroke=\"{OVER_COLOR}\" stroke-width=\"2\"><title>{} tokens over the input limit</title></rect>",
+            "<rect x=\"{}\" y=\"{bar_y}\" width=\"{}\" height=\"{BAR_HEIGHT}\" \
+             fill=\"url(#{prefix}-over)\" stroke=\"{OVER_COLOR}\" stroke-width=\"2\"><title>{} \
+             tokens over the input limit</title></rect>",
             px(x_tenths(limit, scale)),
             px(x_tenths(estimated, scale) - x_tenths(limit, scale)),
             estimated - limit
@@ -272,6 +233,32 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
         bar_y.saturating_sub(3),
         bar_y + BAR_HEIGHT + 3
     );
+    out.push_str(&figures_text(preparation, y + 15, label_color));
+    out.push_str("</g>\n");
+    out
+}
+
+/// Stacks pieces (label, fill, tokens) from the bar's start: the rectangles, and the token labels
+/// to draw on top of everything else. Empty pieces are skipped; the others are at least
+/// [`SEGMENT_WIDTH_MIN_TENTHS`] wide.
+fn stack(pieces: &[(&str, &str, u64)], scale: u64, y: u64) -> (String, String) {
+    let (mut rects, mut labels) = (String::new(), String::new());
+    let mut end_tokens = 0u64;
+    let mut cursor = x_tenths(0, scale);
+    for (label, fill, tokens) in pieces.iter().filter(|(_, _, tokens)| *tokens > 0) {
+        end_tokens += tokens;
+        let end = x_tenths(end_tokens, scale).max(cursor + SEGMENT_WIDTH_MIN_TENTHS);
+        let (rect, text) = piece(label, fill, *tokens, (cursor, end), y);
+        rects.push_str(&rect);
+        labels.push_str(&text);
+        cursor = end;
+    }
+    (rects, labels)
+}
+
+/// `estimate / limit · validation`, and the model's failure when it had one.
+fn figures_text(preparation: &Preparation<'_>, baseline: u64, fill: &str) -> String {
+    let manifest = preparation.manifest();
     let model_failure = match &preparation.outcome {
         ModelOutcome::Failed { kind, .. } => format!(
             "<tspan fill=\"{OVER_COLOR}\"> · model {}</tspan>",
@@ -279,14 +266,13 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
         ),
         _ => String::new(),
     };
-    let _ = writeln!(
-        out,
-        "<text x=\"{FIGURES_X}\" y=\"{}\" fill=\"{label_color}\" font-size=\"11\">{estimated} / {limit} · \
-         {}{model_failure}</text></g>",
-        y + 15,
+    format!(
+        "<text x=\"{FIGURES_X}\" y=\"{baseline}\" fill=\"{fill}\" font-size=\"11\">{} / {} · \
+         {}{model_failure}</text>",
+        manifest.estimated_input_tokens,
+        manifest.input_limit,
         escape(manifest.validation.as_str())
-    );
-    out
+    )
 }
 
 /// One segment's rectangle, and its token label when the segment is wide enough (labels are
@@ -341,7 +327,7 @@ mod tests {
         assert_eq!(px(3_010), "301");
         assert_eq!(x_tenths(0, 100), BAR_X * 10);
         assert_eq!(x_tenths(100, 100), (BAR_X + BAR_WIDTH) * 10);
-        assert_eq!(x_tenths(1, 3), BAR_X * 10 + 2_733);
+        assert_eq!(x_tenths(1, 3), BAR_X * 10 + BAR_WIDTH * 10 / 3);
         assert_eq!(
             x_tenths(5, 0),
             x_tenths(5, 1),
