@@ -102,6 +102,11 @@ pub fn index(trace: &Trace, scenario: &Scenario) -> String {
 }
 
 fn index_lines(preparations: &[Preparation<'_>]) -> String {
+    if preparations.is_empty() {
+        return "  none: no request went through the context pipeline (a `kind = \"react\"` agent \
+                has none)\n"
+            .to_string();
+    }
     let mut out = String::new();
     for preparation in preparations {
         let manifest = preparation.manifest();
@@ -382,7 +387,7 @@ mod tests {
     use crate::scenario::file::load;
     use crate::scenario::runner::{RunOutput, run};
 
-    fn scenario(name: &str) -> (Scenario, RunOutput) {
+    fn scenario_run(name: &str) -> (Scenario, RunOutput) {
         let path = format!("scenarios/{name}.toml");
         let scenario = load(std::path::Path::new(&path)).expect("the scenario loads");
         let output = run(&scenario).expect("the scenario runs");
@@ -390,7 +395,7 @@ mod tests {
     }
 
     fn check(name: &str, selector: Selector, expected: &[&str]) {
-        let (scenario, output) = scenario(name);
+        let (scenario, output) = scenario_run(name);
         let text = explain(&output.trace, &scenario, selector).expect("the request exists");
         for needle in expected {
             assert!(text.contains(needle), "{needle:?} missing from:\n{text}");
@@ -399,7 +404,7 @@ mod tests {
 
     #[test]
     fn both_selectors_reach_the_same_request() {
-        let (scenario, output) = scenario("overflow/recover-once");
+        let (scenario, output) = scenario_run("overflow/recover-once");
         let by_number = explain(&output.trace, &scenario, Selector::Number(3));
         let in_step = explain(
             &output.trace,
@@ -414,7 +419,7 @@ mod tests {
 
     #[test]
     fn a_missing_request_lists_the_ones_that_exist() {
-        let (scenario, output) = scenario("overflow/recover-once");
+        let (scenario, output) = scenario_run("overflow/recover-once");
         for selector in [
             Selector::Number(0),
             Selector::Number(4),
@@ -432,6 +437,12 @@ mod tests {
         let index = index(&output.trace, &scenario);
         assert_eq!(index.lines().count(), 3);
         assert!(index.lines().all(|line| line == line.trim_end()));
+        let (scenario, output) = scenario_run("react/huge-result-react");
+        let error = explain(&output.trace, &scenario, Selector::Number(1)).expect_err("none");
+        assert!(
+            error.to_string().contains("none: no request went through"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -78,7 +78,14 @@ pub fn html(output: &RunOutput, scenario: &Scenario) -> String {
         on one token scale. Click a label for the request's details; hover a segment for its \
         figure.</p>\n",
     );
-    page.push_str(&chart(&preparations));
+    if preparations.is_empty() {
+        page.push_str(
+            "<p>No request went through the context pipeline (a <code>kind = \"react\"</code> \
+             agent has none), so there is nothing to chart.</p>\n",
+        );
+    } else {
+        page.push_str(&chart(&preparations));
+    }
     page.push_str("</section>\n");
     for preparation in &preparations {
         page.push_str(&request_section(preparation));
