@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ctxbed::scenario::file::load;
+use ctxbed::scenario::explain::{self, Selector};
+use ctxbed::scenario::file::{Scenario, load};
 use ctxbed::scenario::golden::GoldenMode;
-use ctxbed::scenario::runner::run;
+use ctxbed::scenario::report;
+use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::suite::{Verdict, discover, run_file};
 
 /// A deterministic context-management harness and conformance test-bed.
@@ -40,6 +42,26 @@ enum Command {
         /// Scenario files or directories (default: `scenarios`).
         paths: Vec<PathBuf>,
     },
+    /// Write a self-contained HTML page showing the budget and transforms of every request.
+    Report {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// Where to write the page.
+        #[arg(long, short, default_value = "report.html")]
+        output: PathBuf,
+    },
+    /// Explain why one request kept or dropped each item (without --request: list the requests).
+    Explain {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The request: 1-based over every preparation of the run, or with --step, over the
+        /// step's reasoning requests (as `[[expect]] request` counts them).
+        #[arg(long)]
+        request: Option<usize>,
+        /// The step (1-based) that --request counts within.
+        #[arg(long)]
+        step: Option<usize>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -52,6 +74,12 @@ fn main() -> ExitCode {
         } => run_command(paths, bless, quiet),
         Command::Show { scenario } => show(&scenario),
         Command::Check { paths } => check(paths),
+        Command::Report { scenario, output } => report_command(&scenario, &output),
+        Command::Explain {
+            scenario,
+            request,
+            step,
+        } => explain_command(&scenario, request, step),
     }
 }
 
@@ -128,6 +156,84 @@ fn print_report(name: &str, path: &std::path::Path, verdict: &Verdict, quiet: bo
                     println!("         {line}");
                 }
             }
+        }
+    }
+}
+
+/// Loads and runs one scenario; on failure prints why and returns the exit code.
+fn load_and_run(path: &std::path::Path) -> Result<(Scenario, RunOutput), ExitCode> {
+    let scenario = match load(path) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            for diagnostic in diagnostics {
+                eprint!("{diagnostic}");
+            }
+            return Err(ExitCode::from(2));
+        }
+    };
+    match run(&scenario) {
+        Ok(output) => Ok((scenario, output)),
+        Err(error) => {
+            eprintln!("error: {error}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn report_command(path: &std::path::Path, output_path: &std::path::Path) -> ExitCode {
+    let (scenario, output) = match load_and_run(path) {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let page = report::html(&output, &scenario);
+    if let Err(error) = std::fs::write(output_path, page) {
+        eprintln!(
+            "error: cannot write {}: {error}; choose another path with -o",
+            output_path.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let requests = report::preparations(&output.trace, &scenario).len();
+    println!("wrote {} ({requests} requests)", output_path.display());
+    if !output.expectations_passed() {
+        println!("note: some expectations failed; the page lists them at the end");
+    }
+    ExitCode::SUCCESS
+}
+
+fn explain_command(
+    path: &std::path::Path,
+    request: Option<usize>,
+    step: Option<usize>,
+) -> ExitCode {
+    let (scenario, output) = match load_and_run(path) {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let selector = match (request, step) {
+        (Some(number), None) => Selector::Number(number),
+        (Some(request), Some(step)) => Selector::InStep { step, request },
+        (None, Some(_)) => {
+            eprintln!("error: --step needs --request R (the step's R-th reasoning request)");
+            return ExitCode::from(2);
+        }
+        (None, None) => {
+            println!(
+                "requests of {} (explain one with --request N):",
+                scenario.name
+            );
+            print!("{}", explain::index(&output.trace, &scenario));
+            return ExitCode::SUCCESS;
+        }
+    };
+    match explain::explain(&output.trace, &scenario, selector) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(2)
         }
     }
 }

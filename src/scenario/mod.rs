@@ -11,9 +11,11 @@
 
 pub mod diagnostic;
 pub mod expect;
+pub mod explain;
 pub mod file;
 pub mod golden;
 pub mod mock_file;
+pub mod report;
 pub mod runner;
 pub mod scripted;
 pub mod source;

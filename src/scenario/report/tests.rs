@@ -1,0 +1,325 @@
+//! Unit tests of the report view: transform parsing, the budget split, conversation grouping,
+//! escaping, and the page's self-containment on a real run.
+
+use super::*;
+use crate::context::block::{MaterialKind, Placement};
+
+fn check_transform(raw: &str, expected: Transform) {
+    assert_eq!(Transform::parse(raw), expected, "parsing {raw:?}");
+    assert!(!expected.meaning().is_empty());
+}
+
+#[test]
+fn every_transform_kind_in_the_goldens_parses() {
+    let text = |value: &str| value.to_string();
+    check_transform(
+        "tool_result_offload:call_0001:large_tool_results/agent/call_0001-9458d160fc6fa70e",
+        Transform::Offloaded {
+            call_id: text("call_0001"),
+            path: text("large_tool_results/agent/call_0001-9458d160fc6fa70e"),
+        },
+    );
+    check_transform(
+        "tool_result_offload:../../../etc/passwd:large_tool_results/agent/_etc_passwd-4c",
+        Transform::Offloaded {
+            call_id: text("../../../etc/passwd"),
+            path: text("large_tool_results/agent/_etc_passwd-4c"),
+        },
+    );
+    check_transform(
+        "tool_result_offload_failed:call_0001",
+        Transform::OffloadFailed {
+            call_id: text("call_0001"),
+        },
+    );
+    check_transform(
+        "omitted_for_budget:workspace:MEMORY.md",
+        Transform::OmittedForBudget {
+            item_id: text("workspace:MEMORY.md"),
+        },
+    );
+    check_transform(
+        "source_unavailable:source/hung/:timeout",
+        Transform::SourceUnavailable {
+            source: text("hung"),
+            reason: text("timeout"),
+        },
+    );
+    check_transform(
+        "history_compaction:17 messages -> 1 summary",
+        Transform::HistoryCompaction { messages: 17 },
+    );
+    check_transform(
+        "history_compaction_failed:blank_summary",
+        Transform::HistoryCompactionFailed {
+            reason: text("blank_summary"),
+        },
+    );
+    check_transform(
+        "history_compaction_skipped:nothing_before_the_tail",
+        Transform::HistoryCompactionSkipped {
+            reason: text("nothing_before_the_tail"),
+        },
+    );
+    check_transform(
+        "compaction_tail:keep_messages (token cap is 0)",
+        Transform::CompactionTail {
+            note: text("keep_messages (token cap is 0)"),
+        },
+    );
+    check_transform(
+        "tool_output_prune:8 results, 64000 -> 6512 tokens",
+        Transform::ToolOutputPrune {
+            results: 8,
+            before: 64_000,
+            after: 6_512,
+        },
+    );
+    check_transform(
+        "argument_truncation:1",
+        Transform::ArgumentTruncation { messages: 1 },
+    );
+    check_transform("memory_flush:2 facts", Transform::MemoryFlush { facts: 2 });
+    check_transform(
+        "tool_pairs_repaired:dropped_result:toolu_lost",
+        Transform::DroppedOrphanResult {
+            call_id: text("toolu_lost"),
+        },
+    );
+    check_transform(
+        "tool_pairs_repaired:closed_call:toolu_open",
+        Transform::ClosedOpenCall {
+            call_id: text("toolu_open"),
+        },
+    );
+    check_transform("tool_pairs_unchecked", Transform::PairsUnchecked);
+    check_transform(
+        "workspace_skipped:workspace:knowledge/format.md",
+        Transform::WorkspaceSkipped {
+            item_id: text("workspace:knowledge/format.md"),
+        },
+    );
+    check_transform(
+        "workspace_truncated:workspace:MEMORY.md",
+        Transform::WorkspaceTruncated {
+            item_id: text("workspace:MEMORY.md"),
+        },
+    );
+}
+
+#[test]
+fn unknown_or_malformed_transforms_are_other() {
+    check_transform("brand_new_stage:x", Transform::Other);
+    check_transform("history_compaction:many messages", Transform::Other);
+    check_transform("tool_output_prune:8 results", Transform::Other);
+    check_transform("tool_result_offload:no-path", Transform::Other);
+    assert_eq!(
+        Transform::name("history_compaction:3 messages -> 1 summary"),
+        "history_compaction"
+    );
+    assert_eq!(
+        Transform::name("tool_pairs_unchecked"),
+        "tool_pairs_unchecked"
+    );
+}
+
+fn message(id: &str, role: Role, parts: &[&'static str], tokens: u64) -> ManifestItem {
+    ManifestItem {
+        kind: ItemKind::Message {
+            role,
+            part_kinds: parts.to_vec(),
+        },
+        id: id.to_string(),
+        tokens,
+        content_hash: "0000000000000000".to_string(),
+    }
+}
+
+fn manifest(items: Vec<ManifestItem>, estimated: i64) -> ContextManifest {
+    ContextManifest {
+        call_id: "call-1/r1".to_string(),
+        purpose: Purpose::Reasoning,
+        model: "m".to_string(),
+        estimated_input_tokens: estimated,
+        input_limit: 1_000,
+        conversation_allowance: 500,
+        counting_method: "approx-chars/2.5".to_string(),
+        exact: false,
+        items,
+        transforms: Vec::new(),
+        validation: Validation::Passed,
+    }
+}
+
+#[test]
+fn the_breakdown_splits_layout_messages_and_counts_material_once() {
+    let items = vec![
+        message(SYSTEM_MESSAGE_ID, Role::System, &["text"], 100),
+        message("m0001", Role::User, &["text"], 20),
+        message(TRANSIENT_MESSAGE_ID, Role::User, &["text"], 30),
+        message(REFERENCE_MESSAGE_ID, Role::User, &["text"], 40),
+        ManifestItem {
+            kind: ItemKind::Material {
+                kind: MaterialKind::Runtime,
+                placement: Placement::Transient,
+                revision: "v1".to_string(),
+                required: false,
+                priority: 0,
+            },
+            id: "source/s/b".to_string(),
+            tokens: 25,
+            content_hash: "0000000000000000".to_string(),
+        },
+        ManifestItem {
+            kind: ItemKind::ToolSchema,
+            id: "execute".to_string(),
+            tokens: 37,
+            content_hash: "0000000000000000".to_string(),
+        },
+    ];
+    let breakdown = Breakdown::of(&manifest(items, 230)).expect("figures");
+    assert_eq!(
+        breakdown,
+        Breakdown {
+            system: 100,
+            tool_schemas: 37,
+            conversation: 20,
+            transient: 30,
+            references: 40,
+            overhead: 3,
+        }
+    );
+    assert_eq!(breakdown.total(), 230);
+    assert_eq!(Breakdown::of(&manifest(Vec::new(), -1)), None);
+}
+
+#[test]
+fn tool_calls_are_grouped_with_their_results_and_the_summary_is_marked() {
+    let items = vec![
+        message(SYSTEM_MESSAGE_ID, Role::System, &["text"], 100),
+        message("summary-0123", Role::User, &["text"], 112),
+        message("h0004", Role::Assistant, &["tool_call", "tool_call"], 64),
+        message("h0005", Role::Tool, &["tool_result"], 19),
+        message("h0006", Role::Tool, &["tool_result"], 19),
+        message("m0007", Role::User, &["text"], 11),
+        message("orphan", Role::Tool, &["tool_result"], 5),
+    ];
+    let entries = conversation(&manifest(items, 333), None);
+    let ids = |entry: &Entry| match entry {
+        Entry::Message(view) => format!("message {}", view.id),
+        Entry::Summary(view) => format!("summary {}", view.id),
+        Entry::Exchange { call, results } => {
+            let results: Vec<&str> = results.iter().map(|r| r.id.as_str()).collect();
+            format!("exchange {} [{}]", call.id, results.join(" "))
+        }
+    };
+    let shown: Vec<String> = entries.iter().map(ids).collect();
+    assert_eq!(
+        shown,
+        [
+            "summary summary-0123",
+            "exchange h0004 [h0005 h0006]",
+            "message m0007",
+            "message orphan"
+        ]
+    );
+}
+
+#[test]
+fn the_summariser_input_is_not_a_compaction_summary() {
+    let mut summary_request = manifest(
+        vec![message("summary-input", Role::User, &["text"], 400)],
+        403,
+    );
+    summary_request.purpose = Purpose::Summary;
+    let entries = conversation(&summary_request, None);
+    assert!(matches!(entries.as_slice(), [Entry::Message(_)]));
+}
+
+#[test]
+fn escaping_covers_markup_quotes_and_invisible_characters() {
+    assert_eq!(
+        escape("<script>alert('x') & \"y\"</script>"),
+        "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
+    );
+    assert_eq!(escape("a\u{202e}b\u{7}"), "a\\u{202e}b\\u{7}");
+}
+
+fn recover_once() -> (Scenario, crate::scenario::runner::RunOutput) {
+    let path = std::path::Path::new("scenarios/overflow/recover-once.toml");
+    let scenario = crate::scenario::file::load(path).expect("the scenario loads");
+    let output = crate::scenario::runner::run(&scenario).expect("the scenario runs");
+    (scenario, output)
+}
+
+#[test]
+fn a_run_gives_budgets_outcomes_and_before_after_figures() {
+    let (scenario, output) = recover_once();
+    let all = preparations(&output.trace, &scenario);
+    let labels: Vec<String> = all.iter().map(Preparation::label).collect();
+    assert_eq!(
+        labels,
+        [
+            "#1 step 1 call-1/r1 reasoning",
+            "#2 step 1 call-1/r1.retry/summary summary",
+            "#3 step 1 call-1/r1.retry reasoning"
+        ]
+    );
+    let reasoning: Vec<Option<usize>> = all.iter().map(|p| p.reasoning_number).collect();
+    assert_eq!(reasoning, [Some(1), None, Some(2)]);
+    let budget = all[0].budget.expect("the scenario reproduces the limit");
+    assert_eq!(
+        (
+            budget.output_reserve,
+            budget.safety_margin,
+            budget.input_limit
+        ),
+        (2_000, 320, 13_680)
+    );
+    assert!(matches!(
+        all[0].outcome,
+        ModelOutcome::Failed {
+            kind: "context_overflow",
+            ..
+        }
+    ));
+    let retry = &all[2];
+    assert_eq!(retry.previous.map(|p| p.number), Some(1));
+    assert_eq!(
+        retry.transforms[0].figures.as_deref(),
+        Some(
+            "conversation 2852 tok in request #1 → 686 tok here; whole request 2855 → 689 tok \
+             (forced: the provider rejected request #1 as too long)"
+        )
+    );
+    assert!(matches!(retry.conversation[0], Entry::Summary(_)));
+    let Entry::Exchange { call, results } = &retry.conversation[1] else {
+        panic!("the tail starts with a tool exchange");
+    };
+    assert_eq!(
+        call.calls,
+        [("hist_0_8".to_string(), "execute".to_string())]
+    );
+    assert_eq!(results.len(), 1);
+}
+
+#[test]
+fn the_page_is_self_contained_and_deterministic() {
+    let (scenario, output) = recover_once();
+    let page = html(&output, &scenario);
+    assert_eq!(page, html(&output, &scenario));
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(!page.contains("<script"), "no script");
+    assert!(!page.contains("<link"), "no external stylesheet");
+    assert!(!page.contains("@import") && !page.contains("url(http"));
+    let outside = page
+        .match_indices("http")
+        .filter(|(at, _)| !page[*at..].starts_with("http://www.w3.org/2000/svg"))
+        .count();
+    assert_eq!(outside, 0, "the only URL is the SVG namespace");
+    for id in ["request-1", "request-2", "request-3"] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "{id}");
+    }
+    assert!(page.contains("✂ compaction cut"));
+    assert!(page.contains("model: context_overflow"));
+}
