@@ -148,6 +148,7 @@ fn manifest(items: Vec<ManifestItem>, estimated: i64) -> ContextManifest {
         items,
         transforms: Vec::new(),
         validation: Validation::Passed,
+        task_revision: None,
     }
 }
 
