@@ -223,6 +223,20 @@ struct RawTool {
     fail: Option<String>,
     writes: Option<RawWrite>,
     sets_plan_mode: Option<Spanned<String>>,
+    #[serde(default)]
+    responses: Vec<RawResponse>,
+    exit_code: Option<i32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResponse {
+    #[serde(default)]
+    when_args_contain: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    exit_code: i32,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -400,7 +414,15 @@ pub struct SourceSpec {
 pub enum ToolOutputSpec {
     Fixed(String),
     Sequence(Vec<String>),
-    Generated { chars: usize, kind: TextKind },
+    Generated {
+        chars: usize,
+        kind: TextKind,
+    },
+    /// Responses chosen by the call's arguments (a scripted shell).
+    ByArguments {
+        responses: Vec<crate::tools::ScriptedResponse>,
+        fallback: crate::tools::ScriptedResponse,
+    },
 }
 
 /// A scenario-defined tool.
@@ -899,7 +921,21 @@ fn tool_spec(
         checker.problems.push(problem);
         return None;
     }
-    let output = if let Some(text) = &raw.text {
+    let output = if !raw.responses.is_empty() || raw.exit_code.is_some() {
+        let response = |r: &RawResponse| crate::tools::ScriptedResponse {
+            when_args_contain: r.when_args_contain.clone(),
+            text: r.text.clone(),
+            exit_code: r.exit_code,
+        };
+        ToolOutputSpec::ByArguments {
+            responses: raw.responses.iter().map(response).collect(),
+            fallback: crate::tools::ScriptedResponse {
+                when_args_contain: String::new(),
+                text: raw.text.clone().unwrap_or_default(),
+                exit_code: raw.exit_code.unwrap_or(0),
+            },
+        }
+    } else if let Some(text) = &raw.text {
         ToolOutputSpec::Fixed(text.clone())
     } else if let Some(texts) = &raw.texts {
         ToolOutputSpec::Sequence(texts.clone())

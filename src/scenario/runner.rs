@@ -346,6 +346,13 @@ fn scripted_tool(spec: &ToolSpec, seeds: &SeedTree) -> ScriptedTool {
             chars: *chars,
             kind: *kind,
         },
+        ToolOutputSpec::ByArguments {
+            responses,
+            fallback,
+        } => ScriptedOutput::ByArguments {
+            responses: responses.clone(),
+            fallback: fallback.clone(),
+        },
     };
     let mut tool = ScriptedTool::new(spec.name.clone(), output)
         .with_latency(spec.latency)
@@ -462,6 +469,14 @@ fn header(scenario: &Scenario) -> Vec<String> {
         let output = match &tool.output {
             ToolOutputSpec::Fixed(text) => format!("fixed {} chars", text.chars().count()),
             ToolOutputSpec::Sequence(texts) => format!("sequence of {}", texts.len()),
+            ToolOutputSpec::ByArguments {
+                responses,
+                fallback,
+            } => format!(
+                "{} scripted responses (fallback exit {})",
+                responses.len(),
+                fallback.exit_code
+            ),
             ToolOutputSpec::Generated { chars, kind } => {
                 format!("generated {chars} chars {}", kind.as_str())
             }

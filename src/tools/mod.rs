@@ -235,6 +235,21 @@ pub enum ScriptedOutput {
     Sequence(Vec<String>),
     /// Deterministic text of exactly `chars` characters of the given kind.
     Generated { chars: usize, kind: TextKind },
+    /// The first response whose `when_args_contain` text occurs in the call's JSON arguments
+    /// (like a scripted shell: `cargo test` → its output and exit code); `fallback` otherwise.
+    ByArguments {
+        responses: Vec<ScriptedResponse>,
+        fallback: ScriptedResponse,
+    },
+}
+
+/// One scripted response: text and an exit code (non-zero makes an error result).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptedResponse {
+    /// Matched against the call's arguments serialised as JSON; empty matches every call.
+    pub when_args_contain: String,
+    pub text: String,
+    pub exit_code: i32,
 }
 
 /// A tool whose behaviour a scenario scripts: output, latency and failure.
@@ -297,13 +312,26 @@ impl ScriptedTool {
     }
 }
 
+/// A response as a tool outcome: exit code 0 is success; any other is an error whose text
+/// starts with the exit code, as a shell tool would report it.
+fn response_outcome(response: &ScriptedResponse) -> ToolOutcome {
+    if response.exit_code == 0 {
+        ToolOutcome::text(response.text.clone())
+    } else {
+        ToolOutcome::error(format!(
+            "exit code {}\n{}",
+            response.exit_code, response.text
+        ))
+    }
+}
+
 #[async_trait]
 impl Tool for ScriptedTool {
     fn schema(&self) -> &ToolSchema {
         &self.schema
     }
 
-    async fn call(&self, _call: &ToolCall, _context: &ToolContext) -> ToolOutcome {
+    async fn call(&self, call: &ToolCall, _context: &ToolContext) -> ToolOutcome {
         let index = self.calls.fetch_add(1, Ordering::SeqCst);
         if !self.latency.is_zero() {
             tokio::time::sleep(self.latency).await;
@@ -323,6 +351,17 @@ impl Tool for ScriptedTool {
             }
             ScriptedOutput::Generated { chars, kind } => {
                 generate_text(*kind, *chars, self.seed.wrapping_add(index))
+            }
+            ScriptedOutput::ByArguments {
+                responses,
+                fallback,
+            } => {
+                let arguments = call.arguments.to_string();
+                let response = responses
+                    .iter()
+                    .find(|r| arguments.contains(r.when_args_contain.as_str()))
+                    .unwrap_or(fallback);
+                return response_outcome(response);
             }
         };
         ToolOutcome::text(text)
