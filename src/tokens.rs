@@ -8,6 +8,8 @@
 //!   Mock models count every request they receive with it, as a real provider would.
 //! - [`RatioEstimator`]: the reference harness's single-ratio estimate (`ceil(chars / 2.5)` per
 //!   string). Kept as the baseline the content-aware estimator is measured against.
+//! - [`ApproximateEstimator`] (in [`approx`]): content-aware, one fast pass counting o200k-like
+//!   pieces with integer weights; within ±10 % of o200k on prose, code, JSON, logs and CJK.
 //!
 //! ```
 //! use ctxbed::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
@@ -15,6 +17,10 @@
 //! assert!(exact.exact());
 //! assert_eq!(exact.text_tokens("hello world"), 2);
 //! ```
+
+pub mod approx;
+
+pub use approx::ApproximateEstimator;
 
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;
