@@ -50,3 +50,11 @@ pub const STEP_VIRTUAL_TIME_MAX_SECONDS: u64 = 48 * 60 * 60;
 
 /// Messages one scenario `[[history]]` entry may list inline.
 pub const HISTORY_MESSAGES_MAX: usize = 10_000;
+
+/// Per-message token counts one `CachedEstimator` keeps (least recently used evicted first).
+/// Enough for the longest inline history with room for generated rounds; an entry is about
+/// 150 bytes, so a full cache stays near 10 MB. A history longer than this is still counted
+/// correctly, only without the saving.
+pub const TOKEN_CACHE_ENTRIES_MAX: usize = 65_536;
+
+const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);

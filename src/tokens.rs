@@ -10,6 +10,8 @@
 //!   string). Kept as the baseline the content-aware estimator is measured against.
 //! - [`ApproximateEstimator`] (in [`approx`]): content-aware, one fast pass counting o200k-like
 //!   pieces with integer weights; within ±10 % of o200k on prose, code, JSON, logs and CJK.
+//! - [`CachedEstimator`] (in [`cache`]): wraps any estimator and caches per-message counts by
+//!   content hash, so a step over a long history counts only the new messages.
 //!
 //! ```
 //! use ctxbed::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
@@ -19,8 +21,10 @@
 //! ```
 
 pub mod approx;
+pub mod cache;
 
 pub use approx::ApproximateEstimator;
+pub use cache::CachedEstimator;
 
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;

@@ -5,8 +5,11 @@ mod support {
     pub mod estimator_corpus;
 }
 
+use ctxbed::message::Message;
 use ctxbed::sim::text::{TextKind, generate_text};
-use ctxbed::tokens::{ApproximateEstimator, ExactEstimator, TokenEstimator, Vocabulary};
+use ctxbed::tokens::{
+    ApproximateEstimator, CachedEstimator, ExactEstimator, TokenEstimator, Vocabulary,
+};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use support::estimator_corpus::{self as corpus, REQUIRED_CATEGORIES};
@@ -130,4 +133,18 @@ fn joining_two_texts_never_costs_less_than_either() {
         let tokens = ApproximateEstimator.text_tokens(&joined);
         assert!(tokens >= ApproximateEstimator.text_tokens(&a), "{joined:?}");
     }
+}
+
+#[test]
+fn counts_are_the_same_every_time_and_through_the_cache() {
+    let cached = CachedEstimator::new(ApproximateEstimator);
+    for sample in corpus::load() {
+        let first = ApproximateEstimator.text_tokens(&sample.text);
+        assert_eq!(ApproximateEstimator.text_tokens(&sample.text), first);
+        let message = Message::user("m", sample.text.clone());
+        let direct = ApproximateEstimator.message_tokens(&message);
+        assert_eq!(cached.message_tokens(&message), direct);
+        assert_eq!(cached.message_tokens(&message), direct);
+    }
+    assert!(cached.stats().hit_count > 0);
 }
