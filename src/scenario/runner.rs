@@ -20,7 +20,10 @@ use crate::runtime::RuntimeContext;
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
-use crate::tokens::{ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary};
+use crate::tokens::{
+    ApproximateEstimator, CachedEstimator, ExactEstimator, RatioEstimator, TokenEstimator,
+    Vocabulary,
+};
 use crate::tools::{DenyTools, ScriptedOutput, ScriptedTool};
 
 /// The result of one scenario run.
@@ -179,6 +182,7 @@ fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
         EstimatorChoice::Ratio => Arc::new(RatioEstimator),
         EstimatorChoice::ExactO200k => Arc::new(ExactEstimator::new(Vocabulary::O200k)),
         EstimatorChoice::ExactCl100k => Arc::new(ExactEstimator::new(Vocabulary::Cl100k)),
+        EstimatorChoice::Approximate => Arc::new(CachedEstimator::new(ApproximateEstimator)),
     }
 }
 
