@@ -37,7 +37,7 @@ mod classify;
 mod script;
 
 use self::classify::{BLOCK_BYTES, Masks, classify};
-use self::script::{SCRIPT_COUNT, Script, count_scripts};
+use self::script::{SCRIPT_COUNT, Script, ScriptCounts};
 use super::TokenEstimator;
 
 /// What one text contains, as the approximate estimator sees it.
@@ -256,7 +256,7 @@ fn scan(bytes: &[u8]) -> TextFeatures {
     };
 
     let mut features = TextFeatures::default();
-    let mut script_counts = [0u64; SCRIPT_COUNT];
+    let mut script_counts = ScriptCounts::default();
     let mut carry = Carry::default();
     let mut current = masks_of(0);
     for index in 0..block_count {
@@ -269,11 +269,11 @@ fn scan(bytes: &[u8]) -> TextFeatures {
                 .get((index + 1) * BLOCK_BYTES)
                 .copied()
                 .unwrap_or(0x80);
-            count_scripts(block, next_byte, current.lead, &mut script_counts);
+            script_counts.add_block(block, next_byte, current.lead);
         }
         current = next;
     }
-    add_scripts(&script_counts, &mut features);
+    add_scripts(&script_counts.finish(), &mut features);
     features
 }
 

@@ -69,46 +69,55 @@ const PACKED_CHARACTERS_MAX: u32 = (1 << COUNTER_BITS) - 1;
 
 const _: () = assert!(SCRIPT_COUNT as u32 * COUNTER_BITS <= 64);
 
-/// Counts, per script, the characters whose first byte is in `leads` (bit `i` is byte `i` of
-/// `block`; `next_byte` follows the block, 0x80 at the end of the text).
-pub(super) fn count_scripts(
-    block: &[u8; BLOCK_BYTES],
-    next_byte: u8,
-    leads: u64,
-    counts: &mut [u64; SCRIPT_COUNT],
-) {
-    // The commonest CJK characters are counted from masks; the rest one by one.
-    let common = classify_leads(block);
-    let next_is_kana_second = u64::from((0x81..=0x83).contains(&next_byte));
-    let kana_second_after = (common.kana_second >> 1) | (next_is_kana_second << 63);
-    let han = leads & common.han;
-    let kana = leads & common.e3 & kana_second_after;
-    counts[Script::Han as usize] += u64::from(han.count_ones());
-    counts[Script::Kana as usize] += u64::from(kana.count_ones());
-
-    // Counting into a register rather than into `counts` keeps consecutive characters of one
-    // script from waiting on each other's store.
-    let mut rest = leads & !han & !kana;
-    let mut packed = 0u64;
-    let mut packed_characters = 0;
-    while rest != 0 {
-        let index = rest.trailing_zeros() as usize & (BLOCK_BYTES - 1);
-        rest &= rest - 1;
-        let second = block.get(index + 1).copied().unwrap_or(next_byte);
-        let key = usize::from(block[index] & 0x3f) << 6 | usize::from(second & 0x3f);
-        packed += 1 << (TABLE[key] as u32 * COUNTER_BITS);
-        packed_characters += 1;
-        if packed_characters == PACKED_CHARACTERS_MAX {
-            unpack(packed, counts);
-            (packed, packed_characters) = (0, 0);
-        }
-    }
-    unpack(packed, counts);
+/// Per-script character counts of one text.
+#[derive(Debug, Default)]
+pub(super) struct ScriptCounts {
+    counts: [u64; SCRIPT_COUNT],
+    /// Counts not yet added to `counts`, `COUNTER_BITS` per script. Counting into a register
+    /// keeps consecutive characters of one script from waiting on each other's store.
+    packed: u64,
+    packed_characters: u32,
 }
 
-fn unpack(packed: u64, counts: &mut [u64; SCRIPT_COUNT]) {
-    for (script, count) in counts.iter_mut().enumerate() {
-        *count += (packed >> (script as u32 * COUNTER_BITS)) & PACKED_CHARACTERS_MAX as u64;
+impl ScriptCounts {
+    /// Counts the characters whose first byte is in `leads` (bit `i` is byte `i` of `block`;
+    /// `next_byte` follows the block, 0x80 at the end of the text).
+    pub(super) fn add_block(&mut self, block: &[u8; BLOCK_BYTES], next_byte: u8, leads: u64) {
+        // The commonest CJK characters are counted from masks; the rest one by one.
+        let common = classify_leads(block);
+        let next_is_kana_second = u64::from((0x81..=0x83).contains(&next_byte));
+        let kana_second_after = (common.kana_second >> 1) | (next_is_kana_second << 63);
+        let han = leads & common.han;
+        let kana = leads & common.e3 & kana_second_after;
+        self.counts[Script::Han as usize] += u64::from(han.count_ones());
+        self.counts[Script::Kana as usize] += u64::from(kana.count_ones());
+
+        let mut rest = leads & !han & !kana;
+        while rest != 0 {
+            let index = rest.trailing_zeros() as usize & (BLOCK_BYTES - 1);
+            rest &= rest - 1;
+            let second = block.get(index + 1).copied().unwrap_or(next_byte);
+            let key = usize::from(block[index] & 0x3f) << 6 | usize::from(second & 0x3f);
+            self.packed += 1 << (TABLE[key] as u32 * COUNTER_BITS);
+            self.packed_characters += 1;
+            if self.packed_characters == PACKED_CHARACTERS_MAX {
+                self.unpack();
+            }
+        }
+    }
+
+    /// The count of each script, indexed by `Script as usize`.
+    pub(super) fn finish(mut self) -> [u64; SCRIPT_COUNT] {
+        self.unpack();
+        self.counts
+    }
+
+    fn unpack(&mut self) {
+        for (script, count) in self.counts.iter_mut().enumerate() {
+            *count +=
+                (self.packed >> (script as u32 * COUNTER_BITS)) & PACKED_CHARACTERS_MAX as u64;
+        }
+        (self.packed, self.packed_characters) = (0, 0);
     }
 }
 
@@ -129,8 +138,9 @@ mod tests {
             let bytes = character.encode_utf8(&mut buffer).as_bytes();
             let mut block = [0u8; BLOCK_BYTES];
             block[..bytes.len()].copy_from_slice(bytes);
-            let mut counts = [0; SCRIPT_COUNT];
-            count_scripts(&block, 0x80, 1, &mut counts);
+            let mut script_counts = ScriptCounts::default();
+            script_counts.add_block(&block, 0x80, 1);
+            let counts = script_counts.finish();
             let expected = script_of(bytes[0], bytes[1]) as usize;
             assert_eq!(counts[expected], 1, "U+{code_point:04X}");
             assert_eq!(counts.iter().sum::<u64>(), 1);

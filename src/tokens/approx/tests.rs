@@ -144,8 +144,9 @@ fn features_plainly(text: &str) -> TextFeatures {
     }
     let mut block = [0u8; BLOCK_BYTES];
     block[..bytes.len()].copy_from_slice(bytes);
-    let mut script_counts = [0; SCRIPT_COUNT];
-    count_scripts(&block, 0x80, masks.lead, &mut script_counts);
+    let mut script_counts = ScriptCounts::default();
+    script_counts.add_block(&block, 0x80, masks.lead);
+    let script_counts = script_counts.finish();
     let mut by_script = TextFeatures::default();
     add_scripts(&script_counts, &mut by_script);
     TextFeatures {
