@@ -1,7 +1,8 @@
-//! Benchmarks of the foundation: token estimation per content kind (the ratio estimate against
-//! exact o200k counting in the same run) and one whole scenario run on the simulator.
+//! Benchmarks of the foundation: token estimation per generated content kind (the ratio and
+//! approximate estimates against exact o200k counting in the same run) and one whole scenario
+//! run on the simulator. `benches/estimation.rs` measures the estimators on real text.
 //!
-//! Before measuring, the per-kind error of the ratio estimate against o200k is printed, so
+//! Before measuring, the per-kind error of both estimates against o200k is printed, so
 //! speed and accuracy are read side by side. `cargo bench -- --test` runs each once (CI smoke).
 
 use std::hint::black_box;
@@ -11,24 +12,27 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxbed::scenario::file::load;
 use ctxbed::scenario::runner::run;
 use ctxbed::sim::text::{TextKind, generate_text};
-use ctxbed::tokens::{ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary};
+use ctxbed::tokens::{
+    ApproximateEstimator, ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary,
+};
 
 const SAMPLE_CHARS: usize = 64 * 1024;
 
 fn estimation(c: &mut Criterion) {
     let exact = ExactEstimator::new(Vocabulary::O200k);
     let ratio = RatioEstimator;
-    eprintln!("ratio estimate vs exact o200k on {SAMPLE_CHARS} generated characters:");
+    let approx = ApproximateEstimator;
+    eprintln!("estimates vs exact o200k on {SAMPLE_CHARS} generated characters:");
     for kind in TextKind::ALL {
         let text = generate_text(kind, SAMPLE_CHARS, 7);
         let truth = exact.text_tokens(&text) as f64;
-        let estimate = ratio.text_tokens(&text) as f64;
+        let error = |estimate: u64| (estimate as f64 - truth) / truth * 100.0;
         eprintln!(
-            "  {:<6} exact {:>7}  ratio {:>7}  error {:+.1}%",
+            "  {:<6} exact {:>7}  ratio {:+6.1}%  approx {:+6.1}%",
             kind.as_str(),
             truth,
-            estimate,
-            (estimate - truth) / truth * 100.0
+            error(ratio.text_tokens(&text)),
+            error(approx.text_tokens(&text)),
         );
         let mut group = c.benchmark_group(format!("estimate/{}", kind.as_str()));
         group.throughput(Throughput::Bytes(text.len() as u64));
@@ -36,6 +40,9 @@ fn estimation(c: &mut Criterion) {
             b.iter(|| exact.text_tokens(black_box(&text)))
         });
         group.bench_function("ratio", |b| b.iter(|| ratio.text_tokens(black_box(&text))));
+        group.bench_function("approx", |b| {
+            b.iter(|| approx.text_tokens(black_box(&text)))
+        });
         group.finish();
     }
 }

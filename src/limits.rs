@@ -168,3 +168,10 @@ pub const SESSION_LOG_BYTES_MAX: usize = 256 * 1024 * 1024;
 const _: () = assert!(TASK_NAME_CHARS_MAX <= TODO_CONTENT_CHARS_MAX);
 const _: () = assert!(TODO_CONTENT_CHARS_MAX <= TASK_OBJECTIVE_CHARS_MAX);
 const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
+/// Per-message token counts one `CachedEstimator` keeps (least recently used evicted first).
+/// Enough for the longest inline history with room for generated rounds; an entry is about
+/// 150 bytes, so a full cache stays near 10 MB. A history longer than this is still counted
+/// correctly, only without the saving.
+pub const TOKEN_CACHE_ENTRIES_MAX: usize = 65_536;
+
+const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);

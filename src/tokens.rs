@@ -8,6 +8,10 @@
 //!   Mock models count every request they receive with it, as a real provider would.
 //! - [`RatioEstimator`]: the reference harness's single-ratio estimate (`ceil(chars / 2.5)` per
 //!   string). Kept as the baseline the content-aware estimator is measured against.
+//! - [`ApproximateEstimator`] (in [`approx`]): content-aware, one fast pass counting o200k-like
+//!   pieces with integer weights; within ±10 % of o200k on prose, code, JSON, logs and CJK.
+//! - [`CachedEstimator`] (in [`cache`]): wraps any estimator and caches per-message counts by
+//!   content hash, so a step over a long history counts only the new messages.
 //!
 //! ```
 //! use ctxbed::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
@@ -15,6 +19,12 @@
 //! assert!(exact.exact());
 //! assert_eq!(exact.text_tokens("hello world"), 2);
 //! ```
+
+pub mod approx;
+pub mod cache;
+
+pub use approx::ApproximateEstimator;
+pub use cache::CachedEstimator;
 
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;

@@ -91,3 +91,24 @@ fn show_prints_the_trace_and_check_validates() {
     let (code, text) = ctxbed(&["run", "no-such-dir"], dir.path());
     assert_eq!(code, 2, "{text}");
 }
+
+#[test]
+fn a_scenario_can_budget_with_the_approximate_estimator() {
+    let dir = suite();
+    std::fs::write(
+        dir.path().join("scenarios/demo/approx.toml"),
+        "seed = 1\n[agent]\nmodel = \"hello\"\nestimator = \"approx\"\n[[steps]]\ninput = \"Hi\"\n[[expect]]\nreply = \"Hello.\"\n",
+    )
+    .unwrap();
+    let (code, text) = ctxbed(&["show", "scenarios/demo/approx.toml"], dir.path());
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("estimator=approx-v1"), "{text}");
+    std::fs::write(
+        dir.path().join("scenarios/demo/approx.toml"),
+        "seed = 1\n[agent]\nmodel = \"hello\"\nestimator = \"aprox\"\n[[steps]]\ninput = \"Hi\"\n",
+    )
+    .unwrap();
+    let (code, text) = ctxbed(&["check", "scenarios/demo/approx.toml"], dir.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("`approx`"), "{text}");
+}

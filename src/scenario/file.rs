@@ -347,6 +347,8 @@ pub enum EstimatorChoice {
     ExactO200k,
     /// Exact cl100k counts.
     ExactCl100k,
+    /// The content-aware approximate estimate (`approx-v1`), with per-message caching.
+    Approximate,
 }
 
 /// The checked agent configuration.
@@ -715,9 +717,10 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         Some(value) => checker.choice(
             value,
             "agent.estimator",
-            &["ratio", "exact-o200k", "exact-cl100k"],
+            &["ratio", "approx", "exact-o200k", "exact-cl100k"],
             |v| match v {
                 "ratio" => Some(EstimatorChoice::Ratio),
+                "approx" => Some(EstimatorChoice::Approximate),
                 "exact-o200k" => Some(EstimatorChoice::ExactO200k),
                 "exact-cl100k" => Some(EstimatorChoice::ExactCl100k),
                 _ => None,

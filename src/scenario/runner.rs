@@ -23,7 +23,10 @@ use crate::scenario::scripted::{PlanModeTool, ScriptedSource, WritingTool};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
-use crate::tokens::{ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary};
+use crate::tokens::{
+    ApproximateEstimator, CachedEstimator, ExactEstimator, RatioEstimator, TokenEstimator,
+    Vocabulary,
+};
 use crate::tools::{DenyTools, ScriptedOutput, ScriptedTool, Tool};
 
 /// The result of one scenario run.
@@ -335,6 +338,7 @@ fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
         EstimatorChoice::Ratio => Arc::new(RatioEstimator),
         EstimatorChoice::ExactO200k => Arc::new(ExactEstimator::new(Vocabulary::O200k)),
         EstimatorChoice::ExactCl100k => Arc::new(ExactEstimator::new(Vocabulary::Cl100k)),
+        EstimatorChoice::Approximate => Arc::new(CachedEstimator::new(ApproximateEstimator)),
     }
 }
 

@@ -1,0 +1,330 @@
+//! Byte classes of a 64-byte block as bit masks (bit `i` is byte `i`).
+//!
+//! On x86-64 sixteen bytes are classified at once with SSE2, which every x86-64 processor
+//! has; elsewhere eight bytes at once with word-wide arithmetic. Both give the same masks
+//! (tested against each other and against a plain per-byte reading).
+
+/// Bytes per block.
+pub(super) const BLOCK_BYTES: usize = 64;
+
+/// The class masks of one block. Bytes outside the text belong to no class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Masks {
+    /// ASCII letters.
+    pub letter: u64,
+    /// ASCII upper-case letters (also in `letter`).
+    pub upper: u64,
+    pub digit: u64,
+    /// Spaces, tabs, vertical tabs and form feeds.
+    pub space: u64,
+    /// Line feeds and carriage returns.
+    pub newline: u64,
+    /// Every other ASCII byte: punctuation, symbols, control characters.
+    pub punctuation: u64,
+    /// Every byte of a non-ASCII character.
+    pub high: u64,
+    /// The first byte of a non-ASCII character.
+    pub lead: u64,
+}
+
+/// Classifies a block; bytes outside `valid` belong to no class.
+pub(super) fn classify(block: &[u8; BLOCK_BYTES], valid: u64) -> Masks {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    // SAFETY: `classify_sse2` only needs SSE2, and the `cfg` above compiles this call only
+    // when SSE2 is enabled for the whole build (it is part of the x86-64 baseline).
+    let masks = unsafe { classify_sse2(block) };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    let masks = words::classify_words(block);
+    Masks {
+        letter: masks.letter & valid,
+        upper: masks.upper & valid,
+        digit: masks.digit & valid,
+        space: masks.space & valid,
+        newline: masks.newline & valid,
+        punctuation: masks.punctuation & valid,
+        high: masks.high & valid,
+        lead: masks.lead & valid,
+    }
+}
+
+/// Masks for the commonest CJK characters, so they are counted without a table lookup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct LeadMasks {
+    /// Lead bytes 0xe4..=0xe9: CJK ideographs U+4000–U+9FFF.
+    pub han: u64,
+    /// Lead byte 0xe3: U+3000–U+3FFF (CJK punctuation, kana, more ideographs).
+    pub e3: u64,
+    /// Bytes 0x81..=0x83: after 0xe3, hiragana and katakana.
+    pub kana_second: u64,
+}
+
+/// The CJK lead and second-byte masks of a block (only needed when it has non-ASCII bytes).
+pub(super) fn classify_leads(block: &[u8; BLOCK_BYTES]) -> LeadMasks {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    // SAFETY: as in `classify`: SSE2 is enabled for the whole build.
+    let masks = unsafe { classify_leads_sse2(block) };
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    let masks = words::classify_leads_words(block);
+    masks
+}
+
+/// Unsigned byte ranges as signed comparisons after flipping the top bit.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+fn classify_leads_sse2(block: &[u8; BLOCK_BYTES]) -> LeadMasks {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8, _mm_movemask_epi8,
+        _mm_set_epi64x, _mm_set1_epi8, _mm_xor_si128,
+    };
+    let flipped = |byte: u8| (byte ^ 0x80) as i8;
+    let (chunks, _) = block.as_chunks::<16>();
+    let mut masks = LeadMasks::default();
+    for (index, chunk) in chunks.iter().enumerate() {
+        let (halves, _) = chunk.as_chunks::<8>();
+        let vector = _mm_set_epi64x(i64::from_le_bytes(halves[1]), i64::from_le_bytes(halves[0]));
+        let signed = _mm_xor_si128(vector, _mm_set1_epi8(i8::MIN));
+        let in_range = |low: u8, high: u8| -> __m128i {
+            _mm_and_si128(
+                _mm_cmpgt_epi8(signed, _mm_set1_epi8(flipped(low) - 1)),
+                _mm_cmplt_epi8(signed, _mm_set1_epi8(flipped(high) + 1)),
+            )
+        };
+        let bits = |mask: __m128i| u64::from(_mm_movemask_epi8(mask) as u16) << (16 * index);
+        masks.han |= bits(in_range(0xe4, 0xe9));
+        masks.e3 |= bits(_mm_cmpeq_epi8(vector, _mm_set1_epi8(0xe3_u8 as i8)));
+        masks.kana_second |= bits(in_range(0x81, 0x83));
+    }
+    masks
+}
+
+/// Sixteen bytes at a time. Signed byte comparisons: non-ASCII bytes are negative, so every
+/// ASCII range test excludes them without a separate mask.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+fn classify_sse2(block: &[u8; BLOCK_BYTES]) -> Masks {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmpgt_epi8, _mm_cmplt_epi8,
+        _mm_movemask_epi8, _mm_or_si128, _mm_set_epi64x, _mm_set1_epi8,
+    };
+    let (chunks, _) = block.as_chunks::<16>();
+    let mut masks = Masks::default();
+    for (index, chunk) in chunks.iter().enumerate() {
+        let (halves, _) = chunk.as_chunks::<8>();
+        let vector = _mm_set_epi64x(i64::from_le_bytes(halves[1]), i64::from_le_bytes(halves[0]));
+        let folded = _mm_or_si128(vector, _mm_set1_epi8(0x20));
+        let letter = _mm_and_si128(
+            _mm_cmpgt_epi8(folded, _mm_set1_epi8(b'a' as i8 - 1)),
+            _mm_cmplt_epi8(folded, _mm_set1_epi8(b'z' as i8 + 1)),
+        );
+        let upper = _mm_and_si128(
+            letter,
+            _mm_cmplt_epi8(vector, _mm_set1_epi8(b'Z' as i8 + 1)),
+        );
+        let digit = _mm_and_si128(
+            _mm_cmpgt_epi8(vector, _mm_set1_epi8(b'0' as i8 - 1)),
+            _mm_cmplt_epi8(vector, _mm_set1_epi8(b'9' as i8 + 1)),
+        );
+        let newline = _mm_or_si128(
+            _mm_cmpeq_epi8(vector, _mm_set1_epi8(b'\n' as i8)),
+            _mm_cmpeq_epi8(vector, _mm_set1_epi8(b'\r' as i8)),
+        );
+        let control_space = _mm_and_si128(
+            _mm_cmpgt_epi8(vector, _mm_set1_epi8(0x08)),
+            _mm_cmplt_epi8(vector, _mm_set1_epi8(0x0d)),
+        );
+        let space = _mm_andnot_si128(
+            newline,
+            _mm_or_si128(
+                _mm_cmpeq_epi8(vector, _mm_set1_epi8(b' ' as i8)),
+                control_space,
+            ),
+        );
+        // 0xc0..=0xff are -64..=-1; bytes above -65 are leads or ASCII.
+        let not_continuation = _mm_cmpgt_epi8(vector, _mm_set1_epi8(-65));
+        let bits = |mask: i32| u64::from(mask as u16) << (16 * index);
+        let high = bits(_mm_movemask_epi8(vector));
+        masks.letter |= bits(_mm_movemask_epi8(letter));
+        masks.upper |= bits(_mm_movemask_epi8(upper));
+        masks.digit |= bits(_mm_movemask_epi8(digit));
+        masks.space |= bits(_mm_movemask_epi8(space));
+        masks.newline |= bits(_mm_movemask_epi8(newline));
+        masks.high |= high;
+        masks.lead |= high & bits(_mm_movemask_epi8(not_continuation));
+    }
+    masks.punctuation = !(masks.letter | masks.digit | masks.space | masks.newline | masks.high);
+    masks
+}
+
+/// The portable path, compiled everywhere so tests compare it with SSE2 on x86-64.
+#[cfg_attr(
+    all(target_arch = "x86_64", target_feature = "sse2", not(test)),
+    expect(dead_code, reason = "x86-64 classifies with SSE2")
+)]
+mod words {
+    use super::{BLOCK_BYTES, Masks};
+
+    const LANES_LOW: u64 = 0x0101_0101_0101_0101;
+    const LANES_HIGH: u64 = 0x8080_8080_8080_8080;
+
+    const fn lanes(byte: u8) -> u64 {
+        LANES_LOW * byte as u64
+    }
+
+    /// High bit set in each lane whose 7-bit value is at least `threshold` (at most 0x80).
+    /// No lane carries into the next: 0x7f + 0x80 fits in a byte.
+    fn lanes_at_least(value7: u64, threshold: u8) -> u64 {
+        value7.wrapping_add(lanes(0x80 - threshold)) & LANES_HIGH
+    }
+
+    /// High bit set in each lane whose 7-bit value equals `byte`.
+    fn lanes_equal(value7: u64, byte: u8) -> u64 {
+        !(value7 ^ lanes(byte)).wrapping_add(lanes(0x7f)) & LANES_HIGH
+    }
+
+    /// Gathers the high bit of each lane into the low 8 bits, lane `i` to bit `i`.
+    fn lanes_to_bits(flags: u64) -> u64 {
+        (flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+    }
+
+    /// Eight bytes at a time with word-wide arithmetic on 7-bit lanes; any target.
+    pub(super) fn classify_words(block: &[u8; BLOCK_BYTES]) -> Masks {
+        let (words, _) = block.as_chunks::<8>();
+        let mut masks = Masks::default();
+        for (index, word) in words.iter().enumerate() {
+            let x = u64::from_le_bytes(*word);
+            let ascii = !x & LANES_HIGH;
+            let value7 = x & !LANES_HIGH;
+            let folded = value7 | lanes(0x20);
+            let letter = lanes_at_least(folded, b'a') & !lanes_at_least(folded, b'z' + 1) & ascii;
+            // Upper case has bit 5 clear; `x << 2` moves bit 5 of each byte to its bit 7.
+            let upper = letter & !(x << 2);
+            let digit = lanes_at_least(value7, b'0') & !lanes_at_least(value7, b'9' + 1) & ascii;
+            let newline = (lanes_equal(value7, b'\n') | lanes_equal(value7, b'\r')) & ascii;
+            let control_space = lanes_at_least(value7, 0x09) & !lanes_at_least(value7, 0x0d);
+            let space = (lanes_equal(value7, b' ') | control_space) & ascii & !newline;
+            let high = x & LANES_HIGH;
+            // Lead bytes are 11xxxxxx; `x << 1` moves bit 6 to bit 7.
+            let lead = high & (x << 1);
+            let shift = 8 * index;
+            masks.letter |= lanes_to_bits(letter) << shift;
+            masks.upper |= lanes_to_bits(upper) << shift;
+            masks.digit |= lanes_to_bits(digit) << shift;
+            masks.space |= lanes_to_bits(space) << shift;
+            masks.newline |= lanes_to_bits(newline) << shift;
+            masks.high |= lanes_to_bits(high) << shift;
+            masks.lead |= lanes_to_bits(lead) << shift;
+        }
+        masks.punctuation =
+            !(masks.letter | masks.digit | masks.space | masks.newline | masks.high);
+        masks
+    }
+
+    /// Lanes of non-ASCII bytes in `low..=high` (both at least 0x80).
+    fn lanes_high_in(x: u64, low: u8, high: u8) -> u64 {
+        let value7 = x & !LANES_HIGH;
+        let in_range = lanes_at_least(value7, low - 0x80) & !lanes_at_least(value7, high - 0x7f);
+        in_range & x
+    }
+
+    /// The CJK lead masks eight bytes at a time.
+    pub(in super::super) fn classify_leads_words(block: &[u8; BLOCK_BYTES]) -> super::LeadMasks {
+        let (words, _) = block.as_chunks::<8>();
+        let mut masks = super::LeadMasks::default();
+        for (index, word) in words.iter().enumerate() {
+            let x = u64::from_le_bytes(*word);
+            let shift = 8 * index;
+            masks.han |= lanes_to_bits(lanes_high_in(x, 0xe4, 0xe9)) << shift;
+            masks.e3 |= lanes_to_bits(lanes_high_in(x, 0xe3, 0xe3)) << shift;
+            masks.kana_second |= lanes_to_bits(lanes_high_in(x, 0x81, 0x83)) << shift;
+        }
+        masks
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::words::{classify_leads_words, classify_words};
+    use super::*;
+
+    fn classify_leads_plainly(block: &[u8; BLOCK_BYTES]) -> LeadMasks {
+        let mut masks = LeadMasks::default();
+        for (index, &byte) in block.iter().enumerate() {
+            let bit = 1u64 << index;
+            match byte {
+                0xe4..=0xe9 => masks.han |= bit,
+                0xe3 => masks.e3 |= bit,
+                0x81..=0x83 => masks.kana_second |= bit,
+                _ => {}
+            }
+        }
+        masks
+    }
+
+    /// The classes read one byte at a time (text of at most 64 bytes).
+    pub(in crate::tokens::approx) fn classify_plainly(bytes: &[u8]) -> Masks {
+        assert!(bytes.len() <= BLOCK_BYTES);
+        let mut masks = Masks::default();
+        for (index, &byte) in bytes.iter().enumerate() {
+            let bit = 1u64 << index;
+            match byte {
+                b'a'..=b'z' => masks.letter |= bit,
+                b'A'..=b'Z' => {
+                    masks.letter |= bit;
+                    masks.upper |= bit;
+                }
+                b'0'..=b'9' => masks.digit |= bit,
+                b'\n' | b'\r' => masks.newline |= bit,
+                b' ' | b'\t' | 0x0b | 0x0c => masks.space |= bit,
+                0x80..=0xbf => masks.high |= bit,
+                0xc0..=0xff => {
+                    masks.high |= bit;
+                    masks.lead |= bit;
+                }
+                _ => masks.punctuation |= bit,
+            }
+        }
+        masks
+    }
+
+    fn every_byte_value() -> impl Iterator<Item = [u8; BLOCK_BYTES]> {
+        (0..4).map(|quarter| {
+            let mut block = [0u8; BLOCK_BYTES];
+            for (index, byte) in block.iter_mut().enumerate() {
+                *byte = (quarter * BLOCK_BYTES + index) as u8;
+            }
+            block
+        })
+    }
+
+    #[test]
+    fn classification_matches_the_plain_reading_for_every_byte() {
+        for block in every_byte_value() {
+            assert_eq!(classify(&block, u64::MAX), classify_plainly(&block));
+            assert_eq!(classify_words(&block), classify_plainly(&block));
+            assert_eq!(classify_leads(&block), classify_leads_plainly(&block));
+            assert_eq!(classify_leads_words(&block), classify_leads_plainly(&block));
+        }
+    }
+
+    #[test]
+    fn classification_is_positional() {
+        // Each byte value at each position, in a block of otherwise different bytes.
+        for value in 0..=255u8 {
+            for position in [0, 7, 8, 15, 16, 31, 63] {
+                let mut block = [b'a'; BLOCK_BYTES];
+                block[position] = value;
+                assert_eq!(classify(&block, u64::MAX), classify_plainly(&block));
+                assert_eq!(classify_words(&block), classify_plainly(&block));
+                assert_eq!(classify_leads(&block), classify_leads_plainly(&block));
+                assert_eq!(classify_leads_words(&block), classify_leads_plainly(&block));
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_outside_the_valid_range_belong_to_no_class() {
+        let mut block = [0u8; BLOCK_BYTES];
+        block[..3].copy_from_slice(b"a1 ");
+        assert_eq!(classify(&block, 0b111), classify_plainly(b"a1 "));
+    }
+}

@@ -1,0 +1,216 @@
+//! Piece rules of the approximate estimator, checked on examples and against a plain
+//! per-byte reading of the same rules.
+
+use super::classify::tests::classify_plainly;
+use super::*;
+
+fn check(text: &str, expected: TextFeatures) {
+    assert_eq!(ApproximateEstimator::features(text), expected, "{text:?}");
+}
+
+#[test]
+fn pieces_follow_the_o200k_splitter() {
+    let words = TextFeatures {
+        word_piece_count: 3,
+        ..TextFeatures::default()
+    };
+    check("the slow clock", words);
+    check("unit_price_cents", words);
+    check("parseHttpHead", words);
+    check(
+        "    let",
+        TextFeatures {
+            word_piece_count: 1,
+            space_piece_count: 1,
+            ..TextFeatures::default()
+        },
+    );
+    check(
+        "x = 1234567;\n",
+        TextFeatures {
+            word_piece_count: 1,
+            digit_piece_count: 3,
+            punctuation_piece_count: 2,
+            space_piece_count: 1,
+            ..TextFeatures::default()
+        },
+    );
+    check(
+        "  \"id\": 7,\n",
+        TextFeatures {
+            word_piece_count: 1,
+            digit_piece_count: 1,
+            punctuation_piece_count: 3,
+            space_piece_count: 2,
+            ..TextFeatures::default()
+        },
+    );
+}
+
+#[test]
+fn long_words_and_runs_cost_more() {
+    let features = ApproximateEstimator::features("internationalisation \"}]},");
+    assert_eq!(features.word_piece_count, 1);
+    assert_eq!(
+        features.word_long_letter_count,
+        20 - u64::from(WORD_LONG_FROM)
+    );
+    assert_eq!(features.punctuation_piece_count, 1);
+    assert_eq!(
+        features.punctuation_long_count,
+        5 - u64::from(PUNCTUATION_LONG_FROM)
+    );
+}
+
+#[test]
+fn non_ascii_characters_are_counted_by_script() {
+    let features =
+        ApproximateEstimator::features("我们ですカナ한국。，Привет—🎉Größeλόγοςשלוםमराठी«ა»");
+    assert_eq!(features.han_count, 2);
+    assert_eq!(features.kana_count, 4);
+    assert_eq!(features.hangul_count, 2);
+    assert_eq!(features.cjk_punctuation_count, 2);
+    assert_eq!(features.cyrillic_count, 6);
+    assert_eq!(features.symbol_count, 3);
+    assert_eq!(features.four_byte_count, 1);
+    assert_eq!(features.latin_count, 2);
+    assert_eq!(features.greek_count, 5);
+    assert_eq!(features.hebrew_arabic_count, 4);
+    assert_eq!(features.indic_count, 5);
+    assert_eq!(features.other_three_byte_count, 1);
+    assert_eq!(features.word_piece_count, 1);
+}
+
+/// The piece rules read one byte at a time, to check the block arithmetic against.
+fn features_plainly(text: &str) -> TextFeatures {
+    let bytes = text.as_bytes();
+    let masks = classify_plainly(bytes);
+    let at = |mask: u64, position: usize| mask >> position & 1 == 1;
+    // Texts here are shorter than 64 bytes, so one mask holds them; `None` is outside.
+    let is = |mask: u64, position: Option<usize>| {
+        position.is_some_and(|p| p < bytes.len() && at(mask, p))
+    };
+    let before = |p: usize| p.checked_sub(1);
+    let wordish = masks.letter | masks.high;
+    let lower = masks.letter & !masks.upper;
+    let mut features = TextFeatures::default();
+    let mut word_offset = 0u32;
+    let mut digit_offset = 0u32;
+    let mut punctuation_offset = 0u32;
+    for p in 0..bytes.len() {
+        let camel = at(masks.upper, p) && is(lower, before(p));
+        if at(wordish, p) {
+            let start = !is(wordish, before(p)) || camel;
+            word_offset = if start { 0 } else { word_offset + 1 };
+            features.word_piece_count += u64::from(start);
+            let long = at(masks.letter, p) && word_offset >= WORD_LONG_FROM;
+            features.word_long_letter_count += u64::from(long);
+        }
+        if at(masks.digit, p) {
+            let start = !is(masks.digit, before(p));
+            digit_offset = if start { 0 } else { digit_offset + 1 };
+            features.digit_piece_count += u64::from(digit_offset.is_multiple_of(3));
+        }
+        if at(masks.punctuation, p) {
+            let start = !is(masks.punctuation, before(p));
+            punctuation_offset = if start { 0 } else { punctuation_offset + 1 };
+            let end = !is(masks.punctuation, Some(p + 1));
+            let absorbed = start && end && is(wordish, Some(p + 1)) && !is(masks.space, before(p));
+            features.punctuation_piece_count += u64::from(start && !absorbed);
+            let long = punctuation_offset >= PUNCTUATION_LONG_FROM;
+            features.punctuation_long_count += u64::from(long);
+        }
+        if at(masks.space, p) && !is(masks.space, Some(p + 1)) {
+            let mut start = p;
+            while start > 0 && at(masks.space, start - 1) {
+                start -= 1;
+            }
+            let next = Some(p + 1);
+            let joins_next = is(masks.newline, next)
+                || start == p && (is(wordish, next) || is(masks.punctuation, next));
+            let cost = if joins_next {
+                0
+            } else if start < p && is(masks.digit, next) {
+                2
+            } else {
+                1
+            };
+            features.space_piece_count += cost;
+        }
+        if at(masks.newline, p) && !is(masks.newline, before(p)) {
+            let absorbed = is(masks.punctuation, before(p));
+            features.newline_piece_count += u64::from(!absorbed);
+        }
+    }
+    let mut block = [0u8; BLOCK_BYTES];
+    block[..bytes.len()].copy_from_slice(bytes);
+    let mut script_counts = ScriptCounts::default();
+    script_counts.add_block(&block, 0x80, masks.lead);
+    let script_counts = script_counts.finish();
+    let mut by_script = TextFeatures::default();
+    add_scripts(&script_counts, &mut by_script);
+    TextFeatures {
+        word_piece_count: features.word_piece_count,
+        word_long_letter_count: features.word_long_letter_count,
+        digit_piece_count: features.digit_piece_count,
+        punctuation_piece_count: features.punctuation_piece_count,
+        punctuation_long_count: features.punctuation_long_count,
+        space_piece_count: features.space_piece_count,
+        newline_piece_count: features.newline_piece_count,
+        ..by_script
+    }
+}
+
+#[test]
+fn block_arithmetic_agrees_with_the_plain_rules() {
+    const ALPHABET: &[&str] = &[
+        "a", "b", "Z", "Q", "_", "'", "0", "9", " ", "\t", "\n", "\r", ".", "{", "\"", "/", "我",
+        "の", "。", "é", "Ж", "🎉",
+    ];
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..4_000 {
+        // xorshift: enough to vary the texts, and fixed so a failure repeats.
+        let mut text = String::new();
+        let length = 1 + round % 40;
+        for _ in 0..length {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            text.push_str(ALPHABET[(state % ALPHABET.len() as u64) as usize]);
+        }
+        if text.len() >= BLOCK_BYTES {
+            continue;
+        }
+        let expected = features_plainly(&text);
+        assert_eq!(ApproximateEstimator::features(&text), expected, "{text:?}");
+        // The same text straddling a block boundary, after neutral padding.
+        let padding = "\n".repeat(BLOCK_BYTES - text.len() / 2);
+        let mut shifted = ApproximateEstimator::features(&format!("{padding}{text}"));
+        shifted.newline_piece_count -= 1;
+        let mut expected_shifted = expected;
+        if text.starts_with(['\n', '\r']) {
+            // The padding's line breaks and the text's first ones are one run.
+            expected_shifted.newline_piece_count -= 1;
+        }
+        assert_eq!(
+            shifted,
+            expected_shifted,
+            "{text:?} after {} newlines",
+            padding.len()
+        );
+    }
+}
+
+#[test]
+fn pieces_are_found_across_block_boundaries() {
+    // The same text at every alignment against the 64-byte blocks gives the same features.
+    let text = "fn main() {\n    let totalAmount = 1234567;\n}\n";
+    let expected = ApproximateEstimator::features(text);
+    for pad in 0..BLOCK_BYTES {
+        let padded = format!("{}{text}", "\n".repeat(pad));
+        let mut features = ApproximateEstimator::features(&padded);
+        let padding = ApproximateEstimator::features(&"\n".repeat(pad));
+        features.newline_piece_count -= padding.newline_piece_count;
+        assert_eq!(features, expected, "padding {pad}");
+    }
+}

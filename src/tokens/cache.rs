@@ -1,0 +1,474 @@
+//! Incremental counting: per-message counts cached by content hash.
+//!
+//! Every reasoning step re-counts the whole conversation, but only the newest messages are new.
+//! [`CachedEstimator`] wraps any [`TokenEstimator`] and remembers each message's count under the
+//! SHA-256 of what is counted, so a step over a long history costs one hash per old message and
+//! one count per new one. The cache is bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and evicts the least
+//! recently used entry; [`CacheStats`] reports hits, misses and size.
+//!
+//! The key covers the role, the name and every part (texts, ids, tool names, arguments,
+//! outputs, media kinds and sizes, error flags); it leaves out the message id and metadata, which
+//! no estimator counts. A wrapped estimator must count nothing else, which holds for the
+//! default [`TokenEstimator::message_tokens`].
+//!
+//! ```
+//! use ctxbed::message::Message;
+//! use ctxbed::tokens::TokenEstimator;
+//! use ctxbed::tokens::approx::ApproximateEstimator;
+//! use ctxbed::tokens::cache::CachedEstimator;
+//! let cached = CachedEstimator::new(ApproximateEstimator);
+//! let message = Message::user("m1", "Run the tests, then summarise the failures.");
+//! let first = cached.message_tokens(&message);
+//! assert_eq!(cached.message_tokens(&message), first);
+//! assert_eq!(cached.stats().hit_count, 1);
+//! assert_eq!(first, ApproximateEstimator.message_tokens(&message));
+//! ```
+//!
+//! [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::sync::{Mutex, PoisonError};
+
+use sha2::{Digest, Sha256};
+
+use super::TokenEstimator;
+use crate::limits::TOKEN_CACHE_ENTRIES_MAX;
+use crate::message::{ContentPart, Message, ToolOutput};
+use crate::tools::ToolSchema;
+
+/// Counters of one cache, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered from the cache.
+    pub hit_count: u64,
+    /// Lookups that counted the message.
+    pub miss_count: u64,
+    /// Entries held now (at most the capacity).
+    pub entry_count: usize,
+}
+
+/// Wraps an estimator and caches its per-message counts; thread-safe.
+///
+/// Counts are exactly the wrapped estimator's: the cache changes the cost, never the result.
+#[derive(Debug)]
+pub struct CachedEstimator<E> {
+    inner: E,
+    cache: Mutex<Lru>,
+}
+
+impl<E: TokenEstimator> CachedEstimator<E> {
+    /// A cache of [`TOKEN_CACHE_ENTRIES_MAX`] messages around `inner`.
+    ///
+    /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+    pub fn new(inner: E) -> Self {
+        Self::with_capacity(inner, TOKEN_CACHE_ENTRIES_MAX)
+    }
+
+    /// A cache of `capacity` messages around `inner`.
+    ///
+    /// # Panics
+    /// When `capacity` is zero or above [`TOKEN_CACHE_ENTRIES_MAX`].
+    ///
+    /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+    pub fn with_capacity(inner: E, capacity: usize) -> Self {
+        assert!(capacity > 0, "a token cache holds at least one entry");
+        assert!(
+            capacity <= TOKEN_CACHE_ENTRIES_MAX,
+            "token cache capacity {capacity} is above limits::TOKEN_CACHE_ENTRIES_MAX"
+        );
+        CachedEstimator {
+            inner,
+            cache: Mutex::new(Lru::new(capacity)),
+        }
+    }
+
+    /// The wrapped estimator.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+
+    /// Hits, misses and size so far.
+    pub fn stats(&self) -> CacheStats {
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        CacheStats {
+            hit_count: cache.hit_count,
+            miss_count: cache.miss_count,
+            entry_count: cache.entries.len(),
+        }
+    }
+}
+
+impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
+    fn method(&self) -> &'static str {
+        self.inner.method()
+    }
+
+    fn exact(&self) -> bool {
+        self.inner.exact()
+    }
+
+    fn text_tokens(&self, text: &str) -> u64 {
+        self.inner.text_tokens(text)
+    }
+
+    fn message_tokens(&self, message: &Message) -> u64 {
+        let key = message_key(message);
+        // The lock is not held while counting: two threads may count the same new message,
+        // and both store the same number.
+        let cached = self
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key);
+        if let Some(tokens) = cached {
+            return tokens;
+        }
+        let tokens = self.inner.message_tokens(message);
+        self.cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, tokens);
+        tokens
+    }
+
+    fn part_tokens(&self, part: &ContentPart) -> u64 {
+        self.inner.part_tokens(part)
+    }
+
+    fn tool_schema_tokens(&self, schema: &ToolSchema) -> u64 {
+        self.inner.tool_schema_tokens(schema)
+    }
+}
+
+type Key = [u8; 32];
+
+/// A least-recently-used map from message key to count.
+#[derive(Debug)]
+struct Lru {
+    capacity: usize,
+    /// Key → (count, last use).
+    entries: HashMap<Key, (u64, u64)>,
+    /// Last use → key; the first entry is the one to evict.
+    recency: BTreeMap<u64, Key>,
+    clock: u64,
+    hit_count: u64,
+    miss_count: u64,
+}
+
+impl Lru {
+    fn new(capacity: usize) -> Self {
+        Lru {
+            capacity,
+            entries: HashMap::new(),
+            recency: BTreeMap::new(),
+            clock: 0,
+            hit_count: 0,
+            miss_count: 0,
+        }
+    }
+
+    fn get(&mut self, key: &Key) -> Option<u64> {
+        self.clock += 1;
+        let Some((tokens, last_use)) = self.entries.get_mut(key) else {
+            self.miss_count += 1;
+            return None;
+        };
+        self.recency.remove(last_use);
+        *last_use = self.clock;
+        self.recency.insert(self.clock, *key);
+        self.hit_count += 1;
+        Some(*tokens)
+    }
+
+    fn insert(&mut self, key: Key, tokens: u64) {
+        self.clock += 1;
+        if let Some((_, last_use)) = self.entries.insert(key, (tokens, self.clock)) {
+            self.recency.remove(&last_use);
+        } else if self.entries.len() > self.capacity
+            && let Some((_, oldest)) = self.recency.pop_first()
+        {
+            self.entries.remove(&oldest);
+        }
+        self.recency.insert(self.clock, key);
+        assert_eq!(self.entries.len(), self.recency.len());
+        assert!(self.entries.len() <= self.capacity);
+    }
+}
+
+/// SHA-256 over everything an estimator counts in a message, each field length-prefixed.
+fn message_key(message: &Message) -> Key {
+    let mut hasher = Sha256::new();
+    hasher.update(message.role.as_str().as_bytes());
+    hash_optional(&mut hasher, message.name.as_deref());
+    hasher.update((message.parts.len() as u64).to_le_bytes());
+    for part in &message.parts {
+        hash_part(&mut hasher, part);
+    }
+    hasher.finalize().into()
+}
+
+fn hash_part(hasher: &mut Sha256, part: &ContentPart) {
+    match part {
+        ContentPart::Text { text } => {
+            hasher.update([1]);
+            hash_str(hasher, text);
+        }
+        ContentPart::Thinking { text } => {
+            hasher.update([2]);
+            hash_str(hasher, text);
+        }
+        ContentPart::ToolCall(call) => {
+            hasher.update([3]);
+            hash_str(hasher, &call.id);
+            hash_str(hasher, &call.name);
+            hash_json(hasher, &call.arguments);
+        }
+        ContentPart::ToolResult(result) => {
+            hasher.update([4]);
+            hash_str(hasher, &result.call_id);
+            hash_str(hasher, &result.tool_name);
+            hasher.update([u8::from(result.is_error)]);
+            hasher.update((result.outputs.len() as u64).to_le_bytes());
+            for output in &result.outputs {
+                match output {
+                    ToolOutput::Text { text } => {
+                        hasher.update([1]);
+                        hash_str(hasher, text);
+                    }
+                    ToolOutput::Media { kind, size_bytes } => {
+                        hasher.update([2]);
+                        hash_str(hasher, kind.as_str());
+                        hasher.update(size_bytes.to_le_bytes());
+                    }
+                }
+            }
+        }
+        ContentPart::Media { kind, size_bytes } => {
+            hasher.update([5]);
+            hash_str(hasher, kind.as_str());
+            hasher.update(size_bytes.to_le_bytes());
+        }
+    }
+}
+
+fn hash_str(hasher: &mut Sha256, text: &str) {
+    hasher.update((text.len() as u64).to_le_bytes());
+    hasher.update(text.as_bytes());
+}
+
+fn hash_optional(hasher: &mut Sha256, text: Option<&str>) {
+    match text {
+        Some(text) => {
+            hasher.update([1]);
+            hash_str(hasher, text);
+        }
+        None => hasher.update([0]),
+    }
+}
+
+/// Hashes the JSON text the estimator counts, without building the string. A terminator
+/// byte keeps the field boundary, since JSON text cannot contain a raw 0x00.
+fn hash_json(hasher: &mut Sha256, value: &serde_json::Value) {
+    struct HashWriter<'a>(&'a mut Sha256);
+    impl io::Write for HashWriter<'_> {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let written = serde_json::to_writer(HashWriter(hasher), value);
+    assert!(
+        written.is_ok(),
+        "a JSON value always serialises into a writer that never fails"
+    );
+    hasher.update([0]);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::message::{MediaKind, Role};
+    use crate::tokens::RatioEstimator;
+
+    /// Counts how often the wrapped estimator really counts a message.
+    #[derive(Default)]
+    struct Counting {
+        message_count: AtomicU64,
+    }
+
+    impl TokenEstimator for Counting {
+        fn method(&self) -> &'static str {
+            "counting"
+        }
+        fn exact(&self) -> bool {
+            false
+        }
+        fn text_tokens(&self, text: &str) -> u64 {
+            RatioEstimator.text_tokens(text)
+        }
+        fn message_tokens(&self, message: &Message) -> u64 {
+            self.message_count.fetch_add(1, Ordering::Relaxed);
+            let mut total = crate::tokens::MESSAGE_OVERHEAD_TOKENS;
+            for part in &message.parts {
+                total += self.part_tokens(part);
+            }
+            total
+        }
+    }
+
+    fn counted(cached: &CachedEstimator<Counting>) -> u64 {
+        cached.inner().message_count.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_hit_returns_the_same_count_without_counting_again() {
+        let cached = CachedEstimator::new(Counting::default());
+        let message = Message::user("m1", "Check that the export fix works.");
+        let first = cached.message_tokens(&message);
+        let second = cached.message_tokens(&message);
+        assert_eq!(first, second);
+        assert_eq!(counted(&cached), 1);
+        let stats = cached.stats();
+        assert_eq!(
+            (stats.hit_count, stats.miss_count, stats.entry_count),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_changed_message_is_counted_again() {
+        let cached = CachedEstimator::new(Counting::default());
+        let message = Message::user("m1", "short");
+        let before = cached.message_tokens(&message);
+        let mut changed = message.clone();
+        changed
+            .parts
+            .push(ContentPart::text(" and now much longer than before"));
+        let after = cached.message_tokens(&changed);
+        assert_eq!(counted(&cached), 2);
+        assert!(after > before);
+        assert_eq!(after, Counting::default().message_tokens(&changed));
+    }
+
+    #[test]
+    fn every_counted_field_is_in_the_key() {
+        let call = Message::assistant_tool_calls(
+            "m2",
+            vec![ContentPart::tool_call(
+                "c1",
+                "execute",
+                serde_json::json!({"command": "ls"}),
+            )],
+        );
+        let mut other_arguments = call.clone();
+        other_arguments.parts[0] =
+            ContentPart::tool_call("c1", "execute", serde_json::json!({"command": "ls -la"}));
+        let result = Message::tool_result("m3", "c1", "execute", "README.md", false);
+        let mut as_error = result.clone();
+        as_error.parts = Message::tool_result("m3", "c1", "execute", "README.md", true).parts;
+        let media = |size_bytes| {
+            Message::new(
+                "m4",
+                Role::User,
+                vec![ContentPart::Media {
+                    kind: MediaKind::Image,
+                    size_bytes,
+                }],
+            )
+        };
+        let mut named = Message::user("m5", "hi");
+        named.name = Some("alice".to_string());
+        let variants = [
+            call,
+            other_arguments,
+            result,
+            as_error,
+            media(10),
+            media(11),
+            Message::user("m5", "hi"),
+            named,
+            Message::new("m5", Role::Assistant, vec![ContentPart::text("hi")]),
+        ];
+        let keys: std::collections::BTreeSet<Key> = variants.iter().map(message_key).collect();
+        assert_eq!(keys.len(), variants.len());
+    }
+
+    #[test]
+    fn the_id_is_not_in_the_key() {
+        let cached = CachedEstimator::new(Counting::default());
+        cached.message_tokens(&Message::user("m1", "same words"));
+        cached.message_tokens(&Message::user("m9", "same words"));
+        assert_eq!(counted(&cached), 1);
+    }
+
+    #[test]
+    fn the_least_recently_used_entry_is_evicted() {
+        let cached = CachedEstimator::with_capacity(Counting::default(), 2);
+        let a = Message::user("a", "alpha");
+        let b = Message::user("b", "beta");
+        let c = Message::user("c", "gamma");
+        cached.message_tokens(&a);
+        cached.message_tokens(&b);
+        cached.message_tokens(&a); // a is now the most recent
+        cached.message_tokens(&c); // evicts b
+        assert_eq!(cached.stats().entry_count, 2);
+        assert_eq!(counted(&cached), 3);
+        cached.message_tokens(&a);
+        assert_eq!(counted(&cached), 3);
+        cached.message_tokens(&b);
+        assert_eq!(counted(&cached), 4);
+    }
+
+    #[test]
+    fn a_step_over_a_long_history_counts_only_new_messages() {
+        let cached = CachedEstimator::new(Counting::default());
+        let mut history: Vec<Message> = (0..500)
+            .map(|index| Message::user(format!("m{index}"), format!("message number {index}")))
+            .collect();
+        let first = cached.request_tokens(&history, &[]);
+        assert_eq!(counted(&cached), 500);
+        history.push(Message::user("m500", "one more"));
+        let second = cached.request_tokens(&history, &[]);
+        assert_eq!(counted(&cached), 501);
+        assert_eq!(second, Counting::default().request_tokens(&history, &[]));
+        assert!(second > first);
+    }
+
+    #[test]
+    fn threads_share_one_cache() {
+        let cached = Arc::new(CachedEstimator::new(RatioEstimator));
+        let messages: Vec<Message> = (0..64)
+            .map(|index| Message::user(format!("m{index}"), "x".repeat(index)))
+            .collect();
+        let expected: Vec<u64> = messages
+            .iter()
+            .map(|m| RatioEstimator.message_tokens(m))
+            .collect();
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let cached = Arc::clone(&cached);
+                let messages = messages.clone();
+                std::thread::spawn(move || {
+                    messages
+                        .iter()
+                        .map(|m| cached.message_tokens(m))
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        for handle in handles {
+            let Ok(counts) = handle.join() else {
+                panic!("a counting thread panicked");
+            };
+            assert_eq!(counts, expected);
+        }
+        assert_eq!(cached.stats().entry_count, 64);
+    }
+}
