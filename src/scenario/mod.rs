@@ -19,3 +19,4 @@ pub mod scripted;
 pub mod source;
 pub mod suite;
 pub mod trace;
+pub mod write;
