@@ -122,3 +122,12 @@ const _: () = assert!(EDIT_TEXT_CHARS_MAX <= WRITE_FILE_CHARS_MAX);
 const _: () = assert!(EDIT_MATCHES_LISTED_MAX <= EDIT_MATCHES_COUNTED_MAX);
 const _: () = assert!(MEMORY_SEARCH_RESULTS_DEFAULT <= MEMORY_SEARCH_RESULTS_MAX);
 const _: () = assert!(MEMORY_FACT_CHARS_MAX <= MEMORY_FILE_CHARS_MAX);
+
+/// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
+/// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed
+/// from stalling a sweep.
+pub const SHRINK_CHECKS_MAX: u32 = 400;
+
+/// Failing seeds one sweep shrinks and writes out. A bug that fails every seed should produce a
+/// handful of reproductions, not thousands of files; the rest are listed by seed.
+pub const SWEEP_FAILURES_WRITTEN_MAX: u64 = 20;
