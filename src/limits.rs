@@ -175,3 +175,11 @@ const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
 pub const TOKEN_CACHE_ENTRIES_MAX: usize = 65_536;
 
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
+/// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
+/// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed
+/// from stalling a sweep.
+pub const SHRINK_CHECKS_MAX: u32 = 400;
+
+/// Failing seeds one sweep shrinks and writes out. A bug that fails every seed should produce a
+/// handful of reproductions, not thousands of files; the rest are listed by seed.
+pub const SWEEP_FAILURES_WRITTEN_MAX: u64 = 20;

@@ -10,6 +10,7 @@ use ctxbed::scenario::golden::GoldenMode;
 use ctxbed::scenario::report;
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::suite::{Verdict, discover, run_file};
+use ctxbed::sim::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
 
 /// A deterministic context-management harness and conformance test-bed.
 #[derive(Parser)]
@@ -62,6 +63,29 @@ enum Command {
         #[arg(long)]
         step: Option<usize>,
     },
+    /// Generate scenarios from seeds, run each twice and check every invariant; failing seeds
+    /// are shrunk and written out as scenario files.
+    Sweep {
+        /// How many seeds (the range `start..start+seeds`, before sharding).
+        #[arg(long)]
+        seeds: u64,
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        start: u64,
+        /// Run only the seeds with `seed % n == k`, written `k/n` (one shard per machine).
+        #[arg(long, value_parser = Shard::parse)]
+        shard: Option<Shard>,
+        /// Worker threads (default: the available parallelism).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Where failing seeds are written as scenario files (mock models go to the suite
+        /// root's `mock-models/`).
+        #[arg(long, default_value = "scenarios/regressions")]
+        out: PathBuf,
+        /// Write failing seeds as generated, without shrinking them.
+        #[arg(long)]
+        no_shrink: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -80,6 +104,23 @@ fn main() -> ExitCode {
             request,
             step,
         } => explain_command(&scenario, request, step),
+        Command::Sweep {
+            seeds,
+            start,
+            shard,
+            jobs,
+            out,
+            no_shrink,
+        } => sweep_command(SweepConfig {
+            start,
+            count: seeds,
+            shard: shard.unwrap_or(Shard::ALL),
+            jobs: jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            }),
+            out_dir: Some(out),
+            shrink: !no_shrink,
+        }),
     }
 }
 
@@ -286,5 +327,79 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Wall time is read here, in the CLI only: the progress line and the throughput.
+fn sweep_command(config: SweepConfig) -> ExitCode {
+    let seed_max = u64::try_from(i64::MAX).unwrap_or(u64::MAX);
+    if config.start.saturating_add(config.count) > seed_max {
+        eprintln!(
+            "error: seeds must stay at or below {seed_max} (scenario files hold signed seeds)"
+        );
+        return ExitCode::from(2);
+    }
+    let started = std::time::Instant::now();
+    let last_line = std::sync::Mutex::new(started);
+    let progress = |p: Progress| {
+        let mut last = last_line
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if last.elapsed().as_secs_f64() >= 1.0 || p.done == p.total {
+            *last = std::time::Instant::now();
+            let rate = p.done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+            eprint!(
+                "\r{}/{} seeds, {} failing, {rate:.0} seeds/s   ",
+                p.done, p.total, p.failing
+            );
+        }
+    };
+    let report = sweep(&config, &progress);
+    eprintln!();
+    let seconds = started.elapsed().as_secs_f64();
+    print_sweep(&config, &report, seconds);
+    if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn print_sweep(config: &SweepConfig, report: &SweepReport, seconds: f64) {
+    for failure in &report.failures {
+        println!("FAIL     seed {}", failure.seed);
+        for violation in &failure.violations {
+            println!("         {violation}");
+        }
+        match (&failure.file, &failure.not_written) {
+            (Some(file), _) => {
+                let shrunk = if config.shrink {
+                    format!("shrunk in {} checks, ", failure.shrink_runs)
+                } else {
+                    String::new()
+                };
+                let reproduced = if failure.reproduced {
+                    "reproduces"
+                } else {
+                    "DOES NOT reproduce"
+                };
+                println!(
+                    "         written: {} ({shrunk}{reproduced})",
+                    file.display()
+                );
+                println!("         rerun: ctxbed run {}", file.display());
+            }
+            (None, Some(reason)) => println!("         not written: {reason}"),
+            (None, None) => {}
+        }
+    }
+    let runs = report.runs;
+    println!(
+        "\n{runs} seeds (two runs each) in {seconds:.1} s: {:.0} seeds/s, {} failing",
+        runs as f64 / seconds.max(1e-9),
+        report.failures.len()
+    );
+    for (kind, count) in &report.violations_by_kind {
+        println!("  {:<24} {count:>6}  ({})", kind.as_str(), kind.invariant());
     }
 }

@@ -112,3 +112,20 @@ fn a_scenario_can_budget_with_the_approximate_estimator() {
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("`approx`"), "{text}");
 }
+
+#[test]
+fn sweep_runs_a_shard_and_reports_a_summary() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (code, text) = ctxbed(
+        &[
+            "sweep", "--seeds", "6", "--start", "10", "--shard", "1/2", "--jobs", "2",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("3 seeds (two runs each)"), "{text}");
+    assert!(text.contains("0 failing"), "{text}");
+    let (code, text) = ctxbed(&["sweep", "--seeds", "1", "--shard", "2/2"], dir.path());
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("need 0 ≤ k < n"), "{text}");
+}

@@ -21,3 +21,4 @@ pub mod scripted;
 pub mod source;
 pub mod suite;
 pub mod trace;
+pub mod write;

@@ -4,6 +4,7 @@
 //! scenario's seed, forked per concern; in-memory workspace storage. Each step is an agent call
 //! consumed through `stream_events`, so the trace is exactly what a streaming client sees.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ pub struct RunOutput {
     pub checks: Vec<Check>,
     /// The canonical rendering (what goldens hold).
     pub text: String,
+    /// Every workspace file after the last step (not rendered; for checkers such as
+    /// `sim::invariants`).
+    pub workspace: BTreeMap<WorkspacePath, Vec<u8>>,
 }
 
 impl RunOutput {
@@ -68,17 +72,20 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
         .enable_time()
         .start_paused(true)
         .build()?;
-    let trace = runtime.block_on(simulate(scenario))?;
+    let (trace, workspace) = runtime.block_on(simulate(scenario))?;
     let checks = evaluate(&scenario.expectations, &trace.steps);
     let text = render(&trace, &checks);
     Ok(RunOutput {
         trace,
         checks,
         text,
+        workspace,
     })
 }
 
-async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
+type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
+
+async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::start());
     let seeds = SeedTree::new(scenario.seed);
     let storage = Arc::new(MemoryStorage::new());
@@ -206,12 +213,14 @@ async fn simulate(scenario: &Scenario) -> Result<Trace, RunError> {
                 .into_iter()
                 .map(|path| path.as_str().to_string())
                 .collect(),
+            committed_history: agent.history(&runtime),
         });
     }
-    Ok(Trace {
+    let trace = Trace {
         header: header(scenario),
         steps,
-    })
+    };
+    Ok((trace, storage.snapshot()))
 }
 
 fn build_agent(

@@ -1,7 +1,7 @@
 //! Running many scenario files: discovery, the per-file verdict and the summary.
 //!
 //! Every scenario is run twice and the two renderings must be byte-identical before the golden
-//! is consulted. A file that does not load is reported with its diagnostics and the others
+//! is consulted; the first run must also keep every invariant `sim::invariants` checks. A file that does not load is reported with its diagnostics and the others
 //! still run.
 
 use std::collections::BTreeSet;
@@ -115,7 +115,10 @@ fn verdict(scenario: &super::file::Scenario, layout: &Layout, mode: GoldenMode) 
             };
         }
     };
-    let mut reasons = Vec::new();
+    let mut reasons: Vec<String> = crate::sim::invariants::check(scenario, &first)
+        .iter()
+        .map(|violation| format!("invariant broken: {violation}"))
+        .collect();
     if first.text != second.text {
         reasons.push(format!(
             "nondeterministic: two runs of seed {} differ\n{}",

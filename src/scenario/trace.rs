@@ -48,6 +48,9 @@ pub struct StepRecord {
     pub workspace_files: Vec<String>,
     /// Session-log records written during the step, by kind, in first-seen order.
     pub session_records: Vec<(String, u64)>,
+    /// The step's session's committed working history after the step (not rendered; for
+    /// checkers such as `sim::invariants`).
+    pub committed_history: Vec<Message>,
 }
 
 impl StepRecord {

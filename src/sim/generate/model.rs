@@ -1,0 +1,290 @@
+//! The generated mock-model scripts: the conversation the model drives and its fault schedule.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::{Draw, model_name};
+use crate::limits;
+use crate::model::ModelInfo;
+use crate::model::Purpose;
+use crate::model::mock::{
+    MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
+};
+use crate::model::provider::Provider;
+use crate::tokens::Vocabulary;
+
+/// Reasoning turns before the final one, at most.
+const TURNS_MAX: u64 = 10;
+
+/// Tool calls one generated reply carries, at most (parallel calls).
+const PARALLEL_CALLS_MAX: u64 = 4;
+
+/// The script of the agent's model for one seed.
+pub(super) fn mock_script(draw: &mut Draw, seed: u64, tool_names: &[String]) -> MockScript {
+    let name = model_name(seed);
+    let window = (!draw.percent(5)).then(|| {
+        *draw.pick(&[
+            600, 1_000, 2_000, 4_000, 4_000, 8_000, 8_000, 32_000, 128_000,
+        ])
+    });
+    let count = draw.range(0, TURNS_MAX);
+    let mut turns: Vec<MockTurn> = (0..count)
+        .map(|_| {
+            if draw.percent(25) {
+                fault_turn(draw, window)
+            } else {
+                reply_turn(draw, tool_names, window)
+            }
+        })
+        .collect();
+    turns.push(final_turn(draw, tool_names));
+    MockScript {
+        info: ModelInfo {
+            name: name.clone(),
+            context_window: window,
+            max_output_tokens: draw.percent(10).then(|| draw.range(1, 4_000)),
+        },
+        imitates: *draw.pick(&Provider::ALL),
+        vocabulary: *draw.pick(&[Vocabulary::O200k, Vocabulary::Cl100k]),
+        strict: draw.percent(90),
+        summaries: if draw.percent(85) {
+            SummaryMode::Auto
+        } else {
+            SummaryMode::Scripted
+        },
+        turns,
+        file: format!("mock-models/{name}.toml"),
+    }
+}
+
+/// A separate summary model: a small window, sometimes a script that fails, blanks or overflows
+/// before it summarises.
+pub(super) fn summary_script(draw: &mut Draw, seed: u64) -> MockScript {
+    let name = format!("{}-summary", model_name(seed));
+    let scripted = draw.percent(50);
+    let mut turns = Vec::new();
+    if scripted {
+        for _ in 0..draw.range(0, 2) {
+            let action = match draw.below(4) {
+                0 => TurnAction::reply(""),
+                1 => TurnAction::Error(ScriptedError::Transient(503)),
+                2 => TurnAction::Error(ScriptedError::Overflow),
+                _ => TurnAction::Summarize,
+            };
+            turns.push(MockTurn::new(action));
+        }
+        let mut last = MockTurn::new(TurnAction::Summarize);
+        last.times = limits::MOCK_TURNS_MAX as u32;
+        turns.push(last);
+    }
+    MockScript {
+        info: ModelInfo {
+            name: name.clone(),
+            context_window: Some(*draw.pick(&[500, 1_000, 4_000, 8_000])),
+            max_output_tokens: None,
+        },
+        imitates: *draw.pick(&Provider::ALL),
+        vocabulary: Vocabulary::O200k,
+        strict: true,
+        summaries: if scripted {
+            SummaryMode::Scripted
+        } else {
+            SummaryMode::Auto
+        },
+        turns,
+        file: format!("mock-models/{name}.toml"),
+    }
+}
+
+/// Arguments of a scripted call: keys in sorted order (TOML tables are sorted, so a written
+/// scenario loads back to the same value), sometimes with a long string for argument truncation.
+pub(super) fn arguments(draw: &mut Draw) -> Value {
+    let mut map = Map::new();
+    let command = if draw.percent(10) {
+        let chars = draw.range(500, 5_000) as usize;
+        draw.text(chars)
+    } else {
+        (*draw.pick(&["cargo test", "grep -r export", "ls logs", "导出 报告"])).to_string()
+    };
+    map.insert("command".to_string(), Value::String(command));
+    if draw.percent(50) {
+        map.insert("n".to_string(), Value::from(draw.range(0, 1_000)));
+    }
+    Value::Object(map)
+}
+
+fn condition(draw: &mut Draw, window: Option<u64>) -> TurnCondition {
+    if !draw.percent(15) {
+        return TurnCondition::default();
+    }
+    let scale = window.unwrap_or(8_000);
+    match draw.below(4) {
+        0 => TurnCondition {
+            tokens_over: Some(draw.range(scale / 8, scale)),
+            ..TurnCondition::default()
+        },
+        1 => TurnCondition {
+            tokens_at_most: Some(draw.range(scale / 8, scale)),
+            ..TurnCondition::default()
+        },
+        2 => TurnCondition {
+            contains: Some((*draw.pick(&["export", "导出", "Fact:", "cargo"])).to_string()),
+            ..TurnCondition::default()
+        },
+        _ => TurnCondition {
+            purpose: Some(*draw.pick(&[Purpose::Reasoning, Purpose::Summary])),
+            ..TurnCondition::default()
+        },
+    }
+}
+
+fn turn(draw: &mut Draw, window: Option<u64>, action: TurnAction) -> MockTurn {
+    MockTurn {
+        when: condition(draw, window),
+        action,
+        latency: if draw.percent(70) {
+            Duration::ZERO
+        } else {
+            draw.millis(1, 4_000)
+        },
+        times: draw.range(1, 3) as u32,
+        line: 0,
+    }
+}
+
+fn calls(draw: &mut Draw, tool_names: &[String]) -> Vec<ScriptedCall> {
+    let count = if draw.percent(30) {
+        draw.range(2, PARALLEL_CALLS_MAX)
+    } else {
+        1
+    };
+    (0..count)
+        .map(|_| {
+            let name = if tool_names.is_empty() || draw.percent(5) {
+                "no_such_tool".to_string()
+            } else {
+                draw.pick(tool_names).clone()
+            };
+            let arguments = builtin_arguments(draw, &name).unwrap_or_else(|| arguments(draw));
+            ScriptedCall {
+                id: None,
+                name,
+                arguments,
+            }
+        })
+        .collect()
+}
+
+/// Plausible arguments for the built-in tools, keys sorted.
+fn builtin_arguments(draw: &mut Draw, tool: &str) -> Option<Value> {
+    let path = (*draw.pick(&[
+        "AGENTS.md",
+        "MEMORY.md",
+        "logs/big.log",
+        "missing.md",
+        "notes/out.md",
+    ]))
+    .to_string();
+    let text = |draw: &mut Draw| {
+        let chars = draw.range(0, 300) as usize;
+        Value::String(draw.text(chars))
+    };
+    let pairs: Vec<(&str, Value)> = match tool {
+        "read_file" => vec![
+            ("limit", Value::from(draw.range(1, 50))),
+            ("path", Value::String(path)),
+        ],
+        "write_file" => vec![("content", text(draw)), ("path", Value::String(path))],
+        "edit_file" => vec![
+            ("new", text(draw)),
+            ("old", Value::String("Fact".to_string())),
+            ("path", Value::String(path)),
+        ],
+        "list_files" => vec![("dir", Value::String("logs".to_string()))],
+        "memory_search" => vec![("query", Value::String("export column".to_string()))],
+        "memory_get" => vec![("id", Value::String("MEMORY.md:1".to_string()))],
+        _ => return None,
+    };
+    Some(Value::Object(
+        pairs
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value))
+            .collect(),
+    ))
+}
+
+fn reply_turn(draw: &mut Draw, tool_names: &[String], window: Option<u64>) -> MockTurn {
+    let thinking = draw.percent(25).then(|| {
+        let chars = draw.range(1, 300) as usize;
+        draw.text(chars)
+    });
+    let text = draw.percent(50).then(|| {
+        let chars = draw.size().min(2_000);
+        draw.text(chars)
+    });
+    let tool_calls = if draw.percent(80) {
+        calls(draw, tool_names)
+    } else {
+        Vec::new()
+    };
+    let action = TurnAction::Reply {
+        thinking,
+        text,
+        tool_calls,
+    };
+    turn(draw, window, action)
+}
+
+/// One entry of the fault schedule.
+fn fault_turn(draw: &mut Draw, window: Option<u64>) -> MockTurn {
+    let error = match draw.below(100) {
+        0..25 => ScriptedError::Overflow,
+        25..35 => {
+            // Another provider's overflow wording, through the classifier.
+            let provider = *draw.pick(&Provider::ALL);
+            let max = window.unwrap_or(8_000);
+            let (status, body) = provider.overflow_error(max + draw.range(1, 5_000), max);
+            ScriptedError::Raw { status, body }
+        }
+        35..45 => ScriptedError::Timeout,
+        45..55 => {
+            let chars = draw.range(0, 200) as usize;
+            ScriptedError::Malformed(draw.text(chars))
+        }
+        55..70 => ScriptedError::Transient(*draw.pick(&[500, 502, 503, 529])),
+        70..85 => ScriptedError::RateLimit,
+        85..90 => ScriptedError::Pairing,
+        _ => ScriptedError::Raw {
+            status: *draw.pick(&[400, 401, 404]),
+            body: r#"{"error":{"message":"invalid request","type":"invalid_request_error"}}"#
+                .to_string(),
+        },
+    };
+    let mut turn = turn(draw, window, TurnAction::Error(error));
+    if draw.percent(20) {
+        // Past any model timeout the scenario sets, so the harness's own timeout fires.
+        turn.latency = Duration::from_secs(600);
+    }
+    turn
+}
+
+/// The last turn answers every remaining request: a final reply, a tool loop that runs into the
+/// step limit, or a fault that never clears.
+fn final_turn(draw: &mut Draw, tool_names: &[String]) -> MockTurn {
+    let action = match draw.below(100) {
+        0..80 => {
+            let chars = draw.range(1, 400) as usize;
+            TurnAction::reply(draw.text(chars))
+        }
+        80..95 => TurnAction::Reply {
+            thinking: None,
+            text: None,
+            tool_calls: calls(draw, tool_names),
+        },
+        _ => TurnAction::Error(ScriptedError::Transient(503)),
+    };
+    let mut turn = MockTurn::new(action);
+    turn.times = limits::MOCK_TURNS_MAX as u32;
+    turn
+}
