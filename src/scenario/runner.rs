@@ -345,8 +345,12 @@ fn record_counts(records: &[crate::session::SessionRecord]) -> Vec<(String, u64)
 fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
     match choice {
         EstimatorChoice::Ratio => Arc::new(RatioEstimator),
-        EstimatorChoice::ExactO200k => Arc::new(ExactEstimator::new(Vocabulary::O200k)),
-        EstimatorChoice::ExactCl100k => Arc::new(ExactEstimator::new(Vocabulary::Cl100k)),
+        EstimatorChoice::ExactO200k => {
+            Arc::new(CachedEstimator::new(ExactEstimator::new(Vocabulary::O200k)))
+        }
+        EstimatorChoice::ExactCl100k => {
+            Arc::new(CachedEstimator::new(ExactEstimator::new(Vocabulary::Cl100k)))
+        }
         EstimatorChoice::Approximate => Arc::new(CachedEstimator::new(ApproximateEstimator)),
     }
 }
