@@ -348,9 +348,9 @@ fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
         EstimatorChoice::ExactO200k => {
             Arc::new(CachedEstimator::new(ExactEstimator::new(Vocabulary::O200k)))
         }
-        EstimatorChoice::ExactCl100k => {
-            Arc::new(CachedEstimator::new(ExactEstimator::new(Vocabulary::Cl100k)))
-        }
+        EstimatorChoice::ExactCl100k => Arc::new(CachedEstimator::new(ExactEstimator::new(
+            Vocabulary::Cl100k,
+        ))),
         EstimatorChoice::Approximate => Arc::new(CachedEstimator::new(ApproximateEstimator)),
     }
 }
