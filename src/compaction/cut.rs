@@ -66,10 +66,20 @@ pub fn is_pair_closed(messages: &[Message], cut: usize) -> bool {
         .iter()
         .flat_map(|m| m.tool_calls().map(|c| c.id.as_str()))
         .collect();
-    let suffix_results_answer_prefix = messages[cut..]
+    // A reused call id may appear on both sides; a suffix result answering a suffix call with
+    // the same id is not a split exchange.
+    let suffix_calls: Vec<&str> = messages[cut..]
         .iter()
-        .flat_map(|m| m.tool_results())
-        .any(|r| prefix_calls.contains(&r.call_id.as_str()));
+        .flat_map(|m| m.tool_calls().map(|c| c.id.as_str()))
+        .collect();
+    let suffix_results_answer_prefix =
+        messages[cut..]
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .any(|r| {
+                prefix_calls.contains(&r.call_id.as_str())
+                    && !suffix_calls.contains(&r.call_id.as_str())
+            });
     messages[cut].role != Role::Tool && !suffix_results_answer_prefix
 }
 
@@ -116,5 +126,20 @@ mod tests {
     fn at_least_one_message_is_kept() {
         let messages = vec![Message::user("u", "a"), Message::user("v", "b")];
         assert_eq!(cut_index(&messages, TailBudget::Tokens(0), |_| 100), 1);
+    }
+
+    #[test]
+    fn a_reused_call_id_on_both_sides_is_not_a_split() {
+        // Found by `ctxbed sweep` (seed 730): the same id in two exchanges.
+        let mut messages = vec![Message::user("u", "go")];
+        messages.extend(exchange(0, 1));
+        messages.push(Message::user("u2", "again"));
+        let mut again = exchange(0, 1);
+        again[0].id = "a0-again".to_string();
+        again[1].id = "r0-again".to_string();
+        messages.extend(again);
+        let cut = 4;
+        assert_eq!(messages[cut].role, crate::message::Role::Assistant);
+        assert!(is_pair_closed(&messages, cut));
     }
 }

@@ -131,13 +131,18 @@ pub async fn offload(
             }
             let text = result.text();
             let path = artifact_path(config, agent, &result.call_id, &text);
+            // The same call id and text give the same path: an existing file may be pointed to
+            // by a committed placeholder, so it is never collected by a rejected build.
+            let existed = matches!(storage.read(&path).await, Ok(Some(_)));
             match storage.write(&path, text.clone().into_bytes()).await {
                 Ok(()) => {
                     replace_with_placeholder(result, &text, &path, config);
                     outcome
                         .transforms
                         .push(format!("tool_result_offload:{}:{path}", result.call_id));
-                    outcome.written.push(path);
+                    if !existed {
+                        outcome.written.push(path);
+                    }
                 }
                 Err(error) => {
                     tracing::warn!(call_id = %result.call_id, %error, "offload write failed; keeping the original");
@@ -279,5 +284,24 @@ mod tests {
             );
             assert!(!path.as_str().contains(".."), "{path}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_file_that_already_existed_is_never_collected() {
+        // Found by `ctxbed sweep` (seed 1277): the same call id and text give the same path, and
+        // a rejected build must not delete the file an earlier placeholder points to.
+        let storage = MemoryStorage::new();
+        let config = OffloadConfig::default();
+        let mut first = history("execute", 90_000);
+        let written = offload(&mut first, &storage, &config, "a").await.written;
+        assert_eq!(written.len(), 1);
+        let mut second = history("execute", 90_000);
+        let outcome = offload(&mut second, &storage, &config, "a").await;
+        assert!(
+            outcome.written.is_empty(),
+            "the file existed before this pass"
+        );
+        collect(&storage, &outcome.written).await;
+        assert!(storage.read(&written[0]).await.unwrap().is_some());
     }
 }
