@@ -172,25 +172,12 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         input.history
     };
     let parts = Parts::split(input.system_prompt, history, input.projections);
-    let conversation_tokens: u64 = parts
-        .conversation
-        .iter()
-        .map(|m| input.estimator.message_tokens(m))
-        .sum();
-    let schema_tokens: u64 = input
-        .tools
-        .iter()
-        .map(|t| input.estimator.tool_schema_tokens(t))
-        .sum();
-    let projection_tokens: u64 = input
-        .projections
-        .iter()
-        .map(|m| input.estimator.message_tokens(m))
-        .sum();
-    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS
-        + conversation_tokens
-        + schema_tokens
-        + projection_tokens;
+    let FixedCost {
+        conversation_tokens: _,
+        schema_tokens,
+        projection_tokens,
+        fixed,
+    } = FixedCost::of(input, &parts);
     let selection = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection,
         Err(error) => {
@@ -261,6 +248,45 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     })
 }
 
+/// What a request costs before any material: the conversation, the tool schemas, the
+/// projections and the request overhead. None of it is ever omitted.
+struct FixedCost {
+    conversation_tokens: u64,
+    schema_tokens: u64,
+    projection_tokens: u64,
+    fixed: u64,
+}
+
+impl FixedCost {
+    fn of(input: &PrepareInput<'_>, parts: &Parts<'_>) -> Self {
+        let estimator = input.estimator;
+        let conversation_tokens = parts
+            .conversation
+            .iter()
+            .map(|m| estimator.message_tokens(m))
+            .sum();
+        let schema_tokens = input
+            .tools
+            .iter()
+            .map(|t| estimator.tool_schema_tokens(t))
+            .sum();
+        let projection_tokens = input
+            .projections
+            .iter()
+            .map(|m| estimator.message_tokens(m))
+            .sum();
+        FixedCost {
+            conversation_tokens,
+            schema_tokens,
+            projection_tokens,
+            fixed: crate::tokens::REQUEST_OVERHEAD_TOKENS
+                + conversation_tokens
+                + schema_tokens
+                + projection_tokens,
+        }
+    }
+}
+
 /// Omission for budget, in the default or the custom order.
 fn select_materials(
     input: &PrepareInput<'_>,
@@ -291,25 +317,12 @@ fn select_materials(
 pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     let budget = InputBudget::compute(input.model.context_window, &input.budget);
     let parts = Parts::split(input.system_prompt, input.history, input.projections);
-    let conversation_tokens: u64 = parts
-        .conversation
-        .iter()
-        .map(|m| input.estimator.message_tokens(m))
-        .sum();
-    let schema_tokens: u64 = input
-        .tools
-        .iter()
-        .map(|t| input.estimator.tool_schema_tokens(t))
-        .sum();
-    let projection_tokens: u64 = input
-        .projections
-        .iter()
-        .map(|m| input.estimator.message_tokens(m))
-        .sum();
-    let fixed = crate::tokens::REQUEST_OVERHEAD_TOKENS
-        + conversation_tokens
-        + schema_tokens
-        + projection_tokens;
+    let FixedCost {
+        conversation_tokens,
+        schema_tokens,
+        projection_tokens,
+        fixed,
+    } = FixedCost::of(input, &parts);
     let kept = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection.kept,
         Err(_) => input.materials.to_vec(),
