@@ -14,7 +14,7 @@ use ctxbed::sim::generate::generate;
 use ctxbed::sim::invariants::ViolationKind;
 use ctxbed::sim::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
 
-/// Seeds the sweep test checks. Debug builds run about 40 seeds a second per core.
+/// Seeds the sweep test checks: about ten seconds in a debug build on two cores.
 const SWEEP_SEEDS_DEFAULT: u64 = 200;
 
 /// Seeds of the file round-trip test.

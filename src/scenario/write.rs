@@ -53,7 +53,7 @@ fn unsupported(what: impl Into<String>) -> WriteError {
     WriteError::Unsupported { what: what.into() }
 }
 
-/// The files one [`write`] produced.
+/// The files one [`write()`] produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
     pub scenario: PathBuf,

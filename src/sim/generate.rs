@@ -39,17 +39,18 @@ use crate::context::PairingCheck;
 use crate::context::budget::BudgetSettings;
 use crate::context::offload::OffloadConfig;
 use crate::limits;
-use crate::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
 use crate::scenario::file::{
-    AgentSpec, EstimatorChoice, HistorySpec, InstructionSpec, Scenario, SourceSpec, StepSpec,
-    ToolOutputSpec, ToolSpec,
+    AgentSpec, EstimatorChoice, InstructionSpec, Scenario, SourceSpec, StepSpec, ToolOutputSpec,
+    ToolSpec,
 };
 use crate::scenario::scripted::{BlockSpec, SourceFailure};
 use crate::sim::rng::SeedTree;
 use crate::sim::text::{TextKind, generate_text};
 
+mod history;
 mod model;
 
+use history::{history, second_session_history};
 use model::mock_script;
 
 /// The directory a generated scenario's name lives under (`sweep/seed-<seed>`).
@@ -91,6 +92,19 @@ pub fn generate(seed: u64) -> Scenario {
                 .any(|p| path.starts_with(p.as_str()))
         });
     }
+    let sources = sources(&mut Draw::new(&tree, "generate/sources"));
+    let mut agent = agent;
+    agent.omission_order = omission_order(
+        &mut Draw::new(&tree, "generate/omission"),
+        &sources,
+        &workspace_files,
+    );
+    let mut history = history(&mut Draw::new(&tree, "generate/history"), &tool_names);
+    history.extend(second_session_history(
+        &mut Draw::new(&tree, "generate/history-2"),
+        &steps,
+        &tool_names,
+    ));
     let scenario = Scenario {
         task: None,
         name: format!("{NAME_PREFIX}/seed-{seed}"),
@@ -101,10 +115,10 @@ pub fn generate(seed: u64) -> Scenario {
         mock,
         tools,
         instructions: instructions(&mut Draw::new(&tree, "generate/instructions")),
-        sources: sources(&mut Draw::new(&tree, "generate/sources")),
+        sources,
         workspace_files,
         fail_writes_under,
-        history: history(&mut Draw::new(&tree, "generate/history"), &tool_names),
+        history,
         steps,
         expectations: Vec::new(),
     };
@@ -459,14 +473,59 @@ fn block(draw: &mut Draw, index: u64, omit_on_failure: bool) -> BlockSpec {
     }
     // A required block from an OMIT source is a structural error; keep it rare.
     let required = draw.percent(if omit_on_failure { 2 } else { 20 });
+    // Rarely a structural problem no failure policy hides: a repeated id or a blank revision.
+    let id = if index > 0 && draw.percent(2) {
+        format!("b{}", index - 1)
+    } else {
+        format!("b{index}")
+    };
+    let revision = match draw.below(100) {
+        0..30 => Some("v{load}".to_string()),
+        30..31 => Some(" ".to_string()),
+        _ => None,
+    };
     BlockSpec {
-        id: format!("b{index}"),
+        id,
         runtime: draw.percent(50),
         text,
         required,
         priority: draw.range(0, 15) as i32 - 5,
-        revision: draw.percent(30).then(|| "v{load}".to_string()),
+        revision,
     }
+}
+
+/// Now and then a custom omission order over the optional materials the scenario will have, in
+/// a random order; rarely with an id the policy must refuse (unknown or required).
+fn omission_order(
+    draw: &mut Draw,
+    sources: &[SourceSpec],
+    files: &std::collections::BTreeMap<String, String>,
+) -> Option<Vec<String>> {
+    if !draw.percent(10) {
+        return None;
+    }
+    let mut ids: Vec<String> = files
+        .keys()
+        .filter(|path| *path == "MEMORY.md" || path.starts_with("knowledge/"))
+        .map(|path| format!("workspace:{path}"))
+        .collect();
+    for source in sources {
+        for block in source.blocks.iter().filter(|b| !b.required) {
+            ids.push(format!("source/{}/{}", source.name, block.id));
+        }
+    }
+    let mut order = Vec::new();
+    while !ids.is_empty() {
+        let index = draw.below(ids.len() as u64) as usize;
+        let id = ids.remove(index);
+        if draw.percent(80) {
+            order.push(id);
+        }
+    }
+    if draw.percent(10) {
+        order.push((*draw.pick(&["source/nowhere/x", "instruction/style"])).to_string());
+    }
+    Some(order)
 }
 
 fn workspace_files(draw: &mut Draw) -> std::collections::BTreeMap<String, String> {
@@ -530,121 +589,4 @@ fn steps(draw: &mut Draw) -> Vec<StepSpec> {
             }
         })
         .collect()
-}
-
-/// One committed history for the first step's session: rounds of user text, assistant text,
-/// tool exchanges (parallel calls, tiny to huge results), media, a foreign System message, and
-/// rarely an unpaired call or result.
-fn history(draw: &mut Draw, tool_names: &[String]) -> Vec<HistorySpec> {
-    if !draw.percent(50) {
-        return Vec::new();
-    }
-    let rounds = draw.range(1, 8);
-    let mut messages: Vec<Message> = Vec::new();
-    for round in 0..rounds {
-        match draw.below(100) {
-            0..30 => {
-                let chars = draw.size().min(3_000);
-                messages.push(Message::user("", draw.text(chars)));
-            }
-            30..48 => messages.push(assistant_text(draw)),
-            48..88 => tool_exchange(draw, round, tool_names, &mut messages),
-            88..95 => {
-                let chars = draw.range(0, 200) as usize;
-                let mut message = Message::user("", draw.text(chars));
-                let kind = *draw.pick(&[MediaKind::Image, MediaKind::Audio, MediaKind::File]);
-                let size_bytes = draw.range(0, 5_000_000);
-                message.parts.push(ContentPart::Media { kind, size_bytes });
-                messages.push(message);
-            }
-            95..97 => {
-                let chars = draw.range(1, 200) as usize;
-                messages.push(Message::system("", draw.text(chars)));
-            }
-            _ => unpaired(draw, round, &mut messages),
-        }
-    }
-    for (index, message) in messages.iter_mut().enumerate() {
-        // The ids the scenario loader gives history messages, so a written scenario loads back
-        // to the same value.
-        message.id = format!("h{:04}", index + 1);
-    }
-    vec![HistorySpec {
-        user: None,
-        session: None,
-        messages,
-    }]
-}
-
-fn assistant_text(draw: &mut Draw) -> Message {
-    let mut parts = Vec::new();
-    if draw.percent(30) {
-        let chars = draw.range(1, 300) as usize;
-        parts.push(ContentPart::Thinking {
-            text: draw.text(chars),
-        });
-    }
-    let chars = draw.size().min(3_000);
-    parts.push(ContentPart::text(draw.text(chars)));
-    Message::new("", Role::Assistant, parts)
-}
-
-fn history_call(draw: &mut Draw, id: String, tool_names: &[String]) -> ContentPart {
-    let name = if tool_names.is_empty() {
-        "execute".to_string()
-    } else {
-        draw.pick(tool_names).clone()
-    };
-    ContentPart::tool_call(id, name, model::arguments(draw))
-}
-
-fn tool_exchange(draw: &mut Draw, round: u64, tool_names: &[String], out: &mut Vec<Message>) {
-    let parallel = if draw.percent(25) {
-        draw.range(2, 4)
-    } else {
-        1
-    };
-    let calls: Vec<ContentPart> = (0..parallel)
-        .map(|k| history_call(draw, format!("hc{round}_{k}"), tool_names))
-        .collect();
-    let results: Vec<Message> = calls
-        .iter()
-        .filter_map(|part| match part {
-            ContentPart::ToolCall(call) => Some(tool_message(draw, &call.id, &call.name)),
-            _ => None,
-        })
-        .collect();
-    let mut parts = Vec::new();
-    if draw.percent(20) {
-        let chars = draw.range(1, 200) as usize;
-        parts.push(ContentPart::text(draw.text(chars)));
-    }
-    parts.extend(calls);
-    out.push(Message::new("", Role::Assistant, parts));
-    out.extend(results);
-}
-
-fn tool_message(draw: &mut Draw, call_id: &str, tool: &str) -> Message {
-    let chars = draw.size();
-    let result = ToolResult {
-        call_id: call_id.to_string(),
-        tool_name: tool.to_string(),
-        outputs: vec![ToolOutput::Text {
-            text: draw.text(chars),
-        }],
-        is_error: draw.percent(10),
-        metadata: Default::default(),
-    };
-    Message::new("", Role::Tool, vec![ContentPart::ToolResult(result)])
-}
-
-/// A call without its result, or a result without its call.
-fn unpaired(draw: &mut Draw, round: u64, out: &mut Vec<Message>) {
-    let id = format!("hc{round}_orphan");
-    if draw.percent(50) {
-        let call = ContentPart::tool_call(id, "execute", model::arguments(draw));
-        out.push(Message::new("", Role::Assistant, vec![call]));
-    } else {
-        out.push(tool_message(draw, &id, "execute"));
-    }
 }

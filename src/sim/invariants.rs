@@ -488,13 +488,19 @@ fn no_leak(
 }
 
 fn no_material(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String)) {
+    // The second path compares texts; a System message holding only the prompt is no rendered
+    // material (a user may well type the prompt's words), so only tagged messages count.
     let rendered: BTreeSet<String> = step
         .requests
         .iter()
         .flat_map(|r| &r.messages)
         .filter(|m| m.metadata.contains_key(MATERIAL_KEY))
         .map(Message::text)
-        .filter(|text| !text.is_empty())
+        .filter(|text| {
+            ["<context_item", "<instruction", "<guidance>"]
+                .iter()
+                .any(|tag| text.contains(tag))
+        })
         .collect();
     for message in &step.committed_history {
         if message.metadata.contains_key(MATERIAL_KEY) {

@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::generate::generate;
 use super::invariants::{self, Violation, ViolationKind};
 use crate::limits;
+use crate::message::ContentPart;
+use crate::model::mock::TurnAction;
 use crate::scenario::file::{Scenario, load};
 use crate::scenario::runner::{RunOutput, run};
 use crate::scenario::write::write;
@@ -350,7 +352,7 @@ fn handle_failure(
         scenario = shrunk;
     }
     let path = dir.join(format!("seed-{seed}.toml"));
-    let comment = regression_comment(seed, &failure.shrunk, &path);
+    let comment = regression_comment(seed, config.shrink, &failure.shrunk, &path);
     match write(&scenario, &path, &comment) {
         Ok(written) => {
             failure.reproduced = reproduces(&written.scenario, &kinds);
@@ -361,10 +363,11 @@ fn handle_failure(
     failure
 }
 
-fn regression_comment(seed: u64, violations: &[Violation], path: &Path) -> String {
+fn regression_comment(seed: u64, shrunk: bool, violations: &[Violation], path: &Path) -> String {
+    let how = if shrunk { "shrunk" } else { "as generated" };
     let mut lines = vec![
         format!(
-            "Found by `ctxbed sweep` at seed {seed}; shrunk. Not blessed: review before adding a golden."
+            "Found by `ctxbed sweep` at seed {seed} ({how}). Not blessed: review before adding a golden."
         ),
         format!("Reproduce: ctxbed run {}", path.display()),
     ];
@@ -459,6 +462,7 @@ fn reductions(scenario: &Scenario) -> Vec<Scenario> {
         });
     }
     simplifications(scenario, &mut with);
+    shortenings(scenario, &mut with);
     for (entry, history) in scenario.history.iter().enumerate() {
         for index in 0..history.messages.len() {
             with(&|s| {
@@ -519,6 +523,82 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
     }
     if agent.sys_prompt.is_some() {
         with(&|s| s.agent.sys_prompt = None);
+    }
+}
+
+/// Characters a shortened text keeps.
+const SHORT_TEXT_CHARS: usize = 16;
+
+fn shorten(text: &mut String) {
+    if let Some((cut, _)) = text.char_indices().nth(SHORT_TEXT_CHARS) {
+        text.truncate(cut);
+    }
+}
+
+/// Smaller texts and quieter turns: what is left after dropping still reads long.
+fn shortenings(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario))) {
+    for (index, turn) in scenario.mock.turns.iter().enumerate() {
+        if let TurnAction::Reply {
+            thinking,
+            text,
+            tool_calls,
+        } = &turn.action
+        {
+            let long = |t: &Option<String>| {
+                t.as_ref()
+                    .is_some_and(|t| t.chars().count() > SHORT_TEXT_CHARS)
+            };
+            let wordy_arguments = tool_calls.iter().any(|call| {
+                call.arguments
+                    .as_object()
+                    .is_some_and(|map| !map.is_empty())
+            });
+            if long(thinking) || long(text) || wordy_arguments {
+                with(&|s| {
+                    if let TurnAction::Reply {
+                        thinking,
+                        text,
+                        tool_calls,
+                    } = &mut s.mock.turns[index].action
+                    {
+                        thinking.iter_mut().for_each(shorten);
+                        text.iter_mut().for_each(shorten);
+                        for call in tool_calls {
+                            call.arguments = serde_json::json!({});
+                        }
+                    }
+                });
+            }
+        }
+        if !turn.latency.is_zero() {
+            with(&|s| s.mock.turns[index].latency = std::time::Duration::ZERO);
+        }
+    }
+    for (index, step) in scenario.steps.iter().enumerate() {
+        if step.input.chars().count() > SHORT_TEXT_CHARS {
+            with(&|s| shorten(&mut s.steps[index].input));
+        }
+    }
+    for (entry, history) in scenario.history.iter().enumerate() {
+        let long = history.messages.iter().any(|m| {
+            m.parts.iter().any(|part| match part {
+                ContentPart::Text { text } | ContentPart::Thinking { text } => {
+                    text.chars().count() > SHORT_TEXT_CHARS
+                }
+                _ => false,
+            })
+        });
+        if long {
+            with(&|s| {
+                for message in &mut s.history[entry].messages {
+                    for part in &mut message.parts {
+                        if let ContentPart::Text { text } | ContentPart::Thinking { text } = part {
+                            shorten(text);
+                        }
+                    }
+                }
+            });
+        }
     }
 }
 

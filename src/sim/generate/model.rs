@@ -167,8 +167,14 @@ fn calls(draw: &mut Draw, tool_names: &[String]) -> Vec<ScriptedCall> {
                 draw.pick(tool_names).clone()
             };
             let arguments = builtin_arguments(draw, &name).unwrap_or_else(|| arguments(draw));
+            // Rarely a fixed id: repeated across turns, or one strict providers refuse.
+            let id = match draw.below(100) {
+                0..3 => Some("call_fixed".to_string()),
+                3..4 => Some(" ".to_string()),
+                _ => None,
+            };
             ScriptedCall {
-                id: None,
+                id,
                 name,
                 arguments,
             }
