@@ -45,6 +45,15 @@ pub enum CustomValue {
 pub enum EventKind {
     /// A call began (one `call()` or `stream_events()`).
     RunStarted { call_id: String },
+    /// The call's session was restored from the session log: the agent had not seen it yet
+    /// (e.g. a new process over the same storage). `records` committed records were read, the
+    /// working history holds `messages` messages, and `torn` is a last record a crash cut short,
+    /// ignored.
+    SessionRestored {
+        records: usize,
+        messages: usize,
+        torn: Option<crate::session::TornRecord>,
+    },
     /// A named custom event, e.g. `context_build`.
     Custom {
         name: &'static str,

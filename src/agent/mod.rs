@@ -27,6 +27,7 @@
 
 mod compact;
 pub mod events;
+mod restore;
 mod run;
 
 use std::collections::BTreeMap;
@@ -44,7 +45,7 @@ use crate::context::source::{ContextSource, RegistrationError, SourceOptions, So
 use crate::context::workspace::MAX_CONTEXT_TOKENS_DEFAULT;
 use crate::context::{PairingCheck, Rejected};
 use crate::limits;
-use crate::message::Message;
+use crate::message::{ContentPart, Message, Role};
 use crate::model::{Model, ModelError};
 use crate::runtime::RuntimeContext;
 use crate::session::{MemorySessionLog, SessionLog, SessionLogKey, SessionRecord};
@@ -57,6 +58,7 @@ use crate::tokens::{RatioEstimator, TokenEstimator};
 use crate::tools::{AllowAll, PermissionPolicy, Tool, ToolRegistry, ToolRegistryError};
 
 pub use events::{AgentEvent, EventKind};
+pub use restore::RestoreError;
 
 /// Why an agent could not be built. The builder is unchanged and can be fixed and reused.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -160,6 +162,12 @@ pub enum AgentError {
     TooManyToolCalls { count: usize, max: usize },
     #[error("the run ended without reporting an outcome")]
     Interrupted,
+    #[error(
+        "the session's history changed during this call (another writer committed first); the newer history is kept, and this call's messages are in the session log: call again to continue from it"
+    )]
+    HistoryConflict,
+    #[error("cannot restore the session: {0}")]
+    Restore(#[from] RestoreError),
 }
 
 impl PartialEq for Rejected {
@@ -177,6 +185,8 @@ impl AgentError {
             AgentError::MaxStepsExceeded { .. } => "max_steps_exceeded",
             AgentError::TooManyToolCalls { .. } => "too_many_tool_calls",
             AgentError::Interrupted => "interrupted",
+            AgentError::HistoryConflict => "history_conflict",
+            AgentError::Restore(_) => "session_restore_failed",
         }
     }
 }
@@ -484,7 +494,15 @@ struct SessionKey {
 #[derive(Debug, Clone, Default)]
 struct SessionState {
     history: Vec<Message>,
+    /// Message ids handed out so far; ids come from here, so concurrent writers never share one.
     messages_created: u64,
+    /// Bumped by every change of `history`: a commit succeeds only over the version its call
+    /// started from (compare-and-swap).
+    version: u64,
+    /// A fingerprint of the version of each message the session log holds.
+    logged: BTreeMap<String, u64>,
+    /// A fingerprint of the last checkpoint written (history ids, id counter, task revision).
+    checkpointed: Option<u64>,
 }
 
 struct AgentInner {
@@ -599,13 +617,45 @@ impl HarnessAgent {
         EventStream { receiver }
     }
 
-    /// Replaces a session's committed working history (e.g. a restored conversation).
+    /// Replaces a session's committed working history (e.g. a conversation imported from
+    /// elsewhere). Like a commit it bumps the session's version, so a call preparing at the same
+    /// time fails with `history_conflict` rather than overwrite it. The messages and a checkpoint
+    /// are recorded in the session log.
     pub fn load_history(&self, runtime: &RuntimeContext, history: Vec<Message>) {
         let key = run::session_key(runtime);
         let mut sessions = run::lock(&self.inner.sessions);
         let state = sessions.entry(key).or_default();
         state.messages_created = state.messages_created.max(history.len() as u64);
         state.history = history;
+        state.version += 1;
+        run::write_durable(
+            &self.inner,
+            &self.log_key(runtime),
+            run::EXTERNAL_WRITER,
+            state,
+        );
+    }
+
+    /// Appends a message to a session's committed history, as another writer sharing the
+    /// session would (an application note, a second process). The message gets the session's
+    /// next id, is recorded in the session log with a checkpoint, and bumps the version: a call
+    /// preparing at the same time fails with `history_conflict` and keeps this message.
+    /// Returns the new message's id.
+    pub fn append_message(&self, runtime: &RuntimeContext, role: Role, text: &str) -> String {
+        let key = run::session_key(runtime);
+        let log_key = self.log_key(runtime);
+        let mut sessions = run::lock(&self.inner.sessions);
+        let state = sessions.entry(key).or_default();
+        state.messages_created += 1;
+        let id = format!("m{:04}", state.messages_created);
+        state.history.push(Message::new(
+            id.clone(),
+            role,
+            vec![ContentPart::text(text)],
+        ));
+        state.version += 1;
+        run::write_durable(&self.inner, &log_key, run::EXTERNAL_WRITER, state);
+        id
     }
 
     /// A session's committed working history.

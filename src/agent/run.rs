@@ -7,7 +7,7 @@ use futures_util::future::join_all;
 
 use super::compact::Force;
 use super::events::{AgentEvent, CONTEXT_BUILD_EVENT, ContextBuildEvent, CustomValue, EventKind};
-use super::{AgentError, AgentInner, SessionKey};
+use super::{AgentError, AgentInner, RestoreError, SessionKey, SessionState};
 use crate::context::block::Material;
 use crate::context::manifest::{ContextManifest, Validation};
 use crate::context::offload;
@@ -36,6 +36,9 @@ pub(super) fn session_key(runtime: &RuntimeContext) -> SessionKey {
     }
 }
 
+/// The call id of session-log records written by [`super::HarnessAgent::append_message`].
+pub(super) const EXTERNAL_WRITER: &str = "external";
+
 /// The working state of one call.
 pub(super) struct Call<'a> {
     pub(super) inner: &'a AgentInner,
@@ -43,12 +46,15 @@ pub(super) struct Call<'a> {
     pub(super) runtime: RuntimeContext,
     key: SessionKey,
     pub(super) history: Vec<Message>,
-    messages_created: u64,
+    /// The session version this call's history descends from; a commit over any other fails.
+    base_version: u64,
     /// Loaded once at call entry and reused by every step of the call.
     workspace: WorkspaceMaterial,
-    /// Ids of the messages already recorded in the session log.
-    logged: std::collections::BTreeSet<String>,
 }
+
+/// A commit found the session's history changed by another writer since this call read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Conflict;
 
 /// Runs one call, reporting every event to `sink`; the last event is always `RunFinished`.
 pub(super) async fn run(
@@ -58,8 +64,30 @@ pub(super) async fn run(
     sink: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> Result<Message, AgentError> {
     let number = inner.calls.fetch_add(1, Ordering::SeqCst) + 1;
+    let call_id = format!("call-{number}");
     let key = session_key(&runtime);
-    let restored = lock(&inner.sessions).get(&key).cloned().unwrap_or_default();
+    emit(
+        inner,
+        sink,
+        EventKind::RunStarted {
+            call_id: call_id.clone(),
+        },
+    );
+    let restored = match session_state(inner, &key, &runtime, sink).await {
+        Ok(state) => state,
+        Err(error) => {
+            let outcome = Err(AgentError::Restore(error));
+            emit(
+                inner,
+                sink,
+                EventKind::RunFinished {
+                    call_id,
+                    outcome: outcome.clone(),
+                },
+            );
+            return outcome;
+        }
+    };
     let workspace = if inner.plain {
         WorkspaceMaterial::default()
     } else {
@@ -70,25 +98,23 @@ pub(super) async fn run(
         )
         .await
     };
-    let logged = restored.history.iter().map(|m| m.id.clone()).collect();
     let mut call = Call {
         inner,
-        call_id: format!("call-{number}"),
+        call_id,
         runtime,
         key,
         history: restored.history,
-        messages_created: restored.messages_created,
-        logged,
+        base_version: restored.version,
         workspace,
     };
-    emit(
-        inner,
-        sink,
-        EventKind::RunStarted {
-            call_id: call.call_id.clone(),
-        },
+    call.record(
+        "run/start",
+        serde_json::json!({
+            "agent_id": inner.agent_id,
+            "user_id": call.runtime.user_id,
+            "session_id": call.runtime.session_id,
+        }),
     );
-    call.record("run/start", serde_json::json!({}));
     let user = Message::user(call.next_message_id(), input);
     call.history.push(user);
     let outcome = call.steps(sink).await;
@@ -115,45 +141,174 @@ pub(super) fn emit(inner: &AgentInner, sink: &mut Sink<'_>, kind: EventKind) {
     });
 }
 
+/// The session's committed state: from memory, or restored from the session log the first time
+/// this agent sees the session (a new process over the same storage). The state is installed
+/// in memory before it is returned, so a session is restored once.
+async fn session_state(
+    inner: &AgentInner,
+    key: &SessionKey,
+    runtime: &RuntimeContext,
+    sink: &mut Sink<'_>,
+) -> Result<SessionState, RestoreError> {
+    if let Some(state) = lock(&inner.sessions).get(key) {
+        return Ok(state.clone());
+    }
+    let log_key = SessionLogKey {
+        agent_id: inner.agent_id.clone(),
+        user_id: runtime.user_id.clone(),
+        session_id: runtime.session_id.clone(),
+    };
+    let restored = match &inner.session_log {
+        Some(log) => super::restore::restore(inner, log.as_ref(), &log_key).await?,
+        None => None,
+    };
+    let mut sessions = lock(&inner.sessions);
+    if let Some(state) = sessions.get(key) {
+        // Another call of this agent restored or created the session meanwhile.
+        return Ok(state.clone());
+    }
+    let state = match restored {
+        Some(restored) => {
+            emit(
+                inner,
+                sink,
+                EventKind::SessionRestored {
+                    records: restored.records,
+                    messages: restored.state.history.len(),
+                    torn: restored.torn,
+                },
+            );
+            restored.state
+        }
+        None => SessionState::default(),
+    };
+    sessions.insert(key.clone(), state.clone());
+    Ok(state)
+}
+
+/// Records what the session log lacks of a committed session state: each message that is new,
+/// or changed in place (offload, pruning, argument truncation) since it was logged, as a
+/// `message` record; then a `checkpoint` naming the working history, when its ids, the id
+/// counter or the task revision moved since the last one.
+pub(super) fn write_durable(
+    inner: &AgentInner,
+    key: &SessionLogKey,
+    call_id: &str,
+    state: &mut SessionState,
+) {
+    let Some(log) = &inner.session_log else {
+        return;
+    };
+    let record = |kind: &str, payload: serde_json::Value| SessionRecord {
+        kind: kind.to_string(),
+        call_id: call_id.to_string(),
+        payload,
+    };
+    for message in &state.history {
+        let print = super::restore::fingerprint(message);
+        if state.logged.get(&message.id) != Some(&print) {
+            state.logged.insert(message.id.clone(), print);
+            let payload = serde_json::to_value(message).unwrap_or(serde_json::Value::Null);
+            log.append(key, record("message", payload));
+        }
+    }
+    let task = inner.task.state().snapshot();
+    let print = super::restore::checkpoint_print(&state.history, state.messages_created, &task);
+    if state.checkpointed != Some(print) {
+        state.checkpointed = Some(print);
+        log.append(
+            key,
+            record(
+                "checkpoint",
+                super::restore::checkpoint_payload(&state.history, state.messages_created, &task),
+            ),
+        );
+    }
+}
+
 impl Call<'_> {
+    /// The session's next message id. Ids come from the session's shared counter, so two
+    /// writers of one session never hand out the same id.
     fn next_message_id(&mut self) -> String {
-        self.messages_created += 1;
-        format!("m{:04}", self.messages_created)
+        let mut sessions = lock(&self.inner.sessions);
+        let state = sessions.entry(self.key.clone()).or_default();
+        state.messages_created += 1;
+        format!("m{:04}", state.messages_created)
     }
 
-    /// Commits the working history as the session's state.
-    /// Commits the working history as the session's state, and appends every message not yet
-    /// in the session log as a `message` record: durable history keeps everything, while the
-    /// working history may be compacted.
-    fn commit(&mut self) {
-        {
-            let mut sessions = lock(&self.inner.sessions);
-            let state = sessions.entry(self.key.clone()).or_default();
-            state.history = self.history.clone();
-            state.messages_created = self.messages_created;
+    fn log_key(&self) -> SessionLogKey {
+        SessionLogKey {
+            agent_id: self.inner.agent_id.clone(),
+            user_id: self.runtime.user_id.clone(),
+            session_id: self.runtime.session_id.clone(),
         }
-        let fresh: Vec<Message> = self
-            .history
-            .iter()
-            .filter(|m| !self.logged.contains(&m.id))
-            .cloned()
-            .collect();
-        for message in fresh {
-            self.logged.insert(message.id.clone());
-            let payload = serde_json::to_value(&message).unwrap_or(serde_json::Value::Null);
-            self.record("message", payload);
+    }
+
+    /// Commits the working history as the session's state if no other writer committed since
+    /// this call read it (compare-and-swap on the session version), and records in the session
+    /// log what it lacks: durable history keeps everything, while the working history may be
+    /// compacted.
+    ///
+    /// On a conflict the newer history stays as it is; this call's messages that the log lacks
+    /// are recorded there with a `history/conflict` record, so nothing is lost.
+    fn commit(&mut self) -> Result<(), Conflict> {
+        let log_key = self.log_key();
+        let mut sessions = lock(&self.inner.sessions);
+        let state = sessions.entry(self.key.clone()).or_default();
+        if state.version != self.base_version {
+            let mut kept = Vec::new();
+            if let Some(log) = &self.inner.session_log {
+                for message in &self.history {
+                    let print = super::restore::fingerprint(message);
+                    if state.logged.get(&message.id) != Some(&print) {
+                        state.logged.insert(message.id.clone(), print);
+                        kept.push(message.id.clone());
+                        let payload =
+                            serde_json::to_value(message).unwrap_or(serde_json::Value::Null);
+                        log.append(
+                            &log_key,
+                            SessionRecord {
+                                kind: "message".to_string(),
+                                call_id: self.call_id.clone(),
+                                payload,
+                            },
+                        );
+                    }
+                }
+                log.append(
+                    &log_key,
+                    SessionRecord {
+                        kind: "history/conflict".to_string(),
+                        call_id: self.call_id.clone(),
+                        payload: serde_json::json!({
+                            "read_version": self.base_version,
+                            "found_version": state.version,
+                            "kept_in_log": kept,
+                        }),
+                    },
+                );
+            }
+            return Err(Conflict);
         }
+        state.history = self.history.clone();
+        state.version += 1;
+        self.base_version = state.version;
+        write_durable(self.inner, &log_key, &self.call_id, state);
+        Ok(())
     }
 
     async fn steps(&mut self, sink: &mut Sink<'_>) -> Result<Message, AgentError> {
         for step in 1..=self.inner.max_steps {
             let request_id = format!("{}/r{step}", self.call_id);
             let request = if self.inner.plain {
-                self.plain_request(&request_id)
+                let request = self.plain_request(&request_id);
+                self.commit()
+                    .map_err(|Conflict| AgentError::HistoryConflict)?;
+                request
             } else {
+                // A successful preparation has committed.
                 self.prepare(&request_id, None, sink).await?.0.request
             };
-            self.commit();
             self.flush_log().await;
             let reply = match self.ask_model(&request_id, &request, sink).await {
                 Ok(reply) => reply,
@@ -166,12 +321,14 @@ impl Call<'_> {
             let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
             self.history.push(assistant.clone());
             if calls.is_empty() {
-                self.commit();
+                self.commit()
+                    .map_err(|Conflict| AgentError::HistoryConflict)?;
                 return Ok(assistant);
             }
             self.execute_tools(&calls, sink).await;
         }
-        self.commit();
+        self.commit()
+            .map_err(|Conflict| AgentError::HistoryConflict)?;
         Err(AgentError::MaxStepsExceeded {
             limit: self.inner.max_steps,
         })
@@ -208,7 +365,6 @@ impl Call<'_> {
         if !summarised {
             return Err(AgentError::Model(error));
         }
-        self.commit();
         self.ask_model(&retry_id, &prepared.request, sink).await
     }
 
@@ -314,9 +470,23 @@ impl Call<'_> {
         {
             // Task or plan state changed while this request was prepared: never commit over it.
             let mut manifest = prepared.manifest.clone();
-            manifest.validation = crate::context::manifest::Validation::StateConflict;
+            manifest.validation = Validation::StateConflict;
             outcome = Err(Box::new(Rejected {
                 error: PrepareError::StateConflict,
+                manifest,
+            }));
+        }
+        // Commit now, with no await between the checks and the commit. A history another
+        // writer committed meanwhile is kept, never overwritten.
+        let mut conflict = false;
+        if let Ok(prepared) = &outcome
+            && let Err(Conflict) = self.commit()
+        {
+            conflict = true;
+            let mut manifest = prepared.manifest.clone();
+            manifest.validation = Validation::HistoryConflict;
+            outcome = Err(Box::new(Rejected {
+                error: PrepareError::HistoryConflict,
                 manifest,
             }));
         }
@@ -327,8 +497,11 @@ impl Call<'_> {
                 Ok((prepared, summarised))
             }
             Err(rejected) => {
-                // A rejected build leaves no orphan offload file behind.
-                offload::collect(inner.workspace.as_ref(), &written).await;
+                // A rejected build leaves no orphan offload file behind. After a history
+                // conflict the offloaded results are in the session log, so their files stay.
+                if !conflict {
+                    offload::collect(inner.workspace.as_ref(), &written).await;
+                }
                 self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
                 Err(AgentError::Prepare(rejected))
             }
@@ -350,13 +523,8 @@ impl Call<'_> {
         let Some(log) = &self.inner.session_log else {
             return;
         };
-        let key = SessionLogKey {
-            agent_id: self.inner.agent_id.clone(),
-            user_id: self.runtime.user_id.clone(),
-            session_id: self.runtime.session_id.clone(),
-        };
         log.append(
-            &key,
+            &self.log_key(),
             SessionRecord {
                 kind: kind.to_string(),
                 call_id: self.call_id.clone(),

@@ -115,6 +115,10 @@ pub enum PrepareError {
     InvalidSelection(#[from] omission::SelectionError),
     #[error("task or plan state changed while the request was prepared; nothing was committed")]
     StateConflict,
+    #[error(
+        "the session's history changed while the request was prepared (another writer committed first); the newer history is kept and this call's messages are in the session log"
+    )]
+    HistoryConflict,
 }
 
 impl PrepareError {
@@ -127,6 +131,7 @@ impl PrepareError {
                 Validation::BuildFailed
             }
             PrepareError::StateConflict => Validation::StateConflict,
+            PrepareError::HistoryConflict => Validation::HistoryConflict,
         }
     }
 
@@ -141,6 +146,7 @@ impl PrepareError {
             }
             PrepareError::InvalidSelection(_) => "invalid_selection_policy",
             PrepareError::StateConflict => "state_conflict",
+            PrepareError::HistoryConflict => "history_conflict",
         }
     }
 }

@@ -164,6 +164,22 @@ fn render_event(out: &mut String, stamp: &str, kind: &EventKind) {
     let text = |t: &str| quoted(t, TRACE_TEXT_CHARS_MAX);
     let line = match kind {
         EventKind::RunStarted { call_id } => format!("run_started {call_id}"),
+        EventKind::SessionRestored {
+            records,
+            messages,
+            torn,
+        } => format!(
+            "session_restored records={records} messages={messages}{}",
+            torn.as_ref().map_or(String::new(), |torn| format!(
+                " torn=line {} ({} bytes, {})",
+                torn.line,
+                torn.bytes,
+                match torn.reason {
+                    crate::session::jsonl::TornReason::NoNewline => "no newline",
+                    crate::session::jsonl::TornReason::InvalidRecord => "not a record",
+                }
+            ))
+        ),
         EventKind::Custom { name, value } => match value {
             CustomValue::ContextBuild(build) => {
                 let _ = writeln!(

@@ -52,7 +52,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value};
 
-use super::{SessionLog, SessionLogKey, SessionRecord};
+use super::{Loaded, SessionLog, SessionLogKey, SessionRecord};
 use crate::context::manifest::content_hash;
 use crate::limits::{SESSION_LOG_BYTES_MAX, SESSION_NAME_CHARS_MAX};
 use crate::sim::storage::{Storage, StorageError, WorkspacePath};
@@ -282,6 +282,93 @@ impl SessionLog for JsonlSessionLog {
     fn flush(&self) -> BoxFuture<'_, Result<usize, FlushError>> {
         Box::pin(JsonlSessionLog::flush(self))
     }
+
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionLogKey,
+    ) -> BoxFuture<'a, Result<Loaded, SessionLogError>> {
+        Box::pin(async move {
+            let restored = self.restore(key).await?;
+            Ok(Loaded {
+                records: self.records(key),
+                torn: restored.torn,
+            })
+        })
+    }
+
+    fn sessions<'a>(
+        &'a self,
+        agent_id: &'a str,
+        user_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Option<String>>, SessionLogError>> {
+        Box::pin(async move {
+            let mut found: std::collections::BTreeSet<Option<String>> = self
+                .lock()
+                .keys()
+                .filter(|key| key.agent_id == agent_id && key.user_id.as_deref() == user_id)
+                .map(|key| key.session_id.clone())
+                .collect();
+            let dir = format!(
+                "{SESSIONS_DIR}/{}/{}/",
+                segment(Some(agent_id)),
+                segment(user_id)
+            );
+            for path in self.storage.list(&dir).await? {
+                let Some(name) = path
+                    .as_str()
+                    .strip_prefix(&dir)
+                    .and_then(|name| name.strip_suffix(".jsonl"))
+                    .filter(|name| !name.contains('/'))
+                else {
+                    continue;
+                };
+                match decode_segment(name) {
+                    Some(session) => {
+                        found.insert(session);
+                    }
+                    // A shortened name: the session id is in the file's `run/start` records.
+                    None => {
+                        let bytes = read_bounded(self.storage.as_ref(), &path).await?;
+                        let decoded = decode(&path, &bytes)?;
+                        if let Some(session) = decoded.records.iter().find_map(|record| {
+                            (record.kind == "run/start")
+                                .then(|| record.payload.get("session_id"))
+                                .flatten()
+                                .and_then(Value::as_str)
+                        }) {
+                            found.insert(Some(session.to_string()));
+                        }
+                    }
+                }
+            }
+            Ok(found.into_iter().collect())
+        })
+    }
+}
+
+/// The id a [`segment`] encodes, or `None` for a shortened (hashed) or foreign name.
+fn decode_segment(name: &str) -> Option<Option<String>> {
+    match name {
+        "~none" => return Some(None),
+        "~empty" => return Some(Some(String::new())),
+        _ => {}
+    }
+    let mut bytes = Vec::with_capacity(name.len());
+    let mut rest = name.as_bytes();
+    while let Some((&first, tail)) = rest.split_first() {
+        if first == b'~' {
+            let hex = tail.get(..2)?;
+            let text = std::str::from_utf8(hex).ok()?;
+            bytes.push(u8::from_str_radix(text, 16).ok()?);
+            rest = &tail[2..];
+        } else if first.is_ascii_alphanumeric() || first == b'_' || first == b'-' {
+            bytes.push(first);
+            rest = tail;
+        } else {
+            return None;
+        }
+    }
+    String::from_utf8(bytes).ok().map(Some)
 }
 
 /// The file of one session: `sessions/<agent>/<user>/<session>.jsonl`, each id encoded.

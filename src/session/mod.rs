@@ -1,12 +1,19 @@
 //! The session log: committed facts of each session, in order.
 //!
-//! Today it records one `context/build` record per preparation (successful or failed), whose
-//! payload is `{"event": {"name": "context_build", "value": {..., "context_manifest": {...}}}}`.
+//! The agent records `run/start` and `run/end`, `model/start` and `model/end`, one
+//! `context/build` per preparation (payload `{"event": {"name": "context_build", "value":
+//! {..., "context_manifest": {...}}}}`), `compaction/start` and `compaction/end`, a `message`
+//! record for every committed message (again, as a new version, when compaction or offload
+//! changes it in place), a `checkpoint` record naming the working history after each commit that
+//! changed it (with the task state), and `history/conflict` when a commit lost a race.
 //! [`MemorySessionLog`] keeps records in memory, keyed by agent, user and session;
 //! [`jsonl::JsonlSessionLog`] commits them to one JSON-lines file per session in workspace
 //! storage when flushed, and restores them, ignoring a record torn by a crash mid-write.
+//! [`SessionLog::load`] is what a new agent reads to restore a session.
 //!
-//! **Invariant:** records hold manifests and kinds, never prompt text or error messages.
+//! **Invariant:** only `message` and `checkpoint` records hold conversation text (the durable
+//! history); every other record holds manifests, kinds and figures, never prompt text or error
+//! messages.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -16,7 +23,7 @@ use serde_json::Value;
 
 pub mod jsonl;
 
-pub use jsonl::{FlushError, JsonlSessionLog};
+pub use jsonl::{FlushError, JsonlSessionLog, SessionLogError, TornRecord};
 
 /// One committed record.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +43,15 @@ pub struct SessionLogKey {
     pub session_id: Option<String>,
 }
 
+/// What [`SessionLog::load`] found for a session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Loaded {
+    /// Every committed record of the session, in order.
+    pub records: Vec<SessionRecord>,
+    /// A last record torn by a crash mid-write, ignored.
+    pub torn: Option<TornRecord>,
+}
+
 /// Where session records go.
 pub trait SessionLog: Send + Sync {
     /// Appends a record to a session's log.
@@ -50,6 +66,32 @@ pub trait SessionLog: Send + Sync {
     fn flush(&self) -> BoxFuture<'_, Result<usize, FlushError>> {
         Box::pin(async { Ok(0) })
     }
+    /// Reads a session's committed records from durable storage, so a new agent over the same
+    /// storage can restore it. A log that keeps nothing outside memory returns what it holds.
+    ///
+    /// # Errors
+    /// The records could not be read, or are corrupt before their last line.
+    fn load<'a>(
+        &'a self,
+        key: &'a SessionLogKey,
+    ) -> BoxFuture<'a, Result<Loaded, SessionLogError>> {
+        Box::pin(async move {
+            Ok(Loaded {
+                records: self.records(key),
+                torn: None,
+            })
+        })
+    }
+    /// The sessions this log holds for one agent and user, in order (`None` is the session of
+    /// calls made without a session id).
+    ///
+    /// # Errors
+    /// Durable storage could not be listed or read.
+    fn sessions<'a>(
+        &'a self,
+        agent_id: &'a str,
+        user_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Option<String>>, SessionLogError>>;
 }
 
 /// An in-memory session log.
@@ -77,5 +119,19 @@ impl SessionLog for MemorySessionLog {
 
     fn records(&self, key: &SessionLogKey) -> Vec<SessionRecord> {
         self.lock().get(key).cloned().unwrap_or_default()
+    }
+
+    fn sessions<'a>(
+        &'a self,
+        agent_id: &'a str,
+        user_id: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Vec<Option<String>>, SessionLogError>> {
+        let sessions = self
+            .lock()
+            .keys()
+            .filter(|key| key.agent_id == agent_id && key.user_id.as_deref() == user_id)
+            .map(|key| key.session_id.clone())
+            .collect();
+        Box::pin(async move { Ok(sessions) })
     }
 }

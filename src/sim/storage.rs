@@ -28,8 +28,25 @@ use crate::format::unusual_character;
 use crate::limits::PATH_CHARS_MAX;
 
 /// A path inside the workspace that has passed every check.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
 pub struct WorkspacePath(String);
+
+impl TryFrom<String> for WorkspacePath {
+    type Error = PathError;
+
+    fn try_from(path: String) -> Result<Self, PathError> {
+        WorkspacePath::parse(&path)
+    }
+}
+
+impl From<WorkspacePath> for String {
+    fn from(path: WorkspacePath) -> String {
+        path.0
+    }
+}
 
 /// Why a path was refused.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

@@ -71,7 +71,7 @@ use todo::{TodoError, TodoItem};
 use verification::VerificationReport;
 
 /// The identity and objective of the task the application is working on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskScope {
     /// A stable id chosen by the application (at most [`TASK_NAME_CHARS_MAX`] characters).
     pub task_id: String,
@@ -210,7 +210,7 @@ impl TaskError {
 }
 
 /// Every piece of task state, behind one revision counter.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TaskContextState {
     revision: u64,
     scope: Option<TaskScope>,
@@ -328,7 +328,34 @@ impl std::fmt::Debug for SharedTaskState {
     }
 }
 
+impl TaskContextState {
+    /// The whole state as one JSON value, for session-log checkpoints.
+    pub fn to_checkpoint(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Rebuilds the state from a checkpoint value, re-checking the Todo list's rules and the
+    /// revision order (a checkpoint comes from a file and is not trusted).
+    ///
+    /// # Errors
+    /// A value that does not describe task state, or one that breaks its rules.
+    pub fn from_checkpoint(value: &serde_json::Value) -> Result<Self, String> {
+        let state: TaskContextState =
+            serde_json::from_value(value.clone()).map_err(|error| error.to_string())?;
+        todo::validate(&state.todos).map_err(|error| error.to_string())?;
+        if state.todo_revision.is_some_and(|r| r > state.revision) {
+            return Err("the Todo revision is newer than the state's revision".to_string());
+        }
+        Ok(state)
+    }
+}
+
 impl SharedTaskState {
+    /// Replaces the whole state (restoring a checkpoint).
+    pub fn replace(&self, state: TaskContextState) {
+        *self.lock() = state;
+    }
+
     /// Empty shared state.
     pub fn new() -> Self {
         Self::default()

@@ -21,7 +21,7 @@ use super::{TaskContextState, TaskError};
 use crate::sim::storage::WorkspacePath;
 
 /// The agent's working mode.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PlanMode {
     /// Read-only: investigate and write the plan.
     Plan,
@@ -41,7 +41,7 @@ impl PlanMode {
 }
 
 /// The mode and the plan file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PlanState {
     pub mode: PlanMode,
     /// The plan file, relative to the workspace.

@@ -42,7 +42,9 @@ pub const PROPOSE_REQUIREMENT_TOOL: &str = "propose_requirement";
 pub const MODEL_SOURCE: &str = "model";
 
 /// What a requirement constrains.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum RequirementKind {
     /// A condition the result must meet to be accepted ("the export tests pass").
     Acceptance,
@@ -76,7 +78,9 @@ impl RequirementKind {
 }
 
 /// Where a requirement stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum RequirementStatus {
     /// Proposed; authorises nothing yet.
     Candidate,
@@ -135,7 +139,7 @@ impl Proposal {
 }
 
 /// One recorded requirement.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Requirement {
     /// `req-N`, never reused.
     pub id: String,

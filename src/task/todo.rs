@@ -46,7 +46,9 @@ pub const TODO_REVISION_KEY: &str = "ctxbed.todo_revision";
 const QUOTED_CHARS: usize = 40;
 
 /// Where an item stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum TodoStatus {
     Pending,
     InProgress,
@@ -77,7 +79,9 @@ impl TodoStatus {
 }
 
 /// How important an item is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum TodoPriority {
     High,
     Medium,
@@ -107,7 +111,7 @@ impl TodoPriority {
 }
 
 /// One step of work.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TodoItem {
     /// Unique within the list; at most [`TASK_NAME_CHARS_MAX`] characters.
     pub id: String,

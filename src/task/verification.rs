@@ -37,7 +37,7 @@ use super::{SharedTaskState, TaskContextState, TaskError, check_name};
 use crate::limits::{VERIFICATION_CHECKS_MAX, VERIFICATION_SUMMARY_CHARS_MAX};
 
 /// What a report was checked against.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Binding {
     pub task_id: String,
     pub contract_version: u64,
@@ -45,7 +45,7 @@ pub struct Binding {
 }
 
 /// The outcome of running one check.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CheckResult {
     pub passed: bool,
     /// What the check found, in a few lines; cut when stored.
@@ -71,7 +71,7 @@ impl CheckResult {
 }
 
 /// One stored report.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct VerificationReport {
     /// The check's name, e.g. `tests`.
     pub check: String,

@@ -230,3 +230,66 @@ fn a_corrupt_file_is_never_rewritten() {
     assert_eq!(file(&storage, &path), corrupt);
     assert_eq!(log.pending(&session), 1);
 }
+
+#[test]
+fn segments_decode_back_to_their_ids() {
+    for id in [None, Some(""), Some("s1"), Some("a b/ü~x"), Some("--__")] {
+        let encoded = segment(id);
+        assert_eq!(
+            decode_segment(&encoded),
+            Some(id.map(str::to_string)),
+            "{encoded}"
+        );
+    }
+    let long = "x".repeat(500);
+    assert_eq!(
+        decode_segment(&segment(Some(&long))),
+        None,
+        "shortened names are not decoded"
+    );
+    assert_eq!(decode_segment("~G1"), None);
+    assert_eq!(decode_segment("a.b"), None);
+}
+
+#[test]
+fn sessions_are_listed_from_storage_and_memory() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let storage = Arc::new(MemoryStorage::new());
+        let log = JsonlSessionLog::new(storage.clone());
+        let key = |user: &str, session: Option<&str>| SessionLogKey {
+            agent_id: "fixer".into(),
+            user_id: Some(user.into()),
+            session_id: session.map(str::to_string),
+        };
+        let record = SessionRecord {
+            kind: "run/start".into(),
+            call_id: "call-1".into(),
+            payload: serde_json::json!({"session_id": "x".repeat(500)}),
+        };
+        log.append(&key("alice", Some("s 1")), record.clone());
+        log.append(&key("alice", None), record.clone());
+        log.append(&key("bob", Some("s2")), record.clone());
+        log.append(&key("alice", Some(&"x".repeat(500))), record.clone());
+        log.flush().await.unwrap();
+        // A new log over the same storage knows nothing in memory: the listing reads storage.
+        let fresh = JsonlSessionLog::new(storage);
+        fresh.append(&key("alice", Some("pending")), record);
+        let sessions = fresh.sessions("fixer", Some("alice")).await.unwrap();
+        assert_eq!(
+            sessions,
+            vec![
+                None,
+                Some("pending".to_string()),
+                Some("s 1".to_string()),
+                Some("x".repeat(500)),
+            ]
+        );
+        assert_eq!(
+            fresh.sessions("fixer", Some("carol")).await.unwrap(),
+            Vec::<Option<String>>::new()
+        );
+    });
+}

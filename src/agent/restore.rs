@@ -1,0 +1,199 @@
+//! Restoring a session from its log, and the fingerprints and checkpoints that make it exact.
+//!
+//! A commit records each new or changed message as a `message` record and, when the working
+//! history's ids, the id counter or the task revision moved, a `checkpoint` record: the ids of
+//! the working history in order, the id counter and (once task state exists) the task state.
+//! Restoring reads the session's committed records, takes the latest version of every message,
+//! and rebuilds the working history from the last checkpoint. A log with messages and no
+//! checkpoint (written before a first checkpoint could be) gives every message in order.
+//!
+//! **Invariant:** a restore never invents or drops a committed message: every id a checkpoint
+//! names must have a `message` record, or the restore fails and leaves the log as it is.
+
+use std::collections::BTreeMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use serde_json::{Value, json};
+
+use super::{AgentInner, SessionState};
+use crate::message::Message;
+use crate::session::{SessionLog, SessionLogError, SessionLogKey, TornRecord};
+use crate::task::TaskContextState;
+
+/// Why a session could not be restored from its log. The log is left as it is.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum RestoreError {
+    #[error(transparent)]
+    Log(#[from] SessionLogError),
+    #[error(
+        "session log record {index} (`{kind}`) is not valid: {reason}; the log is left as it is — repair or move the session file to start the session afresh"
+    )]
+    Invalid {
+        /// 1-based position among the session's committed records.
+        index: usize,
+        kind: String,
+        reason: String,
+    },
+}
+
+/// A session rebuilt from its log.
+pub(super) struct Restored {
+    pub state: SessionState,
+    /// Committed records read.
+    pub records: usize,
+    pub torn: Option<TornRecord>,
+}
+
+/// A fingerprint of a message's whole content (its JSON form), to notice in-place changes.
+pub(super) fn fingerprint(message: &Message) -> u64 {
+    struct Writer(DefaultHasher);
+    impl std::io::Write for Writer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut writer = Writer(DefaultHasher::new());
+    // Serialising a message into a hasher cannot fail: it holds no non-string map keys.
+    let _ = serde_json::to_writer(&mut writer, message);
+    writer.0.finish()
+}
+
+/// A fingerprint of what a checkpoint says.
+pub(super) fn checkpoint_print(
+    history: &[Message],
+    messages_created: u64,
+    task: &TaskContextState,
+) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for message in history {
+        message.id.hash(&mut hasher);
+    }
+    messages_created.hash(&mut hasher);
+    task.revision().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The payload of a `checkpoint` record.
+pub(super) fn checkpoint_payload(
+    history: &[Message],
+    messages_created: u64,
+    task: &TaskContextState,
+) -> Value {
+    let ids: Vec<&str> = history.iter().map(|m| m.id.as_str()).collect();
+    let mut payload = json!({ "history": ids, "messages_created": messages_created });
+    if task.revision() > 0 {
+        payload["task"] = task.to_checkpoint();
+    }
+    payload
+}
+
+/// Reads a session's committed records and rebuilds its state; `None` when the log holds
+/// nothing for it. Task state is restored only into an agent whose task state is untouched
+/// (revision 0): it is shared by the agent's sessions, and live state is never overwritten.
+pub(super) async fn restore(
+    inner: &AgentInner,
+    log: &dyn SessionLog,
+    key: &SessionLogKey,
+) -> Result<Option<Restored>, RestoreError> {
+    let loaded = log.load(key).await?;
+    if loaded.records.is_empty() && loaded.torn.is_none() {
+        return Ok(None);
+    }
+    let mut versions: BTreeMap<String, Message> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut checkpoint: Option<(usize, &Value)> = None;
+    for (index, record) in loaded.records.iter().enumerate() {
+        let invalid = |reason: String| RestoreError::Invalid {
+            index: index + 1,
+            kind: record.kind.clone(),
+            reason,
+        };
+        match record.kind.as_str() {
+            "message" => {
+                let message: Message = serde_json::from_value(record.payload.clone())
+                    .map_err(|error| invalid(error.to_string()))?;
+                if !versions.contains_key(&message.id) {
+                    order.push(message.id.clone());
+                }
+                versions.insert(message.id.clone(), message);
+            }
+            "checkpoint" => checkpoint = Some((index, &record.payload)),
+            _ => {}
+        }
+    }
+    let mut state = SessionState::default();
+    let mut counter = 0;
+    let mut task = None;
+    let ids = match checkpoint {
+        None => order,
+        Some((index, payload)) => {
+            let invalid = |reason: &str| RestoreError::Invalid {
+                index: index + 1,
+                kind: "checkpoint".to_string(),
+                reason: reason.to_string(),
+            };
+            let ids: Vec<String> = payload
+                .get("history")
+                .and_then(Value::as_array)
+                .ok_or_else(|| invalid("`history` is missing or not a list"))?
+                .iter()
+                .map(|id| id.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or_else(|| invalid("`history` holds a non-string id"))?;
+            counter = payload
+                .get("messages_created")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| invalid("`messages_created` is missing or not a count"))?;
+            if let Some(value) = payload.get("task") {
+                task = Some(
+                    TaskContextState::from_checkpoint(value)
+                        .map_err(|reason| invalid(&format!("task state: {reason}")))?,
+                );
+            }
+            for id in &ids {
+                if !versions.contains_key(id) {
+                    return Err(invalid(&format!("message `{id}` has no `message` record")));
+                }
+            }
+            ids
+        }
+    };
+    for id in &ids {
+        if let Some(message) = versions.get(id) {
+            state.history.push(message.clone());
+        }
+    }
+    // Ids handed out after the checkpoint (a call that conflicted or crashed) are never reused.
+    let highest = versions
+        .keys()
+        .filter_map(|id| id.strip_prefix('m').and_then(|n| n.parse::<u64>().ok()))
+        .max()
+        .unwrap_or(0);
+    state.messages_created = counter.max(highest);
+    state.logged = versions
+        .iter()
+        .map(|(id, message)| (id.clone(), fingerprint(message)))
+        .collect();
+    let shared = inner.task.state();
+    if let Some(task) = task
+        && shared.revision() == 0
+    {
+        shared.replace(task);
+    }
+    if checkpoint.is_some() {
+        state.checkpointed = Some(checkpoint_print(
+            &state.history,
+            counter,
+            &shared.snapshot(),
+        ));
+    }
+    Ok(Some(Restored {
+        state,
+        records: loaded.records.len(),
+        torn: loaded.torn,
+    }))
+}
