@@ -116,6 +116,26 @@ pub const MEMORY_FACT_CHARS_MAX: usize = 1_000;
 /// Facts one memory flush appends; the rest of the batch is dropped (flush is best-effort).
 pub const MEMORY_FLUSH_FACTS_MAX: usize = 100;
 
+/// Sessions `session_list` shows and `session_search` reads, in session order. A user with
+/// more narrows by reading one session's history.
+pub const SESSIONS_LISTED_MAX: usize = 100;
+
+/// Messages `session_history` returns when the model gives no `lastN`.
+pub const SESSION_HISTORY_DEFAULT: usize = 20;
+
+/// Largest `lastN` of one `session_history` call.
+pub const SESSION_HISTORY_MAX: usize = 100;
+
+/// Characters of one message shown by `session_history` or one hit of `session_search`.
+pub const SESSION_SNIPPET_CHARS_MAX: usize = 400;
+
+/// Characters of a `session_search` query.
+pub const SESSION_QUERY_CHARS_MAX: usize = 1_000;
+
+/// Hits one `session_search` call lists; the rest are counted.
+pub const SESSION_SEARCH_RESULTS_MAX: usize = 20;
+
+const _: () = assert!(SESSION_HISTORY_DEFAULT <= SESSION_HISTORY_MAX);
 const _: () = assert!(READ_FILE_LINES_DEFAULT <= READ_FILE_LINES_MAX);
 const _: () = assert!(WRITE_FILE_CHARS_MAX <= WORKSPACE_FILE_BYTES_MAX);
 const _: () = assert!(EDIT_TEXT_CHARS_MAX <= WRITE_FILE_CHARS_MAX);

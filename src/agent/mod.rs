@@ -79,6 +79,10 @@ pub enum BuildError {
     InvalidEvictionPath(String),
     #[error("invalid compaction configuration: {0}")]
     Compaction(#[from] ConfigError),
+    #[error(
+        "the session tools read the session log, which is disabled; drop `disable_session_log()` or `enable_session_tools()`"
+    )]
+    SessionToolsWithoutLog,
 }
 
 /// Receives every preparation's manifest, successful or failed.
@@ -216,6 +220,7 @@ pub struct HarnessAgentBuilder {
     selection: Option<Arc<dyn SelectionPolicy>>,
     compaction: Option<CompactionConfig>,
     session_log_enabled: bool,
+    session_tools: bool,
     plain: bool,
     task: TaskSetup,
 }
@@ -337,6 +342,13 @@ impl HarnessAgentBuilder {
         self
     }
 
+    /// Registers `session_list`, `session_history` and `session_search` over the agent's
+    /// session log ([`crate::tools::session`]); the user they read is always the call's.
+    pub fn enable_session_tools(mut self) -> Self {
+        self.session_tools = true;
+        self
+    }
+
     /// Turns the session log off (and with it overflow recovery).
     pub fn disable_session_log(mut self) -> Self {
         self.session_log_enabled = false;
@@ -418,8 +430,24 @@ impl HarnessAgentBuilder {
         if let Some(compaction) = &self.compaction {
             compaction.validate()?;
         }
+        let session_log: Option<Arc<dyn SessionLog>> = self.session_log_enabled.then(|| {
+            self.session_log
+                .clone()
+                .unwrap_or_else(|| Arc::new(MemorySessionLog::new()) as Arc<dyn SessionLog>)
+        });
+        let session_tools = match (&session_log, self.session_tools) {
+            (_, false) => Vec::new(),
+            (Some(log), true) => crate::tools::session::session_tools(log.clone()),
+            (None, true) => return Err(BuildError::SessionToolsWithoutLog),
+        };
         let mut tools = ToolRegistry::new();
-        for tool in self.tools.iter().cloned().chain(self.task.tools()) {
+        for tool in self
+            .tools
+            .iter()
+            .cloned()
+            .chain(self.task.tools())
+            .chain(session_tools)
+        {
             tools.register(tool)?;
         }
         let clock = self
@@ -447,11 +475,7 @@ impl HarnessAgentBuilder {
                 instructions,
                 sources: self.sources.clone(),
                 max_context_tokens: self.max_context_tokens,
-                session_log: self.session_log_enabled.then(|| {
-                    self.session_log
-                        .clone()
-                        .unwrap_or_else(|| Arc::new(MemorySessionLog::new()) as Arc<dyn SessionLog>)
-                }),
+                session_log,
                 compaction: self.compaction.clone(),
                 plain: self.plain,
                 offload: self.offload.clone(),
@@ -572,6 +596,7 @@ impl HarnessAgent {
             selection: None,
             compaction: Some(CompactionConfig::default()),
             session_log_enabled: true,
+            session_tools: false,
             plain: false,
             task: TaskSetup::default(),
         }

@@ -17,7 +17,10 @@ use serde_json::{Value, json};
 
 use super::{AgentInner, SessionState};
 use crate::message::Message;
-use crate::session::{SessionLog, SessionLogError, SessionLogKey, TornRecord};
+use crate::session::{
+    CHECKPOINT_RECORD, MESSAGE_RECORD, SessionLog, SessionLogError, SessionLogKey, TornRecord,
+    durable_history,
+};
 use crate::task::TaskContextState;
 
 /// Why a session could not be restored from its log. The log is left as it is.
@@ -103,28 +106,22 @@ pub(super) async fn restore(
     if loaded.records.is_empty() && loaded.torn.is_none() {
         return Ok(None);
     }
-    let mut versions: BTreeMap<String, Message> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut checkpoint: Option<(usize, &Value)> = None;
-    for (index, record) in loaded.records.iter().enumerate() {
-        let invalid = |reason: String| RestoreError::Invalid {
-            index: index + 1,
-            kind: record.kind.clone(),
+    let durable =
+        durable_history(&loaded.records).map_err(|(index, reason)| RestoreError::Invalid {
+            index,
+            kind: MESSAGE_RECORD.to_string(),
             reason,
-        };
-        match record.kind.as_str() {
-            "message" => {
-                let message: Message = serde_json::from_value(record.payload.clone())
-                    .map_err(|error| invalid(error.to_string()))?;
-                if !versions.contains_key(&message.id) {
-                    order.push(message.id.clone());
-                }
-                versions.insert(message.id.clone(), message);
-            }
-            "checkpoint" => checkpoint = Some((index, &record.payload)),
-            _ => {}
-        }
-    }
+        })?;
+    let order: Vec<String> = durable.iter().map(|m| m.id.clone()).collect();
+    let versions: BTreeMap<String, Message> =
+        durable.into_iter().map(|m| (m.id.clone(), m)).collect();
+    let checkpoint: Option<(usize, &Value)> = loaded
+        .records
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, record)| record.kind == CHECKPOINT_RECORD)
+        .map(|(index, record)| (index, &record.payload));
     let mut state = SessionState::default();
     let mut counter = 0;
     let mut task = None;

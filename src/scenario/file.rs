@@ -48,6 +48,7 @@ use crate::sim::rng::SeedTree;
 use crate::sim::storage::WorkspacePath;
 use crate::sim::text::{TextKind, generate_text};
 use crate::task::plan::PlanMode;
+use crate::task::requirements::{Decision, RequirementKind};
 use crate::task::{TaskContextOptions, TaskScope};
 
 #[derive(Debug, Deserialize)]
@@ -97,6 +98,8 @@ struct RawAgent {
     max_output_tokens: Option<Spanned<i64>>,
     compaction: Option<Spanned<RawCompaction>>,
     session_log: Option<bool>,
+    session_storage: Option<Spanned<String>>,
+    session_tools: Option<bool>,
     kind: Option<Spanned<String>>,
     task_list: Option<bool>,
     task_context: Option<RawTaskContext>,
@@ -303,6 +306,36 @@ struct RawStep {
     #[serde(default)]
     workspace_writes: BTreeMap<String, Spanned<String>>,
     plan_mode: Option<Spanned<String>>,
+    restart: Option<Spanned<String>>,
+    concurrent_append: Option<Spanned<RawAppend>>,
+    #[serde(default)]
+    actions: Vec<Spanned<RawAction>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAppend {
+    at_ms: Spanned<i64>,
+    text: String,
+    role: Option<Spanned<String>>,
+}
+
+/// One application action on task state; which fields apply depends on `kind`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAction {
+    kind: Spanned<String>,
+    requirement: Option<String>,
+    requirement_kind: Option<Spanned<String>>,
+    text: Option<String>,
+    source: Option<String>,
+    decision: Option<Spanned<String>>,
+    authority: Option<String>,
+    expected_revision: Option<Spanned<i64>>,
+    version: Option<String>,
+    check: Option<String>,
+    passed: Option<bool>,
+    summary: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -382,6 +415,63 @@ pub struct AgentSpec {
     /// Register `todo_write`.
     pub task_list: bool,
     pub task_context: TaskContextOptions,
+    /// Where the session log keeps its records.
+    pub session_storage: SessionStorage,
+    /// Register `session_list`, `session_history` and `session_search`.
+    pub session_tools: bool,
+}
+
+/// Where a scenario's session log keeps its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SessionStorage {
+    /// In memory, shared by every agent the scenario builds (a durable store that never fails).
+    #[default]
+    Memory,
+    /// JSON-lines files in the workspace, committed when flushed; a restart loses what was
+    /// not flushed, as a crash would.
+    Jsonl,
+}
+
+/// How the process running the agent restarts before a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// A new agent over the same storage and model; records not yet flushed are lost.
+    Clean,
+    /// As `Clean`, after a crash that tore the write of one more record: every session file
+    /// ends with half a record and no newline.
+    Torn,
+}
+
+/// Another writer appending to the step's session while the step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConcurrentAppend {
+    /// Virtual time after the step starts.
+    pub at: Duration,
+    pub role: Role,
+    pub text: String,
+}
+
+/// An application action on task state, taken before the step's call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskAction {
+    Propose {
+        kind: RequirementKind,
+        text: String,
+        source: String,
+    },
+    Decide {
+        requirement: String,
+        decision: Decision,
+        authority: String,
+        expected_revision: u64,
+    },
+    SubjectVersion(String),
+    InvalidateSubject,
+    Verify {
+        check: String,
+        passed: bool,
+        summary: String,
+    },
 }
 
 /// Application-owned task state set before the first step.
@@ -460,6 +550,11 @@ pub struct StepSpec {
     pub workspace_writes: BTreeMap<String, String>,
     /// The plan mode the application sets before the call.
     pub plan_mode: Option<PlanMode>,
+    /// The agent's process restarts before the call.
+    pub restart: Option<Restart>,
+    pub concurrent_append: Option<ConcurrentAppend>,
+    /// Task-state actions the application takes before the call, in order.
+    pub actions: Vec<TaskAction>,
 }
 
 /// Inline assertions about a step (or, without `step`, about every step).
@@ -752,6 +847,32 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         }),
         None => Some(false),
     };
+    let session_storage =
+        match &raw.session_storage {
+            Some(value) => checker.choice(
+                value,
+                "agent.session_storage",
+                &["memory", "jsonl"],
+                |v| match v {
+                    "memory" => Some(SessionStorage::Memory),
+                    "jsonl" => Some(SessionStorage::Jsonl),
+                    _ => None,
+                },
+            ),
+            None => Some(SessionStorage::Memory),
+        };
+    if raw.session_tools == Some(true) && raw.session_log == Some(false) {
+        checker.problems.push(
+            Diagnostic::at(
+                checker.file,
+                checker.source,
+                raw.model.span(),
+                "`agent.session_tools` needs the session log, which `agent.session_log = false` turns off",
+            )
+            .field("agent.session_tools")
+            .help("drop one of the two settings"),
+        );
+    }
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
         .as_ref()
@@ -787,6 +908,8 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         compaction: compaction?,
         summary_model: None,
         session_log: raw.session_log.unwrap_or(true),
+        session_storage: session_storage?,
+        session_tools: raw.session_tools.unwrap_or(false),
         react: react?,
         task_list: raw.task_list.unwrap_or(false),
         task_context: raw
@@ -1098,12 +1221,39 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             .plan_mode
             .as_ref()
             .and_then(|value| plan_mode(checker, value, &format!("steps[{index}].plan_mode")));
+        let restart = step.restart.as_ref().and_then(|value| {
+            checker.choice(
+                value,
+                &format!("steps[{index}].restart"),
+                &["clean", "torn"],
+                |v| match v {
+                    "clean" => Some(Restart::Clean),
+                    "torn" => Some(Restart::Torn),
+                    _ => None,
+                },
+            )
+        });
+        let concurrent_append = step
+            .concurrent_append
+            .as_ref()
+            .and_then(|raw| concurrent_append(checker, index, raw));
+        let actions = step
+            .actions
+            .iter()
+            .enumerate()
+            .filter_map(|(at, raw)| {
+                task_action(checker, &format!("steps[{index}].actions[{at}]"), raw)
+            })
+            .collect();
         steps.push(StepSpec {
             user: step.user.clone(),
             session: step.session.clone(),
             input: step.input.clone(),
             workspace_writes,
             plan_mode,
+            restart,
+            concurrent_append,
+            actions,
         });
     }
     steps
@@ -1739,6 +1889,147 @@ fn generated_files(
         };
         let seed = seeds.seed_for(&format!("workspace/{checked}"));
         files.insert(checked.to_string(), generate_text(kind, chars, seed));
+    }
+}
+
+fn concurrent_append(
+    checker: &mut Checker<'_>,
+    index: usize,
+    raw: &Spanned<RawAppend>,
+) -> Option<ConcurrentAppend> {
+    let field = format!("steps[{index}].concurrent_append");
+    let append = raw.get_ref();
+    let at = checker.latency(Some(&append.at_ms), &format!("{field}.at_ms"));
+    let role = match &append.role {
+        Some(value) => checker.choice(
+            value,
+            &format!("{field}.role"),
+            &["user", "assistant"],
+            |r| match r {
+                "user" => Some(Role::User),
+                "assistant" => Some(Role::Assistant),
+                _ => None,
+            },
+        )?,
+        None => Role::User,
+    };
+    Some(ConcurrentAppend {
+        at,
+        role,
+        text: append.text.clone(),
+    })
+}
+
+/// A task action; every field its kind needs must be there, and no other.
+fn task_action(
+    checker: &mut Checker<'_>,
+    field: &str,
+    spanned: &Spanned<RawAction>,
+) -> Option<TaskAction> {
+    const KINDS: [&str; 5] = [
+        "propose",
+        "decide",
+        "subject_version",
+        "invalidate_subject",
+        "verify",
+    ];
+    let raw = spanned.get_ref();
+    let kind = checker.choice(&raw.kind, &format!("{field}.kind"), &KINDS, |k| {
+        KINDS.contains(&k).then(|| k.to_string())
+    })?;
+    let present: Vec<(&str, bool)> = vec![
+        ("requirement", raw.requirement.is_some()),
+        ("requirement_kind", raw.requirement_kind.is_some()),
+        ("text", raw.text.is_some()),
+        ("source", raw.source.is_some()),
+        ("decision", raw.decision.is_some()),
+        ("authority", raw.authority.is_some()),
+        ("expected_revision", raw.expected_revision.is_some()),
+        ("version", raw.version.is_some()),
+        ("check", raw.check.is_some()),
+        ("passed", raw.passed.is_some()),
+        ("summary", raw.summary.is_some()),
+    ];
+    let wanted: &[&str] = match kind.as_str() {
+        "propose" => &["requirement_kind", "text", "source"],
+        "decide" => &["requirement", "decision", "authority", "expected_revision"],
+        "subject_version" => &["version"],
+        "invalidate_subject" => &[],
+        _ => &["check", "passed", "summary"],
+    };
+    let before = checker.problems.len();
+    for (name, is_present) in &present {
+        let needed = wanted.contains(name);
+        if needed != *is_present {
+            let message = if needed {
+                format!("a `{kind}` action needs `{name}`")
+            } else {
+                format!("a `{kind}` action takes no `{name}`")
+            };
+            let problem = checker
+                .at(spanned, message)
+                .field(format!("{field}.{name}"))
+                .help(format!(
+                    "a `{kind}` action takes: {}",
+                    if wanted.is_empty() {
+                        "nothing but `kind`".to_string()
+                    } else {
+                        wanted.join(", ")
+                    }
+                ));
+            checker.problems.push(problem);
+        }
+    }
+    if checker.problems.len() != before {
+        return None;
+    }
+    let text = |value: &Option<String>| value.clone().unwrap_or_default();
+    match kind.as_str() {
+        "propose" => {
+            let value = raw.requirement_kind.as_ref()?;
+            let names: Vec<&str> = RequirementKind::ALL.iter().map(|k| k.as_str()).collect();
+            let requirement_kind = checker.choice(
+                value,
+                &format!("{field}.requirement_kind"),
+                &names,
+                RequirementKind::parse,
+            )?;
+            Some(TaskAction::Propose {
+                kind: requirement_kind,
+                text: text(&raw.text),
+                source: text(&raw.source),
+            })
+        }
+        "decide" => {
+            let decision = checker.choice(
+                raw.decision.as_ref()?,
+                &format!("{field}.decision"),
+                &["confirm", "reject"],
+                |d| match d {
+                    "confirm" => Some(Decision::Confirm),
+                    "reject" => Some(Decision::Reject),
+                    _ => None,
+                },
+            )?;
+            let expected_revision = checker.count(
+                raw.expected_revision.as_ref()?,
+                &format!("{field}.expected_revision"),
+                0,
+            )?;
+            Some(TaskAction::Decide {
+                requirement: text(&raw.requirement),
+                decision,
+                authority: text(&raw.authority),
+                expected_revision,
+            })
+        }
+        "subject_version" => Some(TaskAction::SubjectVersion(text(&raw.version))),
+        "invalidate_subject" => Some(TaskAction::InvalidateSubject),
+        _ => Some(TaskAction::Verify {
+            check: text(&raw.check),
+            passed: raw.passed.unwrap_or(false),
+            summary: text(&raw.summary),
+        }),
     }
 }
 

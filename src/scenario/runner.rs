@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::expect::{Check, evaluate};
-use super::file::{EstimatorChoice, Scenario, ToolOutputSpec, ToolSpec};
+use super::file::{
+    ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, TaskAction,
+    ToolOutputSpec, ToolSpec,
+};
 use super::trace::{StepRecord, Trace, render};
 use crate::agent::events::EventKind;
 use crate::agent::{AgentError, ContextPolicy, HarnessAgent, ReActAgent};
@@ -21,6 +24,7 @@ use crate::limits;
 use crate::model::mock::{MockModel, SummaryMode};
 use crate::runtime::RuntimeContext;
 use crate::scenario::scripted::{PlanModeTool, ScriptedSource, WritingTool};
+use crate::session::{JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::rng::SeedTree;
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
@@ -113,13 +117,15 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             (spec.name.clone(), Arc::new(source))
         })
         .collect();
-    let agent = build_agent(
+    let mut session_log = new_session_log(scenario, &storage, None);
+    let mut agent = build_agent(
         scenario,
         &seeds,
         clock.clone(),
         storage.clone(),
         model.clone(),
         &sources,
+        session_log.clone(),
     )?;
     if let Some(task) = &scenario.task {
         if let Some(scope) = &task.scope {
@@ -171,17 +177,76 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
                 .await
                 .map_err(|e| RunError::Workspace(e.to_string()))?;
         }
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        let log_key = SessionLogKey {
+            agent_id: scenario.agent.agent_id.clone(),
+            user_id: runtime.user_id.clone(),
+            session_id: runtime.session_id.clone(),
+        };
+        let mut records_before = agent.session_records(&runtime).len();
+        if let Some(restart) = spec.restart {
+            if restart == Restart::Torn {
+                before.extend(tear_session_files(storage.as_ref()).await);
+            }
+            let (log, lost) = match &session_log {
+                SessionLogHandle::Jsonl(log) => (
+                    new_session_log(scenario, &storage, None),
+                    log.pending(&log_key),
+                ),
+                SessionLogHandle::Memory(_) => {
+                    (new_session_log(scenario, &storage, Some(&session_log)), 0)
+                }
+            };
+            session_log = log;
+            agent = build_agent(
+                scenario,
+                &seeds,
+                clock.clone(),
+                storage.clone(),
+                model.clone(),
+                &sources,
+                session_log.clone(),
+            )?;
+            before.push(format!(
+                "restart ({}): a new agent over the same storage and model; {lost} unflushed record(s) of this session lost",
+                match restart {
+                    Restart::Clean => "clean",
+                    Restart::Torn => "after a torn write",
+                }
+            ));
+            records_before = match &session_log {
+                // What the new agent will read back: the records committed to storage.
+                SessionLogHandle::Jsonl(_) => JsonlSessionLog::new(storage.clone())
+                    .restore(&log_key)
+                    .await
+                    .map_or(0, |restored| restored.records.len()),
+                SessionLogHandle::Memory(log) => log.records(&log_key).len(),
+            };
+        }
         if let Some(mode) = spec.plan_mode {
             agent.task_state().with(|s| s.set_mode(mode));
         }
-        let records_before = agent.session_records(&runtime).len();
+        for action in &spec.actions {
+            before.push(apply_action(&agent, action).await);
+        }
         let started = clock.elapsed();
+        let writer = spec
+            .concurrent_append
+            .clone()
+            .map(|append| spawn_writer(&agent, &runtime, &clock, append));
         let stream = agent.stream_events(spec.input.clone(), runtime.clone());
         let limit = Duration::from_secs(limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
         let (events, timed_out) = match tokio::time::timeout(limit, stream.collect()).await {
             Ok(events) => (events, false),
             Err(_) => (Vec::new(), true),
         };
+        if let Some(writer) = writer {
+            // The writer finishes even when the step ended before its time.
+            if let Ok(line) = writer.await {
+                after.push(line);
+            }
+        }
         let outcome = events
             .iter()
             .rev()
@@ -197,6 +262,8 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
         steps.push(StepRecord {
             index: index + 1,
             spec: spec.clone(),
+            before,
+            after,
             events,
             outcome,
             elapsed: clock.elapsed().saturating_sub(started),
@@ -223,6 +290,173 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
     Ok((trace, storage.snapshot()))
 }
 
+/// The scenario's session log, kept by the runner so a restarted agent can be given the same
+/// durable store.
+#[derive(Clone)]
+enum SessionLogHandle {
+    Memory(Arc<MemorySessionLog>),
+    Jsonl(Arc<JsonlSessionLog>),
+}
+
+impl SessionLogHandle {
+    fn shared(&self) -> Arc<dyn SessionLog> {
+        match self {
+            SessionLogHandle::Memory(log) => log.clone(),
+            SessionLogHandle::Jsonl(log) => log.clone(),
+        }
+    }
+}
+
+/// A session log for a (new) agent: JSON lines over the workspace start empty in memory and
+/// read storage; the in-memory log is the durable store itself, so a restart keeps it.
+fn new_session_log(
+    scenario: &Scenario,
+    storage: &Arc<MemoryStorage>,
+    keep: Option<&SessionLogHandle>,
+) -> SessionLogHandle {
+    match (scenario.agent.session_storage, keep) {
+        (SessionStorage::Jsonl, _) => {
+            SessionLogHandle::Jsonl(Arc::new(JsonlSessionLog::new(storage.clone())))
+        }
+        (SessionStorage::Memory, Some(kept)) => kept.clone(),
+        (SessionStorage::Memory, None) => {
+            SessionLogHandle::Memory(Arc::new(MemorySessionLog::new()))
+        }
+    }
+}
+
+/// A crash in the middle of one more write: every session file gets the first half of a copy
+/// of its last record, without the newline. Returns a line per file for the trace.
+async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
+    let mut lines = Vec::new();
+    let files = storage
+        .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
+        .await
+        .unwrap_or_default();
+    for path in files {
+        let Ok(Some(mut bytes)) = storage.read(&path).await else {
+            continue;
+        };
+        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let start = body
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |at| at + 1);
+        let fragment = body[start..body.len()].to_vec();
+        let half = fragment[..fragment.len() / 2].to_vec();
+        if half.is_empty() {
+            continue;
+        }
+        bytes.extend_from_slice(&half);
+        let added = half.len();
+        if storage.write(&path, bytes).await.is_ok() {
+            lines.push(format!(
+                "crash: a write tore; {path} ends with {added} bytes of half a record"
+            ));
+        }
+    }
+    lines
+}
+
+/// Another writer appends to the step's session at `append.at` after the step starts; the
+/// task returns the trace line saying what it did and when.
+fn spawn_writer(
+    agent: &HarnessAgent,
+    runtime: &RuntimeContext,
+    clock: &Arc<dyn Clock>,
+    append: ConcurrentAppend,
+) -> tokio::task::JoinHandle<(Duration, String)> {
+    let agent = agent.clone();
+    let runtime = runtime.clone();
+    let clock = clock.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(append.at).await;
+        let id = agent.append_message(&runtime, append.role, &append.text);
+        let line = format!(
+            "concurrent_append {id} {} {}",
+            append.role.as_str(),
+            crate::format::quoted(&append.text, limits::TRACE_TEXT_CHARS_MAX)
+        );
+        (clock.elapsed(), line)
+    })
+}
+
+/// Takes one application action on the agent's task state; the trace line says its outcome.
+async fn apply_action(agent: &HarnessAgent, action: &TaskAction) -> String {
+    let state = agent.task_state();
+    let outcome = |result: Result<u64, crate::task::TaskError>| match result {
+        Ok(revision) => format!("ok, revision {revision}"),
+        Err(error) => format!("{}: {error}", error.kind()),
+    };
+    match action {
+        TaskAction::Propose { kind, text, source } => {
+            let proposal =
+                crate::task::requirements::Proposal::new(*kind, text.clone(), source.clone());
+            let result = state.with(|s| s.propose(proposal));
+            let detail = match &result {
+                Ok(proposed) => format!(
+                    " ({}{})",
+                    proposed.id,
+                    if proposed.created {
+                        ""
+                    } else {
+                        ", a duplicate"
+                    }
+                ),
+                Err(_) => String::new(),
+            };
+            format!(
+                "app: propose {} requirement from {source} -> {}{detail}",
+                kind.as_str(),
+                outcome(result.map(|p| p.revision))
+            )
+        }
+        TaskAction::Decide {
+            requirement,
+            decision,
+            authority,
+            expected_revision,
+        } => {
+            let result =
+                state.with(|s| s.decide(requirement, *decision, authority, *expected_revision));
+            format!(
+                "app: decide {requirement} {} by {authority} expecting revision {expected_revision} -> {}",
+                match decision {
+                    crate::task::requirements::Decision::Confirm => "confirm",
+                    crate::task::requirements::Decision::Reject => "reject",
+                },
+                outcome(result.map(|d| d.revision))
+            )
+        }
+        TaskAction::SubjectVersion(version) => {
+            let result = state.with(|s| s.set_subject_version(version));
+            format!("app: set_subject_version {version} -> {}", outcome(result))
+        }
+        TaskAction::InvalidateSubject => {
+            let revision = state.with(|s| s.invalidate_subject());
+            format!("app: invalidate_subject -> {}", outcome(Ok(revision)))
+        }
+        TaskAction::Verify {
+            check,
+            passed,
+            summary,
+        } => {
+            let service = crate::task::verification::VerificationService::new(state);
+            let result = crate::task::verification::CheckResult {
+                passed: *passed,
+                summary: summary.clone(),
+            };
+            let stored = service.verify(check, async move { result }).await;
+            format!(
+                "app: verify {check} ({}) -> {}",
+                if *passed { "passes" } else { "fails" },
+                outcome(stored.map(|report| report.revision))
+            )
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn build_agent(
     scenario: &Scenario,
     seeds: &SeedTree,
@@ -230,6 +464,7 @@ fn build_agent(
     storage: Arc<MemoryStorage>,
     model: Arc<MockModel>,
     sources: &[(String, Arc<ScriptedSource>)],
+    session_log: SessionLogHandle,
 ) -> Result<HarnessAgent, RunError> {
     let spec = &scenario.agent;
     let policy = ContextPolicy {
@@ -283,7 +518,12 @@ fn build_agent(
         }
         None => builder.disable_compaction(),
     };
-    if !spec.session_log {
+    if spec.session_log {
+        builder = builder.session_log(session_log.shared());
+        if spec.session_tools {
+            builder = builder.enable_session_tools();
+        }
+    } else {
         builder = builder.disable_session_log();
     }
     for instruction in &scenario.instructions {
@@ -551,8 +791,15 @@ fn header(scenario: &Scenario) -> Vec<String> {
     });
     lines.push(format!(
         "session_log: {}",
-        if agent.session_log { "on" } else { "off" }
+        match (agent.session_log, agent.session_storage) {
+            (false, _) => "off",
+            (true, SessionStorage::Memory) => "on",
+            (true, SessionStorage::Jsonl) => "on (json lines in the workspace)",
+        }
     ));
+    if agent.session_tools {
+        lines.push("session_tools: session_list, session_history, session_search".to_string());
+    }
     if let Some(tokens) = agent.workspace_max_context_tokens {
         lines.push(format!("workspace_max_context_tokens: {tokens}"));
     }

@@ -36,6 +36,10 @@ pub struct StepRecord {
     /// 1-based.
     pub index: usize,
     pub spec: StepSpec,
+    /// What happened before the call: restarts, torn writes, application actions.
+    pub before: Vec<String>,
+    /// What other writers did during the step, with the virtual time they did it.
+    pub after: Vec<(Duration, String)>,
     pub events: Vec<AgentEvent>,
     pub outcome: Result<Message, AgentError>,
     /// Virtual time the step took.
@@ -145,9 +149,20 @@ fn render_step(out: &mut String, step: &StepRecord) {
         spec.session.as_deref().unwrap_or("-"),
         quoted(&spec.input, TRACE_TEXT_CHARS_MAX)
     );
+    for line in &step.before {
+        let _ = writeln!(out, "  {line}");
+    }
+    // Other writers' lines go between the events, in time order (an event first on a tie).
+    let mut others = step.after.iter().peekable();
     for event in &step.events {
+        while let Some((at, line)) = others.next_if(|(at, _)| *at < event.at) {
+            let _ = writeln!(out, "  {:>9} {line}", duration(*at));
+        }
         let stamp = format!("{:>9}", duration(event.at));
         render_event(out, &stamp, &event.kind);
+    }
+    for (at, line) in others {
+        let _ = writeln!(out, "  {:>9} {line}", duration(*at));
     }
     if !step.session_records.is_empty() {
         let kinds: Vec<String> = step

@@ -22,8 +22,8 @@ use std::time::Duration;
 use toml::{Table, Value};
 
 use super::file::{
-    AgentSpec, EstimatorChoice, HistorySpec, Layout, Scenario, SourceSpec, StepSpec,
-    ToolOutputSpec, ToolSpec,
+    AgentSpec, EstimatorChoice, HistorySpec, Layout, Restart, Scenario, SessionStorage, SourceSpec,
+    StepSpec, ToolOutputSpec, ToolSpec,
 };
 use super::scripted::SourceFailure;
 use crate::compaction::config::CompactionConfig;
@@ -135,7 +135,11 @@ pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, Write
     insert_array(
         &mut root,
         "steps",
-        scenario.steps.iter().map(step).collect(),
+        scenario
+            .steps
+            .iter()
+            .map(step)
+            .collect::<Result<Vec<_>, _>>()?,
     );
     let mut text = String::new();
     for line in comment.lines() {
@@ -304,6 +308,12 @@ fn agent(scenario: &Scenario) -> Result<Table, WriteError> {
         compaction(spec.compaction.as_ref(), summary_model)?,
     );
     table.insert("session_log".into(), spec.session_log.into());
+    if spec.session_storage == SessionStorage::Jsonl {
+        table.insert("session_storage".into(), "jsonl".into());
+    }
+    if spec.session_tools {
+        table.insert("session_tools".into(), true.into());
+    }
     let kind = if spec.react { "react" } else { "harness" };
     table.insert("kind".into(), kind.into());
     Ok(table)
@@ -601,7 +611,12 @@ fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError>
     Ok(())
 }
 
-fn step(spec: &StepSpec) -> Value {
+fn step(spec: &StepSpec) -> Result<Value, WriteError> {
+    if spec.concurrent_append.is_some() || !spec.actions.is_empty() || spec.plan_mode.is_some() {
+        return Err(unsupported(
+            "a step's concurrent append, task actions or plan mode",
+        ));
+    }
     let mut table = Table::new();
     if let Some(user) = &spec.user {
         table.insert("user".into(), user.clone().into());
@@ -616,7 +631,14 @@ fn step(spec: &StepSpec) -> Value {
             string_map(&spec.workspace_writes),
         );
     }
-    Value::Table(table)
+    if let Some(restart) = spec.restart {
+        let name = match restart {
+            Restart::Clean => "clean",
+            Restart::Torn => "torn",
+        };
+        table.insert("restart".into(), name.into());
+    }
+    Ok(Value::Table(table))
 }
 
 fn turn(turn: &MockTurn) -> Result<Value, WriteError> {

@@ -94,6 +94,39 @@ pub trait SessionLog: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<Option<String>>, SessionLogError>>;
 }
 
+/// The durable conversation of a session: the latest version of every message its `message`
+/// records hold, in the order the messages were first recorded. Compaction never shortens it.
+///
+/// # Errors
+/// The 1-based position of a `message` record that is not a message, and why.
+pub fn durable_history(
+    records: &[SessionRecord],
+) -> Result<Vec<crate::message::Message>, (usize, String)> {
+    let mut position: BTreeMap<String, usize> = BTreeMap::new();
+    let mut messages: Vec<crate::message::Message> = Vec::new();
+    for (index, record) in records.iter().enumerate() {
+        if record.kind != MESSAGE_RECORD {
+            continue;
+        }
+        let message: crate::message::Message = serde_json::from_value(record.payload.clone())
+            .map_err(|error| (index + 1, error.to_string()))?;
+        match position.get(&message.id) {
+            Some(&at) => messages[at] = message,
+            None => {
+                position.insert(message.id.clone(), messages.len());
+                messages.push(message);
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// The kind of the records holding committed messages.
+pub const MESSAGE_RECORD: &str = "message";
+
+/// The kind of the records naming the working history after a commit.
+pub const CHECKPOINT_RECORD: &str = "checkpoint";
+
 /// An in-memory session log.
 #[derive(Debug, Default)]
 pub struct MemorySessionLog {

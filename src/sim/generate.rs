@@ -322,6 +322,8 @@ fn agent(
         compaction,
         summary_model,
         session_log: draw.percent(85),
+        session_storage: crate::scenario::file::SessionStorage::Memory,
+        session_tools: false,
         react,
     }
 }
@@ -586,6 +588,9 @@ fn steps(draw: &mut Draw) -> Vec<StepSpec> {
                 input,
                 workspace_writes,
                 plan_mode: None,
+                restart: None,
+                concurrent_append: None,
+                actions: Vec::new(),
             }
         })
         .collect()

@@ -36,6 +36,7 @@ pub mod args;
 pub mod builtin;
 pub mod memory;
 pub mod read;
+pub mod session;
 pub mod workspace;
 
 /// What the model is told about a tool. Counted in the input budget exactly as sent.

@@ -1,0 +1,234 @@
+//! Restoring sessions from the session log, compare-and-swap commits, and the session tools,
+//! at library level on the simulated runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctxbed::agent::{AgentError, EventKind, HarnessAgent, RestoreError};
+use ctxbed::message::Role;
+use ctxbed::model::ModelInfo;
+use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
+use ctxbed::runtime::RuntimeContext;
+use ctxbed::session::jsonl::session_path;
+use ctxbed::session::{
+    JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey, durable_history,
+};
+use ctxbed::sim::storage::{MemoryStorage, Storage};
+use ctxbed::task::todo::{TodoItem, TodoPriority, TodoStatus};
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime")
+}
+
+fn model(replies: &[&str]) -> Arc<MockModel> {
+    let info = ModelInfo {
+        name: "test".into(),
+        context_window: Some(8_000),
+        max_output_tokens: None,
+    };
+    let turns = replies
+        .iter()
+        .map(|text| MockTurn::new(TurnAction::reply(*text)))
+        .collect();
+    Arc::new(MockModel::new(MockScript::new(info, turns)))
+}
+
+fn alice() -> RuntimeContext {
+    RuntimeContext::new().with_user("alice").with_session("s1")
+}
+
+fn key() -> SessionLogKey {
+    SessionLogKey {
+        agent_id: "fixer".into(),
+        user_id: Some("alice".into()),
+        session_id: Some("s1".into()),
+    }
+}
+
+fn agent_over(model: Arc<MockModel>, log: Arc<dyn SessionLog>) -> HarnessAgent {
+    HarnessAgent::builder()
+        .name("fixer")
+        .model(model)
+        .session_log(log)
+        .enable_task_list()
+        .build()
+        .expect("agent")
+}
+
+#[test]
+fn a_new_agent_restores_history_task_state_and_the_id_counter() {
+    paused_runtime().block_on(async {
+        let log: Arc<dyn SessionLog> = Arc::new(MemorySessionLog::new());
+        let model = model(&["First answer.", "Second answer."]);
+        let first = agent_over(model.clone(), log.clone());
+        first
+            .task_state()
+            .with(|state| {
+                state.write_todos(vec![TodoItem::new(
+                    "fix",
+                    "Fix the export",
+                    TodoStatus::InProgress,
+                    TodoPriority::High,
+                )])
+            })
+            .expect("todo");
+        first
+            .call("Question one.", alice())
+            .await
+            .expect("first call");
+        let before = first.history(&alice());
+
+        let second = agent_over(model, log.clone());
+        let stream = second.stream_events("Question two.", alice());
+        let events = stream.collect().await;
+        let restored = events.iter().find_map(|event| match &event.kind {
+            EventKind::SessionRestored { messages, torn, .. } => Some((*messages, torn.clone())),
+            _ => None,
+        });
+        assert_eq!(restored, Some((2, None)));
+        let after = second.history(&alice());
+        assert_eq!(
+            after[..2],
+            before[..],
+            "the restored history is the committed one"
+        );
+        assert_eq!(
+            after[2].id, "m0003",
+            "ids continue after the restored counter"
+        );
+        let task = second.task_state().snapshot();
+        assert_eq!(task.revision(), 1);
+        assert_eq!(task.todos()[0].content, "Fix the export");
+        // A session this agent already knows is never restored again.
+        let third = second
+            .stream_events("Question three.", alice())
+            .collect()
+            .await;
+        assert!(
+            !third
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::SessionRestored { .. }))
+        );
+    });
+}
+
+#[test]
+fn a_torn_jsonl_record_is_ignored_and_everything_before_it_restores() {
+    paused_runtime().block_on(async {
+        let storage = Arc::new(MemoryStorage::new());
+        let model = model(&["First answer.", "Second answer."]);
+        let first = agent_over(
+            model.clone(),
+            Arc::new(JsonlSessionLog::new(storage.clone())),
+        );
+        first
+            .call("Question one.", alice())
+            .await
+            .expect("first call");
+        let path = session_path(&key());
+        let mut bytes = storage.read(&path).await.unwrap().expect("log file");
+        let committed = bytes.len();
+        bytes.extend_from_slice(br#"{"kind":"message","call_id":"call-2","payl"#);
+        storage.write(&path, bytes).await.unwrap();
+
+        let second = agent_over(model, Arc::new(JsonlSessionLog::new(storage.clone())));
+        let reply = second
+            .call("Question two.", alice())
+            .await
+            .expect("second call");
+        assert_eq!(reply.text(), "Second answer.");
+        let history = second.history(&alice());
+        assert_eq!(history.len(), 4);
+        assert_eq!(history[0].text(), "Question one.");
+        assert_eq!(history[1].text(), "First answer.");
+        // The next flush dropped the fragment and appended after the committed bytes.
+        let rewritten = storage.read(&path).await.unwrap().expect("log file");
+        assert!(!String::from_utf8_lossy(&rewritten).contains(r#""payl""#));
+        assert!(!String::from_utf8_lossy(&rewritten[committed..]).contains(r#""payl{"#));
+        assert!(rewritten.ends_with(b"\n"));
+    });
+}
+
+#[test]
+fn a_corrupt_log_fails_the_call_with_a_clear_error_and_is_left_alone() {
+    paused_runtime().block_on(async {
+        let storage = Arc::new(MemoryStorage::new());
+        let path = session_path(&key());
+        let corrupt = b"{\"kind\":\"run/start\",\"call_id\":\"call-1\",\"payload\":{}}\nnot json\n{\"kind\":\"run/end\",\"call_id\":\"call-1\",\"payload\":{}}\n".to_vec();
+        storage.write(&path, corrupt.clone()).await.unwrap();
+        let agent = agent_over(model(&["Never."]), Arc::new(JsonlSessionLog::new(storage.clone())));
+        let error = agent.call("Hello.", alice()).await.expect_err("corrupt log");
+        assert!(matches!(error, AgentError::Restore(RestoreError::Log(_))), "{error}");
+        assert_eq!(error.kind(), "session_restore_failed");
+        assert!(error.to_string().contains("line 2"), "{error}");
+        assert_eq!(storage.read(&path).await.unwrap(), Some(corrupt));
+
+        // A checkpoint naming a message the log lacks is refused, not papered over.
+        let log = Arc::new(MemorySessionLog::new());
+        log.append(
+            &key(),
+            ctxbed::session::SessionRecord {
+                kind: "checkpoint".into(),
+                call_id: "call-1".into(),
+                payload: serde_json::json!({"history": ["m0001"], "messages_created": 1}),
+            },
+        );
+        let agent = agent_over(model(&["Never."]), log);
+        let error = agent.call("Hello.", alice()).await.expect_err("dangling checkpoint");
+        assert!(
+            error.to_string().contains("message `m0001` has no `message` record"),
+            "{error}"
+        );
+    });
+}
+
+#[test]
+fn a_commit_after_another_writer_fails_and_keeps_both_histories() {
+    paused_runtime().block_on(async {
+        let log: Arc<dyn SessionLog> = Arc::new(MemorySessionLog::new());
+        let info = ModelInfo {
+            name: "slow".into(),
+            context_window: Some(8_000),
+            max_output_tokens: None,
+        };
+        let slow = MockTurn {
+            latency: Duration::from_secs(10),
+            ..MockTurn::new(TurnAction::reply("Late answer."))
+        };
+        let model = Arc::new(MockModel::new(MockScript::new(info, vec![slow])));
+        let agent = agent_over(model, log.clone());
+        let writer = agent.clone();
+        let note = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            writer.append_message(&alice(), Role::User, "A note from another writer.")
+        });
+        // The request was committed before the model call; the reply's commit finds the note.
+        let error = agent
+            .call("Question.", alice())
+            .await
+            .expect_err("conflict");
+        assert_eq!(error, AgentError::HistoryConflict);
+        let note_id = note.await.expect("writer");
+        let working: Vec<String> = agent.history(&alice()).iter().map(|m| m.text()).collect();
+        assert_eq!(working, ["Question.", "A note from another writer."]);
+        assert_eq!(note_id, "m0002");
+        let durable: Vec<String> = durable_history(&log.records(&key()))
+            .expect("readable")
+            .iter()
+            .map(|m| m.text())
+            .collect();
+        assert_eq!(
+            durable,
+            ["Question.", "A note from another writer.", "Late answer."]
+        );
+        assert!(
+            log.records(&key())
+                .iter()
+                .any(|r| r.kind == "history/conflict")
+        );
+    });
+}
