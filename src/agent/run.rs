@@ -708,6 +708,19 @@ impl Call<'_> {
                 is_error: outcome.is_error,
                 metadata: outcome.metadata,
             };
+            self.record(
+                "tool/call",
+                serde_json::json!({
+                    "call": result.call_id,
+                    "tool": result.tool_name,
+                    "status": match (denied, result.is_error) {
+                        (true, _) => "denied",
+                        (false, true) => "error",
+                        (false, false) => "ok",
+                    },
+                    "output_chars": result.text_chars(),
+                }),
+            );
             emit(
                 self.inner,
                 sink,

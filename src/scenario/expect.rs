@@ -233,23 +233,27 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
     }
     for (number, manifest) in &selected {
         let at = format!("request {number}");
-        let materials: Vec<&str> = manifest
+        // Material items by id, tool schemas as `schema/<name>`.
+        let materials: Vec<String> = manifest
             .items
             .iter()
-            .filter(|item| matches!(item.kind, ItemKind::Material { .. }))
-            .map(|item| item.id.as_str())
+            .filter_map(|item| match item.kind {
+                ItemKind::Material { .. } => Some(item.id.clone()),
+                ItemKind::ToolSchema => Some(format!("schema/{}", item.id)),
+                _ => None,
+            })
             .collect();
         for id in &expectation.items_present {
             push(
                 format!("{at} has item {id}"),
-                materials.contains(&id.as_str()),
+                materials.contains(id),
                 format!("{materials:?}"),
             );
         }
         for id in &expectation.items_absent {
             push(
                 format!("{at} lacks item {id}"),
-                !materials.contains(&id.as_str()),
+                !materials.contains(id),
                 format!("{materials:?}"),
             );
         }

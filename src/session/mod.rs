@@ -1,6 +1,7 @@
 //! The session log: committed facts of each session, in order.
 //!
-//! The agent records `run/start` and `run/end`, `model/start` and `model/end`, one
+//! The agent records `run/start` and `run/end`, `model/start` and `model/end`, `tool/call`
+//! (call id, tool, status ok/error/denied, output size) per executed tool call, one
 //! `context/build` per preparation (payload `{"event": {"name": "context_build", "value":
 //! {..., "context_manifest": {...}}}}`), `compaction/start` and `compaction/end`, a `message`
 //! record for every committed message (again, as a new version, when compaction or offload
