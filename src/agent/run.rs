@@ -377,6 +377,9 @@ impl Call<'_> {
         sink: &mut Sink<'_>,
     ) -> Result<(Prepared, bool), AgentError> {
         let inner = self.inner;
+        // The task/plan state this preparation starts from; any change before the commit is a
+        // conflict, whatever the sources and compaction awaited in between.
+        let revision_at_start = inner.task.state().revision();
         let request = ContextRequest {
             agent_id: Some(inner.agent_id.clone()),
             user_id: self.runtime.user_id.clone(),
@@ -464,9 +467,10 @@ impl Call<'_> {
         };
         let mut outcome = prepare(&input);
         if let Ok(prepared) = &outcome
-            && projection
-                .revision
-                .is_some_and(|seen| seen != inner.task.state().revision())
+            && (inner.task.state().revision() != revision_at_start
+                || projection
+                    .revision
+                    .is_some_and(|seen| seen != revision_at_start))
         {
             // Task or plan state changed while this request was prepared: never commit over it.
             let mut manifest = prepared.manifest.clone();

@@ -310,6 +310,8 @@ struct RawStep {
     concurrent_append: Option<Spanned<RawAppend>>,
     #[serde(default)]
     actions: Vec<Spanned<RawAction>>,
+    #[serde(default)]
+    concurrent_actions: Vec<Spanned<RawAction>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -325,6 +327,8 @@ struct RawAppend {
 #[serde(deny_unknown_fields)]
 struct RawAction {
     kind: Spanned<String>,
+    /// Only for `concurrent_actions`: virtual time after the step starts.
+    at_ms: Option<Spanned<i64>>,
     requirement: Option<String>,
     requirement_kind: Option<Spanned<String>>,
     text: Option<String>,
@@ -555,6 +559,9 @@ pub struct StepSpec {
     pub concurrent_append: Option<ConcurrentAppend>,
     /// Task-state actions the application takes before the call, in order.
     pub actions: Vec<TaskAction>,
+    /// Task-state actions taken while the call runs, each at its virtual time after the step
+    /// starts.
+    pub concurrent_actions: Vec<(Duration, TaskAction)>,
 }
 
 /// Inline assertions about a step (or, without `step`, about every step).
@@ -1242,7 +1249,36 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             .iter()
             .enumerate()
             .filter_map(|(at, raw)| {
-                task_action(checker, &format!("steps[{index}].actions[{at}]"), raw)
+                let field = format!("steps[{index}].actions[{at}]");
+                if let Some(time) = &raw.get_ref().at_ms {
+                    let problem = checker
+                        .at(time, "an action before the call has no `at_ms`")
+                        .field(format!("{field}.at_ms"))
+                        .help("move it to `concurrent_actions` to take it while the call runs");
+                    checker.problems.push(problem);
+                    return None;
+                }
+                task_action(checker, &field, raw)
+            })
+            .collect();
+        let concurrent_actions = step
+            .concurrent_actions
+            .iter()
+            .enumerate()
+            .filter_map(|(at, raw)| {
+                let field = format!("steps[{index}].concurrent_actions[{at}]");
+                let Some(time) = &raw.get_ref().at_ms else {
+                    let problem = checker
+                        .at(
+                            raw,
+                            "a concurrent action needs `at_ms`, its time after the step starts",
+                        )
+                        .field(format!("{field}.at_ms"));
+                    checker.problems.push(problem);
+                    return None;
+                };
+                let time = checker.latency(Some(time), &format!("{field}.at_ms"));
+                task_action(checker, &field, raw).map(|action| (time, action))
             })
             .collect();
         steps.push(StepSpec {
@@ -1254,6 +1290,7 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             restart,
             concurrent_append,
             actions,
+            concurrent_actions,
         });
     }
     steps

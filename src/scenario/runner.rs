@@ -235,18 +235,33 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             .concurrent_append
             .clone()
             .map(|append| spawn_writer(&agent, &runtime, &clock, append));
+        let actors: Vec<_> = spec
+            .concurrent_actions
+            .iter()
+            .map(|(at, action)| {
+                let agent = agent.clone();
+                let clock = clock.clone();
+                let (at, action) = (*at, action.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(at).await;
+                    let line = apply_action(&agent, &action).await;
+                    (clock.elapsed(), line)
+                })
+            })
+            .collect();
         let stream = agent.stream_events(spec.input.clone(), runtime.clone());
         let limit = Duration::from_secs(limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
         let (events, timed_out) = match tokio::time::timeout(limit, stream.collect()).await {
             Ok(events) => (events, false),
             Err(_) => (Vec::new(), true),
         };
-        if let Some(writer) = writer {
-            // The writer finishes even when the step ended before its time.
-            if let Ok(line) = writer.await {
+        // Other writers finish even when the step ended before their time.
+        for task in writer.into_iter().chain(actors) {
+            if let Ok(line) = task.await {
                 after.push(line);
             }
         }
+        after.sort_by_key(|(at, _)| *at);
         let outcome = events
             .iter()
             .rev()

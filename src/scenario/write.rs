@@ -612,7 +612,11 @@ fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError>
 }
 
 fn step(spec: &StepSpec) -> Result<Value, WriteError> {
-    if spec.concurrent_append.is_some() || !spec.actions.is_empty() || spec.plan_mode.is_some() {
+    if spec.concurrent_append.is_some()
+        || !spec.actions.is_empty()
+        || !spec.concurrent_actions.is_empty()
+        || spec.plan_mode.is_some()
+    {
         return Err(unsupported(
             "a step's concurrent append, task actions or plan mode",
         ));

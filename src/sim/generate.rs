@@ -591,6 +591,7 @@ fn steps(draw: &mut Draw) -> Vec<StepSpec> {
                 restart: None,
                 concurrent_append: None,
                 actions: Vec::new(),
+                concurrent_actions: Vec::new(),
             }
         })
         .collect()
