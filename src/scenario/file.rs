@@ -99,7 +99,7 @@ struct RawAgent {
     compaction: Option<Spanned<RawCompaction>>,
     session_log: Option<bool>,
     session_storage: Option<Spanned<String>>,
-    session_tools: Option<bool>,
+    session_tools: Option<Spanned<bool>>,
     kind: Option<Spanned<String>>,
     task_list: Option<bool>,
     task_context: Option<RawTaskContext>,
@@ -868,17 +868,17 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
             ),
             None => Some(SessionStorage::Memory),
         };
-    if raw.session_tools == Some(true) && raw.session_log == Some(false) {
-        checker.problems.push(
-            Diagnostic::at(
-                checker.file,
-                checker.source,
-                raw.model.span(),
+    if let Some(tools) = raw.session_tools.as_ref().filter(|t| *t.get_ref())
+        && raw.session_log == Some(false)
+    {
+        let problem = checker
+            .at(
+                tools,
                 "`agent.session_tools` needs the session log, which `agent.session_log = false` turns off",
             )
             .field("agent.session_tools")
-            .help("drop one of the two settings"),
-        );
+            .help("drop one of the two settings");
+        checker.problems.push(problem);
     }
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
@@ -916,7 +916,7 @@ fn agent_spec(checker: &mut Checker<'_>, spanned: &Spanned<RawAgent>) -> Option<
         summary_model: None,
         session_log: raw.session_log.unwrap_or(true),
         session_storage: session_storage?,
-        session_tools: raw.session_tools.unwrap_or(false),
+        session_tools: raw.session_tools.as_ref().is_some_and(|t| *t.get_ref()),
         react: react?,
         task_list: raw.task_list.unwrap_or(false),
         task_context: raw
