@@ -117,16 +117,21 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             (spec.name.clone(), Arc::new(source))
         })
         .collect();
+    // Every agent of the run (a restart builds a new one) shares the world: clock, storage,
+    // model and sources.
+    let build = |log: &SessionLogHandle| {
+        build_agent(
+            scenario,
+            &seeds,
+            clock.clone(),
+            storage.clone(),
+            model.clone(),
+            &sources,
+            log.clone(),
+        )
+    };
     let mut session_log = new_session_log(scenario, &storage, None);
-    let mut agent = build_agent(
-        scenario,
-        &seeds,
-        clock.clone(),
-        storage.clone(),
-        model.clone(),
-        &sources,
-        session_log.clone(),
-    )?;
+    let mut agent = build(&session_log)?;
     if let Some(task) = &scenario.task {
         if let Some(scope) = &task.scope {
             agent
@@ -199,15 +204,7 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
                 }
             };
             session_log = log;
-            agent = build_agent(
-                scenario,
-                &seeds,
-                clock.clone(),
-                storage.clone(),
-                model.clone(),
-                &sources,
-                session_log.clone(),
-            )?;
+            agent = build(&session_log)?;
             before.push(format!(
                 "restart ({}): a new agent over the same storage and model; {lost} unflushed record(s) of this session lost",
                 match restart {

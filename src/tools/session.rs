@@ -18,12 +18,12 @@
 //! use ctxbed::message::ToolCall;
 //! use ctxbed::runtime::RuntimeContext;
 //! use ctxbed::session::{MemorySessionLog, SessionLog};
-//! use ctxbed::tools::session::SessionList;
+//! use ctxbed::tools::session::SessionTool;
 //! use ctxbed::tools::{Tool, ToolContext};
 //! let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
 //! runtime.block_on(async {
 //!     let log: Arc<dyn SessionLog> = Arc::new(MemorySessionLog::new());
-//!     let tool = SessionList::new(log);
+//!     let tool = SessionTool::list(log);
 //!     let call = ToolCall { id: "c1".into(), name: "session_list".into(), arguments: serde_json::json!({}) };
 //!     let context = ToolContext { agent_id: "a".into(), runtime: RuntimeContext::new().with_user("alice"), call_id: "call-1".into() };
 //!     let outcome = tool.call(&call, &context).await;
@@ -52,30 +52,26 @@ const ID_CHARS_MAX: usize = 200;
 /// How a session without an id is named in listings and arguments.
 pub const NO_SESSION_ID: &str = "-";
 
-/// The `session_list` tool.
-pub struct SessionList {
+/// One of the session tools over a session log.
+pub struct SessionTool {
+    kind: Kind,
     schema: ToolSchema,
     log: Arc<dyn SessionLog>,
 }
 
-/// The `session_history` tool.
-pub struct SessionHistory {
-    schema: ToolSchema,
-    log: Arc<dyn SessionLog>,
-}
-
-/// The `session_search` tool.
-pub struct SessionSearch {
-    schema: ToolSchema,
-    log: Arc<dyn SessionLog>,
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    List,
+    History,
+    Search,
 }
 
 /// The three session tools over one log.
 pub fn session_tools(log: Arc<dyn SessionLog>) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(SessionList::new(log.clone())),
-        Arc::new(SessionHistory::new(log.clone())),
-        Arc::new(SessionSearch::new(log)),
+        Arc::new(SessionTool::list(log.clone())),
+        Arc::new(SessionTool::history(log.clone())),
+        Arc::new(SessionTool::search(log)),
     ]
 }
 
@@ -83,10 +79,11 @@ fn agent_property() -> serde_json::Value {
     json!({"type": "string", "description": "The agent whose sessions to read (default: you)."})
 }
 
-impl SessionList {
+impl SessionTool {
     /// `session_list` over `log`.
-    pub fn new(log: Arc<dyn SessionLog>) -> Self {
-        SessionList {
+    pub fn list(log: Arc<dyn SessionLog>) -> Self {
+        SessionTool {
+            kind: Kind::List,
             schema: ToolSchema {
                 name: "session_list".to_string(),
                 description: "List your earlier sessions with this user, with message counts; \
@@ -101,7 +98,11 @@ impl SessionList {
         }
     }
 
-    async fn run(&self, call: &ToolCall, context: &ToolContext) -> Result<String, ToolOutcome> {
+    async fn list_sessions(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> Result<String, ToolOutcome> {
         let agent = Arguments::parse(&self.schema, &call.arguments)
             .and_then(|arguments| arguments.optional_string("agentId", ID_CHARS_MAX))
             .map_err(|error| error.outcome(&self.schema))?
@@ -140,12 +141,11 @@ impl SessionList {
         }
         Ok(lines.join("\n"))
     }
-}
 
-impl SessionHistory {
     /// `session_history` over `log`.
-    pub fn new(log: Arc<dyn SessionLog>) -> Self {
-        SessionHistory {
+    pub fn history(log: Arc<dyn SessionLog>) -> Self {
+        SessionTool {
+            kind: Kind::History,
             schema: ToolSchema {
                 name: "session_history".to_string(),
                 description: "Read the last messages of one of your sessions, as committed \
@@ -170,7 +170,11 @@ impl SessionHistory {
         }
     }
 
-    async fn run(&self, call: &ToolCall, context: &ToolContext) -> Result<String, ToolOutcome> {
+    async fn read_history(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> Result<String, ToolOutcome> {
         let (session, agent, last) = Arguments::parse(&self.schema, &call.arguments)
             .and_then(|arguments| {
                 Ok((
@@ -223,12 +227,11 @@ impl SessionHistory {
         }));
         Ok(lines.join("\n"))
     }
-}
 
-impl SessionSearch {
     /// `session_search` over `log`.
-    pub fn new(log: Arc<dyn SessionLog>) -> Self {
-        SessionSearch {
+    pub fn search(log: Arc<dyn SessionLog>) -> Self {
+        SessionTool {
+            kind: Kind::Search,
             schema: ToolSchema {
                 name: "session_search".to_string(),
                 description: "Search the committed messages of your sessions for a phrase \
@@ -247,7 +250,11 @@ impl SessionSearch {
         }
     }
 
-    async fn run(&self, call: &ToolCall, context: &ToolContext) -> Result<String, ToolOutcome> {
+    async fn search_messages(
+        &self,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> Result<String, ToolOutcome> {
         let (query, agent) = Arguments::parse(&self.schema, &call.arguments)
             .and_then(|arguments| {
                 Ok((
@@ -418,41 +425,18 @@ fn quoted(text: &str) -> String {
 }
 
 #[async_trait]
-impl Tool for SessionList {
+impl Tool for SessionTool {
     fn schema(&self) -> &ToolSchema {
         &self.schema
     }
 
     async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
-        self.run(call, context)
-            .await
-            .map_or_else(|error| error, ToolOutcome::text)
-    }
-}
-
-#[async_trait]
-impl Tool for SessionHistory {
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
-        self.run(call, context)
-            .await
-            .map_or_else(|error| error, ToolOutcome::text)
-    }
-}
-
-#[async_trait]
-impl Tool for SessionSearch {
-    fn schema(&self) -> &ToolSchema {
-        &self.schema
-    }
-
-    async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
-        self.run(call, context)
-            .await
-            .map_or_else(|error| error, ToolOutcome::text)
+        let result = match self.kind {
+            Kind::List => self.list_sessions(call, context).await,
+            Kind::History => self.read_history(call, context).await,
+            Kind::Search => self.search_messages(call, context).await,
+        };
+        result.map_or_else(|error| error, ToolOutcome::text)
     }
 }
 
