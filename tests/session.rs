@@ -66,7 +66,7 @@ fn a_new_agent_restores_history_task_state_and_the_id_counter() {
         let model = model(&["First answer.", "Second answer."]);
         let first = agent_over(model.clone(), log.clone());
         first
-            .task_state()
+            .task_state(&alice())
             .with(|state| {
                 state.write_todos(vec![TodoItem::new(
                     "fix",
@@ -100,7 +100,7 @@ fn a_new_agent_restores_history_task_state_and_the_id_counter() {
             after[2].id, "m0003",
             "ids continue after the restored counter"
         );
-        let task = second.task_state().snapshot();
+        let task = second.task_state(&alice()).snapshot();
         assert_eq!(task.revision(), 1);
         assert_eq!(task.todos()[0].content, "Fix the export");
         // A session this agent already knows is never restored again.

@@ -103,19 +103,26 @@ fn todo_write_through_the_loop_updates_the_shared_state() {
     let builder = HarnessAgent::builder()
         .model(model(vec![write, done]))
         .enable_task_list();
-    let shared = builder.task_state();
+    let states = builder.task_states();
     let runtime = RuntimeContext::new().with_user("alice");
+    let shared = states.of(&runtime);
     let history = paused_runtime().block_on(async {
         let agent = builder.build().expect("agent builds");
         assert_eq!(
-            agent.begin_task(TaskScope::new("export-fix", "Fix the export")),
+            agent.begin_task(&runtime, TaskScope::new("export-fix", "Fix the export")),
             Ok(BeginOutcome::Started)
         );
         agent
             .call("Fix the export.", runtime.clone())
             .await
             .expect("a reply");
-        assert_eq!(agent.task_state().revision(), 2);
+        assert_eq!(agent.task_state(&runtime).revision(), 2);
+        let bob = RuntimeContext::new().with_user("bob");
+        assert_eq!(
+            agent.task_state(&bob).revision(),
+            0,
+            "bob's session has its own state"
+        );
         agent.history(&runtime)
     });
     let state = shared.snapshot();

@@ -52,7 +52,7 @@ use crate::session::{MemorySessionLog, SessionLog, SessionLogKey, SessionRecord}
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::task::{
-    BeginOutcome, SharedTaskState, TaskContextOptions, TaskError, TaskScope, TaskSetup,
+    BeginOutcome, SharedTaskState, TaskContextOptions, TaskError, TaskScope, TaskSetup, TaskStates,
 };
 use crate::tokens::{RatioEstimator, TokenEstimator};
 use crate::tools::{AllowAll, PermissionPolicy, Tool, ToolRegistry, ToolRegistryError};
@@ -501,9 +501,9 @@ impl HarnessAgentBuilder {
         self
     }
 
-    /// The task state the built agent and its task tools will share.
-    pub fn task_state(&self) -> SharedTaskState {
-        self.task.state().clone()
+    /// The per-session task states the built agent and its task tools will share.
+    pub fn task_states(&self) -> TaskStates {
+        self.task.states().clone()
     }
 }
 
@@ -714,21 +714,26 @@ impl HarnessAgent {
         self.inner.calls.load(Ordering::SeqCst)
     }
 
-    /// The task state this agent projects and its task tools update.
-    pub fn task_state(&self) -> SharedTaskState {
-        self.inner.task.state().clone()
+    /// The task state of a session: what its requests project and its task tools update.
+    /// Each user and session has its own.
+    pub fn task_state(&self, runtime: &RuntimeContext) -> SharedTaskState {
+        self.inner.task.state_of(runtime)
     }
 
-    /// Starts a task in the agent's task state (see [`TaskContextState::begin_task`]).
+    /// Starts a task in a session's task state (see [`TaskContextState::begin_task`]).
     ///
     /// [`TaskContextState::begin_task`]: crate::task::TaskContextState::begin_task
     ///
     /// # Errors
     /// A blank or over-long scope, or the active task id with a different objective.
-    pub fn begin_task(&self, scope: TaskScope) -> Result<BeginOutcome, TaskError> {
+    pub fn begin_task(
+        &self,
+        runtime: &RuntimeContext,
+        scope: TaskScope,
+    ) -> Result<BeginOutcome, TaskError> {
         self.inner
             .task
-            .state()
+            .state_of(runtime)
             .with(|state| state.begin_task(scope))
     }
 }

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::{AgentInner, SessionState};
 use crate::message::Message;
+use crate::runtime::RuntimeContext;
 use crate::session::{
     CHECKPOINT_RECORD, MESSAGE_RECORD, SessionLog, SessionLogError, SessionLogKey, TornRecord,
     durable_history,
@@ -95,12 +96,13 @@ pub(super) fn checkpoint_payload(
 }
 
 /// Reads a session's committed records and rebuilds its state; `None` when the log holds
-/// nothing for it. Task state is restored only into an agent whose task state is untouched
-/// (revision 0): it is shared by the agent's sessions, and live state is never overwritten.
+/// nothing for it. The session's task state is restored only while it is untouched (revision
+/// 0): live state the application already set is never overwritten.
 pub(super) async fn restore(
     inner: &AgentInner,
     log: &dyn SessionLog,
     key: &SessionLogKey,
+    runtime: &RuntimeContext,
 ) -> Result<Option<Restored>, RestoreError> {
     let loaded = log.load(key).await?;
     if loaded.records.is_empty() && loaded.torn.is_none() {
@@ -175,7 +177,7 @@ pub(super) async fn restore(
         .iter()
         .map(|(id, message)| (id.clone(), fingerprint(message)))
         .collect();
-    let shared = inner.task.state();
+    let shared = inner.task.state_of(runtime);
     if let Some(task) = task
         && shared.revision() == 0
     {

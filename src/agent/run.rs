@@ -159,7 +159,7 @@ async fn session_state(
         session_id: runtime.session_id.clone(),
     };
     let restored = match &inner.session_log {
-        Some(log) => super::restore::restore(inner, log.as_ref(), &log_key).await?,
+        Some(log) => super::restore::restore(inner, log.as_ref(), &log_key, runtime).await?,
         None => None,
     };
     let mut sessions = lock(&inner.sessions);
@@ -212,7 +212,12 @@ pub(super) fn write_durable(
             log.append(key, record("message", payload));
         }
     }
-    let task = inner.task.state().snapshot();
+    let runtime = RuntimeContext {
+        user_id: key.user_id.clone(),
+        session_id: key.session_id.clone(),
+        ..RuntimeContext::default()
+    };
+    let task = inner.task.state_of(&runtime).snapshot();
     let print = super::restore::checkpoint_print(&state.history, state.messages_created, &task);
     if state.checkpointed != Some(print) {
         state.checkpointed = Some(print);
@@ -379,7 +384,8 @@ impl Call<'_> {
         let inner = self.inner;
         // The task/plan state this preparation starts from; any change before the commit is a
         // conflict, whatever the sources and compaction awaited in between.
-        let revision_at_start = inner.task.state().revision();
+        let task_state = inner.task.state_of(&self.runtime);
+        let revision_at_start = task_state.revision();
         let request = ContextRequest {
             agent_id: Some(inner.agent_id.clone()),
             user_id: self.runtime.user_id.clone(),
@@ -426,7 +432,9 @@ impl Call<'_> {
         let tools = inner.tools.schemas();
         let mut summarised = false;
         if inner.compaction.is_some() {
-            let before = inner.task.project(&self.history, Purpose::Reasoning);
+            let before = inner
+                .task
+                .project(&self.runtime, &self.history, Purpose::Reasoning);
             let (allowance, _) = conversation_allowance(&PrepareInput {
                 call_id: request_id,
                 purpose: Purpose::Reasoning,
@@ -448,7 +456,9 @@ impl Call<'_> {
         }
         // Task and plan state are projected after compaction, so a receipt the summary removed is
         // reconstructed from state.
-        let projection = inner.task.project(&self.history, Purpose::Reasoning);
+        let projection = inner
+            .task
+            .project(&self.runtime, &self.history, Purpose::Reasoning);
         transforms.extend(projection.transforms.iter().cloned());
         let input = PrepareInput {
             call_id: request_id,
@@ -467,7 +477,7 @@ impl Call<'_> {
         };
         let mut outcome = prepare(&input);
         if let Ok(prepared) = &outcome
-            && (inner.task.state().revision() != revision_at_start
+            && (task_state.revision() != revision_at_start
                 || projection
                     .revision
                     .is_some_and(|seen| seen != revision_at_start))

@@ -133,12 +133,19 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
     let mut session_log = new_session_log(scenario, &storage, None);
     let mut agent = build(&session_log)?;
     if let Some(task) = &scenario.task {
+        // Task state belongs to a session: the first step's.
+        let first = scenario.steps.first();
+        let runtime = RuntimeContext {
+            user_id: first.and_then(|s| s.user.clone()),
+            session_id: first.and_then(|s| s.session.clone()),
+            ..RuntimeContext::default()
+        };
         if let Some(scope) = &task.scope {
             agent
-                .begin_task(scope.clone())
+                .begin_task(&runtime, scope.clone())
                 .map_err(|e| RunError::Workspace(format!("task: {e}")))?;
         }
-        let state = agent.task_state();
+        let state = agent.task_state(&runtime);
         let mode = task.plan_mode;
         let path = task.plan_path.clone();
         state
@@ -222,10 +229,10 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             };
         }
         if let Some(mode) = spec.plan_mode {
-            agent.task_state().with(|s| s.set_mode(mode));
+            agent.task_state(&runtime).with(|s| s.set_mode(mode));
         }
         for action in &spec.actions {
-            before.push(apply_action(&agent, action).await);
+            before.push(apply_action(&agent, &runtime, action).await);
         }
         let started = clock.elapsed();
         let writer = spec
@@ -238,10 +245,11 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             .map(|(at, action)| {
                 let agent = agent.clone();
                 let clock = clock.clone();
+                let runtime = runtime.clone();
                 let (at, action) = (*at, action.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(at).await;
-                    let line = apply_action(&agent, &action).await;
+                    let line = apply_action(&agent, &runtime, &action).await;
                     (clock.elapsed(), line)
                 })
             })
@@ -394,8 +402,12 @@ fn spawn_writer(
 }
 
 /// Takes one application action on the agent's task state; the trace line says its outcome.
-async fn apply_action(agent: &HarnessAgent, action: &TaskAction) -> String {
-    let state = agent.task_state();
+async fn apply_action(
+    agent: &HarnessAgent,
+    runtime: &RuntimeContext,
+    action: &TaskAction,
+) -> String {
+    let state = agent.task_state(runtime);
     let outcome = |result: Result<u64, crate::task::TaskError>| match result {
         Ok(revision) => format!("ok, revision {revision}"),
         Err(error) => format!("{}: {error}", error.kind()),
@@ -555,13 +567,13 @@ fn build_agent(
         builder = builder.enable_task_list();
     }
     builder = builder.task_context(spec.task_context);
-    let task_state = builder.task_state();
+    let task_states = builder.task_states();
     for tool in &scenario.tools {
         let mut scripted = scripted_tool(tool, seeds).into_arc();
         if let Some(mode) = tool.sets_plan_mode {
             scripted = Arc::new(PlanModeTool {
                 inner: scripted,
-                state: task_state.clone(),
+                states: task_states.clone(),
                 mode,
             });
         }

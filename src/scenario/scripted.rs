@@ -151,7 +151,7 @@ impl Tool for WritingTool {
 /// happening during a call, visible at the next model boundary.
 pub struct PlanModeTool {
     pub inner: Arc<dyn Tool>,
-    pub state: crate::task::SharedTaskState,
+    pub states: crate::task::TaskStates,
     pub mode: crate::task::plan::PlanMode,
 }
 
@@ -163,7 +163,9 @@ impl Tool for PlanModeTool {
 
     async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
         let outcome = self.inner.call(call, context).await;
-        self.state.with(|state| state.set_mode(self.mode));
+        self.states
+            .of(&context.runtime)
+            .with(|state| state.set_mode(self.mode));
         outcome
     }
 }

@@ -62,6 +62,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::limits::{TASK_NAME_CHARS_MAX, TASK_OBJECTIVE_CHARS_MAX};
 use crate::model::Purpose;
+use crate::runtime::RuntimeContext;
 use crate::tools::Tool;
 
 use plan::PlanState;
@@ -383,11 +384,61 @@ impl SharedTaskState {
     }
 }
 
-/// What an agent is configured with: the shared state, whether the Todo list is enabled, and
-/// the projection options. The agent builder holds one; cloning shares the state.
+/// Task state per session: each (user, session) an agent serves has its own task state, as it
+/// has its own conversation, so one user's Todo list or requirements never reach another's
+/// requests. Cloning shares the states.
+#[derive(Clone, Default)]
+pub struct TaskStates(Arc<Mutex<BTreeMap<SessionIdentity, SharedTaskState>>>);
+
+/// A session's identity: user id and session id, as the runtime context gives them.
+type SessionIdentity = (Option<String>, Option<String>);
+
+impl std::fmt::Debug for TaskStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sessions = self.lock().len();
+        f.debug_struct("TaskStates")
+            .field("sessions", &sessions)
+            .finish()
+    }
+}
+
+impl TaskStates {
+    /// The task state of the call's session (created empty on first use).
+    pub fn of(&self, runtime: &RuntimeContext) -> SharedTaskState {
+        self.lock()
+            .entry((runtime.user_id.clone(), runtime.session_id.clone()))
+            .or_default()
+            .clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<(Option<String>, Option<String>), SharedTaskState>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a task tool finds the state it changes: one shared state (a tool used on its own), or
+/// the calling session's state (the agent's tools).
+#[derive(Debug, Clone)]
+pub enum StateSource {
+    Shared(SharedTaskState),
+    PerSession(TaskStates),
+}
+
+impl StateSource {
+    /// The state a call with this runtime context works on.
+    pub fn resolve(&self, runtime: &RuntimeContext) -> SharedTaskState {
+        match self {
+            StateSource::Shared(state) => state.clone(),
+            StateSource::PerSession(states) => states.of(runtime),
+        }
+    }
+}
+
+/// What an agent is configured with: the per-session task states, whether the Todo list is
+/// enabled, and the projection options. The agent builder holds one; cloning shares the states.
 #[derive(Debug, Clone, Default)]
 pub struct TaskSetup {
-    state: SharedTaskState,
+    states: TaskStates,
     task_list: bool,
     options: TaskContextOptions,
 }
@@ -403,9 +454,14 @@ impl TaskSetup {
         self.options = options;
     }
 
-    /// The shared task state.
-    pub fn state(&self) -> &SharedTaskState {
-        &self.state
+    /// Every session's task state.
+    pub fn states(&self) -> &TaskStates {
+        &self.states
+    }
+
+    /// The task state of the call's session.
+    pub fn state_of(&self, runtime: &RuntimeContext) -> SharedTaskState {
+        self.states.of(runtime)
     }
 
     /// The projection options.
@@ -423,24 +479,28 @@ impl TaskSetup {
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         if self.task_list {
-            tools.push(Arc::new(todo::TodoWrite::new(self.state.clone())));
+            tools.push(Arc::new(todo::TodoWrite::over(StateSource::PerSession(
+                self.states.clone(),
+            ))));
         }
         if self.options.allow_requirement_proposals {
-            tools.push(Arc::new(requirements::ProposeRequirement::new(
-                self.state.clone(),
+            tools.push(Arc::new(requirements::ProposeRequirement::over(
+                StateSource::PerSession(self.states.clone()),
             )));
         }
         tools
     }
 
-    /// Projects a snapshot of the current state over `conversation` (see
+    /// Projects a snapshot of the session's current state over `conversation` (see
     /// [`projection::project`]).
     pub fn project(
         &self,
+        runtime: &RuntimeContext,
         conversation: &[crate::message::Message],
         purpose: Purpose,
     ) -> Projection {
-        projection::project(&self.state.snapshot(), &self.options, conversation, purpose)
+        let state = self.states.of(runtime).snapshot();
+        projection::project(&state, &self.options, conversation, purpose)
     }
 }
 

@@ -28,7 +28,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{SharedTaskState, TaskContextState, TaskError, check_name, check_text};
+use super::{SharedTaskState, StateSource, TaskContextState, TaskError, check_name, check_text};
 use crate::format::snippet;
 use crate::limits::{REQUIREMENT_TEXT_CHARS_MAX, REQUIREMENTS_MAX};
 use crate::message::ToolCall;
@@ -279,12 +279,17 @@ impl TaskContextState {
 /// The `propose_requirement` tool: the model proposes a candidate requirement.
 pub struct ProposeRequirement {
     schema: ToolSchema,
-    state: SharedTaskState,
+    state: StateSource,
 }
 
 impl ProposeRequirement {
-    /// The tool over shared task state.
+    /// The tool over one shared task state.
     pub fn new(state: SharedTaskState) -> Self {
+        Self::over(StateSource::Shared(state))
+    }
+
+    /// The tool over the state `state` resolves for each call's session.
+    pub fn over(state: StateSource) -> Self {
         let kinds: Vec<&str> = RequirementKind::ALL.iter().map(|k| k.as_str()).collect();
         ProposeRequirement {
             schema: ToolSchema {
@@ -320,12 +325,16 @@ impl Tool for ProposeRequirement {
         &self.schema
     }
 
-    async fn call(&self, call: &ToolCall, _context: &ToolContext) -> ToolOutcome {
+    async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
         let proposal = match parse_proposal(&self.schema, &call.arguments) {
             Ok(proposal) => proposal,
             Err(error) => return error.outcome(&self.schema),
         };
-        match self.state.with(|state| state.propose(proposal)) {
+        match self
+            .state
+            .resolve(&context.runtime)
+            .with(|state| state.propose(proposal))
+        {
             Ok(Proposed {
                 id, created: true, ..
             }) => ToolOutcome::text(format!(

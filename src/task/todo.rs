@@ -29,7 +29,7 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::{SharedTaskState, TaskContextState, TaskError};
+use super::{SharedTaskState, StateSource, TaskContextState, TaskError};
 use crate::format::snippet;
 use crate::limits::{TASK_NAME_CHARS_MAX, TODO_CONTENT_CHARS_MAX, TODO_ITEMS_MAX};
 use crate::message::ToolCall;
@@ -301,12 +301,17 @@ impl TaskContextState {
 /// The `todo_write` tool: replaces the Todo list and answers with its receipt.
 pub struct TodoWrite {
     schema: ToolSchema,
-    state: SharedTaskState,
+    state: StateSource,
 }
 
 impl TodoWrite {
-    /// The tool over shared task state.
+    /// The tool over one shared task state.
     pub fn new(state: SharedTaskState) -> Self {
+        Self::over(StateSource::Shared(state))
+    }
+
+    /// The tool over the state `state` resolves for each call's session.
+    pub fn over(state: StateSource) -> Self {
         let statuses: Vec<&str> = TodoStatus::ALL.iter().map(|s| s.as_str()).collect();
         let priorities: Vec<&str> = TodoPriority::ALL.iter().map(|p| p.as_str()).collect();
         TodoWrite {
@@ -355,24 +360,26 @@ impl Tool for TodoWrite {
         &self.schema
     }
 
-    async fn call(&self, call: &ToolCall, _context: &ToolContext) -> ToolOutcome {
+    async fn call(&self, call: &ToolCall, context: &ToolContext) -> ToolOutcome {
         let items = match parse_items(&self.schema, &call.arguments) {
             Ok(items) => items,
             Err(error) => return error.outcome(&self.schema),
         };
-        self.state.with(|state| match state.write_todos(items) {
-            Ok(revision) => {
-                let mut outcome = ToolOutcome::text(render_receipt(state.todos(), revision));
-                outcome
-                    .metadata
-                    .insert(TODO_REVISION_KEY.to_string(), json!(revision));
-                outcome
-            }
-            Err(error) => ToolOutcome::error(format!(
-                "{error}; the list is still at revision {}",
-                state.todo_revision().unwrap_or(0)
-            )),
-        })
+        self.state
+            .resolve(&context.runtime)
+            .with(|state| match state.write_todos(items) {
+                Ok(revision) => {
+                    let mut outcome = ToolOutcome::text(render_receipt(state.todos(), revision));
+                    outcome
+                        .metadata
+                        .insert(TODO_REVISION_KEY.to_string(), json!(revision));
+                    outcome
+                }
+                Err(error) => ToolOutcome::error(format!(
+                    "{error}; the list is still at revision {}",
+                    state.todo_revision().unwrap_or(0)
+                )),
+            })
     }
 }
 

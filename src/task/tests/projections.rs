@@ -254,8 +254,15 @@ fn task_setup_registers_tools_from_the_latest_options() {
         tool.as_ref(),
         json!({"todos": [{"id": "a", "content": "A", "status": "pending"}]}),
     );
-    assert_eq!(setup.state().revision(), 1);
-    let projection = setup.project(&[], Purpose::Reasoning);
+    let anonymous = crate::runtime::RuntimeContext::default();
+    assert_eq!(setup.state_of(&anonymous).revision(), 1);
+    let other = crate::runtime::RuntimeContext::new().with_user("bob");
+    assert_eq!(
+        setup.state_of(&other).revision(),
+        0,
+        "each session has its own state"
+    );
+    let projection = setup.project(&anonymous, &[], Purpose::Reasoning);
     assert_eq!(projection.revision, Some(1));
     assert_eq!(projection.transient.len(), 1);
 }
