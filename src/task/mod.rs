@@ -411,7 +411,7 @@ impl TaskStates {
             .clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<(Option<String>, Option<String>), SharedTaskState>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<SessionIdentity, SharedTaskState>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
