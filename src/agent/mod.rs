@@ -48,7 +48,7 @@ use crate::limits;
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{Model, ModelError};
 use crate::runtime::RuntimeContext;
-use crate::session::{MemorySessionLog, SessionLog, SessionLogKey, SessionRecord};
+use crate::session::{JsonlSessionLog, SessionLog, SessionLogKey, SessionRecord};
 use crate::sim::clock::{Clock, TokioClock};
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::task::{
@@ -373,7 +373,9 @@ impl HarnessAgentBuilder {
         self
     }
 
-    /// Where session records (`context/build`) go (an in-memory log by default).
+    /// Where session records go. By default a [`JsonlSessionLog`] over the workspace: one
+    /// JSON-lines file per session under `sessions/`, so an agent built later over the same
+    /// workspace restores the session.
     pub fn session_log(mut self, log: Arc<dyn SessionLog>) -> Self {
         self.session_log = Some(log);
         self
@@ -430,10 +432,15 @@ impl HarnessAgentBuilder {
         if let Some(compaction) = &self.compaction {
             compaction.validate()?;
         }
+        let workspace = self
+            .workspace
+            .clone()
+            .unwrap_or_else(|| Arc::new(MemoryStorage::new()));
+        // The embedded default: one JSON-lines file per session in the workspace.
         let session_log: Option<Arc<dyn SessionLog>> = self.session_log_enabled.then(|| {
-            self.session_log
-                .clone()
-                .unwrap_or_else(|| Arc::new(MemorySessionLog::new()) as Arc<dyn SessionLog>)
+            self.session_log.clone().unwrap_or_else(|| {
+                Arc::new(JsonlSessionLog::new(workspace.clone())) as Arc<dyn SessionLog>
+            })
         });
         let session_tools = match (&session_log, self.session_tools) {
             (_, false) => Vec::new(),
@@ -454,10 +461,6 @@ impl HarnessAgentBuilder {
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(TokioClock::start()));
-        let workspace = self
-            .workspace
-            .clone()
-            .unwrap_or_else(|| Arc::new(MemoryStorage::new()));
         Ok(HarnessAgent {
             inner: Arc::new(AgentInner {
                 agent_id: self.agent_id.clone().unwrap_or_else(|| self.name.clone()),

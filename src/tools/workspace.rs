@@ -57,6 +57,7 @@ use crate::limits::{
     PATH_CHARS_MAX, WORKSPACE_FILE_BYTES_MAX, WRITE_FILE_CHARS_MAX,
 };
 use crate::message::ToolCall;
+use crate::session::jsonl::SESSIONS_DIR;
 use crate::sim::storage::{Storage, WorkspacePath};
 
 /// The `write_file` tool: creates or replaces a workspace file.
@@ -85,9 +86,26 @@ fn path_property() -> Value {
     })
 }
 
-/// Checks a model-given path; the error result explains the refusal.
+/// Checks a model-given path; the error result explains the refusal. The session logs'
+/// directory is off limits: it holds every user's conversations, which only the session tools
+/// read, and only for the calling user.
 pub(crate) fn checked_path(path: &str) -> Result<WorkspacePath, ToolOutcome> {
-    WorkspacePath::parse(path).map_err(|error| ToolOutcome::error(error.to_string()))
+    let path = WorkspacePath::parse(path).map_err(|error| ToolOutcome::error(error.to_string()))?;
+    if is_session_log(&path) {
+        return Err(ToolOutcome::error(format!(
+            "`{path}` is in `{SESSIONS_DIR}/`, where the session logs are kept; the workspace tools do not open them: use session_history or session_search"
+        )));
+    }
+    Ok(path)
+}
+
+/// True for the session logs' directory and everything in it.
+fn is_session_log(path: &WorkspacePath) -> bool {
+    let path = path.as_str();
+    path == SESSIONS_DIR
+        || path
+            .strip_prefix(SESSIONS_DIR)
+            .is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Loads a file as UTF-8 text.
@@ -428,10 +446,11 @@ impl ListFiles {
         };
         let prefix = dir.as_ref().map_or(String::new(), |dir| format!("{dir}/"));
         let storage = self.storage.as_ref();
-        let files = storage
+        let mut files = storage
             .list(&prefix)
             .await
             .map_err(|error| ToolOutcome::error(error.to_string()))?;
+        files.retain(|file| !is_session_log(file));
         let label = dir
             .as_ref()
             .map_or("workspace root".to_string(), |dir| format!("{dir}/"));

@@ -113,3 +113,32 @@ fn no_call_reaches_outside_the_workspace() {
     }
     assert_eq!(bench.storage.snapshot().len(), before.len() + LEGAL.len());
 }
+
+#[test]
+fn session_logs_are_out_of_reach_of_the_workspace_tools() {
+    let log = "sessions/agent/bob/b1.jsonl";
+    let bench = Bench::new(&[(log, "{\"kind\":\"message\"}\n"), ("notes.md", "mine")]);
+    let before = bench.storage.snapshot();
+    for path in [log, "sessions", "sessions/agent/bob", "sessions/x"] {
+        for tool in ["read_file", "write_file", "edit_file", "list_files"] {
+            let outcome = bench.call(tool, arguments(tool, path));
+            assert!(outcome.is_error, "{tool} opened {path:?}");
+            assert!(
+                super::text(&outcome).contains("session_history or session_search"),
+                "{}",
+                super::text(&outcome)
+            );
+        }
+    }
+    assert_eq!(bench.storage.snapshot(), before);
+    let root = bench.call("list_files", json!({}));
+    assert!(
+        !super::text(&root).contains("sessions"),
+        "{}",
+        super::text(&root)
+    );
+    assert!(super::text(&root).contains("notes.md"));
+    // A name that merely starts with the word is an ordinary file.
+    let outcome = bench.call("write_file", arguments("write_file", "sessions.md"));
+    assert!(!outcome.is_error, "{}", super::text(&outcome));
+}
