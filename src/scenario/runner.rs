@@ -40,7 +40,14 @@ pub struct RunOutput {
     /// Every workspace file after the last step (not rendered; for checkers such as
     /// `sim::invariants`).
     pub workspace: BTreeMap<WorkspacePath, Vec<u8>>,
+    /// Every session's log records after the last step, by (user, session) (not rendered; for
+    /// checkers such as `sim::invariants`). Empty when the session log is off.
+    pub session_logs: SessionLogs,
 }
+
+/// Session-log records by (user id, session id).
+pub type SessionLogs =
+    BTreeMap<(Option<String>, Option<String>), Vec<crate::session::SessionRecord>>;
 
 impl RunOutput {
     /// True when every inline expectation held.
@@ -72,7 +79,7 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
         .enable_time()
         .start_paused(true)
         .build()?;
-    let (trace, workspace) = runtime.block_on(simulate(scenario))?;
+    let (trace, workspace, session_logs) = runtime.block_on(simulate(scenario))?;
     let checks = evaluate(&scenario.expectations, &trace.steps);
     let text = render(&trace, &checks);
     Ok(RunOutput {
@@ -80,12 +87,13 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
         checks,
         text,
         workspace,
+        session_logs,
     })
 }
 
 type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
 
-async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
+async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs), RunError> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::start());
     let seeds = SeedTree::new(scenario.seed);
     let storage = Arc::new(MemoryStorage::new());
@@ -216,11 +224,23 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             committed_history: agent.history(&runtime),
         });
     }
+    let mut session_logs = SessionLogs::new();
+    for step in &steps {
+        let key = (step.spec.user.clone(), step.spec.session.clone());
+        if !session_logs.contains_key(&key) {
+            let runtime = RuntimeContext {
+                user_id: key.0.clone(),
+                session_id: key.1.clone(),
+                ..RuntimeContext::default()
+            };
+            session_logs.insert(key, agent.session_records(&runtime));
+        }
+    }
     let trace = Trace {
         header: header(scenario),
         steps,
     };
-    Ok((trace, storage.snapshot()))
+    Ok((trace, storage.snapshot(), session_logs))
 }
 
 fn build_agent(

@@ -304,6 +304,12 @@ fn agent(scenario: &Scenario) -> Result<Table, WriteError> {
         compaction(spec.compaction.as_ref(), summary_model)?,
     );
     table.insert("session_log".into(), spec.session_log.into());
+    if spec.task_list {
+        table.insert("task_list".into(), true.into());
+    }
+    if spec.task_context != crate::task::TaskContextOptions::default() {
+        return Err(unsupported("task context options"));
+    }
     let kind = if spec.react { "react" } else { "harness" };
     table.insert("kind".into(), kind.into());
     Ok(table)
