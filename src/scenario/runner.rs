@@ -165,6 +165,9 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs)
         agent.load_history(&runtime, messages);
     }
     let mut steps = Vec::with_capacity(scenario.steps.len());
+    // Each session's records after its latest step: the log only grows, so a step's records
+    // are those past the previous length, and the log is copied once per step.
+    let mut session_logs = SessionLogs::new();
     for (index, spec) in scenario.steps.iter().enumerate() {
         let runtime = RuntimeContext {
             user_id: spec.user.clone(),
@@ -182,7 +185,11 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs)
         if let Some(mode) = spec.plan_mode {
             agent.task_state().with(|s| s.set_mode(mode));
         }
-        let records_before = agent.session_records(&runtime).len();
+        let log_key = (spec.user.clone(), spec.session.clone());
+        let records_before = match session_logs.get(&log_key) {
+            Some(records) => records.len(),
+            None => agent.session_records(&runtime).len(),
+        };
         let started = clock.elapsed();
         let stream = agent.stream_events(spec.input.clone(), runtime.clone());
         let limit = Duration::from_secs(limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
@@ -202,6 +209,7 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs)
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
+        let records = agent.session_records(&runtime);
         steps.push(StepRecord {
             index: index + 1,
             spec: spec.clone(),
@@ -213,7 +221,7 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs)
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
-            session_records: record_counts(&agent.session_records(&runtime)[records_before..]),
+            session_records: record_counts(&records[records_before.min(records.len())..]),
             workspace_files: storage
                 .list("")
                 .await
@@ -223,18 +231,7 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs)
                 .collect(),
             committed_history: agent.history(&runtime),
         });
-    }
-    let mut session_logs = SessionLogs::new();
-    for step in &steps {
-        let key = (step.spec.user.clone(), step.spec.session.clone());
-        if !session_logs.contains_key(&key) {
-            let runtime = RuntimeContext {
-                user_id: key.0.clone(),
-                session_id: key.1.clone(),
-                ..RuntimeContext::default()
-            };
-            session_logs.insert(key, agent.session_records(&runtime));
-        }
+        session_logs.insert(log_key, records);
     }
     let trace = Trace {
         header: header(scenario),
