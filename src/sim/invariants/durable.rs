@@ -21,6 +21,9 @@ use crate::scenario::file::Scenario;
 use crate::scenario::runner::RunOutput;
 use crate::task::todo::TODO_WRITE_TOOL;
 
+/// (user id, session id), as the runner keys session logs.
+type SessionKey = (Option<String>, Option<String>);
+
 /// The record kind the agent writes for each committed message.
 const MESSAGE_RECORD: &str = "message";
 /// The first line of every Todo receipt.
@@ -46,8 +49,7 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
             loaded.insert((user.clone(), session.clone(), message.id.as_str()));
         }
     }
-    let mut logged: BTreeMap<(Option<String>, Option<String>), BTreeMap<String, Vec<Role>>> =
-        BTreeMap::new();
+    let mut logged: BTreeMap<SessionKey, BTreeMap<String, Vec<Role>>> = BTreeMap::new();
     let mut found = Vec::new();
     for step in &output.trace.steps {
         let key = (step.spec.user.clone(), step.spec.session.clone());
