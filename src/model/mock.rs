@@ -14,7 +14,9 @@
 //! Counting is exact but not repeated: each message's count is remembered under a hash of its
 //! content ([`CachedEstimator`], one per vocabulary, shared by every mock model of the process,
 //! so a scenario run twice or a sweep's next seed reuses it) and each tool schema's under its
-//! text, so a request over a long history costs one exact count per *new* message. A count is
+//! text, so a request over a long history costs one exact count per *new* message. Before
+//! hashing, a message is compared with the one this model last counted under the same id (a
+//! request resends the history, and a comparison is far cheaper than a hash). A count is
 //! a function of the content alone, so sharing changes no number: they are those of
 //! [`ExactEstimator::request_tokens`], which a test checks.
 //!
@@ -35,6 +37,7 @@
 //! assert_eq!(reply.message.text(), "Done.");
 //! ```
 
+use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -64,6 +67,54 @@ fn shared_counter(vocabulary: Vocabulary) -> &'static CachedEstimator<ExactEstim
 
 /// Tool schemas one mock model remembers the count of; past it, schemas are counted each time.
 const SCHEMA_COUNTS_MAX: usize = 64;
+
+/// Messages one mock model remembers by id; past it, new ids go through the shared cache only.
+const MESSAGE_COUNTS_MAX: usize = crate::limits::TOKEN_CACHE_ENTRIES_MAX;
+
+/// True when everything a count reads is the same in both messages (the id and metadata are
+/// not counted). JSON arguments compare in key order, as they are printed when counted.
+fn same_counted_content(a: &Message, b: &Message) -> bool {
+    a.name == b.name
+        && a.parts.len() == b.parts.len()
+        && a.parts.iter().zip(&b.parts).all(|pair| match pair {
+            (ContentPart::Text { text: x }, ContentPart::Text { text: y })
+            | (ContentPart::Thinking { text: x }, ContentPart::Thinking { text: y }) => x == y,
+            (ContentPart::ToolCall(x), ContentPart::ToolCall(y)) => {
+                x.id == y.id && x.name == y.name && same_json_text(&x.arguments, &y.arguments)
+            }
+            (ContentPart::ToolResult(x), ContentPart::ToolResult(y)) => {
+                x.call_id == y.call_id && x.tool_name == y.tool_name && x.outputs == y.outputs
+            }
+            (
+                ContentPart::Media {
+                    kind: x,
+                    size_bytes: x_size,
+                },
+                ContentPart::Media {
+                    kind: y,
+                    size_bytes: y_size,
+                },
+            ) => x == y && x_size == y_size,
+            _ => false,
+        })
+}
+
+/// JSON equality that also requires object keys in the same order (`Value`'s own equality
+/// ignores the order, but the printed text, and so the count, depends on it).
+fn same_json_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((xk, xv), (yk, yv))| xk == yk && same_json_text(xv, yv))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(xv, yv)| same_json_text(xv, yv))
+        }
+        _ => a == b,
+    }
+}
 
 /// A tool call a turn asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +263,8 @@ pub struct MockModel {
     /// Tool schemas counted so far, as counted (name, description, parameters as sent), with
     /// their counts: a request repeats the same few.
     schema_counts: Mutex<Vec<([String; 3], u64)>>,
+    /// The message last counted under each id, with its count.
+    message_counts: Mutex<BTreeMap<String, (Message, u64)>>,
     cursor: Mutex<Cursor>,
     received: Mutex<Vec<ModelRequest>>,
 }
@@ -223,6 +276,7 @@ impl MockModel {
             script,
             estimator,
             schema_counts: Mutex::new(Vec::new()),
+            message_counts: Mutex::new(BTreeMap::new()),
             cursor: Mutex::new(Cursor::default()),
             received: Mutex::new(Vec::new()),
         }
@@ -249,10 +303,27 @@ impl MockModel {
         let messages: u64 = request
             .messages
             .iter()
-            .map(|m| self.estimator.message_tokens(m))
+            .map(|m| self.message_tokens(m))
             .sum();
         let tools: u64 = request.tools.iter().map(|t| self.schema_tokens(t)).sum();
         REQUEST_OVERHEAD_TOKENS + messages + tools
+    }
+
+    fn message_tokens(&self, message: &Message) -> u64 {
+        let mut counts = self
+            .message_counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((known, tokens)) = counts.get(&message.id)
+            && same_counted_content(known, message)
+        {
+            return *tokens;
+        }
+        let tokens = self.estimator.message_tokens(message);
+        if counts.len() < MESSAGE_COUNTS_MAX || counts.contains_key(&message.id) {
+            counts.insert(message.id.clone(), (message.clone(), tokens));
+        }
+        tokens
     }
 
     fn schema_tokens(&self, schema: &ToolSchema) -> u64 {
@@ -532,6 +603,32 @@ mod tests {
             );
             // The same id with other text must be counted afresh.
             messages.push(Message::assistant("m1", "x".repeat(round * 7 + 1)));
+        }
+        // Arguments with the same keys in another order print, and count, differently.
+        let call = |arguments| {
+            Message::assistant_tool_calls(
+                "a1",
+                vec![ContentPart::tool_call("c1", "shell", arguments)],
+            )
+        };
+        let first = call(serde_json::json!({"command": "ls", "n": 100000}));
+        let mut reordered = serde_json::Map::new();
+        reordered.insert("n".into(), serde_json::json!(100000));
+        reordered.insert("command".into(), serde_json::json!("ls"));
+        let second = call(Value::Object(reordered));
+        assert!(!same_counted_content(&first, &second));
+        for message in [&first, &second, &first] {
+            let request = ModelRequest {
+                call_id: "c-call".into(),
+                purpose: Purpose::Reasoning,
+                messages: vec![message.clone()],
+                tools: Vec::new(),
+                max_output_tokens: None,
+            };
+            assert_eq!(
+                model.input_tokens(&request),
+                exact.request_tokens(std::slice::from_ref(message), &[])
+            );
         }
         let mut other = schema.clone();
         other.description = "Runs a command in the workspace, with a longer description.".into();
