@@ -2,18 +2,28 @@
 //! unit of `ctxbed sweep`, on one thread. Seeds per second is 100 divided by the time per
 //! iteration; runs per second is twice that. Also one run of a fixed seed range without the
 //! checks, to show what the checker adds.
+//!
+//! `reference` is a fixed workload the simulator does not touch (exact o200k counting and
+//! SHA-256 of generated text): on a shared machine, compare the ratio of a sweep figure to
+//! `reference` measured in the same run, not raw times across runs.
 //! `cargo bench -- --test` runs each once (CI smoke).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ctxbed::context::manifest::content_hash;
 use ctxbed::scenario::runner::run;
 use ctxbed::sim::generate::generate;
 use ctxbed::sim::sweep::check_seed;
+use ctxbed::sim::text::{TextKind, generate_text};
+use ctxbed::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
 
 /// Seeds per measured iteration: enough to average over the size classes the generator draws.
 const SEEDS: u64 = 100;
+
+/// Characters of each text kind the reference workload counts.
+const REFERENCE_CHARS: usize = 20_000;
 
 fn sweep(c: &mut Criterion) {
     let mut group = c.benchmark_group("sweep");
@@ -36,6 +46,28 @@ fn sweep(c: &mut Criterion) {
         });
     });
     group.finish();
+
+    let texts: Vec<String> = [
+        TextKind::Prose,
+        TextKind::Code,
+        TextKind::Json,
+        TextKind::Log,
+    ]
+    .into_iter()
+    .map(|kind| generate_text(kind, REFERENCE_CHARS, 1))
+    .collect();
+    let exact = ExactEstimator::new(Vocabulary::O200k);
+    let mut reference = c.benchmark_group("sweep");
+    reference.sample_size(20);
+    reference.bench_function("reference", |b| {
+        b.iter(|| {
+            for text in &texts {
+                black_box(exact.text_tokens(black_box(text)));
+                black_box(content_hash(black_box(text.as_bytes())));
+            }
+        });
+    });
+    reference.finish();
 }
 
 criterion_group!(benches, sweep);

@@ -7,11 +7,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use ctxbed::agent::events::{CustomValue, EventKind};
+use ctxbed::message::{ContentPart, ToolOutput};
 use ctxbed::scenario::file::load;
-use ctxbed::scenario::runner::run;
+use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::write::write;
 use ctxbed::sim::generate::generate;
-use ctxbed::sim::invariants::ViolationKind;
+use ctxbed::sim::invariants::{ViolationKind, check};
 use ctxbed::sim::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
 
 /// Seeds the sweep test checks: about ten seconds in a debug build on two cores.
@@ -150,7 +152,98 @@ fn the_shrinker_keeps_only_what_the_failure_needs() {
 #[test]
 fn every_violation_kind_names_its_invariant() {
     let kinds: BTreeSet<&str> = ViolationKind::ALL.iter().map(|k| k.invariant()).collect();
-    for row in ["I1", "I2", "I3", "I4", "I5", "I7", "I8", "I9"] {
+    for row in ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"] {
         assert!(kinds.contains(row), "{row}");
     }
+}
+
+/// The first generated seed with task state whose run shows a Todo receipt and then compacts.
+fn seed_with_todo_and_compaction() -> (ctxbed::scenario::file::Scenario, RunOutput) {
+    for seed in 0..400 {
+        let scenario = generate(seed);
+        if !scenario.agent.task_list || !scenario.agent.session_log {
+            continue;
+        }
+        let output = run(&scenario).expect("a generated scenario runs");
+        let events = output.trace.steps.iter().flat_map(|s| &s.events);
+        let mut receipt = false;
+        let mut compacted_after = false;
+        for event in events {
+            match &event.kind {
+                EventKind::ToolResult { result, .. }
+                    if result.tool_name == "todo_write" && !result.is_error =>
+                {
+                    receipt = true;
+                }
+                EventKind::Custom {
+                    value: CustomValue::ContextBuild(build),
+                    ..
+                } if receipt
+                    && build
+                        .manifest
+                        .transforms
+                        .iter()
+                        .any(|t| t.starts_with("history_compaction:")) =>
+                {
+                    compacted_after = true;
+                }
+                _ => {}
+            }
+        }
+        if compacted_after {
+            return (scenario, output);
+        }
+    }
+    panic!("no seed below 400 writes a Todo list and then compacts");
+}
+
+#[test]
+fn the_todo_check_sees_a_list_lost_after_compaction() {
+    let (scenario, mut output) = seed_with_todo_and_compaction();
+    assert!(check(&scenario, &output).is_empty());
+    // Hide every Todo line from the requests: the checker must notice.
+    for step in &mut output.trace.steps {
+        for request in &mut step.requests {
+            for message in &mut request.messages {
+                for part in &mut message.parts {
+                    if let ContentPart::Text { text } = part {
+                        *text = text.replace("- [", "- (");
+                    }
+                    if let ContentPart::ToolResult(result) = part {
+                        for output in &mut result.outputs {
+                            if let ToolOutput::Text { text } = output {
+                                *text = text.replace("- [", "- (");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let kinds: BTreeSet<ViolationKind> = check(&scenario, &output).iter().map(|v| v.kind).collect();
+    assert!(kinds.contains(&ViolationKind::TodoLost), "{kinds:?}");
+}
+
+#[test]
+fn the_durable_history_check_sees_a_missing_record() {
+    let (scenario, mut output) = seed_with_todo_and_compaction();
+    assert!(check(&scenario, &output).is_empty());
+    let records = output
+        .session_logs
+        .values_mut()
+        .next()
+        .expect("a session log");
+    let index = records
+        .iter()
+        .rposition(|r| r.kind == "message")
+        .expect("a message record");
+    records.remove(index);
+    let violations = check(&scenario, &output);
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.kind == ViolationKind::CommittedMessageLost
+                && v.detail.contains("no `message` record")),
+        "{violations:?}"
+    );
 }

@@ -11,6 +11,15 @@
 //! Errors travel as a provider status and body through [`classify`], exactly as a real
 //! provider's would, so classification is exercised on real wording.
 //!
+//! Counting is exact but not repeated: each message's count is remembered under a hash of its
+//! content ([`CachedEstimator`], one per vocabulary, shared by every mock model of the process,
+//! so a scenario run twice or a sweep's next seed reuses it) and each tool schema's under its
+//! text, so a request over a long history costs one exact count per *new* message. Before
+//! hashing, a message is compared with the one this model last counted under the same id (a
+//! request resends the history, and a comparison is far cheaper than a hash). A count is
+//! a function of the content alone, so sharing changes no number: they are those of
+//! [`ExactEstimator::request_tokens`], which a test checks.
+//!
 //! ```
 //! use ctxbed::model::{Model, ModelInfo, ModelRequest, Purpose};
 //! use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
@@ -28,7 +37,8 @@
 //! assert_eq!(reply.message.text(), "Done.");
 //! ```
 
-use std::sync::Mutex;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -39,7 +49,72 @@ use super::provider::Provider;
 use super::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose, Usage};
 use crate::context::pairs::{PairingProblem, find_pairing_problem};
 use crate::message::{ContentPart, Message, Role};
-use crate::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
+use crate::tokens::{
+    CachedEstimator, ExactEstimator, REQUEST_OVERHEAD_TOKENS, TokenEstimator, Vocabulary,
+};
+use crate::tools::ToolSchema;
+
+/// The process-wide message count cache of a vocabulary.
+fn shared_counter(vocabulary: Vocabulary) -> &'static CachedEstimator<ExactEstimator> {
+    static O200K: OnceLock<CachedEstimator<ExactEstimator>> = OnceLock::new();
+    static CL100K: OnceLock<CachedEstimator<ExactEstimator>> = OnceLock::new();
+    let cell = match vocabulary {
+        Vocabulary::O200k => &O200K,
+        Vocabulary::Cl100k => &CL100K,
+    };
+    cell.get_or_init(|| CachedEstimator::new(ExactEstimator::new(vocabulary)))
+}
+
+/// Tool schemas one mock model remembers the count of; past it, schemas are counted each time.
+const SCHEMA_COUNTS_MAX: usize = 64;
+
+/// Messages one mock model remembers by id; past it, new ids go through the shared cache only.
+const MESSAGE_COUNTS_MAX: usize = crate::limits::TOKEN_CACHE_ENTRIES_MAX;
+
+/// True when everything a count reads is the same in both messages (the id and metadata are
+/// not counted). JSON arguments compare in key order, as they are printed when counted.
+fn same_counted_content(a: &Message, b: &Message) -> bool {
+    a.name == b.name
+        && a.parts.len() == b.parts.len()
+        && a.parts.iter().zip(&b.parts).all(|pair| match pair {
+            (ContentPart::Text { text: x }, ContentPart::Text { text: y })
+            | (ContentPart::Thinking { text: x }, ContentPart::Thinking { text: y }) => x == y,
+            (ContentPart::ToolCall(x), ContentPart::ToolCall(y)) => {
+                x.id == y.id && x.name == y.name && same_json_text(&x.arguments, &y.arguments)
+            }
+            (ContentPart::ToolResult(x), ContentPart::ToolResult(y)) => {
+                x.call_id == y.call_id && x.tool_name == y.tool_name && x.outputs == y.outputs
+            }
+            (
+                ContentPart::Media {
+                    kind: x,
+                    size_bytes: x_size,
+                },
+                ContentPart::Media {
+                    kind: y,
+                    size_bytes: y_size,
+                },
+            ) => x == y && x_size == y_size,
+            _ => false,
+        })
+}
+
+/// JSON equality that also requires object keys in the same order (`Value`'s own equality
+/// ignores the order, but the printed text, and so the count, depends on it).
+fn same_json_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((xk, xv), (yk, yv))| xk == yk && same_json_text(xv, yv))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(xv, yv)| same_json_text(xv, yv))
+        }
+        _ => a == b,
+    }
+}
 
 /// A tool call a turn asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,17 +259,24 @@ struct Cursor {
 #[derive(Debug)]
 pub struct MockModel {
     script: MockScript,
-    estimator: ExactEstimator,
+    estimator: &'static CachedEstimator<ExactEstimator>,
+    /// Tool schemas counted so far, as counted (name, description, parameters as sent), with
+    /// their counts: a request repeats the same few.
+    schema_counts: Mutex<Vec<([String; 3], u64)>>,
+    /// The message last counted under each id, with its count.
+    message_counts: Mutex<BTreeMap<String, (Message, u64)>>,
     cursor: Mutex<Cursor>,
     received: Mutex<Vec<ModelRequest>>,
 }
 
 impl MockModel {
     pub fn new(script: MockScript) -> Self {
-        let estimator = ExactEstimator::new(script.vocabulary);
+        let estimator = shared_counter(script.vocabulary);
         MockModel {
             script,
             estimator,
+            schema_counts: Mutex::new(Vec::new()),
+            message_counts: Mutex::new(BTreeMap::new()),
             cursor: Mutex::new(Cursor::default()),
             received: Mutex::new(Vec::new()),
         }
@@ -213,6 +295,58 @@ impl MockModel {
     /// The script being replayed.
     pub fn script(&self) -> &MockScript {
         &self.script
+    }
+
+    /// Exact input tokens of a request: [`TokenEstimator::request_tokens`] with every message
+    /// and schema counted once per model.
+    fn input_tokens(&self, request: &ModelRequest) -> u64 {
+        let messages: u64 = request
+            .messages
+            .iter()
+            .map(|m| self.message_tokens(m))
+            .sum();
+        let tools: u64 = request.tools.iter().map(|t| self.schema_tokens(t)).sum();
+        REQUEST_OVERHEAD_TOKENS + messages + tools
+    }
+
+    fn message_tokens(&self, message: &Message) -> u64 {
+        let mut counts = self
+            .message_counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((known, tokens)) = counts.get(&message.id)
+            && same_counted_content(known, message)
+        {
+            return *tokens;
+        }
+        let tokens = self.estimator.message_tokens(message);
+        if counts.len() < MESSAGE_COUNTS_MAX || counts.contains_key(&message.id) {
+            counts.insert(message.id.clone(), (message.clone(), tokens));
+        }
+        tokens
+    }
+
+    fn schema_tokens(&self, schema: &ToolSchema) -> u64 {
+        let mut counts = self
+            .schema_counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Keyed by the text counted, not by value: JSON objects that compare equal can print
+        // their keys in another order.
+        let parameters = schema.parameters.to_string();
+        if let Some((_, tokens)) = counts.iter().find(|([name, description, known], _)| {
+            *name == schema.name && *description == schema.description && *known == parameters
+        }) {
+            return *tokens;
+        }
+        let tokens = self.estimator.tool_schema_tokens(schema);
+        if counts.len() < SCHEMA_COUNTS_MAX {
+            counts.push((
+                [schema.name.clone(), schema.description.clone(), parameters],
+                tokens,
+            ));
+        }
+        tokens
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cursor> {
@@ -371,9 +505,7 @@ impl Model for MockModel {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(request.clone());
-        let tokens = self
-            .estimator
-            .request_tokens(&request.messages, &request.tools);
+        let tokens = self.input_tokens(request);
         if self.script.strict {
             self.check_request(request, tokens)?;
         }
@@ -431,4 +563,85 @@ pub fn summarize(request: &ModelRequest) -> String {
         }
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::ToolSchema;
+
+    #[test]
+    fn cached_counts_equal_exact_request_counts() {
+        let script = MockScript::new(
+            ModelInfo {
+                name: "m".into(),
+                context_window: None,
+                max_output_tokens: None,
+            },
+            Vec::new(),
+        );
+        let model = MockModel::new(script);
+        let exact = ExactEstimator::new(Vocabulary::O200k);
+        let schema = ToolSchema {
+            name: "shell".into(),
+            description: "Runs a command.".into(),
+            parameters: serde_json::json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        };
+        let mut messages = vec![Message::user("m1", "Run the export tests, then report.")];
+        for round in 0..4 {
+            let tools = vec![schema.clone()];
+            let request = ModelRequest {
+                call_id: format!("c{round}"),
+                purpose: Purpose::Reasoning,
+                messages: messages.clone(),
+                tools: tools.clone(),
+                max_output_tokens: None,
+            };
+            assert_eq!(
+                model.input_tokens(&request),
+                exact.request_tokens(&messages, &tools)
+            );
+            // The same id with other text must be counted afresh.
+            messages.push(Message::assistant("m1", "x".repeat(round * 7 + 1)));
+        }
+        // Arguments with the same keys in another order print, and count, differently.
+        let call = |arguments| {
+            Message::assistant_tool_calls(
+                "a1",
+                vec![ContentPart::tool_call("c1", "shell", arguments)],
+            )
+        };
+        let first = call(serde_json::json!({"command": "ls", "n": 100000}));
+        let mut reordered = serde_json::Map::new();
+        reordered.insert("n".into(), serde_json::json!(100000));
+        reordered.insert("command".into(), serde_json::json!("ls"));
+        let second = call(Value::Object(reordered));
+        assert!(!same_counted_content(&first, &second));
+        for message in [&first, &second, &first] {
+            let request = ModelRequest {
+                call_id: "c-call".into(),
+                purpose: Purpose::Reasoning,
+                messages: vec![message.clone()],
+                tools: Vec::new(),
+                max_output_tokens: None,
+            };
+            assert_eq!(
+                model.input_tokens(&request),
+                exact.request_tokens(std::slice::from_ref(message), &[])
+            );
+        }
+        let mut other = schema.clone();
+        other.description = "Runs a command in the workspace, with a longer description.".into();
+        let request = ModelRequest {
+            call_id: "c-other".into(),
+            purpose: Purpose::Reasoning,
+            messages: messages.clone(),
+            tools: vec![schema.clone(), other.clone()],
+            max_output_tokens: None,
+        };
+        assert_eq!(
+            model.input_tokens(&request),
+            exact.request_tokens(&messages, &[schema, other])
+        );
+    }
 }

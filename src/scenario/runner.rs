@@ -44,7 +44,14 @@ pub struct RunOutput {
     /// Every workspace file after the last step (not rendered; for checkers such as
     /// `sim::invariants`).
     pub workspace: BTreeMap<WorkspacePath, Vec<u8>>,
+    /// Every session's log records after the last step, by (user, session) (not rendered; for
+    /// checkers such as `sim::invariants`). Empty when the session log is off.
+    pub session_logs: SessionLogs,
 }
+
+/// Session-log records by (user id, session id).
+pub type SessionLogs =
+    BTreeMap<(Option<String>, Option<String>), Vec<crate::session::SessionRecord>>;
 
 impl RunOutput {
     /// True when every inline expectation held.
@@ -76,7 +83,7 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
         .enable_time()
         .start_paused(true)
         .build()?;
-    let (trace, workspace) = runtime.block_on(simulate(scenario))?;
+    let (trace, workspace, session_logs) = runtime.block_on(simulate(scenario))?;
     let checks = evaluate(&scenario.expectations, &trace.steps);
     let text = render(&trace, &checks);
     Ok(RunOutput {
@@ -84,12 +91,13 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
         checks,
         text,
         workspace,
+        session_logs,
     })
 }
 
 type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
 
-async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
+async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs), RunError> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::start());
     let seeds = SeedTree::new(scenario.seed);
     let storage = Arc::new(MemoryStorage::new());
@@ -175,6 +183,9 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
         agent.load_history(&runtime, messages);
     }
     let mut steps = Vec::with_capacity(scenario.steps.len());
+    // Each session's records after its latest step: the log only grows, so a step's records
+    // are those past the previous length, and the log is copied once per step.
+    let mut session_logs = SessionLogs::new();
     for (index, spec) in scenario.steps.iter().enumerate() {
         let runtime = RuntimeContext {
             user_id: spec.user.clone(),
@@ -279,6 +290,7 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
+        let records = agent.session_records(&runtime);
         steps.push(StepRecord {
             index: index + 1,
             spec: spec.clone(),
@@ -292,7 +304,7 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
-            session_records: record_counts(&agent.session_records(&runtime)[records_before..]),
+            session_records: record_counts(&records[records_before.min(records.len())..]),
             workspace_files: storage
                 .list("")
                 .await
@@ -302,12 +314,13 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
                 .collect(),
             committed_history: agent.history(&runtime),
         });
+        session_logs.insert((spec.user.clone(), spec.session.clone()), records);
     }
     let trace = Trace {
         header: header(scenario),
         steps,
     };
-    Ok((trace, storage.snapshot()))
+    Ok((trace, storage.snapshot(), session_logs))
 }
 
 /// The scenario's session log, kept by the runner so a restarted agent can be given the same

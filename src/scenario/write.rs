@@ -314,6 +314,12 @@ fn agent(scenario: &Scenario) -> Result<Table, WriteError> {
     if spec.session_tools {
         table.insert("session_tools".into(), true.into());
     }
+    if spec.task_list {
+        table.insert("task_list".into(), true.into());
+    }
+    if spec.task_context != crate::task::TaskContextOptions::default() {
+        return Err(unsupported("task context options"));
+    }
     let kind = if spec.react { "react" } else { "harness" };
     table.insert("kind".into(), kind.into());
     Ok(table)

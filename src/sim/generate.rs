@@ -8,7 +8,9 @@
 //! steps, and a mock-model script whose turns form the conversation and the fault schedule:
 //! overflow in the imitated provider's or another provider's wording, malformed replies,
 //! timeouts, transient faults, rate limits and pairing rejections. Write failures under a
-//! workspace prefix and failing sources complete the schedule.
+//! workspace prefix and failing sources complete the schedule. A quarter of the seeds enable
+//! task state: the script then writes the Todo list (`todo_write`) once or twice, sometimes
+//! with a list the tool refuses, so the checker can follow the list across compactions.
 //!
 //! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
@@ -53,6 +55,10 @@ mod model;
 use history::{history, second_session_history};
 use model::mock_script;
 
+/// The generator's version: raised whenever some seed gives a different scenario than before, so
+/// a seed number quoted with a version reproduces the same run. Version 2 added task state.
+pub const GENERATOR_VERSION: u32 = 2;
+
 /// The directory a generated scenario's name lives under (`sweep/seed-<seed>`).
 pub const NAME_PREFIX: &str = "sweep";
 
@@ -79,7 +85,7 @@ pub fn generate(seed: u64) -> Scenario {
         &tools,
         builtin_tools,
     );
-    let mock = mock_script(&mut Draw::new(&tree, "generate/model"), seed, &tool_names);
+    let mut mock = mock_script(&mut Draw::new(&tree, "generate/model"), seed, &tool_names);
     let mut workspace = Draw::new(&tree, "generate/workspace");
     let workspace_files = workspace_files(&mut workspace);
     let fail_writes_under = fail_writes_under(&mut workspace);
@@ -98,6 +104,11 @@ pub fn generate(seed: u64) -> Scenario {
         &mut Draw::new(&tree, "generate/omission"),
         &sources,
         &workspace_files,
+    );
+    model::task_list(
+        &mut Draw::new(&tree, "generate/task"),
+        &mut agent,
+        &mut mock,
     );
     let mut history = history(&mut Draw::new(&tree, "generate/history"), &tool_names);
     history.extend(second_session_history(

@@ -5,7 +5,8 @@
 //! broken invariant as a typed [`Violation`]. It shares no code path with the harness: pairing is
 //! its own walk (not `context::pairs`), protected materials come from the scenario spec, and
 //! offloaded files are compared with the tool output the trace recorded. [`check_determinism`]
-//! compares two runs of the same scenario. The SPEC rows I1–I9 name what each kind guards.
+//! compares two runs of the same scenario. The SPEC rows I1–I9 name what each kind guards;
+//! the checks against the session log (I5) and the Todo list (I6) live in `durable`.
 //!
 //! ```
 //! use ctxbed::scenario::runner::run;
@@ -32,6 +33,8 @@ use crate::scenario::runner::RunOutput;
 use crate::scenario::trace::StepRecord;
 use crate::sim::storage::WorkspacePath;
 
+mod durable;
+
 /// What broke. Each kind names the SPEC invariant it guards ([`ViolationKind::invariant`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ViolationKind {
@@ -48,6 +51,8 @@ pub enum ViolationKind {
     BrokenOffload,
     /// A committed message vanished from its session without a recorded compaction (I5).
     CommittedMessageLost,
+    /// A reasoning request after a successful `todo_write` does not show every Todo item (I6).
+    TodoLost,
     /// Rendered material (transient, reference or System) entered committed history (I7).
     MaterialInHistory,
     /// A manifest holds message body text (I8).
@@ -66,13 +71,14 @@ pub enum ViolationKind {
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 13] = [
+    pub const ALL: [ViolationKind; 14] = [
         ViolationKind::UnpairedRequest,
         ViolationKind::OverBudgetPassed,
         ViolationKind::ManifestMismatch,
         ViolationKind::ProtectedOmitted,
         ViolationKind::BrokenOffload,
         ViolationKind::CommittedMessageLost,
+        ViolationKind::TodoLost,
         ViolationKind::MaterialInHistory,
         ViolationKind::ManifestLeak,
         ViolationKind::Nondeterministic,
@@ -91,6 +97,7 @@ impl ViolationKind {
             ViolationKind::ProtectedOmitted => "protected_omitted",
             ViolationKind::BrokenOffload => "broken_offload",
             ViolationKind::CommittedMessageLost => "committed_message_lost",
+            ViolationKind::TodoLost => "todo_lost",
             ViolationKind::MaterialInHistory => "material_in_history",
             ViolationKind::ManifestLeak => "manifest_leak",
             ViolationKind::Nondeterministic => "nondeterministic",
@@ -109,6 +116,7 @@ impl ViolationKind {
             ViolationKind::ProtectedOmitted => "I3",
             ViolationKind::BrokenOffload => "I4",
             ViolationKind::CommittedMessageLost => "I5",
+            ViolationKind::TodoLost => "I6",
             ViolationKind::MaterialInHistory => "I7",
             ViolationKind::ManifestLeak => "I8",
             ViolationKind::Nondeterministic => "I9",
@@ -186,6 +194,8 @@ pub fn check(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
     }
     found.extend(offloads(scenario, output));
     found.extend(nothing_lost(scenario, output));
+    found.extend(durable::durable_history(scenario, output));
+    found.extend(durable::todo_survives(scenario, output));
     found
 }
 

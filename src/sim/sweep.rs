@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::generate::generate;
+use super::generate::{GENERATOR_VERSION, generate};
 use super::invariants::{self, Violation, ViolationKind};
 use crate::limits;
 use crate::message::ContentPart;
@@ -367,7 +367,7 @@ fn regression_comment(seed: u64, shrunk: bool, violations: &[Violation], path: &
     let how = if shrunk { "shrunk" } else { "as generated" };
     let mut lines = vec![
         format!(
-            "Found by `ctxbed sweep` at seed {seed} ({how}). Not blessed: review before adding a golden."
+            "Found by `ctxbed sweep` at seed {seed} ({how}, generator version {GENERATOR_VERSION}). Not blessed: review before adding a golden."
         ),
         format!("Reproduce: ctxbed run {}", path.display()),
     ];

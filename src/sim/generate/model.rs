@@ -12,6 +12,8 @@ use crate::model::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
 };
 use crate::model::provider::Provider;
+use crate::scenario::file::AgentSpec;
+use crate::task::todo::TODO_WRITE_TOOL;
 use crate::tokens::Vocabulary;
 
 /// Reasoning turns before the final one, at most.
@@ -273,6 +275,69 @@ fn fault_turn(draw: &mut Draw, window: Option<u64>) -> MockTurn {
         turn.latency = Duration::from_secs(600);
     }
     turn
+}
+
+/// Items one generated Todo list holds, at most.
+const TODO_ITEMS_GENERATED_MAX: u64 = 5;
+
+/// Enables task state in a quarter of the seeds (not for the ReAct loop, which has none) and
+/// inserts one or two `todo_write` turns before the script's final turn. Draws from its own
+/// stream, so seeds without task state are generated exactly as before.
+pub(super) fn task_list(draw: &mut Draw, agent: &mut AgentSpec, script: &mut MockScript) {
+    if agent.react || !draw.percent(25) {
+        return;
+    }
+    agent.task_list = true;
+    for _ in 0..draw.range(1, 2) {
+        // Before the final turn, which answers every remaining request.
+        let at = draw.below(script.turns.len() as u64) as usize;
+        let call = ScriptedCall {
+            id: None,
+            name: TODO_WRITE_TOOL.to_string(),
+            arguments: todo_arguments(draw),
+        };
+        let action = TurnAction::Reply {
+            thinking: None,
+            text: None,
+            tool_calls: vec![call],
+        };
+        script.turns.insert(at, MockTurn::new(action));
+    }
+}
+
+/// A `todo_write` argument: a list of items, keys sorted; one in ten the tool refuses (two
+/// items in progress).
+fn todo_arguments(draw: &mut Draw) -> Value {
+    let refused = draw.percent(10);
+    let count = draw.range(1, TODO_ITEMS_GENERATED_MAX);
+    let in_progress = draw.below(count + 1);
+    let items: Vec<Value> = (0..count)
+        .map(|index| {
+            let status = if index == in_progress || (refused && index + 1 == in_progress) {
+                "in_progress"
+            } else {
+                *draw.pick(&["pending", "completed"])
+            };
+            let words = *draw.pick(&[
+                "Fix the export",
+                "Run the tests",
+                "Read the log",
+                "Write the note",
+            ]);
+            let mut item = Map::new();
+            item.insert("content".into(), Value::String(format!("{words} {index}")));
+            item.insert("id".into(), Value::String(format!("item-{index}")));
+            item.insert(
+                "priority".into(),
+                Value::String((*draw.pick(&["high", "medium", "low"])).into()),
+            );
+            item.insert("status".into(), Value::String(status.into()));
+            Value::Object(item)
+        })
+        .collect();
+    let mut arguments = Map::new();
+    arguments.insert("todos".into(), Value::Array(items));
+    Value::Object(arguments)
 }
 
 /// The last turn answers every remaining request: a final reply, a tool loop that runs into the
