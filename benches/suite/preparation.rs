@@ -4,7 +4,9 @@
 //! sources are reference blocks of 500 characters of prose. The estimator is approx-v1 behind
 //! a `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
 //! (the previous step saw the same history), so a step counts and hashes nothing new.
-//! `history_clone/N` clones the history once: `prepare` hands the model request its own
+//! `uncached/N` is the same step with approx-v1 alone (no `CachedEstimator`), so every step
+//! counts and hashes every message, as every step did before the cache kept hashes by id; it
+//! runs with 10 sources up to 10,000 messages. `history_clone/N` clones the history once: `prepare` hands the model request its own
 //! copy of every message, which no cache can avoid, so it is the floor of a step's cost.
 
 use std::hint::black_box;
@@ -24,6 +26,8 @@ use crate::record::{self, Record};
 const HISTORY_SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
 /// Source blocks per step.
 const SOURCE_COUNTS: [usize; 3] = [0, 10, 100];
+/// The longest history the uncached step is measured on.
+const UNCACHED_MESSAGES_MAX: usize = 10_000;
 
 pub struct Preparation {
     record: Record,
@@ -131,6 +135,22 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
                 || step(&model, &materials, black_box(&messages), &estimator),
             );
         }
+        if size <= UNCACHED_MESSAGES_MAX {
+            let materials = sources(10);
+            record.bench(
+                &mut group,
+                BenchmarkId::from_parameter("uncached"),
+                &format!("uncached/{size}"),
+                || {
+                    step(
+                        &model,
+                        &materials,
+                        black_box(&messages),
+                        &ApproximateEstimator,
+                    )
+                },
+            );
+        }
         record.bench(
             &mut group,
             BenchmarkId::from_parameter("history_clone"),
@@ -149,9 +169,11 @@ impl Preparation {
         for sources in SOURCE_COUNTS {
             eprint!(" {sources} sources | × 100 msgs |");
         }
-        eprintln!(" history clone | step ÷ clone (10 sources) |");
         eprintln!(
-            "| ---: |{} ---: | ---: |",
+            " history clone | step ÷ clone (10 sources) | uncached (10 sources) | uncached ÷ cached |"
+        );
+        eprintln!(
+            "| ---: |{} ---: | ---: | ---: | ---: |",
             " ---: | ---: |".repeat(SOURCE_COUNTS.len())
         );
         for size in HISTORY_SIZES {
@@ -167,10 +189,14 @@ impl Preparation {
                 );
             }
             let clone = seconds(format!("clone/{size}"));
+            let cached = seconds(format!("prepare/{size}/10"));
+            let uncached = seconds(format!("uncached/{size}"));
             eprintln!(
-                " {} | {} |",
+                " {} | {} | {} | {} |",
                 record::time(clone),
-                record::ratio(seconds(format!("prepare/{size}/10")), clone)
+                record::ratio(cached, clone),
+                record::time(uncached),
+                record::ratio(uncached, cached),
             );
         }
         eprintln!("\nper message: a step over N messages divided by N");

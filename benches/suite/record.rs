@@ -39,6 +39,11 @@ impl Record {
         });
     }
 
+    /// True when nothing was measured (a filter left every benchmark out).
+    pub fn is_empty(&self) -> bool {
+        self.timings.borrow().is_empty()
+    }
+
     /// Mean seconds per iteration of `key`; `None` when a filter left it out.
     pub fn seconds(&self, key: &str) -> Option<f64> {
         let timings = self.timings.borrow();
