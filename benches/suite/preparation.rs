@@ -5,8 +5,8 @@
 //! a `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
 //! (the previous step saw the same history), so a step counts and hashes nothing new.
 //! `uncached/N` is the same step with approx-v1 alone (no `CachedEstimator`), so every step
-//! counts and hashes every message, as every step did before the cache kept hashes by id; it
-//! runs with 10 sources up to 10,000 messages. `history_clone/N` clones the history once: `prepare` hands the model request its own
+//! counts and hashes every message (less than a cached step cost when the cache still read
+//! every message through SHA-256); it runs with 10 sources up to 10,000 messages. `history_clone/N` clones the history once: `prepare` hands the model request its own
 //! copy of every message, which no cache can avoid, so it is the floor of a step's cost.
 
 use std::hint::black_box;
