@@ -63,6 +63,17 @@ pub trait TokenEstimator: Send + Sync {
         total
     }
 
+    /// Tokens of one message and its manifest content hash
+    /// ([`message_hash`](crate::context::manifest::message_hash)), for the preparation's
+    /// manifest. The default computes both; [`CachedEstimator`] remembers them per message, so
+    /// a step over a long history hashes only the new messages.
+    fn message_tokens_and_hash(&self, message: &Message) -> (u64, String) {
+        (
+            self.message_tokens(message),
+            crate::context::manifest::message_hash(message),
+        )
+    }
+
     /// Tokens of one content part.
     fn part_tokens(&self, part: &ContentPart) -> u64 {
         match part {

@@ -39,7 +39,7 @@ pub mod source;
 pub mod workspace;
 
 use budget::{BudgetSettings, InputBudget};
-use manifest::{ContextManifest, ItemKind, ManifestItem, Validation, message_hash, part_kinds};
+use manifest::{ContextManifest, ItemKind, ManifestItem, Validation, part_kinds};
 use pairs::{PairingProblem, find_pairing_problem};
 
 use block::{Material, Placement};
@@ -375,7 +375,7 @@ fn count(input: &PrepareInput<'_>, messages: &[Message], kept: &[Material]) -> C
     let mut items = Vec::with_capacity(messages.len() + kept.len() + input.tools.len());
     let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS;
     for message in messages {
-        let tokens = input.estimator.message_tokens(message);
+        let (tokens, content_hash) = input.estimator.message_tokens_and_hash(message);
         estimated += tokens;
         items.push(ManifestItem {
             kind: ItemKind::Message {
@@ -384,7 +384,7 @@ fn count(input: &PrepareInput<'_>, messages: &[Message], kept: &[Material]) -> C
             },
             id: message.id.clone(),
             tokens,
-            content_hash: message_hash(message),
+            content_hash,
         });
     }
     for placement in [

@@ -13,7 +13,7 @@
 //!     Some(PairingProblem::ResultWithoutCall { index: 1, call_id: "call_9".into() }));
 //! ```
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::message::{Message, Role};
 
@@ -33,16 +33,18 @@ pub enum PairingProblem {
 /// Checks the pairing rules: every call of an assistant message is answered by the tool
 /// messages immediately after it, and every tool result answers a call of that assistant message.
 pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
-    let mut open: BTreeSet<String> = BTreeSet::new();
+    // Borrowed ids: the check allocates only for the problem it reports. `seen` needs no
+    // order; `open` reports its smallest id first.
+    let mut open: BTreeSet<&str> = BTreeSet::new();
     let mut open_index = 0;
-    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for (index, message) in messages.iter().enumerate() {
         if let Some(problem) = id_problem(index, message, &mut seen) {
             return Some(problem);
         }
         if message.role == Role::Tool {
             for result in message.tool_results() {
-                if !open.remove(&result.call_id) {
+                if !open.remove(result.call_id.as_str()) {
                     return Some(PairingProblem::ResultWithoutCall {
                         index,
                         call_id: result.call_id.clone(),
@@ -54,11 +56,11 @@ pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
         if let Some(call_id) = open.iter().next() {
             return Some(PairingProblem::CallWithoutResult {
                 index: open_index,
-                call_id: call_id.clone(),
+                call_id: (*call_id).to_string(),
             });
         }
         if message.role == Role::Assistant {
-            open = message.tool_calls().map(|call| call.id.clone()).collect();
+            open = message.tool_calls().map(|call| call.id.as_str()).collect();
             open_index = index;
         }
     }
@@ -66,14 +68,14 @@ pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
         .next()
         .map(|call_id| PairingProblem::CallWithoutResult {
             index: open_index,
-            call_id,
+            call_id: call_id.to_string(),
         })
 }
 
 fn id_problem<'a>(
     index: usize,
     message: &'a Message,
-    seen: &mut BTreeSet<&'a str>,
+    seen: &mut HashSet<&'a str>,
 ) -> Option<PairingProblem> {
     for call in message.tool_calls() {
         if call.id.trim().is_empty() {

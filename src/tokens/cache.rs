@@ -1,10 +1,19 @@
 //! Incremental counting: per-message counts cached by content hash.
 //!
 //! Every reasoning step re-counts the whole conversation, but only the newest messages are new.
-//! [`CachedEstimator`] wraps any [`TokenEstimator`] and remembers each message's count under the
-//! SHA-256 of what is counted, so a step over a long history costs one hash per old message and
-//! one count per new one. The cache is bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and evicts the least
-//! recently used entry; [`CacheStats`] reports hits, misses and size.
+//! [`CachedEstimator`] wraps any [`TokenEstimator`] and remembers each message's count twice:
+//!
+//! - by message id, next to a copy of the message (`memo`): a message seen before is
+//!   recognised by comparing it with the copy, with no hashing and no counting, and the memo
+//!   also keeps the message's manifest content hash
+//!   ([`TokenEstimator::message_tokens_and_hash`]). A step over a long history therefore hashes
+//!   and counts only the new or changed messages.
+//! - under the SHA-256 of what is counted: the same content under another id (a copy, a
+//!   re-sent message) is counted once.
+//!
+//! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
+//! first; [`CacheStats`] reports hits, misses and size. The memo's copies make a full cache hold
+//! about as much memory as the messages it remembers.
 //!
 //! The key covers the role, the name and every part (texts, ids, tool names, arguments,
 //! outputs, media kinds and sizes, error flags); it leaves out the message id and metadata, which
@@ -32,7 +41,9 @@ use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
+use self::memo::Memo;
 use super::TokenEstimator;
+use crate::context::manifest::message_hash;
 use crate::limits::TOKEN_CACHE_ENTRIES_MAX;
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;
@@ -54,7 +65,14 @@ pub struct CacheStats {
 #[derive(Debug)]
 pub struct CachedEstimator<E> {
     inner: E,
-    cache: Mutex<Lru>,
+    cache: Mutex<State>,
+}
+
+/// Both caches, under one lock.
+#[derive(Debug)]
+struct State {
+    by_content: Lru,
+    memo: Memo,
 }
 
 impl<E: TokenEstimator> CachedEstimator<E> {
@@ -79,7 +97,10 @@ impl<E: TokenEstimator> CachedEstimator<E> {
         );
         CachedEstimator {
             inner,
-            cache: Mutex::new(Lru::new(capacity)),
+            cache: Mutex::new(State {
+                by_content: Lru::new(capacity),
+                memo: Memo::new(capacity),
+            }),
         }
     }
 
@@ -90,12 +111,30 @@ impl<E: TokenEstimator> CachedEstimator<E> {
 
     /// Hits, misses and size so far.
     pub fn stats(&self) -> CacheStats {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self.state();
         CacheStats {
-            hit_count: cache.hit_count,
-            miss_count: cache.miss_count,
-            entry_count: cache.entries.len(),
+            hit_count: state.by_content.hit_count,
+            miss_count: state.by_content.miss_count,
+            entry_count: state.by_content.entries.len(),
         }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The count from the content-keyed cache, counting on a miss.
+    fn tokens_by_content(&self, message: &Message) -> u64 {
+        let key = message_key(message);
+        // The lock is not held while counting: two threads may count the same new message,
+        // and both store the same number.
+        let cached = self.state().by_content.get(&key);
+        if let Some(tokens) = cached {
+            return tokens;
+        }
+        let tokens = self.inner.message_tokens(message);
+        self.state().by_content.insert(key, tokens);
+        tokens
     }
 }
 
@@ -113,23 +152,32 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
     }
 
     fn message_tokens(&self, message: &Message) -> u64 {
-        let key = message_key(message);
-        // The lock is not held while counting: two threads may count the same new message,
-        // and both store the same number.
-        let cached = self
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key);
-        if let Some(tokens) = cached {
-            return tokens;
+        {
+            let mut state = self.state();
+            if let Some(tokens) = state.memo.tokens(message) {
+                state.by_content.hit_count += 1;
+                return tokens;
+            }
         }
-        let tokens = self.inner.message_tokens(message);
-        self.cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, tokens);
+        let tokens = self.tokens_by_content(message);
+        self.state().memo.insert(message, tokens, None);
         tokens
+    }
+
+    fn message_tokens_and_hash(&self, message: &Message) -> (u64, String) {
+        {
+            let mut state = self.state();
+            if let Some((tokens, Some(content_hash))) = state.memo.lookup(message) {
+                state.by_content.hit_count += 1;
+                return (tokens, content_hash);
+            }
+        }
+        let tokens = self.message_tokens(message);
+        let content_hash = message_hash(message);
+        self.state()
+            .memo
+            .insert(message, tokens, Some(content_hash.clone()));
+        (tokens, content_hash)
     }
 
     fn part_tokens(&self, part: &ContentPart) -> u64 {
@@ -140,6 +188,8 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
         self.inner.tool_schema_tokens(schema)
     }
 }
+
+mod memo;
 
 type Key = [u8; 32];
 
@@ -416,14 +466,35 @@ mod tests {
         let c = Message::user("c", "gamma");
         cached.message_tokens(&a);
         cached.message_tokens(&b);
-        cached.message_tokens(&a); // a is now the most recent
-        cached.message_tokens(&c); // evicts b
+        cached.message_tokens(&c); // evicts a, the oldest
         assert_eq!(cached.stats().entry_count, 2);
         assert_eq!(counted(&cached), 3);
-        cached.message_tokens(&a);
-        assert_eq!(counted(&cached), 3);
+        cached.message_tokens(&c);
         cached.message_tokens(&b);
+        assert_eq!(counted(&cached), 3);
+        cached.message_tokens(&a);
         assert_eq!(counted(&cached), 4);
+    }
+
+    #[test]
+    fn tokens_and_hash_match_the_uncached_ones_and_follow_changes() {
+        let cached = CachedEstimator::new(Counting::default());
+        let message = Message::tool_result("m1", "c1", "execute", "12 passed", false);
+        let expected = (
+            Counting::default().message_tokens(&message),
+            message_hash(&message),
+        );
+        assert_eq!(cached.message_tokens_and_hash(&message), expected);
+        assert_eq!(cached.message_tokens_and_hash(&message), expected);
+        assert_eq!(cached.message_tokens(&message), expected.0);
+        assert_eq!(counted(&cached), 1);
+        // The same id with other content (a pruned result, say) is counted and hashed anew.
+        let pruned = Message::tool_result("m1", "c1", "execute", "[pruned]", false);
+        let (tokens, hash) = cached.message_tokens_and_hash(&pruned);
+        assert_eq!(counted(&cached), 2);
+        assert_eq!(hash, message_hash(&pruned));
+        assert_ne!(hash, expected.1);
+        assert_eq!(tokens, Counting::default().message_tokens(&pruned));
     }
 
     #[test]

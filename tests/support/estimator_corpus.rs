@@ -4,7 +4,7 @@
 )]
 
 //! The token-estimation corpus under `tests/data/estimator/`, shared by `tests/estimator.rs`
-//! and `benches/estimation.rs`.
+//! and `benches/suite/estimation.rs`.
 //!
 //! Every file is hand-written for ctxbed. Files at the top level calibrated the weights of
 //! `approx-v1`; files under `holdout/` were written afterwards and only measured (the CJK

@@ -1,10 +1,13 @@
 //! The script of each non-ASCII character, from its first two bytes.
 //!
-//! A 4 KB table indexed by the lead byte's low six bits and the second byte's low six bits
-//! answers in one load; it is built at compile time from [`script_of`], the readable rule.
-//! Ideographs and kana, most of CJK text, are counted a block at a time from byte masks.
+//! [`script_of`] is the readable rule. Only two lead bytes need the second byte: 0xe3 (CJK
+//! punctuation, kana or ideographs) and 0xef (full-width forms or not). Those, and the
+//! ideographs, are counted a block at a time from byte masks ([`LeadMasks`]): most of CJK text
+//! costs a few population counts per block. Every other character's script follows from its
+//! lead byte alone, so the rest are looked up one by one in a 64-entry table built at compile
+//! time from the rule.
 
-use super::classify::{BLOCK_BYTES, classify_leads};
+use super::classify::{BLOCK_BYTES, LeadMasks};
 
 /// Kinds of non-ASCII characters the estimator prices differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +31,7 @@ pub(super) enum Script {
 pub(super) const SCRIPT_COUNT: usize = 13;
 
 /// The script of a character starting with `lead` (0xc0..=0xff) then `second`.
-const fn script_of(lead: u8, second: u8) -> Script {
+pub(super) const fn script_of(lead: u8, second: u8) -> Script {
     match (lead, second) {
         (0xc2, _) => Script::Symbol,
         (0xc3..=0xcc, _) => Script::Latin,
@@ -47,17 +50,35 @@ const fn script_of(lead: u8, second: u8) -> Script {
     }
 }
 
-/// `TABLE[(lead & 0x3f) << 6 | (second & 0x3f)]`: a second byte is always 0x80..=0xbf.
-static TABLE: [Script; 4096] = {
-    let mut table = [Script::FourByte; 4096];
+/// `LEAD_TABLE[lead & 0x3f]`: the script of a character that starts with `lead`, for every
+/// lead but 0xe3 and 0xef, whose characters the masks count (the entries for those two are
+/// what is left once the masks have counted theirs: ideographs after 0xe3, and other
+/// three-byte characters after 0xef).
+static LEAD_TABLE: [Script; 64] = {
+    let mut table = [Script::FourByte; 64];
     let mut index = 0;
-    while index < 4096 {
-        let lead = 0xc0 | (index >> 6) as u8;
-        let second = 0x80 | (index & 0x3f) as u8;
-        table[index] = script_of(lead, second);
+    while index < 64 {
+        let lead = 0xc0 | index as u8;
+        table[index] = match lead {
+            0xe3 => Script::Han,
+            0xef => Script::OtherThreeByte,
+            _ => script_of(lead, 0x80),
+        };
         index += 1;
     }
     table
+};
+
+/// `LEAD_INCREMENT[lead & 0x3f]`: one character of `LEAD_TABLE`'s script in the packed
+/// counters.
+static LEAD_INCREMENT: [u64; 64] = {
+    let mut increments = [0u64; 64];
+    let mut index = 0;
+    while index < 64 {
+        increments[index] = 1 << (LEAD_TABLE[index] as u32 * COUNTER_BITS);
+        index += 1;
+    }
+    increments
 };
 
 /// Bits of one script's counter inside the packed counters.
@@ -81,24 +102,35 @@ pub(super) struct ScriptCounts {
 
 impl ScriptCounts {
     /// Counts the characters whose first byte is in `leads` (bit `i` is byte `i` of `block`;
-    /// `next_byte` follows the block, 0x80 at the end of the text).
-    pub(super) fn add_block(&mut self, block: &[u8; BLOCK_BYTES], next_byte: u8, leads: u64) {
-        // The commonest CJK characters are counted from masks; the rest one by one.
-        let common = classify_leads(block);
-        let next_is_kana_second = u64::from((0x81..=0x83).contains(&next_byte));
-        let kana_second_after = (common.kana_second >> 1) | (next_is_kana_second << 63);
-        let han = leads & common.han;
-        let kana = leads & common.e3 & kana_second_after;
+    /// `common` are the block's CJK masks; `next_byte` follows the block, 0x80 at the end of
+    /// the text).
+    #[inline(always)]
+    pub(super) fn add_block(
+        &mut self,
+        block: &[u8; BLOCK_BYTES],
+        common: &LeadMasks,
+        next_byte: u8,
+        leads: u64,
+    ) {
+        // Bit `i` is set when byte `i + 1` (the second byte of a character at `i`) is in the mask.
+        let second = |mask: u64, next_in_mask: bool| (mask >> 1) | (u64::from(next_in_mask) << 63);
+        let second_80 = second(common.second_80, next_byte == 0x80);
+        let kana_second = second(common.kana_second, (0x81..=0x83).contains(&next_byte));
+        let second_bc_bf = second(common.second_bc_bf, (0xbc..=0xbf).contains(&next_byte));
+        let e3 = leads & common.e3;
+        let kana = e3 & kana_second;
+        let e3_punctuation = e3 & second_80;
+        let han = (leads & common.han) | (e3 & !kana & !e3_punctuation);
+        let cjk_punctuation = e3_punctuation | (leads & common.ef & second_bc_bf);
         self.counts[Script::Han as usize] += u64::from(han.count_ones());
         self.counts[Script::Kana as usize] += u64::from(kana.count_ones());
+        self.counts[Script::CjkPunctuation as usize] += u64::from(cjk_punctuation.count_ones());
 
-        let mut rest = leads & !han & !kana;
+        let mut rest = leads & !han & !kana & !cjk_punctuation;
         while rest != 0 {
             let index = rest.trailing_zeros() as usize & (BLOCK_BYTES - 1);
             rest &= rest - 1;
-            let second = block.get(index + 1).copied().unwrap_or(next_byte);
-            let key = usize::from(block[index] & 0x3f) << 6 | usize::from(second & 0x3f);
-            self.packed += 1 << (TABLE[key] as u32 * COUNTER_BITS);
+            self.packed += LEAD_INCREMENT[usize::from(block[index] & 0x3f)];
             self.packed_characters += 1;
             if self.packed_characters == PACKED_CHARACTERS_MAX {
                 self.unpack();
@@ -123,6 +155,7 @@ impl ScriptCounts {
 
 #[cfg(test)]
 mod tests {
+    use super::super::classify::tests::classify_leads_plainly;
     use super::*;
 
     #[test]
@@ -139,10 +172,39 @@ mod tests {
             let mut block = [0u8; BLOCK_BYTES];
             block[..bytes.len()].copy_from_slice(bytes);
             let mut script_counts = ScriptCounts::default();
-            script_counts.add_block(&block, 0x80, 1);
+            script_counts.add_block(&block, &classify_leads_plainly(&block), 0x80, 1);
             let counts = script_counts.finish();
             let expected = script_of(bytes[0], bytes[1]) as usize;
             assert_eq!(counts[expected], 1, "U+{code_point:04X}");
+            assert_eq!(counts.iter().sum::<u64>(), 1);
+        }
+    }
+
+    #[test]
+    fn only_two_lead_bytes_need_the_second_byte() {
+        for lead in 0xc0..=0xffu8 {
+            if lead == 0xe3 || lead == 0xef {
+                continue;
+            }
+            let first = script_of(lead, 0x80);
+            for second in 0x80..=0xbfu8 {
+                assert_eq!(script_of(lead, second), first, "{lead:#x} {second:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_character_split_across_blocks_is_counted_by_the_byte_after_the_block() {
+        for (character, script) in [('の', Script::Kana), ('。', Script::CjkPunctuation)] {
+            let mut buffer = [0u8; 4];
+            let bytes = character.encode_utf8(&mut buffer).as_bytes();
+            let mut block = [b'a'; BLOCK_BYTES];
+            block[BLOCK_BYTES - 1] = bytes[0];
+            let mut script_counts = ScriptCounts::default();
+            let leads = 1 << (BLOCK_BYTES - 1);
+            script_counts.add_block(&block, &classify_leads_plainly(&block), bytes[1], leads);
+            let counts = script_counts.finish();
+            assert_eq!(counts[script as usize], 1, "{character}");
             assert_eq!(counts.iter().sum::<u64>(), 1);
         }
     }

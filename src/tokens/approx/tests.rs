@@ -142,11 +142,13 @@ fn features_plainly(text: &str) -> TextFeatures {
             features.newline_piece_count += u64::from(!absorbed);
         }
     }
-    let mut block = [0u8; BLOCK_BYTES];
-    block[..bytes.len()].copy_from_slice(bytes);
-    let mut script_counts = ScriptCounts::default();
-    script_counts.add_block(&block, 0x80, masks.lead);
-    let script_counts = script_counts.finish();
+    // Scripts by the readable rule, one character at a time.
+    let mut script_counts = [0u64; SCRIPT_COUNT];
+    for character in text.chars().filter(|c| !c.is_ascii()) {
+        let mut buffer = [0u8; 4];
+        let encoded = character.encode_utf8(&mut buffer).as_bytes();
+        script_counts[script::script_of(encoded[0], encoded[1]) as usize] += 1;
+    }
     let mut by_script = TextFeatures::default();
     add_scripts(&script_counts, &mut by_script);
     TextFeatures {
@@ -213,4 +215,106 @@ fn pieces_are_found_across_block_boundaries() {
         features.newline_piece_count -= padding.newline_piece_count;
         assert_eq!(features, expected, "padding {pad}");
     }
+}
+
+#[test]
+fn a_block_without_ascii_is_counted_as_any_block_is() {
+    let current = Masks {
+        high: u64::MAX,
+        lead: 0x4924_9249_2492_4924,
+        ..Masks::default()
+    };
+    let previous_blocks = [
+        Masks::default(),
+        Masks {
+            letter: 1 << 63,
+            ..Masks::default()
+        },
+        Masks {
+            high: 1 << 63,
+            lead: 1 << 63,
+            ..Masks::default()
+        },
+        Masks {
+            digit: 0b111 << 61,
+            ..Masks::default()
+        },
+        Masks {
+            space: 1 << 63,
+            ..Masks::default()
+        },
+        Masks {
+            punctuation: 1 << 63,
+            ..Masks::default()
+        },
+    ];
+    let next_blocks = [
+        Masks::default(),
+        Masks {
+            space: 1,
+            ..Masks::default()
+        },
+        Masks {
+            letter: 1,
+            upper: 1,
+            ..Masks::default()
+        },
+    ];
+    for previous in previous_blocks {
+        for word_continue in [0, u64::MAX, 1 << 63] {
+            for next in next_blocks {
+                let carry = Carry {
+                    masks: previous,
+                    word_continue,
+                    digit_group_start: previous.digit & (1 << 61),
+                };
+                let (mut fast, mut general) = (TextFeatures::default(), TextFeatures::default());
+                let fast_carry = count_pieces(&carry, &current, &next, &mut fast);
+                let general_carry =
+                    count_pieces_of_any_block(&carry, &current, &next, &mut general);
+                assert_eq!(fast, general, "{previous:?}");
+                assert_eq!(fast_carry.word_continue, general_carry.word_continue);
+                assert_eq!(
+                    fast_carry.digit_group_start,
+                    general_carry.digit_group_start
+                );
+                assert_eq!(fast_carry.masks, general_carry.masks);
+            }
+        }
+    }
+}
+
+#[test]
+fn scripts_are_counted_alike_in_long_texts() {
+    // CJK runs that cross block boundaries, blocks with and without ASCII, and a plain count
+    // by the readable rule, one character at a time.
+    let text = "这是一个没有任何空格的很长的中文句子，它跨越了好几个六十四字节的块。\
+        Der Größenvergleich zeigt 1234 Einträge. カタカナとひらがなが混ざった文章です。\
+        「全角」（かっこ）と＃記号。Привет, мир — 🎉 λόγος 한국어 문장 "
+        .repeat(5);
+    let mut expected = [0u64; SCRIPT_COUNT];
+    for character in text.chars().filter(|c| !c.is_ascii()) {
+        let mut buffer = [0u8; 4];
+        let encoded = character.encode_utf8(&mut buffer).as_bytes();
+        expected[script::script_of(encoded[0], encoded[1]) as usize] += 1;
+    }
+    let mut by_script = TextFeatures::default();
+    add_scripts(&expected, &mut by_script);
+    let features = ApproximateEstimator::features(&text);
+    assert_eq!(features.han_count, by_script.han_count);
+    assert_eq!(features.kana_count, by_script.kana_count);
+    assert_eq!(
+        features.cjk_punctuation_count,
+        by_script.cjk_punctuation_count
+    );
+    assert_eq!(features.latin_count, by_script.latin_count);
+    assert_eq!(features.cyrillic_count, by_script.cyrillic_count);
+    assert_eq!(features.greek_count, by_script.greek_count);
+    assert_eq!(features.hangul_count, by_script.hangul_count);
+    assert_eq!(features.symbol_count, by_script.symbol_count);
+    assert_eq!(features.four_byte_count, by_script.four_byte_count);
+    assert_eq!(
+        features.other_three_byte_count,
+        by_script.other_three_byte_count
+    );
 }

@@ -1,0 +1,211 @@
+//! One reasoning step's preparation over long histories, with counts cached as in a run.
+//!
+//! The history is a user turn, then tool exchanges with 400-character log results; the
+//! sources are reference blocks of 500 characters of prose. The estimator is approx-v1 behind
+//! a `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
+//! (the previous step saw the same history), so a step counts and hashes nothing new.
+//! `uncached/N` is the same step with approx-v1 alone (no `CachedEstimator`), so every step
+//! counts and hashes every message (less than a cached step cost when the cache still read
+//! every message through SHA-256); it runs with 10 sources up to 10,000 messages. `history_clone/N` clones the history once: `prepare` hands the model request its own
+//! copy of every message, which no cache can avoid, so it is the floor of a step's cost.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion};
+use ctxbed::context::block::{ContextBlock, Material};
+use ctxbed::context::budget::BudgetSettings;
+use ctxbed::context::{PrepareInput, prepare};
+use ctxbed::message::{ContentPart, Message};
+use ctxbed::model::{ModelInfo, Purpose};
+use ctxbed::sim::text::{TextKind, generate_text};
+use ctxbed::tokens::{ApproximateEstimator, CachedEstimator, TokenEstimator};
+
+use crate::record::{self, Record};
+
+/// History lengths measured; the smoke test stops at the second.
+const HISTORY_SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
+/// Source blocks per step.
+const SOURCE_COUNTS: [usize; 3] = [0, 10, 100];
+/// The longest history the uncached step is measured on.
+const UNCACHED_MESSAGES_MAX: usize = 10_000;
+
+pub struct Preparation {
+    record: Record,
+}
+
+/// A history of `count` messages: a user turn, then tool exchanges with 400-character results.
+/// Results repeat every 64 rounds (distinct ids, so every message is its own), which keeps
+/// the setup of 100,000 messages fast.
+fn history(count: usize) -> Vec<Message> {
+    let results: Vec<String> = (0..64)
+        .map(|seed| generate_text(TextKind::Log, 400, seed))
+        .collect();
+    let mut messages = vec![Message::user("h0", "Investigate the flaky export test.")];
+    let mut round = 0usize;
+    while messages.len() < count {
+        let call_id = format!("call_{round}");
+        messages.push(Message::assistant_tool_calls(
+            format!("a{round}"),
+            vec![ContentPart::tool_call(
+                call_id.clone(),
+                "execute",
+                serde_json::json!({ "round": round }),
+            )],
+        ));
+        messages.push(Message::tool_result(
+            format!("t{round}"),
+            call_id,
+            "execute",
+            results[round % results.len()].clone(),
+            false,
+        ));
+        round += 1;
+    }
+    messages.truncate(count);
+    if messages.last().is_some_and(|m| m.has_tool_calls()) {
+        messages.pop();
+    }
+    messages
+}
+
+fn sources(count: usize) -> Vec<Material> {
+    (0..count)
+        .map(|index| {
+            let text = generate_text(TextKind::Prose, 500, index as u64);
+            Material::from_block(
+                "bench",
+                &ContextBlock::reference(format!("doc{index}"), text),
+            )
+        })
+        .collect()
+}
+
+fn step(
+    model: &ModelInfo,
+    materials: &[Material],
+    history: &[Message],
+    estimator: &dyn TokenEstimator,
+) -> i64 {
+    let input = PrepareInput {
+        call_id: "c1-r1",
+        purpose: Purpose::Reasoning,
+        model,
+        system_prompt: Some("Investigate and fix."),
+        materials,
+        transforms: &[],
+        history,
+        projections: &[],
+        tools: &[],
+        estimator,
+        budget: BudgetSettings::default(),
+        pairing: Default::default(),
+        selection: None,
+    };
+    match prepare(&input) {
+        Ok(prepared) => prepared.manifest.estimated_input_tokens,
+        Err(rejected) => panic!("the benchmark step prepares: {}", rejected.error),
+    }
+}
+
+pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
+    let record = Record::default();
+    let model = ModelInfo {
+        name: "bench".into(),
+        context_window: Some(100_000_000),
+        max_output_tokens: None,
+    };
+    let sizes = if smoke_test {
+        &HISTORY_SIZES[..2]
+    } else {
+        &HISTORY_SIZES[..]
+    };
+    for &size in sizes {
+        let messages = history(size);
+        let mut group = criterion.benchmark_group(format!("prepare_step/{size}"));
+        for source_count in SOURCE_COUNTS {
+            let materials = sources(source_count);
+            let estimator = CachedEstimator::new(ApproximateEstimator);
+            // The previous step: every message counted and hashed once.
+            step(&model, &materials, &messages, &estimator);
+            let key = format!("prepare/{size}/{source_count}");
+            record.bench(
+                &mut group,
+                BenchmarkId::new("sources", source_count),
+                &key,
+                || step(&model, &materials, black_box(&messages), &estimator),
+            );
+        }
+        if size <= UNCACHED_MESSAGES_MAX {
+            let materials = sources(10);
+            record.bench(
+                &mut group,
+                BenchmarkId::from_parameter("uncached"),
+                &format!("uncached/{size}"),
+                || {
+                    step(
+                        &model,
+                        &materials,
+                        black_box(&messages),
+                        &ApproximateEstimator,
+                    )
+                },
+            );
+        }
+        record.bench(
+            &mut group,
+            BenchmarkId::from_parameter("history_clone"),
+            &format!("clone/{size}"),
+            || black_box(&messages).clone(),
+        );
+        group.finish();
+    }
+    Preparation { record }
+}
+
+impl Preparation {
+    pub fn print(&self) {
+        eprintln!("\n## One reasoning step (`prepare`, counts cached), against 100 messages");
+        eprint!("| messages |");
+        for sources in SOURCE_COUNTS {
+            eprint!(" {sources} sources | × 100 msgs |");
+        }
+        eprintln!(
+            " history clone | step ÷ clone (10 sources) | uncached (10 sources) | uncached ÷ cached |"
+        );
+        eprintln!(
+            "| ---: |{} ---: | ---: | ---: | ---: |",
+            " ---: | ---: |".repeat(SOURCE_COUNTS.len())
+        );
+        for size in HISTORY_SIZES {
+            let seconds = |key: String| self.record.seconds(&key);
+            eprint!("| {size} |");
+            for sources in SOURCE_COUNTS {
+                let at_size = seconds(format!("prepare/{size}/{sources}"));
+                let at_100 = seconds(format!("prepare/100/{sources}"));
+                eprint!(
+                    " {} | {} |",
+                    record::time(at_size),
+                    record::ratio(at_size, at_100)
+                );
+            }
+            let clone = seconds(format!("clone/{size}"));
+            let cached = seconds(format!("prepare/{size}/10"));
+            let uncached = seconds(format!("uncached/{size}"));
+            eprintln!(
+                " {} | {} | {} | {} |",
+                record::time(clone),
+                record::ratio(cached, clone),
+                record::time(uncached),
+                record::ratio(uncached, cached),
+            );
+        }
+        eprintln!("\nper message: a step over N messages divided by N");
+        for size in HISTORY_SIZES {
+            let per_message = self
+                .record
+                .seconds(&format!("prepare/{size}/10"))
+                .map(|s| s / size as f64);
+            eprintln!("  {size:>7}: {}", record::time(per_message));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The per-message memo in front of the content-keyed cache: answers for a message seen
+//! before without reading its content through a hash.
+//!
+//! Each entry is keyed by message id and holds a copy of the message, its count and, once asked
+//! for, its manifest content hash. A lookup compares the message with the copy (field by field,
+//! so text compares as memory does: no hashing, no counting); any difference, metadata
+//! included, is a miss. A step over a long history therefore hashes and counts only the new or
+//! changed messages.
+//!
+//! The memo holds at most its capacity of entries. When an insert goes over it, the oldest
+//! eighth (by last use) is dropped in one pass, so eviction costs O(1) per insert on average
+//! and a hit touches nothing but its own entry.
+
+use std::collections::HashMap;
+
+use crate::message::Message;
+
+/// One remembered message.
+#[derive(Debug)]
+struct Entry {
+    message: Message,
+    tokens: u64,
+    content_hash: Option<String>,
+    last_use: u64,
+}
+
+/// Messages by id, with their counts and hashes.
+#[derive(Debug)]
+pub(super) struct Memo {
+    capacity: usize,
+    entries: HashMap<String, Entry>,
+    clock: u64,
+}
+
+impl Memo {
+    pub(super) fn new(capacity: usize) -> Self {
+        assert!(capacity > 0, "a memo holds at least one entry");
+        Memo {
+            capacity,
+            entries: HashMap::new(),
+            clock: 0,
+        }
+    }
+
+    /// The remembered count of this exact message.
+    pub(super) fn tokens(&mut self, message: &Message) -> Option<u64> {
+        self.entry(message).map(|entry| entry.tokens)
+    }
+
+    /// The remembered count of this exact message and its manifest hash, when that was asked
+    /// for before.
+    pub(super) fn lookup(&mut self, message: &Message) -> Option<(u64, Option<String>)> {
+        self.entry(message)
+            .map(|entry| (entry.tokens, entry.content_hash.clone()))
+    }
+
+    /// Remembers a message's count and, when known, its manifest hash.
+    pub(super) fn insert(&mut self, message: &Message, tokens: u64, content_hash: Option<String>) {
+        self.clock += 1;
+        if let Some(entry) = self.entries.get_mut(&message.id)
+            && entry.message == *message
+        {
+            assert_eq!(entry.tokens, tokens, "a message's count never changes");
+            entry.last_use = self.clock;
+            if content_hash.is_some() {
+                entry.content_hash = content_hash;
+            }
+            return;
+        }
+        let entry = Entry {
+            message: message.clone(),
+            tokens,
+            content_hash,
+            last_use: self.clock,
+        };
+        self.entries.insert(message.id.clone(), entry);
+        if self.entries.len() > self.capacity {
+            self.evict_oldest();
+        }
+        assert!(self.entries.len() <= self.capacity);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn entry(&mut self, message: &Message) -> Option<&Entry> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(&message.id)?;
+        if entry.message != *message {
+            return None;
+        }
+        entry.last_use = self.clock;
+        Some(entry)
+    }
+
+    /// Drops the least recently used eighth of the entries (at least one).
+    fn evict_oldest(&mut self) {
+        let mut last_uses: Vec<u64> = self.entries.values().map(|e| e.last_use).collect();
+        let drop_count = (last_uses.len() / 8).max(1);
+        let (_, threshold, _) = last_uses.select_nth_unstable(drop_count - 1);
+        let threshold = *threshold;
+        // Last uses are distinct (one clock tick per operation), so exactly `drop_count` go.
+        self.entries.retain(|_, entry| entry.last_use > threshold);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_message_under_the_same_id_misses() {
+        let mut memo = Memo::new(4);
+        let message = Message::user("m1", "before");
+        memo.insert(&message, 3, None);
+        assert_eq!(memo.tokens(&message), Some(3));
+        let mut changed = message.clone();
+        changed.parts = Message::user("m1", "after").parts;
+        assert_eq!(memo.tokens(&changed), None);
+        let mut tagged = message.clone();
+        tagged
+            .metadata
+            .insert("k".to_string(), serde_json::json!(1));
+        assert_eq!(memo.tokens(&tagged), None);
+        memo.insert(&changed, 5, Some("h".to_string()));
+        assert_eq!(memo.tokens(&changed), Some(5));
+        assert_eq!(memo.lookup(&changed), Some((5, Some("h".to_string()))));
+        assert_eq!(memo.tokens(&message), None);
+        assert_eq!(memo.len(), 1);
+    }
+
+    #[test]
+    fn the_oldest_entries_go_first() {
+        let mut memo = Memo::new(3);
+        let messages: Vec<Message> = (0..4)
+            .map(|index| Message::user(format!("m{index}"), "text"))
+            .collect();
+        memo.insert(&messages[0], 1, None);
+        memo.insert(&messages[1], 1, None);
+        memo.insert(&messages[2], 1, None);
+        assert_eq!(memo.tokens(&messages[0]), Some(1)); // m1 is now the oldest
+        memo.insert(&messages[3], 1, None);
+        assert_eq!(memo.len(), 3);
+        assert_eq!(memo.tokens(&messages[1]), None);
+        assert_eq!(memo.tokens(&messages[0]), Some(1));
+        assert_eq!(memo.tokens(&messages[3]), Some(1));
+    }
+}
