@@ -54,7 +54,7 @@ use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::task::{
     BeginOutcome, SharedTaskState, TaskContextOptions, TaskError, TaskScope, TaskSetup, TaskStates,
 };
-use crate::tokens::{RatioEstimator, TokenEstimator};
+use crate::tokens::{CachedEstimator, RatioEstimator, TokenEstimator};
 use crate::tools::{AllowAll, PermissionPolicy, Tool, ToolRegistry, ToolRegistryError};
 
 pub use events::{AgentEvent, EventKind};
@@ -121,7 +121,9 @@ impl Default for ContextPolicy {
             output_reserve: None,
             safety_margin: None,
             max_output_tokens: None,
-            estimator: Arc::new(RatioEstimator),
+            // Counts and manifest hashes are remembered per message, so a step over a long
+            // history only counts what is new.
+            estimator: Arc::new(CachedEstimator::new(RatioEstimator)),
             observer: None,
         }
     }

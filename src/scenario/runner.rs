@@ -621,7 +621,7 @@ fn record_counts(records: &[crate::session::SessionRecord]) -> Vec<(String, u64)
 
 fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
     match choice {
-        EstimatorChoice::Ratio => Arc::new(RatioEstimator),
+        EstimatorChoice::Ratio => Arc::new(CachedEstimator::new(RatioEstimator)),
         EstimatorChoice::ExactO200k => {
             Arc::new(CachedEstimator::new(ExactEstimator::new(Vocabulary::O200k)))
         }
