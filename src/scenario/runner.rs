@@ -19,6 +19,7 @@ use crate::context::source::{FailurePolicy, SourceOptions};
 use crate::format::duration;
 use crate::limits;
 use crate::model::mock::{MockModel, SummaryMode};
+use crate::model::{Model, ModelRequest};
 use crate::runtime::RuntimeContext;
 use crate::scenario::scripted::{PlanModeTool, ScriptedSource, WritingTool};
 use crate::sim::clock::{Clock, TokioClock};
@@ -62,6 +63,18 @@ pub enum RunError {
     UnknownBuiltinTool(String),
 }
 
+/// A model the runner drives that hands back the requests it received, for the trace.
+pub trait ObservedModel: Model {
+    /// Every request received since the last call, in order.
+    fn take_received(&self) -> Vec<ModelRequest>;
+}
+
+impl ObservedModel for MockModel {
+    fn take_received(&self) -> Vec<ModelRequest> {
+        MockModel::take_received(self)
+    }
+}
+
 /// Runs a scenario and renders its trace.
 ///
 /// # Errors
@@ -72,20 +85,42 @@ pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
         .enable_time()
         .start_paused(true)
         .build()?;
-    let (trace, workspace) = runtime.block_on(simulate(scenario))?;
+    let model = Arc::new(MockModel::new(scenario.mock.clone()));
+    let (trace, workspace) = runtime.block_on(simulate(scenario, model))?;
+    Ok(finish(scenario, trace, workspace))
+}
+
+/// Runs a scenario against another model (a real provider) on a real-time runtime with
+/// network I/O, so the model's own timeouts measure real time. Scripted latencies of sources
+/// and tools are real waits here. The summary model, if the scenario names one, stays its mock.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_live(scenario: &Scenario, model: Arc<dyn ObservedModel>) -> Result<RunOutput, RunError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (trace, workspace) = runtime.block_on(simulate(scenario, model))?;
+    Ok(finish(scenario, trace, workspace))
+}
+
+fn finish(scenario: &Scenario, trace: Trace, workspace: Workspace) -> RunOutput {
     let checks = evaluate(&scenario.expectations, &trace.steps);
     let text = render(&trace, &checks);
-    Ok(RunOutput {
+    RunOutput {
         trace,
         checks,
         text,
         workspace,
-    })
+    }
 }
 
 type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
 
-async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
+async fn simulate(
+    scenario: &Scenario,
+    model: Arc<dyn ObservedModel>,
+) -> Result<(Trace, Workspace), RunError> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::start());
     let seeds = SeedTree::new(scenario.seed);
     let storage = Arc::new(MemoryStorage::new());
@@ -99,7 +134,6 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace), RunError> {
     for prefix in &scenario.fail_writes_under {
         storage.fail_writes_under(prefix.clone());
     }
-    let model = Arc::new(MockModel::new(scenario.mock.clone()));
     let sources: Vec<(String, Arc<ScriptedSource>)> = scenario
         .sources
         .iter()
@@ -228,7 +262,7 @@ fn build_agent(
     seeds: &SeedTree,
     clock: Arc<dyn Clock>,
     storage: Arc<MemoryStorage>,
-    model: Arc<MockModel>,
+    model: Arc<dyn ObservedModel>,
     sources: &[(String, Arc<ScriptedSource>)],
 ) -> Result<HarnessAgent, RunError> {
     let spec = &scenario.agent;
