@@ -5,7 +5,8 @@
 //! message per tool result with its `tool_call_id`, tool schemas as `tools` of type
 //! `function`, and the output bound as `max_tokens` or `max_completion_tokens`. Thinking parts
 //! are not sent (the format has no field for them); media placeholders are sent as a short
-//! text marker, since the harness holds their size, not their bytes.
+//! text marker, since the harness holds their size, not their bytes. A tool result's error
+//! flag has no field in this format; the result's text carries the explanation.
 //!
 //! [`parse_reply`] and [`StreamAssembler`] read replies leniently: unknown `finish_reason`
 //! values, empty strings, `null`s and extra fields are tolerated; `content` may be a string or

@@ -34,21 +34,18 @@ pub struct SseEvent {
     pub data: String,
 }
 
-/// A stream that breaks the decoder's bounds or is not text.
+/// A stream that breaks the decoder's bounds or is not text. The message names the bound;
+/// [`SseError::snippet`] holds what arrived.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseError {
     /// One line is longer than [`SSE_LINE_BYTES_MAX`].
-    #[error(
-        "a server-sent-events line exceeds {max} bytes (limits::SSE_LINE_BYTES_MAX); starts: {snippet}"
-    )]
+    #[error("a server-sent-events line exceeds {max} bytes (limits::SSE_LINE_BYTES_MAX)")]
     LineTooLong { max: usize, snippet: String },
     /// One event's data is longer than [`SSE_EVENT_BYTES_MAX`].
-    #[error(
-        "a server-sent event's data exceeds {max} bytes (limits::SSE_EVENT_BYTES_MAX); starts: {snippet}"
-    )]
+    #[error("a server-sent event's data exceeds {max} bytes (limits::SSE_EVENT_BYTES_MAX)")]
     EventTooLarge { max: usize, snippet: String },
     /// A line is not valid UTF-8.
-    #[error("a server-sent-events line is not UTF-8: {snippet}")]
+    #[error("a server-sent-events line is not UTF-8")]
     NotUtf8 { snippet: String },
 }
 
