@@ -1182,3 +1182,68 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
     let again = ctxbed::scenario::runner::run(&scenario).expect("replay runs");
     assert_eq!(again.text, replayed.text);
 }
+
+const RETRY_SCENARIO: &str = r#"description = "A transient provider fault is retried inside the provider: one preparation, one source load"
+seed = 9
+
+[agent]
+model = "placeholder"
+
+[[sources]]
+name = "ci"
+blocks = [{ id = "pipeline", kind = "runtime", text = "Pipeline run {load} is green", revision = "run-{load}" }]
+
+[[steps]]
+input = "Is the pipeline green?"
+
+[[expect]]
+step = 1
+reply = "Green."
+model_calls = 1
+source_loads = { "ci" = 1 }
+"#;
+
+/// SPEC R37: a retry inside the provider is not a new preparation and reloads no source.
+#[test]
+fn provider_retries_do_not_prepare_again_or_reload_sources() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let server = runtime.block_on(async {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(json_response(503, r#"{"error":{"message":"busy"}}"#))
+            .up_to_n_times(2)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(json_response(
+                200,
+                r#"{"choices":[{"message":{"content":"Green."}}]}"#,
+            ))
+            .mount(&server)
+            .await;
+        server
+    });
+    let root = tempfile::tempdir().expect("temporary directory");
+    std::fs::create_dir_all(root.path().join("scenarios")).expect("mkdir");
+    std::fs::create_dir_all(root.path().join("mock-models")).expect("mkdir");
+    let scenario_path = root.path().join("scenarios/retry.toml");
+    std::fs::write(&scenario_path, RETRY_SCENARIO).expect("write");
+    std::fs::write(
+        root.path().join("mock-models/placeholder.toml"),
+        PLACEHOLDER_MOCK,
+    )
+    .expect("write");
+    let scenario = ctxbed::scenario::file::load(&scenario_path).expect("valid scenario");
+
+    let mut config = config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), false);
+    config.retry.attempts_max = 4;
+    let provider = Arc::new(provider_with(config));
+    let recorder = Arc::new(ctxbed::provider::record::RecordingModel::new(provider));
+    let output = ctxbed::scenario::runner::run_live(&scenario, recorder).expect("runs");
+    assert!(output.expectations_passed(), "{}", output.text);
+    assert_eq!(runtime.block_on(received_count(&server)), 3);
+}
