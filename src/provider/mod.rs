@@ -10,7 +10,9 @@
 //!   reply reassembly;
 //! - [`reply`]: tool-call arguments, errors inside a 200 body, bounded raw snippets;
 //! - [`retry`]: bounded exponential backoff with seeded jitter;
-//! - [`record`]: a model wrapper that records what a real provider answered as mock-model turns.
+//! - [`record`]: a model wrapper that records what a real provider answered as mock-model turns;
+//! - [`netsim`]: the simulated network, a transport over turmoil's TCP and a provider host
+//!   serving a mock model.
 //!
 //! Failed answers go through the shared classifier ([`crate::model::classify`]): the status and
 //! body become a [`ModelError`] (overflow with parsed sizes, pairing rejection, rate limit with
@@ -39,6 +41,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod netsim;
 pub mod openai;
 pub mod record;
 pub mod reply;

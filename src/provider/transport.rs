@@ -53,27 +53,6 @@ impl ResponseBody {
     pub async fn next_chunk(&mut self) -> Option<Result<Bytes, TransportError>> {
         self.chunks.next().await
     }
-
-    /// Reads the whole body, keeping at most `max_bytes`; the flag says whether it was cut.
-    ///
-    /// # Errors
-    /// The connection failed while reading.
-    pub async fn read_bounded(
-        mut self,
-        max_bytes: usize,
-    ) -> Result<(Vec<u8>, bool), TransportError> {
-        let mut body = Vec::new();
-        while let Some(chunk) = self.next_chunk().await {
-            let chunk = chunk?;
-            let room = max_bytes - body.len();
-            if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                return Ok((body, true));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok((body, false))
-    }
 }
 
 /// What went wrong before or while receiving a response.
@@ -149,24 +128,29 @@ impl Transport for HyperTransport {
             .request(request)
             .await
             .map_err(|error| classify_client_error(&error))?;
-        Ok(response.map(|incoming| {
-            let chunks = futures_util::stream::unfold(incoming, |mut body| async move {
-                loop {
-                    match body.frame().await? {
-                        Ok(frame) => match frame.into_data() {
-                            Ok(data) => return Some((Ok(data), body)),
-                            Err(_trailers) => continue,
-                        },
-                        Err(error) => {
-                            let error = TransportError::Connection(error_chain(&error));
-                            return Some((Err(error), body));
-                        }
-                    }
-                }
-            });
-            ResponseBody::from_stream(Box::pin(chunks))
-        }))
+        Ok(response.map(incoming_body))
     }
+}
+
+/// A hyper response body as a [`ResponseBody`]; a failure while reading ends the stream after
+/// its error.
+pub fn incoming_body(incoming: hyper::body::Incoming) -> ResponseBody {
+    let chunks = futures_util::stream::unfold(Some(incoming), |body| async move {
+        let mut body = body?;
+        loop {
+            match body.frame().await? {
+                Ok(frame) => match frame.into_data() {
+                    Ok(data) => return Some((Ok(data), Some(body))),
+                    Err(_trailers) => continue,
+                },
+                Err(error) => {
+                    let error = TransportError::Connection(error_chain(&error));
+                    return Some((Err(error), None));
+                }
+            }
+        }
+    });
+    ResponseBody::from_stream(Box::pin(chunks))
 }
 
 fn classify_client_error(error: &hyper_util::client::legacy::Error) -> TransportError {
@@ -178,7 +162,7 @@ fn classify_client_error(error: &hyper_util::client::legacy::Error) -> Transport
 }
 
 /// The error and its sources, one after the other.
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
