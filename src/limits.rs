@@ -219,3 +219,8 @@ const _: () = assert!(SSE_LINE_BYTES_MAX <= SSE_EVENT_BYTES_MAX);
 const _: () = assert!(SSE_EVENT_BYTES_MAX <= PROVIDER_REPLY_BYTES_MAX);
 const _: () = assert!(TOOL_CALL_ARGUMENTS_BYTES_MAX <= PROVIDER_REPLY_BYTES_MAX);
 const _: () = assert!(PROVIDER_ERROR_BODY_BYTES_MAX <= PROVIDER_REPLY_BYTES_MAX);
+
+/// Simulated seconds one network scenario may run (turmoil's simulation duration). Each
+/// simulated millisecond is a step of every simulated host, so this bound is far below the
+/// in-process runner's per-step limit; network scenarios are short.
+pub const NETWORK_SIMULATION_SECONDS_MAX: u64 = 60 * 60;

@@ -7,8 +7,9 @@
 //! hyper server on a `turmoil::net::TcpListener` that reads each Chat Completions request back
 //! into a [`ModelRequest`], asks a [`MockModel`] (which counts, checks and answers exactly as in
 //! every other scenario), and writes the answer as a whole JSON reply or as server-sent events;
-//! errors go out as the provider's status and body. [`HostFaults`] adds faults that belong to
-//! the server: a connection dropped before an answer, a stream cut in the middle.
+//! thinking goes out as `reasoning_content`, errors as the provider's status and body.
+//! [`HostFaults`] adds faults that belong to the server: a connection dropped before an answer,
+//! a stream cut in the middle.
 //!
 //! Latency, message loss and partitions belong to the network and are turmoil's, seeded from
 //! the scenario; all time is turmoil's simulated time, read through `tokio::time`.
@@ -359,6 +360,9 @@ fn completion(reply: &ModelReply) -> Value {
     if !calls.is_empty() {
         message["tool_calls"] = calls.into();
     }
+    if let Some(thinking) = thinking(reply) {
+        message["reasoning_content"] = thinking.into();
+    }
     let usage = reply.usage.unwrap_or_default();
     json!({
         "object": "chat.completion",
@@ -372,6 +376,9 @@ fn completion(reply: &ModelReply) -> Value {
 fn stream_events(reply: &ModelReply) -> Vec<String> {
     let delta = |delta: Value| json!({"choices": [{"index": 0, "delta": delta}]}).to_string();
     let mut events = vec![delta(json!({"role": "assistant", "content": ""}))];
+    for piece in pieces(&thinking(reply).unwrap_or_default(), 16) {
+        events.push(delta(json!({"reasoning_content": piece})));
+    }
     let text = reply.message.text();
     for piece in pieces(&text, 16) {
         events.push(delta(json!({"content": piece})));
@@ -389,6 +396,20 @@ fn stream_events(reply: &ModelReply) -> Vec<String> {
     events.push("[DONE]".to_string());
     debug_assert!(events.iter().map(String::len).sum::<usize>() < PROVIDER_REPLY_BYTES_MAX);
     events
+}
+
+/// The reply's thinking parts joined, when it has any.
+fn thinking(reply: &ModelReply) -> Option<String> {
+    let texts: Vec<&str> = reply
+        .message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Thinking { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
 }
 
 /// `text` in pieces of at most `chars` characters.

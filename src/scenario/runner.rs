@@ -61,6 +61,8 @@ pub enum RunError {
     Workspace(String),
     #[error("no built-in tool named `{0}`; see tools::builtin::BUILTIN_TOOL_NAMES")]
     UnknownBuiltinTool(String),
+    #[error("the simulated network failed: {0}")]
+    Network(String),
 }
 
 /// A model the runner drives that hands back the requests it received, for the trace.
@@ -81,6 +83,9 @@ impl ObservedModel for MockModel {
 /// The runtime, agent or workspace could not be set up (scenario steps that fail are recorded in
 /// the trace, not returned).
 pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
+    if let Some(network) = &scenario.network {
+        return super::network::run_networked(scenario, network);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -104,7 +109,7 @@ pub fn run_live(scenario: &Scenario, model: Arc<dyn ObservedModel>) -> Result<Ru
     Ok(finish(scenario, trace, workspace))
 }
 
-fn finish(scenario: &Scenario, trace: Trace, workspace: Workspace) -> RunOutput {
+pub(super) fn finish(scenario: &Scenario, trace: Trace, workspace: Workspace) -> RunOutput {
     let checks = evaluate(&scenario.expectations, &trace.steps);
     let text = render(&trace, &checks);
     RunOutput {
@@ -115,9 +120,9 @@ fn finish(scenario: &Scenario, trace: Trace, workspace: Workspace) -> RunOutput 
     }
 }
 
-type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
+pub(super) type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
 
-async fn simulate(
+pub(super) async fn simulate(
     scenario: &Scenario,
     model: Arc<dyn ObservedModel>,
 ) -> Result<(Trace, Workspace), RunError> {
@@ -644,6 +649,9 @@ fn header(scenario: &Scenario) -> Vec<String> {
             history.session.as_deref().unwrap_or("(first step)"),
             history.messages.len()
         ));
+    }
+    if let Some(network) = &scenario.network {
+        lines.push(network.header());
     }
     lines
 }
