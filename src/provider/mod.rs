@@ -55,6 +55,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use tracing::Instrument;
 
 pub use retry::RetryPolicy;
 pub use transport::{HyperTransport, ResponseBody, Transport, TransportError};
@@ -561,10 +562,16 @@ impl Model for HttpProvider {
             gen_ai.system = self.config.kind.as_str(),
             gen_ai.request.model = self.config.model.as_str(),
         );
-        let _entered = span.enter();
+        self.call_with_retries(&body).instrument(span).await
+    }
+}
+
+impl HttpProvider {
+    /// Attempts until a reply or a final error; retried errors never leave this loop.
+    async fn call_with_retries(&self, body: &Bytes) -> Result<ModelReply, ModelError> {
         let mut attempt = 1;
         loop {
-            match self.attempt(&body).await {
+            match self.attempt(body).await {
                 Ok(mut reply) => {
                     self.fill_missing_ids(&mut reply);
                     return Ok(reply);
@@ -574,7 +581,7 @@ impl Model for HttpProvider {
                         tracing::debug!(
                             attempt,
                             kind = error.kind(),
-                            delay_ms = delay.as_millis() as u64,
+                            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                             "retrying"
                         );
                         tokio::time::sleep(delay).await;

@@ -179,7 +179,10 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
                             limits::PROVIDER_ATTEMPTS_MAX
                         ),
                     )
-                    .field("network.retry.attempts");
+                    .field("network.retry.attempts")
+                    .help(
+                        "more attempts turn a provider outage into a hung agent; lower `attempts`",
+                    );
                 checker.problems.push(problem);
             }
             u32::try_from(attempts).unwrap_or(1)
@@ -214,14 +217,18 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
     let partitions = raw
         .partitions
         .iter()
-        .map(|partition| {
+        .enumerate()
+        .map(|(index, partition)| {
             let raw = partition.get_ref();
             let from = checker.latency(Some(&raw.from_ms), "network.partitions.from_ms");
             let until = checker.latency(Some(&raw.until_ms), "network.partitions.until_ms");
             if from >= until {
                 let problem = checker
                     .at(partition, "a partition must end after it starts")
-                    .field("network.partitions");
+                    .field(format!("network.partitions[{index}]"))
+                    .help(
+                        "`until_ms` is the time the partition heals; make it larger than `from_ms`",
+                    );
                 checker.problems.push(problem);
             }
             (from, until)
