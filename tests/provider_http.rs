@@ -1247,3 +1247,24 @@ fn provider_retries_do_not_prepare_again_or_reload_sources() {
     assert!(output.expectations_passed(), "{}", output.text);
     assert_eq!(runtime.block_on(received_count(&server)), 3);
 }
+
+/// The TLS build's transport (reqwest) runs the same provider code; checked over plain HTTP,
+/// since no HTTPS server is reachable from a test.
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn the_reqwest_transport_carries_the_same_streams() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("authorization", format!("Bearer {KEY}").as_str()))
+        .respond_with(stream_response(openai_stream_body()))
+        .mount(&server)
+        .await;
+    let provider = HttpProvider::new(
+        config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), true),
+        Some(ApiKey::new(KEY)),
+        Arc::new(ctxbed::provider::transport::ReqwestTransport::default()),
+    )
+    .expect("valid configuration");
+    let reply = provider.call(&simple_request()).await.expect("a reply");
+    assert_eq!(reply.message.parts, expected_stream_reply());
+}

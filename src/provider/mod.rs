@@ -271,8 +271,9 @@ impl std::fmt::Debug for HttpProvider {
 }
 
 impl HttpProvider {
-    /// A provider over the default [`HyperTransport`], its key read from the variable the
-    /// configuration names.
+    /// A provider over the default transport (plain-HTTP [`HyperTransport`]; with the `tls`
+    /// feature, reqwest for `https` URLs), its key read from the variable the configuration
+    /// names.
     ///
     /// # Errors
     /// The key variable is named but not set, or the base URL is not usable.
@@ -285,7 +286,12 @@ impl HttpProvider {
             })?)),
             None => None,
         };
-        Self::new(config, key, Arc::new(HyperTransport::new()))
+        let transport = config
+            .endpoint()
+            .parse::<http::Uri>()
+            .map(|uri| transport::default_transport(&uri))
+            .unwrap_or_else(|_| Arc::new(HyperTransport::new()));
+        Self::new(config, key, transport)
     }
 
     /// A provider over any transport with an explicit key.

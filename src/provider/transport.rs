@@ -118,7 +118,7 @@ impl Transport for HyperTransport {
     ) -> Result<http::Response<ResponseBody>, TransportError> {
         if request.uri().scheme_str() != Some("http") {
             return Err(TransportError::Unsupported(format!(
-                "scheme `{}`: the default transport speaks plain http only; use a local server or an http proxy",
+                "scheme `{}`: the default transport speaks plain http only; build with `--features tls` for https",
                 request.uri().scheme_str().unwrap_or("none")
             )));
         }
@@ -171,4 +171,57 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// HTTPS (and plain HTTP) through reqwest with rustls and the webpki root certificates; only
+/// with the `tls` feature.
+#[cfg(feature = "tls")]
+#[derive(Debug, Clone, Default)]
+pub struct ReqwestTransport {
+    client: reqwest::Client,
+}
+
+#[cfg(feature = "tls")]
+#[async_trait]
+impl Transport for ReqwestTransport {
+    async fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<ResponseBody>, TransportError> {
+        let (parts, body) = request.into_parts();
+        let response = self
+            .client
+            .request(parts.method, parts.uri.to_string())
+            .headers(parts.headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| {
+                if error.is_connect() {
+                    TransportError::Connect(error_chain(&error))
+                } else {
+                    TransportError::Connection(error_chain(&error))
+                }
+            })?;
+        let mut builder = http::Response::builder().status(response.status());
+        if let Some(headers) = builder.headers_mut() {
+            *headers = response.headers().clone();
+        }
+        let chunks = response
+            .bytes_stream()
+            .map(|chunk| chunk.map_err(|error| TransportError::Connection(error_chain(&error))));
+        builder
+            .body(ResponseBody::from_stream(Box::pin(chunks)))
+            .map_err(|error| TransportError::Connection(error.to_string()))
+    }
+}
+
+/// The transport for a URL: plain-HTTP hyper, or with the `tls` feature reqwest for `https`.
+pub fn default_transport(uri: &http::Uri) -> std::sync::Arc<dyn Transport> {
+    #[cfg(feature = "tls")]
+    if uri.scheme_str() == Some("https") {
+        return std::sync::Arc::new(ReqwestTransport::default());
+    }
+    let _ = uri;
+    std::sync::Arc::new(HyperTransport::new())
 }
