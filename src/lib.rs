@@ -10,6 +10,7 @@ pub mod format;
 pub mod limits;
 pub mod message;
 pub mod model;
+pub mod provider;
 pub mod runtime;
 pub mod scenario;
 pub mod session;

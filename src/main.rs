@@ -4,12 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ctxbed::provider::record::record;
+use ctxbed::provider::{ProviderConfig, ProviderKind};
 use ctxbed::scenario::explain::{self, Selector};
-use ctxbed::scenario::file::{Scenario, load};
+use ctxbed::scenario::file::{Layout, Scenario, load};
 use ctxbed::scenario::golden::GoldenMode;
 use ctxbed::scenario::report;
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::suite::{Verdict, discover, run_file};
+use ctxbed::scenario::write::mock_toml;
 use ctxbed::sim::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
 
 /// A deterministic context-management harness and conformance test-bed.
@@ -63,6 +66,35 @@ enum Command {
         #[arg(long)]
         step: Option<usize>,
     },
+    /// Run a scenario against a real model over HTTP and write its answers (replies and real
+    /// error bodies) as a mock-model file, so the run replays deterministically.
+    Record {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// The wire format: `openai` (Chat Completions) or `anthropic` (Messages).
+        #[arg(long, value_parser = parse_provider)]
+        provider: ProviderKind,
+        /// The server's base URL: up to `/chat/completions` for openai (often ending in `/v1`),
+        /// up to `/v1/messages` for anthropic.
+        #[arg(long)]
+        base_url: String,
+        /// The provider's model name.
+        #[arg(long)]
+        model: String,
+        /// The environment variable holding the API key (the key itself is never printed).
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// The mock-model file to write (default: the suite's
+        /// `mock-models/<scenario>-recorded.toml`).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Ask for whole replies instead of streamed ones.
+        #[arg(long)]
+        no_stream: bool,
+        /// Seconds one request may take.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
     /// Generate scenarios from seeds, run each twice and check every invariant; failing seeds
     /// are shrunk and written out as scenario files.
     Sweep {
@@ -104,6 +136,22 @@ fn main() -> ExitCode {
             request,
             step,
         } => explain_command(&scenario, request, step),
+        Command::Record {
+            scenario,
+            provider,
+            base_url,
+            model,
+            api_key_env,
+            output,
+            no_stream,
+            timeout,
+        } => {
+            let mut config = ProviderConfig::new(provider, base_url, model);
+            config.api_key_env = api_key_env;
+            config.stream = !no_stream;
+            config.request_timeout = std::time::Duration::from_secs(timeout);
+            record_command(&scenario, config, output)
+        }
         Command::Sweep {
             seeds,
             start,
@@ -122,6 +170,85 @@ fn main() -> ExitCode {
             shrink: !no_shrink,
         }),
     }
+}
+
+fn parse_provider(name: &str) -> Result<ProviderKind, String> {
+    ProviderKind::parse(name)
+        .ok_or_else(|| format!("`{name}` is not a provider; use openai or anthropic"))
+}
+
+fn record_command(
+    path: &std::path::Path,
+    config: ProviderConfig,
+    output: Option<PathBuf>,
+) -> ExitCode {
+    let scenario = match load(path) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            for diagnostic in diagnostics {
+                eprint!("{diagnostic}");
+            }
+            return ExitCode::from(2);
+        }
+    };
+    let output = output.unwrap_or_else(|| {
+        let stem = scenario.name.rsplit('/').next().unwrap_or("scenario");
+        Layout::of(path).mock_model(&format!("{stem}-recorded"))
+    });
+    let Some(name) = output.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+        eprintln!(
+            "error: the output path {} has no file name",
+            output.display()
+        );
+        return ExitCode::from(2);
+    };
+    let description = format!(
+        "Recorded by `ctxbed record` from scenario {} against {} model `{}`",
+        scenario.name,
+        config.kind.as_str(),
+        config.model
+    );
+    let recording = match record(&scenario, config, &name) {
+        Ok(recording) => recording,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = match mock_toml(&recording.script) {
+        Ok(text) => format!("description = {}\n{text}", toml_string(&description)),
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty())
+        && let Err(error) = std::fs::create_dir_all(parent)
+    {
+        eprintln!("error: cannot create {}: {error}", parent.display());
+        return ExitCode::FAILURE;
+    }
+    if let Err(error) = std::fs::write(&output, text) {
+        eprintln!("error: cannot write {}: {error}", output.display());
+        return ExitCode::FAILURE;
+    }
+    let turns = &recording.script.turns;
+    let errors = turns
+        .iter()
+        .filter(|turn| matches!(turn.action, ctxbed::model::mock::TurnAction::Error(_)))
+        .count();
+    println!(
+        "recorded {} turn(s), {errors} of them errors, to {}",
+        turns.len(),
+        output.display()
+    );
+    println!("replay: set `model = \"{name}\"` in a copy of the scenario and run it");
+    ExitCode::SUCCESS
+}
+
+/// A TOML basic string.
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
 }
 
 fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {

@@ -72,6 +72,7 @@ struct RawScenario {
     #[serde(default)]
     expect: Vec<Spanned<RawExpect>>,
     task: Option<RawTask>,
+    network: Option<super::network::RawNetwork>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -626,6 +627,8 @@ pub struct Scenario {
     pub steps: Vec<StepSpec>,
     pub expectations: Vec<Expectation>,
     pub task: Option<TaskSpec>,
+    /// With a `[network]` table the mock model answers from behind turmoil's simulated network.
+    pub network: Option<super::network::NetworkSpec>,
 }
 
 /// Where a scenario's companions live.
@@ -755,6 +758,10 @@ pub fn parse_scenario(
         .collect();
     let steps = steps(&mut checker, &raw.steps);
     let task = raw.task.as_ref().map(|t| task_spec(&mut checker, t));
+    let network = raw
+        .network
+        .as_ref()
+        .map(|n| super::network::network_spec(&mut checker, n));
     let expectations = raw
         .expect
         .iter()
@@ -786,6 +793,7 @@ pub fn parse_scenario(
         steps,
         expectations,
         task,
+        network,
     })
 }
 

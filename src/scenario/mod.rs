@@ -15,6 +15,7 @@ pub mod explain;
 pub mod file;
 pub mod golden;
 pub mod mock_file;
+pub mod network;
 pub mod report;
 pub mod runner;
 pub mod scripted;

@@ -22,6 +22,7 @@ use crate::context::source::{FailurePolicy, SourceOptions};
 use crate::format::duration;
 use crate::limits;
 use crate::model::mock::{MockModel, SummaryMode};
+use crate::model::{Model, ModelRequest};
 use crate::runtime::RuntimeContext;
 use crate::scenario::scripted::{PlanModeTool, ScriptedSource, WritingTool};
 use crate::session::{JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey};
@@ -71,6 +72,20 @@ pub enum RunError {
     Workspace(String),
     #[error("no built-in tool named `{0}`; see tools::builtin::BUILTIN_TOOL_NAMES")]
     UnknownBuiltinTool(String),
+    #[error("the simulated network failed: {0}")]
+    Network(String),
+}
+
+/// A model the runner drives that hands back the requests it received, for the trace.
+pub trait ObservedModel: Model {
+    /// Every request received since the last call, in order.
+    fn take_received(&self) -> Vec<ModelRequest>;
+}
+
+impl ObservedModel for MockModel {
+    fn take_received(&self) -> Vec<ModelRequest> {
+        MockModel::take_received(self)
+    }
 }
 
 /// Runs a scenario and renders its trace.
@@ -79,25 +94,55 @@ pub enum RunError {
 /// The runtime, agent or workspace could not be set up (scenario steps that fail are recorded in
 /// the trace, not returned).
 pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
+    if let Some(network) = &scenario.network {
+        return super::network::run_networked(scenario, network);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()?;
-    let (trace, workspace, session_logs) = runtime.block_on(simulate(scenario))?;
+    let model = Arc::new(MockModel::new(scenario.mock.clone()));
+    let (trace, workspace, session_logs) = runtime.block_on(simulate(scenario, model))?;
+    Ok(finish(scenario, trace, workspace, session_logs))
+}
+
+/// Runs a scenario against another model (a real provider) on a real-time runtime with
+/// network I/O, so the model's own timeouts measure real time. Scripted latencies of sources
+/// and tools are real waits here. The summary model, if the scenario names one, stays its mock.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_live(scenario: &Scenario, model: Arc<dyn ObservedModel>) -> Result<RunOutput, RunError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (trace, workspace, session_logs) = runtime.block_on(simulate(scenario, model))?;
+    Ok(finish(scenario, trace, workspace, session_logs))
+}
+
+pub(super) fn finish(
+    scenario: &Scenario,
+    trace: Trace,
+    workspace: Workspace,
+    session_logs: SessionLogs,
+) -> RunOutput {
     let checks = evaluate(&scenario.expectations, &trace.steps);
     let text = render(&trace, &checks);
-    Ok(RunOutput {
+    RunOutput {
         trace,
         checks,
         text,
         workspace,
         session_logs,
-    })
+    }
 }
 
-type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
+pub(super) type Workspace = BTreeMap<WorkspacePath, Vec<u8>>;
 
-async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs), RunError> {
+pub(super) async fn simulate(
+    scenario: &Scenario,
+    model: Arc<dyn ObservedModel>,
+) -> Result<(Trace, Workspace, SessionLogs), RunError> {
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::start());
     let seeds = SeedTree::new(scenario.seed);
     let storage = Arc::new(MemoryStorage::new());
@@ -111,7 +156,6 @@ async fn simulate(scenario: &Scenario) -> Result<(Trace, Workspace, SessionLogs)
     for prefix in &scenario.fail_writes_under {
         storage.fail_writes_under(prefix.clone());
     }
-    let model = Arc::new(MockModel::new(scenario.mock.clone()));
     let sources: Vec<(String, Arc<ScriptedSource>)> = scenario
         .sources
         .iter()
@@ -499,7 +543,7 @@ fn build_agent(
     seeds: &SeedTree,
     clock: Arc<dyn Clock>,
     storage: Arc<MemoryStorage>,
-    model: Arc<MockModel>,
+    model: Arc<dyn ObservedModel>,
     sources: &[(String, Arc<ScriptedSource>)],
     session_log: SessionLogHandle,
 ) -> Result<HarnessAgent, RunError> {
@@ -894,6 +938,9 @@ fn header(scenario: &Scenario) -> Vec<String> {
             history.session.as_deref().unwrap_or("(first step)"),
             history.messages.len()
         ));
+    }
+    if let Some(network) = &scenario.network {
+        lines.push(network.header());
     }
     lines
 }

@@ -100,6 +100,9 @@ pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, Write
     if !scenario.expectations.is_empty() {
         return Err(unsupported("inline expectations"));
     }
+    if scenario.network.is_some() {
+        return Err(unsupported("a [network] table"));
+    }
     let seed = i64::try_from(scenario.seed)
         .map_err(|_| unsupported(format!("seed {} (above i64::MAX)", scenario.seed)))?;
     let mut root = Table::new();

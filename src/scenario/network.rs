@@ -1,0 +1,340 @@
+//! Network scenarios: the `[network]` table of a scenario file, and running such a scenario
+//! with its mock model behind turmoil's simulated network.
+//!
+//! ```toml
+//! [network]
+//! latency_ms = [2, 40]                        # message latency range, drawn from the seed
+//! stream = true                               # streamed replies (default true)
+//! request_timeout_ms = 30000                  # one attempt, send to last byte (default 30 s)
+//! connect_timeout_ms = 2000                   # opening a connection (default 2 s)
+//! retry = { attempts = 3, base_ms = 500, max_ms = 4000 }   # default: one attempt
+//! reset_requests = [1]                        # the host drops these requests' connections
+//! cut_stream_requests = [2]                   # the host cuts these streamed replies halfway
+//! partitions = [{ from_ms = 0, until_ms = 3000 }]          # agent and provider cut apart
+//! ```
+//!
+//! With a `[network]` table the agent's model is the OpenAI-compatible
+//! [`HttpProvider`](crate::provider::HttpProvider) over
+//! [`TurmoilTransport`](crate::provider::netsim::TurmoilTransport), and the scenario's mock
+//! model answers from a provider host on the other side of the network
+//! ([`crate::provider::netsim`]). Host request numbers count every HTTP request, retries
+//! included. The summary model, when the scenario names one, stays in process.
+//!
+//! **Invariant:** the run is turmoil's simulation seeded by the scenario seed: the same seed
+//! gives the same latencies, faults and trace.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::file::Scenario;
+use super::mock_file::Checker;
+use super::runner::{RunError, RunOutput};
+use crate::limits;
+use crate::model::mock::MockModel;
+use crate::provider::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
+use crate::provider::record::RecordingModel;
+use crate::provider::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
+
+/// The raw `[network]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNetwork {
+    latency_ms: Option<Spanned<Vec<Spanned<i64>>>>,
+    stream: Option<bool>,
+    request_timeout_ms: Option<Spanned<i64>>,
+    connect_timeout_ms: Option<Spanned<i64>>,
+    retry: Option<RawRetry>,
+    #[serde(default)]
+    reset_requests: Vec<Spanned<i64>>,
+    #[serde(default)]
+    cut_stream_requests: Vec<Spanned<i64>>,
+    #[serde(default)]
+    partitions: Vec<Spanned<RawPartition>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetry {
+    attempts: Option<Spanned<i64>>,
+    base_ms: Option<Spanned<i64>>,
+    max_ms: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPartition {
+    from_ms: Spanned<i64>,
+    until_ms: Spanned<i64>,
+}
+
+/// A checked `[network]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkSpec {
+    pub latency_min: Duration,
+    pub latency_max: Duration,
+    pub stream: bool,
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub retry_attempts: u32,
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    pub faults: HostFaults,
+    /// Times (from the start of the run) between which agent and provider are cut apart.
+    pub partitions: Vec<(Duration, Duration)>,
+}
+
+impl NetworkSpec {
+    /// One trace-header line with every setting, defaults included.
+    pub fn header(&self) -> String {
+        let millis = |d: Duration| d.as_millis().to_string();
+        let list = |numbers: &[u64]| {
+            numbers
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let partitions: Vec<String> = self
+            .partitions
+            .iter()
+            .map(|(from, until)| format!("{}..{}ms", millis(*from), millis(*until)))
+            .collect();
+        format!(
+            "network: latency={}..{}ms stream={} request_timeout={} connect_timeout={} retry={}x{}..{}ms reset_requests=[{}] cut_stream_requests=[{}] partitions=[{}]",
+            millis(self.latency_min),
+            millis(self.latency_max),
+            self.stream,
+            crate::format::duration(self.request_timeout),
+            crate::format::duration(self.connect_timeout),
+            self.retry_attempts,
+            millis(self.retry_base),
+            millis(self.retry_max),
+            list(&self.faults.reset_requests),
+            list(&self.faults.cut_stream_requests),
+            partitions.join(",")
+        )
+    }
+}
+
+/// Checks the raw table, recording every problem.
+pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> NetworkSpec {
+    let (latency_min, latency_max) = match &raw.latency_ms {
+        None => (Duration::from_millis(1), Duration::from_millis(10)),
+        Some(range) => match range.get_ref().as_slice() {
+            [min, max] => {
+                let min = checker.latency(Some(min), "network.latency_ms[0]");
+                let max = checker.latency(Some(max), "network.latency_ms[1]");
+                if min > max {
+                    let problem = checker
+                        .at(range, "the latency range is reversed")
+                        .field("network.latency_ms")
+                        .help("write `latency_ms = [min, max]` with min ≤ max");
+                    checker.problems.push(problem);
+                }
+                (min, max)
+            }
+            _ => {
+                let problem = checker
+                    .at(range, "`latency_ms` needs exactly two numbers")
+                    .field("network.latency_ms")
+                    .help("write `latency_ms = [min, max]`, e.g. `[2, 40]`");
+                checker.problems.push(problem);
+                (Duration::ZERO, Duration::ZERO)
+            }
+        },
+    };
+    let duration = |checker: &mut Checker<'_>, value: &Option<Spanned<i64>>, field, default| {
+        value
+            .as_ref()
+            .map_or(default, |v| checker.latency(Some(v), field))
+    };
+    let request_timeout = duration(
+        checker,
+        &raw.request_timeout_ms,
+        "network.request_timeout_ms",
+        Duration::from_secs(30),
+    );
+    let connect_timeout = duration(
+        checker,
+        &raw.connect_timeout_ms,
+        "network.connect_timeout_ms",
+        Duration::from_secs(2),
+    );
+    let retry = raw.retry.as_ref();
+    let retry_attempts = match retry.and_then(|r| r.attempts.as_ref()) {
+        None => 1,
+        Some(value) => {
+            let attempts = checker
+                .count(value, "network.retry.attempts", 1)
+                .unwrap_or(1);
+            if attempts > u64::from(limits::PROVIDER_ATTEMPTS_MAX) {
+                let problem = checker
+                    .at(
+                        value,
+                        format!(
+                            "{attempts} attempts; at most {} (limits::PROVIDER_ATTEMPTS_MAX)",
+                            limits::PROVIDER_ATTEMPTS_MAX
+                        ),
+                    )
+                    .field("network.retry.attempts")
+                    .help(
+                        "more attempts turn a provider outage into a hung agent; lower `attempts`",
+                    );
+                checker.problems.push(problem);
+            }
+            u32::try_from(attempts).unwrap_or(1)
+        }
+    };
+    let retry_base = duration(
+        checker,
+        &retry.and_then(|r| r.base_ms.clone()),
+        "network.retry.base_ms",
+        Duration::from_millis(500),
+    );
+    let retry_max = duration(
+        checker,
+        &retry.and_then(|r| r.max_ms.clone()),
+        "network.retry.max_ms",
+        Duration::from_secs(30),
+    );
+    let numbers = |checker: &mut Checker<'_>, values: &[Spanned<i64>], field: &str| {
+        values
+            .iter()
+            .filter_map(|value| checker.count(value, field, 1))
+            .collect::<Vec<u64>>()
+    };
+    let faults = HostFaults {
+        reset_requests: numbers(checker, &raw.reset_requests, "network.reset_requests"),
+        cut_stream_requests: numbers(
+            checker,
+            &raw.cut_stream_requests,
+            "network.cut_stream_requests",
+        ),
+    };
+    let partitions = raw
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(index, partition)| {
+            let raw = partition.get_ref();
+            let from = checker.latency(Some(&raw.from_ms), "network.partitions.from_ms");
+            let until = checker.latency(Some(&raw.until_ms), "network.partitions.until_ms");
+            if from >= until {
+                let problem = checker
+                    .at(partition, "a partition must end after it starts")
+                    .field(format!("network.partitions[{index}]"))
+                    .help(
+                        "`until_ms` is the time the partition heals; make it larger than `from_ms`",
+                    );
+                checker.problems.push(problem);
+            }
+            (from, until)
+        })
+        .collect();
+    NetworkSpec {
+        latency_min,
+        latency_max,
+        stream: raw.stream.unwrap_or(true),
+        request_timeout,
+        connect_timeout,
+        retry_attempts,
+        retry_base,
+        retry_max,
+        faults,
+        partitions,
+    }
+}
+
+/// Runs a network scenario: the agent on turmoil host `agent`, the mock model served from
+/// host `provider`, both on simulated time.
+///
+/// # Errors
+/// The agent could not be set up, or the simulation failed or ran past
+/// [`limits::NETWORK_SIMULATION_SECONDS_MAX`].
+pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<RunOutput, RunError> {
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(scenario.seed)
+        .min_message_latency(network.latency_min)
+        .max_message_latency(network.latency_max)
+        .simulation_duration(Duration::from_secs(limits::NETWORK_SIMULATION_SECONDS_MAX))
+        .build();
+    let host = Arc::new(ProviderHost::new(
+        MockModel::new(scenario.mock.clone()),
+        network.faults.clone(),
+    ));
+    sim.host("provider", move || {
+        let host = host.clone();
+        async move {
+            serve(host, 8080).await?;
+            Ok(())
+        }
+    });
+    let mut config = ProviderConfig::new(
+        ProviderKind::OpenAi,
+        "http://provider:8080/v1",
+        scenario.mock.info.name.clone(),
+    );
+    config.stream = network.stream;
+    config.request_timeout = network.request_timeout;
+    config.read_timeout = network.request_timeout;
+    config.context_window = scenario.mock.info.context_window;
+    config.retry = RetryPolicy {
+        attempts_max: network.retry_attempts,
+        base_delay: network.retry_base,
+        max_delay: network.retry_max,
+        seed: scenario.seed,
+    };
+    let transport = TurmoilTransport {
+        connect_timeout: network.connect_timeout,
+    };
+    let provider = HttpProvider::new(config, None, Arc::new(transport))
+        .map_err(|error| RunError::Network(error.to_string()))?;
+    let model = Arc::new(RecordingModel::new(Arc::new(provider)));
+    let result = Arc::new(Mutex::new(None));
+    let client_result = result.clone();
+    let client_scenario = scenario.clone();
+    sim.client("agent", async move {
+        let outcome = super::runner::simulate(&client_scenario, model).await;
+        *client_result
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+        Ok(())
+    });
+    let mut partitions = network.partitions.clone();
+    partitions.sort();
+    let mut cut = false;
+    loop {
+        let now = sim.elapsed();
+        let inside = partitions
+            .iter()
+            .any(|(from, until)| *from <= now && now < *until);
+        if inside != cut {
+            if inside {
+                sim.partition("agent", "provider");
+            } else {
+                sim.repair("agent", "provider");
+            }
+            cut = inside;
+        }
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(error) => return Err(RunError::Network(error.to_string())),
+        }
+    }
+    let outcome = result
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+        .ok_or_else(|| RunError::Network("the agent host never finished".into()))?;
+    let (trace, workspace, session_logs) = outcome?;
+    Ok(super::runner::finish(
+        scenario,
+        trace,
+        workspace,
+        session_logs,
+    ))
+}
