@@ -656,13 +656,14 @@ impl HarnessAgent {
         let mut sessions = run::lock(&self.inner.sessions);
         let state = sessions.entry(key).or_default();
         state.messages_created = state.messages_created.max(history.len() as u64);
-        state.history = history;
+        let previous = std::mem::replace(&mut state.history, history);
         state.version += 1;
         run::write_durable(
             &self.inner,
             &self.log_key(runtime),
             run::EXTERNAL_WRITER,
             state,
+            &previous,
         );
     }
 
@@ -678,13 +679,20 @@ impl HarnessAgent {
         let state = sessions.entry(key).or_default();
         state.messages_created += 1;
         let id = format!("m{:04}", state.messages_created);
+        let previous = state.history.clone();
         state.history.push(Message::new(
             id.clone(),
             role,
             vec![ContentPart::text(text)],
         ));
         state.version += 1;
-        run::write_durable(&self.inner, &log_key, run::EXTERNAL_WRITER, state);
+        run::write_durable(
+            &self.inner,
+            &log_key,
+            run::EXTERNAL_WRITER,
+            state,
+            &previous,
+        );
         id
     }
 

@@ -190,11 +190,15 @@ async fn session_state(
 /// or changed in place (offload, pruning, argument truncation) since it was logged, as a
 /// `message` record; then a `checkpoint` naming the working history, when its ids, the id
 /// counter or the task revision moved since the last one.
+///
+/// `previous` is the history committed before, all of it logged already: a message equal to the
+/// one at its position there is skipped without serialising it.
 pub(super) fn write_durable(
     inner: &AgentInner,
     key: &SessionLogKey,
     call_id: &str,
     state: &mut SessionState,
+    previous: &[Message],
 ) {
     let Some(log) = &inner.session_log else {
         return;
@@ -204,14 +208,14 @@ pub(super) fn write_durable(
         call_id: call_id.to_string(),
         payload,
     };
-    for message in &state.history {
-        let print = super::restore::fingerprint(message);
-        if state.logged.get(&message.id) != Some(&print) {
-            state.logged.insert(message.id.clone(), print);
-            let payload = serde_json::to_value(message).unwrap_or(serde_json::Value::Null);
-            log.append(key, record("message", payload));
-        }
-    }
+    log_messages(
+        log.as_ref(),
+        key,
+        call_id,
+        &mut state.logged,
+        &state.history,
+        previous,
+    );
     let runtime = RuntimeContext {
         user_id: key.user_id.clone(),
         session_id: key.session_id.clone(),
@@ -229,6 +233,40 @@ pub(super) fn write_durable(
             ),
         );
     }
+}
+
+/// Appends a `message` record for each of `messages` whose logged version differs from it
+/// (new, or changed in place), and returns their ids. A message equal to the one at the same
+/// position of `unchanged` (a history whose messages are all logged) is skipped cheaply.
+fn log_messages(
+    log: &dyn crate::session::SessionLog,
+    key: &SessionLogKey,
+    call_id: &str,
+    logged: &mut std::collections::BTreeMap<String, u64>,
+    messages: &[Message],
+    unchanged: &[Message],
+) -> Vec<String> {
+    let mut written = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        if unchanged.get(index) == Some(message) && logged.contains_key(&message.id) {
+            continue;
+        }
+        let print = super::restore::fingerprint(message);
+        if logged.get(&message.id) == Some(&print) {
+            continue;
+        }
+        logged.insert(message.id.clone(), print);
+        written.push(message.id.clone());
+        log.append(
+            key,
+            SessionRecord {
+                kind: crate::session::MESSAGE_RECORD.to_string(),
+                call_id: call_id.to_string(),
+                payload: serde_json::to_value(message).unwrap_or(serde_json::Value::Null),
+            },
+        );
+    }
+    written
 }
 
 impl Call<'_> {
@@ -261,25 +299,15 @@ impl Call<'_> {
         let mut sessions = lock(&self.inner.sessions);
         let state = sessions.entry(self.key.clone()).or_default();
         if state.version != self.base_version {
-            let mut kept = Vec::new();
             if let Some(log) = &self.inner.session_log {
-                for message in &self.history {
-                    let print = super::restore::fingerprint(message);
-                    if state.logged.get(&message.id) != Some(&print) {
-                        state.logged.insert(message.id.clone(), print);
-                        kept.push(message.id.clone());
-                        let payload =
-                            serde_json::to_value(message).unwrap_or(serde_json::Value::Null);
-                        log.append(
-                            &log_key,
-                            SessionRecord {
-                                kind: "message".to_string(),
-                                call_id: self.call_id.clone(),
-                                payload,
-                            },
-                        );
-                    }
-                }
+                let kept = log_messages(
+                    log.as_ref(),
+                    &log_key,
+                    &self.call_id,
+                    &mut state.logged,
+                    &self.history,
+                    &state.history,
+                );
                 log.append(
                     &log_key,
                     SessionRecord {
@@ -295,10 +323,10 @@ impl Call<'_> {
             }
             return Err(Conflict);
         }
-        state.history = self.history.clone();
+        let previous = std::mem::replace(&mut state.history, self.history.clone());
         state.version += 1;
         self.base_version = state.version;
-        write_durable(self.inner, &log_key, &self.call_id, state);
+        write_durable(self.inner, &log_key, &self.call_id, state, &previous);
         Ok(())
     }
 
