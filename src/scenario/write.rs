@@ -1,10 +1,13 @@
 //! Writing a [`Scenario`] back to its file format: the scenario TOML and its mock-model files.
 //!
 //! The sweep uses this to turn a failing generated scenario into files that plain `ctxbed run`
-//! and `ctxbed show` reproduce. It covers what [`crate::sim::generate`] produces; anything the
-//! file format cannot say the same way (inline expectations, history messages that are not in
-//! the loader's canonical shape, fractional milliseconds, JSON `null`) is refused with
-//! [`WriteError::Unsupported`], never written approximately.
+//! and `ctxbed show` reproduce. It covers what [`crate::sim::generate`] produces, fault schedule
+//! included (restarts, concurrent appends, task actions before and during a call, JSON-lines
+//! session storage, write failures), plus the `[task]` table, task context options and plan
+//! modes. Anything the file format cannot say the same way (inline expectations, a `[network]`
+//! table, history messages that are not in the loader's canonical shape, a concurrent append of
+//! a System or tool message, fractional milliseconds, JSON `null`, numbers above `i64::MAX`) is
+//! refused with [`WriteError::Unsupported`], never written approximately.
 //!
 //! **Invariant:** for every scenario this accepts, loading the written files gives a scenario that
 //! runs to the same trace (tested on generated scenarios).
@@ -22,8 +25,8 @@ use std::time::Duration;
 use toml::{Table, Value};
 
 use super::file::{
-    AgentSpec, EstimatorChoice, HistorySpec, Layout, Restart, Scenario, SessionStorage, SourceSpec,
-    StepSpec, ToolOutputSpec, ToolSpec,
+    AgentSpec, ConcurrentAppend, EstimatorChoice, HistorySpec, Layout, Restart, Scenario,
+    SessionStorage, SourceSpec, StepSpec, TaskAction, TaskSpec, ToolOutputSpec, ToolSpec,
 };
 use super::scripted::SourceFailure;
 use crate::compaction::config::CompactionConfig;
@@ -32,6 +35,8 @@ use crate::context::offload::OffloadConfig;
 use crate::message::{ContentPart, Message, Role, ToolOutput};
 use crate::model::Purpose;
 use crate::model::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
+use crate::task::plan::PlanMode;
+use crate::task::requirements::Decision;
 use crate::tokens::Vocabulary;
 
 /// Why a scenario could not be written.
@@ -132,6 +137,9 @@ pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, Write
     }
     if !workspace.is_empty() {
         root.insert("workspace".into(), Value::Table(workspace));
+    }
+    if let Some(spec) = &scenario.task {
+        root.insert("task".into(), Value::Table(task(spec)));
     }
     let history: Result<Vec<Value>, WriteError> = scenario.history.iter().map(history).collect();
     insert_array(&mut root, "history", history?);
@@ -320,8 +328,25 @@ fn agent(scenario: &Scenario) -> Result<Table, WriteError> {
     if spec.task_list {
         table.insert("task_list".into(), true.into());
     }
-    if spec.task_context != crate::task::TaskContextOptions::default() {
-        return Err(unsupported("task context options"));
+    let options = spec.task_context;
+    if options != crate::task::TaskContextOptions::default() {
+        let mut context = Table::new();
+        for (key, on) in [
+            ("include_requirements", options.include_requirements),
+            (
+                "include_verification_results",
+                options.include_verification_results,
+            ),
+            (
+                "allow_requirement_proposals",
+                options.allow_requirement_proposals,
+            ),
+        ] {
+            if on {
+                context.insert(key.into(), true.into());
+            }
+        }
+        table.insert("task_context".into(), Value::Table(context));
     }
     let kind = if spec.react { "react" } else { "harness" };
     table.insert("kind".into(), kind.into());
@@ -460,6 +485,9 @@ fn tool(spec: &ToolSpec) -> Result<Value, WriteError> {
     table.insert("latency_ms".into(), millis(spec.latency)?);
     if let Some(fail) = &spec.fail {
         table.insert("fail".into(), fail.clone().into());
+    }
+    if let Some(mode) = spec.sets_plan_mode {
+        table.insert("sets_plan_mode".into(), plan_mode(mode).into());
     }
     if let Some((path, text)) = &spec.writes {
         let mut writes = Table::new();
@@ -621,15 +649,6 @@ fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError>
 }
 
 fn step(spec: &StepSpec) -> Result<Value, WriteError> {
-    if spec.concurrent_append.is_some()
-        || !spec.actions.is_empty()
-        || !spec.concurrent_actions.is_empty()
-        || spec.plan_mode.is_some()
-    {
-        return Err(unsupported(
-            "a step's concurrent append, task actions or plan mode",
-        ));
-    }
     let mut table = Table::new();
     if let Some(user) = &spec.user {
         table.insert("user".into(), user.clone().into());
@@ -644,6 +663,9 @@ fn step(spec: &StepSpec) -> Result<Value, WriteError> {
             string_map(&spec.workspace_writes),
         );
     }
+    if let Some(mode) = spec.plan_mode {
+        table.insert("plan_mode".into(), plan_mode(mode).into());
+    }
     if let Some(restart) = spec.restart {
         let name = match restart {
             Restart::Clean => "clean",
@@ -651,7 +673,123 @@ fn step(spec: &StepSpec) -> Result<Value, WriteError> {
         };
         table.insert("restart".into(), name.into());
     }
+    if let Some(append) = &spec.concurrent_append {
+        table.insert(
+            "concurrent_append".into(),
+            Value::Table(concurrent_append(append)?),
+        );
+    }
+    if !spec.actions.is_empty() {
+        let actions: Result<Vec<Value>, WriteError> = spec
+            .actions
+            .iter()
+            .map(|action| task_action(action).map(Value::Table))
+            .collect();
+        table.insert("actions".into(), Value::Array(actions?));
+    }
+    if !spec.concurrent_actions.is_empty() {
+        let actions: Result<Vec<Value>, WriteError> = spec
+            .concurrent_actions
+            .iter()
+            .map(|(at, action)| {
+                let mut entry = task_action(action)?;
+                entry.insert("at_ms".into(), millis(*at)?);
+                Ok(Value::Table(entry))
+            })
+            .collect();
+        table.insert("concurrent_actions".into(), Value::Array(actions?));
+    }
     Ok(Value::Table(table))
+}
+
+fn plan_mode(mode: PlanMode) -> &'static str {
+    match mode {
+        PlanMode::Plan => "plan",
+        PlanMode::Build => "build",
+    }
+}
+
+/// Another writer's append; the loader takes only user and assistant messages.
+fn concurrent_append(append: &ConcurrentAppend) -> Result<Table, WriteError> {
+    let role = match append.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        other => {
+            return Err(unsupported(format!(
+                "a concurrent append of a {} message (only user or assistant)",
+                other.as_str()
+            )));
+        }
+    };
+    let mut table = Table::new();
+    table.insert("at_ms".into(), millis(append.at)?);
+    table.insert("role".into(), role.into());
+    table.insert("text".into(), append.text.clone().into());
+    Ok(table)
+}
+
+/// A task action with exactly the fields its kind takes (the loader refuses any other).
+fn task_action(action: &TaskAction) -> Result<Table, WriteError> {
+    let mut table = Table::new();
+    let mut put = |key: &str, value: Value| {
+        table.insert(key.into(), value);
+    };
+    match action {
+        TaskAction::Propose { kind, text, source } => {
+            put("kind", "propose".into());
+            put("requirement_kind", kind.as_str().into());
+            put("text", text.clone().into());
+            put("source", source.clone().into());
+        }
+        TaskAction::Decide {
+            requirement,
+            decision,
+            authority,
+            expected_revision,
+        } => {
+            put("kind", "decide".into());
+            put("requirement", requirement.clone().into());
+            let decision = match decision {
+                Decision::Confirm => "confirm",
+                Decision::Reject => "reject",
+            };
+            put("decision", decision.into());
+            put("authority", authority.clone().into());
+            put("expected_revision", integer(*expected_revision)?);
+        }
+        TaskAction::SubjectVersion(version) => {
+            put("kind", "subject_version".into());
+            put("version", version.clone().into());
+        }
+        TaskAction::InvalidateSubject => put("kind", "invalidate_subject".into()),
+        TaskAction::Verify {
+            check,
+            passed,
+            summary,
+        } => {
+            put("kind", "verify".into());
+            put("check", check.clone().into());
+            put("passed", (*passed).into());
+            put("summary", summary.clone().into());
+        }
+    }
+    Ok(table)
+}
+
+/// The `[task]` table: the task scope and the plan settings set before the first step.
+fn task(spec: &TaskSpec) -> Table {
+    let mut table = Table::new();
+    if let Some(scope) = &spec.scope {
+        table.insert("task_id".into(), scope.task_id.clone().into());
+        table.insert("objective".into(), scope.objective.clone().into());
+    }
+    if let Some(mode) = spec.plan_mode {
+        table.insert("plan_mode".into(), plan_mode(mode).into());
+    }
+    if let Some(path) = &spec.plan_path {
+        table.insert("plan_path".into(), path.clone().into());
+    }
+    table
 }
 
 fn turn(turn: &MockTurn) -> Result<Value, WriteError> {
