@@ -1,20 +1,27 @@
 //! Seed sweeps in `cargo test`: a range of generated scenarios keeps every invariant, a generated
-//! scenario written to files loads back and runs to the same trace, and the shrinker shrinks.
+//! scenario written to files loads back and runs to the same trace (each fault of the schedule
+//! included), the generator draws every fault, and the shrinker shrinks them away.
 //!
 //! `CTXBED_SWEEP_SEEDS=N` changes how many seeds the sweep test runs (default
 //! [`SWEEP_SEEDS_DEFAULT`]); `ctxbed sweep --seeds N` runs many more in release.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::time::Duration;
 
 use ctxbed::agent::events::{CustomValue, EventKind};
-use ctxbed::message::{ContentPart, ToolOutput};
-use ctxbed::scenario::file::load;
+use ctxbed::message::{ContentPart, Role, ToolOutput};
+use ctxbed::scenario::file::{
+    ConcurrentAppend, Restart, Scenario, SessionStorage, TaskAction, TaskSpec, load,
+};
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::write::write;
 use ctxbed::sim::generate::generate;
 use ctxbed::sim::invariants::{ViolationKind, check};
 use ctxbed::sim::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
+use ctxbed::task::plan::PlanMode;
+use ctxbed::task::requirements::{Decision, RequirementKind};
+use ctxbed::task::{TaskContextOptions, TaskScope};
 
 /// Seeds the sweep test checks: about ten seconds in a debug build on two cores.
 const SWEEP_SEEDS_DEFAULT: u64 = 200;
@@ -86,6 +93,287 @@ fn round_trip(seed: u64, root: &Path) {
         a.workspace, b.workspace,
         "seed {seed}: the workspace differs"
     );
+}
+
+/// Loads the written file back and checks that every field the fault schedule sets came back
+/// as it was generated, and that plain `ctxbed show` (what `ctxbed run` compares with a golden)
+/// renders the same trace as the generated scenario.
+fn round_trip_faults(seed: u64, root: &Path) {
+    round_trip(seed, root);
+    let mut generated = generate(seed);
+    let path = root.join(format!("scenarios/regressions/seed-{seed}.toml"));
+    let loaded = load(&path).expect("the written file loads");
+    assert_eq!(generated.steps, loaded.steps, "seed {seed}: steps");
+    assert_eq!(
+        generated.fail_writes_under, loaded.fail_writes_under,
+        "seed {seed}: write failures"
+    );
+    assert_eq!(generated.task, loaded.task, "seed {seed}: the task");
+    let agent = |a: &ctxbed::scenario::file::AgentSpec| {
+        (
+            a.session_log,
+            a.session_storage,
+            a.session_tools,
+            a.task_list,
+            a.task_context,
+        )
+    };
+    assert_eq!(
+        agent(&generated.agent),
+        agent(&loaded.agent),
+        "seed {seed}: agent"
+    );
+    generated.name = loaded.name.clone();
+    generated.label = loaded.label.clone();
+    let expected = run(&generated).expect("runs").text;
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .arg("show")
+        .arg(&path)
+        .env("CI", "true")
+        .output()
+        .expect("ctxbed runs");
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "seed {seed}: ctxbed show failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        shown == expected,
+        "seed {seed}: `ctxbed show` of the written file differs from the generated run"
+    );
+}
+
+/// Which of the generator's faults around the agent a scenario has.
+fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
+    let mut found = BTreeSet::new();
+    let jsonl = scenario.agent.session_storage == SessionStorage::Jsonl;
+    for step in &scenario.steps {
+        match step.restart {
+            Some(Restart::Clean) if jsonl => {
+                found.insert("restart clean");
+            }
+            Some(Restart::Torn) if jsonl => {
+                found.insert("restart torn");
+            }
+            _ => {}
+        }
+        if step.concurrent_append.is_some() {
+            found.insert("concurrent_append");
+        }
+        if !step.actions.is_empty() {
+            found.insert("actions");
+        }
+        if !step.concurrent_actions.is_empty() {
+            found.insert("concurrent_actions");
+        }
+    }
+    if jsonl {
+        found.insert("jsonl");
+        if scenario
+            .fail_writes_under
+            .iter()
+            .any(|prefix| "sessions/".starts_with(prefix.as_str()))
+        {
+            found.insert("sessions/ write failure");
+        }
+    }
+    found
+}
+
+/// Every fault the generator can draw.
+const FAULTS: [&str; 7] = [
+    "jsonl",
+    "restart clean",
+    "restart torn",
+    "sessions/ write failure",
+    "concurrent_append",
+    "actions",
+    "concurrent_actions",
+];
+
+#[test]
+fn the_fault_schedule_draws_every_fault() {
+    let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
+    for seed in 0..400 {
+        let scenario = generate(seed);
+        for fault in faults(&scenario) {
+            *seen.entry(fault).or_default() += 1;
+        }
+        // Faults only where they mean something.
+        let jsonl = scenario.agent.session_storage == SessionStorage::Jsonl;
+        assert!(!jsonl || scenario.agent.session_log, "seed {seed}");
+        let restarts = scenario.steps.iter().filter(|s| s.restart.is_some());
+        assert!(jsonl || restarts.count() == 0, "seed {seed}");
+        assert!(
+            scenario.steps.first().is_none_or(|s| s.restart.is_none()),
+            "seed {seed}: a restart comes before a later step"
+        );
+        let actions = scenario
+            .steps
+            .iter()
+            .any(|s| !s.actions.is_empty() || !s.concurrent_actions.is_empty());
+        assert!(!actions || scenario.agent.task_list, "seed {seed}");
+    }
+    for fault in FAULTS {
+        assert!(
+            seen.get(fault).copied().unwrap_or(0) > 0,
+            "no seed below 400 has {fault}: {seen:?}"
+        );
+    }
+    // Roughly the intended rates: JSON lines in about a third of the seeds, each other fault
+    // in at least a few.
+    let jsonl = seen["jsonl"];
+    assert!((90..180).contains(&jsonl), "{seen:?}");
+}
+
+#[test]
+fn a_written_scenario_with_each_fault_reruns_identically() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut covered = BTreeSet::new();
+    for seed in 0..400 {
+        let new: Vec<&str> = faults(&generate(seed))
+            .into_iter()
+            .filter(|fault| !covered.contains(fault))
+            .collect();
+        if new.is_empty() {
+            continue;
+        }
+        round_trip_faults(seed, dir.path());
+        covered.extend(new);
+        if covered.len() == FAULTS.len() {
+            return;
+        }
+    }
+    panic!("seeds below 400 cover only {covered:?}");
+}
+
+/// Every field the writer learned for the fault schedule (and the task table, task context and
+/// plan modes), set by hand on one generated scenario, loads back equal.
+#[test]
+fn every_step_and_task_field_writes_and_loads_back() {
+    let mut scenario = generate(5);
+    scenario.agent.session_storage = SessionStorage::Jsonl;
+    scenario.agent.session_tools = scenario.agent.session_log;
+    scenario.agent.task_list = !scenario.agent.react;
+    scenario.agent.task_context = TaskContextOptions {
+        include_requirements: true,
+        include_verification_results: true,
+        allow_requirement_proposals: true,
+    };
+    scenario.fail_writes_under = vec!["notes/".to_string(), "sessions/".to_string()];
+    scenario.task = Some(TaskSpec {
+        scope: Some(TaskScope::new("export-fix", "Fix the export.")),
+        plan_mode: Some(PlanMode::Plan),
+        plan_path: Some("PLAN.md".to_string()),
+    });
+    if let Some(tool) = scenario.tools.first_mut() {
+        tool.sets_plan_mode = Some(PlanMode::Build);
+    }
+    let template = scenario.steps[0].clone();
+    let actions = vec![
+        TaskAction::Propose {
+            kind: RequirementKind::Constraint,
+            text: "Columns follow the documented order.".to_string(),
+            source: "user".to_string(),
+        },
+        TaskAction::Decide {
+            requirement: "req-1".to_string(),
+            decision: Decision::Reject,
+            authority: "lead".to_string(),
+            expected_revision: 2,
+        },
+        TaskAction::SubjectVersion("commit-a1".to_string()),
+        TaskAction::InvalidateSubject,
+        TaskAction::Verify {
+            check: "export-tests".to_string(),
+            passed: false,
+            summary: "1 failed".to_string(),
+        },
+    ];
+    let mut steps = vec![template.clone(); 3];
+    steps[0].actions = actions.clone();
+    steps[0].plan_mode = Some(PlanMode::Plan);
+    steps[0].concurrent_append = Some(ConcurrentAppend {
+        at: Duration::from_millis(250),
+        role: Role::Assistant,
+        text: "Ops: the export moved to v2.".to_string(),
+    });
+    steps[1].restart = Some(Restart::Torn);
+    steps[1].concurrent_actions = actions
+        .iter()
+        .enumerate()
+        .map(|(index, action)| (Duration::from_millis(100 * index as u64), action.clone()))
+        .collect();
+    steps[1].concurrent_append = Some(ConcurrentAppend {
+        at: Duration::ZERO,
+        role: Role::User,
+        text: "Also check the totals.".to_string(),
+    });
+    steps[2].restart = Some(Restart::Clean);
+    steps[2].plan_mode = Some(PlanMode::Build);
+    scenario.steps = steps;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("scenarios/regressions/fields.toml");
+    write(&scenario, &path, "every field").expect("writes");
+    let loaded = match load(&path) {
+        Ok(loaded) => loaded,
+        Err(problems) => {
+            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            panic!("does not load back:\n{}", problems.join("\n"));
+        }
+    };
+    assert_eq!(scenario.steps, loaded.steps);
+    assert_eq!(scenario.fail_writes_under, loaded.fail_writes_under);
+    assert_eq!(scenario.task, loaded.task);
+    assert_eq!(scenario.tools, loaded.tools);
+    assert_eq!(scenario.agent.session_storage, loaded.agent.session_storage);
+    assert_eq!(scenario.agent.session_tools, loaded.agent.session_tools);
+    assert_eq!(scenario.agent.task_list, loaded.agent.task_list);
+    assert_eq!(scenario.agent.task_context, loaded.agent.task_context);
+    scenario.name = loaded.name.clone();
+    scenario.label = loaded.label.clone();
+    let (a, b) = (run(&scenario).expect("runs"), run(&loaded).expect("runs"));
+    assert_eq!(a.text, b.text);
+    assert_eq!(a.workspace, b.workspace);
+    // What the format cannot say is refused, with the reason.
+    scenario.steps[0]
+        .concurrent_append
+        .as_mut()
+        .expect("set")
+        .role = Role::System;
+    let error = write(&scenario, &path, "").expect_err("a System append has no file form");
+    assert!(error.to_string().contains("concurrent append"), "{error}");
+}
+
+#[test]
+fn the_shrinker_drops_each_fault() {
+    // A stand-in failure that needs none of the faults: "some step exists".
+    let seed = (0..400)
+        .find(|seed| faults(&generate(*seed)).len() >= 4)
+        .expect("some seed has several faults");
+    let scenario = generate(seed);
+    let (shrunk, _) = shrink_while(scenario, 10_000, |s| !s.steps.is_empty());
+    assert!(faults(&shrunk).is_empty(), "{:?}", faults(&shrunk));
+    assert_eq!(shrunk.agent.session_storage, SessionStorage::Memory);
+    assert!(shrunk.fail_writes_under.is_empty() && shrunk.task.is_none());
+    // And one that needs exactly one: "some step restarts after a torn write" keeps that
+    // restart and JSON lines, and drops every other fault.
+    let Some(seed) = (0..400).find(|seed| {
+        let found = faults(&generate(*seed));
+        found.contains("restart torn") && found.len() >= 3
+    }) else {
+        panic!("no seed below 400 has a torn restart among other faults");
+    };
+    let needs_torn = |s: &Scenario| {
+        s.agent.session_storage == SessionStorage::Jsonl
+            && s.steps
+                .iter()
+                .any(|step| step.restart == Some(Restart::Torn))
+    };
+    let (shrunk, _) = shrink_while(generate(seed), 10_000, needs_torn);
+    let expected: BTreeSet<&str> = ["jsonl", "restart torn"].into_iter().collect();
+    assert_eq!(faults(&shrunk), expected);
 }
 
 #[test]

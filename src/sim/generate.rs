@@ -8,9 +8,18 @@
 //! steps, and a mock-model script whose turns form the conversation and the fault schedule:
 //! overflow in the imitated provider's or another provider's wording, malformed replies,
 //! timeouts, transient faults, rate limits and pairing rejections. Write failures under a
-//! workspace prefix and failing sources complete the schedule. A quarter of the seeds enable
-//! task state: the script then writes the Todo list (`todo_write`) once or twice, sometimes
-//! with a list the tool refuses, so the checker can follow the list across compactions.
+//! workspace prefix and failing sources complete the model's schedule. A quarter of the seeds
+//! enable task state: the script then writes the Todo list (`todo_write`) once or twice,
+//! sometimes with a list the tool refuses, so the checker can follow the list across
+//! compactions.
+//!
+//! Around the agent (`faults`, version 3): about a third of the seeds keep the session log as
+//! JSON lines in the workspace; a quarter of those restart the agent before a later step (half
+//! of them after a torn write: a new agent over the same storage restores the session), and a
+//! sixth fail every write under `sessions/`. An eighth of the seeds have another writer append
+//! to a step's session while it runs (`history_conflict`), and a third of the seeds with task
+//! state take application actions on it (requirements, decisions, subject versions,
+//! verification reports) before a call and while it runs (`state_conflict`).
 //!
 //! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
@@ -49,6 +58,7 @@ use crate::scenario::scripted::{BlockSpec, SourceFailure};
 use crate::sim::rng::SeedTree;
 use crate::sim::text::{TextKind, generate_text};
 
+mod faults;
 mod history;
 mod model;
 
@@ -56,8 +66,10 @@ use history::{history, second_session_history};
 use model::mock_script;
 
 /// The generator's version: raised whenever some seed gives a different scenario than before, so
-/// a seed number quoted with a version reproduces the same run. Version 2 added task state.
-pub const GENERATOR_VERSION: u32 = 2;
+/// a seed number quoted with a version reproduces the same run. Version 2 added task state;
+/// version 3 JSON-lines session storage with restarts and failing session-log writes,
+/// concurrent appends, and task actions before and during a call.
+pub const GENERATOR_VERSION: u32 = 3;
 
 /// The directory a generated scenario's name lives under (`sweep/seed-<seed>`).
 pub const NAME_PREFIX: &str = "sweep";
@@ -88,16 +100,7 @@ pub fn generate(seed: u64) -> Scenario {
     let mut mock = mock_script(&mut Draw::new(&tree, "generate/model"), seed, &tool_names);
     let mut workspace = Draw::new(&tree, "generate/workspace");
     let workspace_files = workspace_files(&mut workspace);
-    let fail_writes_under = fail_writes_under(&mut workspace);
-    let mut steps = steps;
-    for step in &mut steps {
-        // The runner writes these before the step; a failing prefix would stop the run.
-        step.workspace_writes.retain(|path, _| {
-            !fail_writes_under
-                .iter()
-                .any(|p| path.starts_with(p.as_str()))
-        });
-    }
+    let mut fail_writes_under = fail_writes_under(&mut workspace);
     let sources = sources(&mut Draw::new(&tree, "generate/sources"));
     let mut agent = agent;
     agent.omission_order = omission_order(
@@ -110,6 +113,27 @@ pub fn generate(seed: u64) -> Scenario {
         &mut agent,
         &mut mock,
     );
+    let mut steps = steps;
+    faults::sessions(
+        &mut Draw::new(&tree, "generate/sessions"),
+        &mut agent,
+        &mut steps,
+        &mut fail_writes_under,
+    );
+    faults::concurrent_append(&mut Draw::new(&tree, "generate/append"), &mut steps);
+    let task = faults::task_actions(
+        &mut Draw::new(&tree, "generate/task-actions"),
+        &mut agent,
+        &mut steps,
+    );
+    for step in &mut steps {
+        // The runner writes these before the step; a failing prefix would stop the run.
+        step.workspace_writes.retain(|path, _| {
+            !fail_writes_under
+                .iter()
+                .any(|p| path.starts_with(p.as_str()))
+        });
+    }
     let mut history = history(&mut Draw::new(&tree, "generate/history"), &tool_names);
     history.extend(second_session_history(
         &mut Draw::new(&tree, "generate/history-2"),
@@ -117,7 +141,7 @@ pub fn generate(seed: u64) -> Scenario {
         &tool_names,
     ));
     let scenario = Scenario {
-        task: None,
+        task,
         network: None,
         name: format!("{NAME_PREFIX}/seed-{seed}"),
         label: format!("{NAME_PREFIX}/seed-{seed}.toml"),

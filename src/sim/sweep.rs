@@ -4,8 +4,9 @@
 //! shard count), on `jobs` threads. Each seed's scenario comes from [`generate`]; it runs twice
 //! ([`check_scenario`]): the first run is checked by [`invariants::check`], the pair by
 //! [`invariants::check_determinism`], and a panic anywhere is a violation too. A failing seed is
-//! shrunk ([`shrink`]: drop steps, history, sources, tools, turns and faults while the same kind
-//! of violation persists) and written as a scenario file plus its mock models, which plain
+//! shrunk ([`shrink`]: drop steps, history, sources, tools, turns and faults — restarts,
+//! concurrent appends, task actions, write failures, JSON-lines session storage — while the same
+//! kind of violation persists) and written as a scenario file plus its mock models, which plain
 //! `ctxbed run` reproduces. The report is in seed order, whatever the thread timing.
 //!
 //! Wall time is the caller's business: progress is reported as counts through a callback.
@@ -29,9 +30,10 @@ use super::invariants::{self, Violation, ViolationKind};
 use crate::limits;
 use crate::message::ContentPart;
 use crate::model::mock::TurnAction;
-use crate::scenario::file::{Scenario, load};
+use crate::scenario::file::{Scenario, SessionStorage, load};
 use crate::scenario::runner::{RunOutput, run};
 use crate::scenario::write::write;
+use crate::task::TaskContextOptions;
 
 /// Which seeds this process runs: those with `seed % total == index`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,6 +494,23 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
     if !scenario.fail_writes_under.is_empty() {
         with(&|s| s.fail_writes_under.clear());
     }
+    if scenario.fail_writes_under.len() > 1 {
+        for index in 0..scenario.fail_writes_under.len() {
+            with(&|s| {
+                s.fail_writes_under.remove(index);
+            });
+        }
+    }
+    step_faults(scenario, with);
+    if scenario.agent.session_storage != SessionStorage::Memory {
+        with(&|s| s.agent.session_storage = SessionStorage::Memory);
+    }
+    if scenario.task.is_some() {
+        with(&|s| s.task = None);
+    }
+    if scenario.agent.task_context != TaskContextOptions::default() {
+        with(&|s| s.agent.task_context = TaskContextOptions::default());
+    }
     for name in scenario.workspace_files.keys() {
         with(&|s| {
             s.workspace_files.remove(name);
@@ -523,6 +542,32 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
     }
     if agent.sys_prompt.is_some() {
         with(&|s| s.agent.sys_prompt = None);
+    }
+}
+
+/// Dropping what happens around a step's call: the restart before it, another writer's append,
+/// each task action before it and each one during it, the plan mode it sets.
+fn step_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario))) {
+    for (index, step) in scenario.steps.iter().enumerate() {
+        if step.restart.is_some() {
+            with(&|s| s.steps[index].restart = None);
+        }
+        if step.concurrent_append.is_some() {
+            with(&|s| s.steps[index].concurrent_append = None);
+        }
+        for action in 0..step.actions.len() {
+            with(&|s| {
+                s.steps[index].actions.remove(action);
+            });
+        }
+        for action in 0..step.concurrent_actions.len() {
+            with(&|s| {
+                s.steps[index].concurrent_actions.remove(action);
+            });
+        }
+        if step.plan_mode.is_some() {
+            with(&|s| s.steps[index].plan_mode = None);
+        }
     }
 }
 

@@ -1,0 +1,181 @@
+//! The fault schedule around the agent (generator version 3): JSON-lines session storage with
+//! process restarts (clean, or after a torn write) and failing session-log writes, another
+//! writer appending to a session while a call runs, and application actions on task state
+//! before and during a call.
+//!
+//! Each concern draws from its own stream, and every draw that decides whether a seed gets a
+//! fault comes first, so a seed without the fault draws nothing else from that stream.
+
+use std::time::Duration;
+
+use super::Draw;
+use crate::message::Role;
+use crate::scenario::file::{
+    AgentSpec, ConcurrentAppend, Restart, SessionStorage, StepSpec, TaskAction, TaskSpec,
+};
+use crate::task::TaskScope;
+use crate::task::requirements::{Decision, RequirementKind};
+
+/// The prefix the JSON-lines session log writes under (`sessions/<agent>/<user>/...`).
+pub(super) const SESSIONS_PREFIX: &str = "sessions/";
+
+/// JSON-lines session storage in about a third of the seeds (those with a session log); among
+/// them a quarter restart the agent before a later step (half of those after a torn write) and
+/// a sixth fail every session-log write. A single-step scenario gets a second step in the same
+/// session to restart before.
+pub(super) fn sessions(
+    draw: &mut Draw,
+    agent: &mut AgentSpec,
+    steps: &mut Vec<StepSpec>,
+    fail_writes_under: &mut Vec<String>,
+) {
+    if !agent.session_log || !draw.percent(40) {
+        return;
+    }
+    agent.session_storage = SessionStorage::Jsonl;
+    if draw.percent(25) {
+        if steps.len() == 1 {
+            let first = &steps[0];
+            let chars = draw.range(1, 120) as usize;
+            steps.push(StepSpec {
+                user: first.user.clone(),
+                session: first.session.clone(),
+                input: draw.text(chars),
+                workspace_writes: Default::default(),
+                plan_mode: None,
+                restart: None,
+                concurrent_append: None,
+                actions: Vec::new(),
+                concurrent_actions: Vec::new(),
+            });
+        }
+        let index = draw.range(1, steps.len() as u64 - 1) as usize;
+        steps[index].restart = Some(if draw.percent(50) {
+            Restart::Torn
+        } else {
+            Restart::Clean
+        });
+    }
+    if draw.percent(17) && !fail_writes_under.iter().any(|p| p == SESSIONS_PREFIX) {
+        fail_writes_under.push(SESSIONS_PREFIX.to_string());
+    }
+}
+
+/// In an eighth of the seeds another writer appends a user (or assistant) message to one step's
+/// session, at a time that lands before, during or after the step's preparations.
+pub(super) fn concurrent_append(draw: &mut Draw, steps: &mut [StepSpec]) {
+    if steps.is_empty() || !draw.percent(12) {
+        return;
+    }
+    let index = draw.below(steps.len() as u64) as usize;
+    let at = match draw.below(100) {
+        0..15 => Duration::ZERO,
+        15..80 => draw.millis(1, 3_000),
+        _ => draw.millis(3_000, 12_000),
+    };
+    let role = if draw.percent(70) {
+        Role::User
+    } else {
+        Role::Assistant
+    };
+    let chars = draw.range(1, 160) as usize;
+    steps[index].concurrent_append = Some(ConcurrentAppend {
+        at,
+        role,
+        text: draw.text(chars),
+    });
+}
+
+/// Action kinds one step takes at most, before the call and during it.
+const ACTIONS_PER_STEP_MAX: u64 = 3;
+
+/// In a third of the seeds with task state the application changes it: actions before some
+/// steps' calls and actions while they run (which a preparation must refuse to commit over:
+/// `state_conflict`). Mostly with a task scope (verification needs one); sometimes the
+/// projection shows requirements or verification reports.
+pub(super) fn task_actions(
+    draw: &mut Draw,
+    agent: &mut AgentSpec,
+    steps: &mut [StepSpec],
+) -> Option<TaskSpec> {
+    if !agent.task_list || steps.is_empty() || !draw.percent(33) {
+        return None;
+    }
+    agent.task_context.include_requirements = draw.percent(50);
+    agent.task_context.include_verification_results = draw.percent(50);
+    let task = draw.percent(75).then(|| TaskSpec {
+        scope: Some(TaskScope::new(
+            "export-fix",
+            "Restore the documented column order of the export.",
+        )),
+        plan_mode: None,
+        plan_path: None,
+    });
+    let mut any = false;
+    for step in steps.iter_mut() {
+        if draw.percent(40) {
+            for _ in 0..draw.range(1, ACTIONS_PER_STEP_MAX) {
+                step.actions.push(action(draw));
+            }
+        }
+        if draw.percent(40) {
+            for _ in 0..draw.range(1, ACTIONS_PER_STEP_MAX) {
+                let at = if draw.percent(15) {
+                    Duration::ZERO
+                } else {
+                    draw.millis(1, 4_000)
+                };
+                step.concurrent_actions.push((at, action(draw)));
+            }
+        }
+        any |= !step.actions.is_empty() || !step.concurrent_actions.is_empty();
+    }
+    if !any {
+        // The seed was drawn for actions: give the last step one taken while it runs.
+        let at = draw.millis(0, 2_000);
+        let action = action(draw);
+        steps[steps.len() - 1].concurrent_actions.push((at, action));
+    }
+    task
+}
+
+/// One application action on task state; now and then one the state refuses (a blank text, an
+/// unknown requirement, a stale expected revision).
+fn action(draw: &mut Draw) -> TaskAction {
+    match draw.below(100) {
+        0..30 => TaskAction::Propose {
+            kind: *draw.pick(&RequirementKind::ALL),
+            text: if draw.percent(5) {
+                " ".to_string()
+            } else {
+                (*draw.pick(&[
+                    "Columns follow the documented order.",
+                    "The export keeps the amount column.",
+                    "Replies stay short.",
+                    "导出 保留 列顺序",
+                ]))
+                .to_string()
+            },
+            source: (*draw.pick(&["user", "alice", "ops"])).to_string(),
+        },
+        30..50 => TaskAction::Decide {
+            requirement: format!("req-{}", draw.range(1, 3)),
+            decision: if draw.percent(70) {
+                Decision::Confirm
+            } else {
+                Decision::Reject
+            },
+            authority: "lead".to_string(),
+            expected_revision: draw.range(0, 8),
+        },
+        50..75 => TaskAction::SubjectVersion(
+            (*draw.pick(&["commit-a1", "commit-b2", "commit-c3"])).into(),
+        ),
+        75..83 => TaskAction::InvalidateSubject,
+        _ => TaskAction::Verify {
+            check: (*draw.pick(&["export-tests", "lint"])).to_string(),
+            passed: draw.percent(70),
+            summary: (*draw.pick(&["14 passed", "1 failed", "clean"])).to_string(),
+        },
+    }
+}
