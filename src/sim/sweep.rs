@@ -439,6 +439,12 @@ fn reductions(scenario: &Scenario) -> Vec<Scenario> {
     {
         with(&|s| {
             s.steps.remove(index);
+            if index == 0 {
+                // A restart before the first call restarts nothing the generator would: it
+                // draws restarts only before later steps, and the shrunk scenario stays one
+                // it could have drawn.
+                s.steps[0].restart = None;
+            }
         });
     }
     for index in 0..scenario.history.len() {
