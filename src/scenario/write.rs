@@ -651,6 +651,9 @@ fn step(spec: &StepSpec) -> Result<Value, WriteError> {
         };
         table.insert("restart".into(), name.into());
     }
+    if let Some(prefixes) = &spec.fail_writes_under {
+        table.insert("fail_writes_under".into(), strings(prefixes));
+    }
     Ok(Value::Table(table))
 }
 

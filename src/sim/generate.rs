@@ -601,6 +601,7 @@ fn steps(draw: &mut Draw) -> Vec<StepSpec> {
                 workspace_writes,
                 plan_mode: None,
                 restart: None,
+                fail_writes_under: None,
                 concurrent_append: None,
                 actions: Vec::new(),
                 concurrent_actions: Vec::new(),
