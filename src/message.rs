@@ -17,6 +17,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -156,9 +157,30 @@ impl ContentPart {
     }
 }
 
-/// One message of the conversation.
+/// One message of the conversation: its fields are those of [`MessageData`], reached through
+/// `Deref`.
+///
+/// Copies share their content, so cloning a message (into a model request, a trace, a cache) is
+/// a reference-count increment whatever its size. Changing a message through `&mut` copies the
+/// content first when it is shared (copy on write), so no earlier copy ever changes, and two
+/// copies that still share their content compare equal without reading it.
+///
+/// ```
+/// use ctxbed::message::Message;
+/// let original = Message::user("m1", "before");
+/// let mut changed = original.clone();
+/// assert!(changed.shares_content(&original));
+/// changed.parts = Message::user("m1", "after").parts.clone();
+/// assert!(!changed.shares_content(&original));
+/// assert_eq!(original.text(), "before");
+/// assert_eq!(changed.text(), "after");
+/// ```
+#[derive(Clone)]
+pub struct Message(Arc<MessageData>);
+
+/// The content of a [`Message`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
+pub struct MessageData {
     /// Stable id, unique within a session.
     pub id: String,
     pub role: Role,
@@ -170,16 +192,79 @@ pub struct Message {
     pub metadata: Metadata,
 }
 
+impl std::ops::Deref for Message {
+    type Target = MessageData;
+
+    fn deref(&self) -> &MessageData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Message {
+    /// Copies the content first when another copy shares it.
+    fn deref_mut(&mut self) -> &mut MessageData {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let data = &*self.0;
+        f.debug_struct("Message")
+            .field("id", &data.id)
+            .field("role", &data.role)
+            .field("name", &data.name)
+            .field("parts", &data.parts)
+            .field("metadata", &data.metadata)
+            .finish()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        MessageData::deserialize(deserializer).map(Message::from)
+    }
+}
+
+impl From<MessageData> for Message {
+    fn from(data: MessageData) -> Self {
+        Message(Arc::new(data))
+    }
+}
+
 impl Message {
     /// A message with the given role and parts, no name and no metadata.
     pub fn new(id: impl Into<String>, role: Role, parts: Vec<ContentPart>) -> Self {
-        Message {
+        Message::from(MessageData {
             id: id.into(),
             role,
             name: None,
             parts,
             metadata: Metadata::new(),
-        }
+        })
+    }
+
+    /// The content, without copying it when no other copy shares it.
+    pub fn into_data(self) -> MessageData {
+        Arc::unwrap_or_clone(self.0)
+    }
+
+    /// True when `other` is a copy of this message that still shares its content: then the
+    /// two are equal, and any cache keyed on one holds for the other, without reading either.
+    pub fn shares_content(&self, other: &Message) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// A system message holding one text part.

@@ -232,3 +232,68 @@ fn a_commit_after_another_writer_fails_and_keeps_both_histories() {
         );
     });
 }
+
+#[test]
+fn a_failed_log_write_fails_the_call_and_the_next_flush_makes_it_durable() {
+    paused_runtime().block_on(async {
+        let storage = Arc::new(MemoryStorage::new());
+        storage.fail_writes_under("sessions/");
+        let log: Arc<dyn SessionLog> = Arc::new(JsonlSessionLog::new(storage.clone()));
+        let model = model(&["Noted.", "Both columns."]);
+        let agent = agent_over(model.clone(), log.clone());
+        let error = agent
+            .call("The export drops the amount column.", alice())
+            .await
+            .expect_err("the log cannot be written");
+        assert!(matches!(error, AgentError::SessionLog { .. }), "{error:?}");
+        assert_eq!(error.kind(), "session_log_failed");
+        assert!(
+            model.take_received().is_empty(),
+            "nothing reaches the model"
+        );
+        let path = session_path(&key());
+        assert_eq!(storage.read(&path).await.expect("read"), None);
+
+        storage.set_failing_writes(Vec::new());
+        agent
+            .call("It drops the date column too.", alice())
+            .await
+            .expect("the storage healed");
+        let restored = JsonlSessionLog::new(storage.clone());
+        let durable: Vec<String> =
+            durable_history(&restored.load(&key()).await.expect("load").records)
+                .expect("messages")
+                .iter()
+                .map(|m| m.id.clone())
+                .collect();
+        assert_eq!(
+            durable,
+            ["m0001", "m0002", "m0003"],
+            "the failed call's input is durable now"
+        );
+    });
+}
+
+#[test]
+fn the_durable_history_check_holds_only_acknowledged_commits() {
+    use ctxbed::scenario::file::load;
+    use ctxbed::scenario::runner::run;
+    use ctxbed::sim::invariants::{ViolationKind, check};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scenario =
+        load(&root.join("scenarios/sessions/log-write-failure-restart.toml")).expect("scenario");
+    let mut output = run(&scenario).expect("run");
+    assert!(check(&scenario, &output).is_empty());
+    // Had the failed call not reported the failure, its input would be a lost commit.
+    for step in &mut output.trace.steps {
+        step.events
+            .retain(|event| !matches!(event.kind, EventKind::SessionLogFailed { .. }));
+    }
+    let violations = check(&scenario, &output);
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.kind == ViolationKind::CommittedMessageLost && v.detail.contains("m0003")),
+        "{violations:?}"
+    );
+}

@@ -170,23 +170,37 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     }
     if jsonl {
         found.insert("jsonl");
-        if scenario
-            .fail_writes_under
-            .iter()
-            .any(|prefix| "sessions/".starts_with(prefix.as_str()))
-        {
-            found.insert("sessions/ write failure");
+        let sessions_fail =
+            |prefixes: &[String]| prefixes.iter().any(|p| "sessions/".starts_with(p.as_str()));
+        let mut failing = sessions_fail(&scenario.fail_writes_under);
+        for step in &scenario.steps {
+            match &step.fail_writes_under {
+                Some(prefixes) if sessions_fail(prefixes) => {
+                    found.insert("sessions/ write failure from a later step");
+                    failing = true;
+                }
+                Some(_) if failing => {
+                    found.insert("sessions/ write failure heals");
+                    failing = false;
+                }
+                _ => {}
+            }
+            if failing {
+                found.insert("sessions/ write failure");
+            }
         }
     }
     found
 }
 
 /// Every fault the generator can draw.
-const FAULTS: [&str; 7] = [
+const FAULTS: [&str; 9] = [
     "jsonl",
     "restart clean",
     "restart torn",
     "sessions/ write failure",
+    "sessions/ write failure from a later step",
+    "sessions/ write failure heals",
     "concurrent_append",
     "actions",
     "concurrent_actions",
@@ -300,6 +314,8 @@ fn every_step_and_task_field_writes_and_loads_back() {
         text: "Ops: the export moved to v2.".to_string(),
     });
     steps[1].restart = Some(Restart::Torn);
+    steps[1].fail_writes_under = Some(vec!["notes/".to_string()]);
+    steps[2].fail_writes_under = Some(Vec::new());
     steps[1].concurrent_actions = actions
         .iter()
         .enumerate()
@@ -374,6 +390,7 @@ fn the_shrinker_drops_each_fault() {
     let (shrunk, _) = shrink_while(generate(seed), 10_000, needs_torn);
     let expected: BTreeSet<&str> = ["jsonl", "restart torn"].into_iter().collect();
     assert_eq!(faults(&shrunk), expected);
+    assert!(shrunk.steps.iter().all(|s| s.fail_writes_under.is_none()));
 }
 
 #[test]

@@ -54,6 +54,10 @@ pub enum EventKind {
         messages: usize,
         torn: Option<crate::session::TornRecord>,
     },
+    /// This call's session log could not be written to durable storage: what the call
+    /// committed is not durable (see [`AgentError::SessionLog`](super::AgentError)). Emitted at
+    /// each failed flush; `detail` names the storage error.
+    SessionLogFailed { detail: String },
     /// A named custom event, e.g. `context_build`.
     Custom {
         name: &'static str,

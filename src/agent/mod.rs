@@ -174,6 +174,13 @@ pub enum AgentError {
     HistoryConflict,
     #[error("cannot restore the session: {0}")]
     Restore(#[from] RestoreError),
+    /// The session log could not be written, so what the call committed is not durable. The
+    /// records stay pending in this agent and are written by its next flush that succeeds; a
+    /// restart before then loses them.
+    #[error(
+        "the session log could not be written ({detail}); what this call committed is not durable yet: its records stay pending and are written by the next call that can write them, and a restart before then loses them"
+    )]
+    SessionLog { detail: String },
 }
 
 impl PartialEq for Rejected {
@@ -193,6 +200,7 @@ impl AgentError {
             AgentError::Interrupted => "interrupted",
             AgentError::HistoryConflict => "history_conflict",
             AgentError::Restore(_) => "session_restore_failed",
+            AgentError::SessionLog { .. } => "session_log_failed",
         }
     }
 }

@@ -122,7 +122,13 @@ pub(super) async fn run(
         "run/end",
         serde_json::json!({ "status": outcome.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
     );
-    call.flush_log().await;
+    let flushed = call.flush_log(sink).await;
+    // A failed flush turns a success into an error; an earlier error stays the outcome (the
+    // `session_log_failed` event records the flush failure either way).
+    let outcome = match (outcome, flushed) {
+        (Ok(_), Err(error)) => Err(error),
+        (outcome, _) => outcome,
+    };
     emit(
         inner,
         sink,
@@ -342,7 +348,8 @@ impl Call<'_> {
                 // A successful preparation has committed.
                 self.prepare(&request_id, None, sink).await?.0.request
             };
-            self.flush_log().await;
+            // Write-ahead: the model sees nothing the session log could not keep.
+            self.flush_log(sink).await?;
             let reply = match self.ask_model(&request_id, &request, sink).await {
                 Ok(reply) => reply,
                 Err(AgentError::Model(error)) if self.can_recover(&error) => {
@@ -551,13 +558,32 @@ impl Call<'_> {
     }
 
     /// Writes pending session-log records to durable storage (a no-op for the in-memory log).
-    /// A failure keeps the records pending for the next flush; it never fails the call.
-    async fn flush_log(&self) {
-        if let Some(log) = &self.inner.session_log
-            && let Err(error) = log.flush().await
-        {
-            tracing::warn!(call_id = %self.call_id, %error, "session log flush failed; records stay pending");
-        }
+    /// A failure keeps the records pending for the next flush. When this call's own session
+    /// failed, what the call committed is not durable: the failure is reported as an event and
+    /// returned, so the call never acknowledges a commit that a restart would lose. Another
+    /// session's failure is that session's calls' concern.
+    async fn flush_log(&self, sink: &mut Sink<'_>) -> Result<(), AgentError> {
+        let Some(log) = &self.inner.session_log else {
+            return Ok(());
+        };
+        let Err(error) = log.flush().await else {
+            return Ok(());
+        };
+        let key = self.log_key();
+        let Some((_, own)) = error.failed.iter().find(|(failed, _)| *failed == key) else {
+            tracing::warn!(call_id = %self.call_id, %error, "another session's log could not be flushed; its records stay pending");
+            return Ok(());
+        };
+        let detail = own.to_string();
+        tracing::warn!(call_id = %self.call_id, %detail, "session log flush failed; records stay pending");
+        emit(
+            self.inner,
+            sink,
+            EventKind::SessionLogFailed {
+                detail: detail.clone(),
+            },
+        );
+        Err(AgentError::SessionLog { detail })
     }
 
     /// Appends a record to the session log, when there is one.

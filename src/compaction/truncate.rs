@@ -28,6 +28,13 @@ pub fn truncate_args(
     let older = messages.len().saturating_sub(config.protect_latest);
     let mut count = 0;
     for message in &mut messages[..older] {
+        // Read before writing: a change through `&mut` copies a shared message.
+        let has_long = message
+            .tool_calls()
+            .any(|call| is_long(&call.arguments, config));
+        if !has_long {
+            continue;
+        }
         for part in &mut message.parts {
             if let ContentPart::ToolCall(call) = part {
                 count += shorten(&mut call.arguments, config);
@@ -35,6 +42,16 @@ pub fn truncate_args(
         }
     }
     count
+}
+
+/// True when `shorten` would change something in `value`.
+fn is_long(value: &Value, config: &TruncateArgsConfig) -> bool {
+    match value {
+        Value::String(text) => text.chars().count() > config.max_arg_length,
+        Value::Array(items) => items.iter().any(|item| is_long(item, config)),
+        Value::Object(map) => map.values().any(|item| is_long(item, config)),
+        _ => false,
+    }
 }
 
 fn shorten(value: &mut Value, config: &TruncateArgsConfig) -> usize {

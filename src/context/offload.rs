@@ -122,6 +122,13 @@ pub async fn offload(
 ) -> OffloadOutcome {
     let mut outcome = OffloadOutcome::default();
     for message in history.iter_mut() {
+        // Read before writing: a change through `&mut` copies a shared message.
+        let has_eligible = message.parts.iter().any(
+            |part| matches!(part, ContentPart::ToolResult(result) if eligible(result, config)),
+        );
+        if !has_eligible {
+            continue;
+        }
         for part in &mut message.parts {
             let ContentPart::ToolResult(result) = part else {
                 continue;

@@ -308,6 +308,7 @@ struct RawStep {
     workspace_writes: BTreeMap<String, Spanned<String>>,
     plan_mode: Option<Spanned<String>>,
     restart: Option<Spanned<String>>,
+    fail_writes_under: Option<Vec<String>>,
     concurrent_append: Option<Spanned<RawAppend>>,
     #[serde(default)]
     actions: Vec<Spanned<RawAction>>,
@@ -557,6 +558,9 @@ pub struct StepSpec {
     pub plan_mode: Option<PlanMode>,
     /// The agent's process restarts before the call.
     pub restart: Option<Restart>,
+    /// When present, replaces the workspace's failing write prefixes from this step on (an
+    /// empty list heals the storage); applied before the restart.
+    pub fail_writes_under: Option<Vec<String>>,
     pub concurrent_append: Option<ConcurrentAppend>,
     /// Task-state actions the application takes before the call, in order.
     pub actions: Vec<TaskAction>,
@@ -1296,6 +1300,7 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             workspace_writes,
             plan_mode,
             restart,
+            fail_writes_under: step.fail_writes_under.clone(),
             concurrent_append,
             actions,
             concurrent_actions,

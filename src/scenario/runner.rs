@@ -252,6 +252,14 @@ pub(super) async fn simulate(
             session_id: runtime.session_id.clone(),
         };
         let mut records_before = agent.session_records(&runtime).len();
+        if let Some(prefixes) = &spec.fail_writes_under {
+            storage.set_failing_writes(prefixes.clone());
+            before.push(if prefixes.is_empty() {
+                "storage: writes no longer fail".to_string()
+            } else {
+                format!("storage: writes under {prefixes:?} fail from now on")
+            });
+        }
         if let Some(restart) = spec.restart {
             if restart == Restart::Torn {
                 before.extend(tear_session_files(storage.as_ref()).await);

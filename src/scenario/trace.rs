@@ -195,6 +195,9 @@ fn render_event(out: &mut String, stamp: &str, kind: &EventKind) {
                 }
             ))
         ),
+        EventKind::SessionLogFailed { detail } => {
+            format!("session_log_failed {}", text(detail))
+        }
         EventKind::Custom { name, value } => match value {
             CustomValue::ContextBuild(build) => {
                 let _ = writeln!(

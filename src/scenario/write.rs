@@ -673,6 +673,9 @@ fn step(spec: &StepSpec) -> Result<Value, WriteError> {
         };
         table.insert("restart".into(), name.into());
     }
+    if let Some(prefixes) = &spec.fail_writes_under {
+        table.insert("fail_writes_under".into(), strings(prefixes));
+    }
     if let Some(append) = &spec.concurrent_append {
         table.insert(
             "concurrent_append".into(),

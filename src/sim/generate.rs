@@ -16,10 +16,11 @@
 //! Around the agent (`faults`, version 3): about a third of the seeds keep the session log as
 //! JSON lines in the workspace; a quarter of those restart the agent before a later step (half
 //! of them after a torn write: a new agent over the same storage restores the session), and a
-//! sixth fail every write under `sessions/`. An eighth of the seeds have another writer append
-//! to a step's session while it runs (`history_conflict`), and a third of the seeds with task
-//! state take application actions on it (requirements, decisions, subject versions,
-//! verification reports) before a call and while it runs (`state_conflict`).
+//! sixth fail every write under `sessions/` (`session_log_failed`), from the start or from a
+//! later step on, sometimes healing before a step after that. An eighth of the seeds have
+//! another writer append to a step's session while it runs (`history_conflict`), and a third of
+//! the seeds with task state take application actions on it (requirements, decisions, subject
+//! versions, verification reports) before a call and while it runs (`state_conflict`).
 //!
 //! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
@@ -625,6 +626,7 @@ fn steps(draw: &mut Draw) -> Vec<StepSpec> {
                 workspace_writes,
                 plan_mode: None,
                 restart: None,
+                fail_writes_under: None,
                 concurrent_append: None,
                 actions: Vec::new(),
                 concurrent_actions: Vec::new(),

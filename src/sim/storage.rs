@@ -187,6 +187,12 @@ impl MemoryStorage {
         lock(&self.failing_prefixes).push(prefix.into());
     }
 
+    /// Replaces the failing prefixes: from now on exactly the writes under `prefixes` fail (none
+    /// when it is empty).
+    pub fn set_failing_writes(&self, prefixes: Vec<String>) {
+        *lock(&self.failing_prefixes) = prefixes;
+    }
+
     /// A snapshot of every file, in path order.
     pub fn snapshot(&self) -> BTreeMap<WorkspacePath, Vec<u8>> {
         lock(&self.files).clone()

@@ -551,12 +551,16 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
     }
 }
 
-/// Dropping what happens around a step's call: the restart before it, another writer's append,
-/// each task action before it and each one during it, the plan mode it sets.
+/// Dropping what happens around a step's call: the restart before it, the change of failing
+/// writes, another writer's append, each task action before it and each one during it, the
+/// plan mode it sets.
 fn step_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario))) {
     for (index, step) in scenario.steps.iter().enumerate() {
         if step.restart.is_some() {
             with(&|s| s.steps[index].restart = None);
+        }
+        if step.fail_writes_under.is_some() {
+            with(&|s| s.steps[index].fail_writes_under = None);
         }
         if step.concurrent_append.is_some() {
             with(&|s| s.steps[index].concurrent_append = None);

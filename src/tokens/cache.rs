@@ -422,7 +422,9 @@ mod tests {
             ContentPart::tool_call("c1", "execute", serde_json::json!({"command": "ls -la"}));
         let result = Message::tool_result("m3", "c1", "execute", "README.md", false);
         let mut as_error = result.clone();
-        as_error.parts = Message::tool_result("m3", "c1", "execute", "README.md", true).parts;
+        as_error.parts = Message::tool_result("m3", "c1", "execute", "README.md", true)
+            .parts
+            .clone();
         let media = |size_bytes| {
             Message::new(
                 "m4",

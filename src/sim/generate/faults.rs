@@ -1,5 +1,6 @@
 //! The fault schedule around the agent (generator version 3): JSON-lines session storage with
-//! process restarts (clean, or after a torn write) and failing session-log writes, another
+//! process restarts (clean, or after a torn write) and failing session-log writes (which a later
+//! step may start or heal), another
 //! writer appending to a session while a call runs, and application actions on task state
 //! before and during a call.
 //!
@@ -21,8 +22,9 @@ pub(super) const SESSIONS_PREFIX: &str = "sessions/";
 
 /// JSON-lines session storage in about a third of the seeds (those with a session log); among
 /// them a quarter restart the agent before a later step (half of those after a torn write) and
-/// a sixth fail every session-log write. A single-step scenario gets a second step in the same
-/// session to restart before.
+/// a sixth fail the session-log writes (from the start or from a later step, sometimes healing
+/// before a step after that). A single-step scenario gets a second step in the same session to
+/// restart before.
 pub(super) fn sessions(
     draw: &mut Draw,
     agent: &mut AgentSpec,
@@ -44,6 +46,7 @@ pub(super) fn sessions(
                 workspace_writes: Default::default(),
                 plan_mode: None,
                 restart: None,
+                fail_writes_under: None,
                 concurrent_append: None,
                 actions: Vec::new(),
                 concurrent_actions: Vec::new(),
@@ -57,7 +60,32 @@ pub(super) fn sessions(
         });
     }
     if draw.percent(17) && !fail_writes_under.iter().any(|p| p == SESSIONS_PREFIX) {
-        fail_writes_under.push(SESSIONS_PREFIX.to_string());
+        session_write_failure(draw, steps, fail_writes_under);
+    }
+}
+
+/// Session-log writes fail from the start, or from a later step on; sometimes the storage heals
+/// before a step after that. The other failing prefixes stay as they were throughout.
+fn session_write_failure(
+    draw: &mut Draw,
+    steps: &mut [StepSpec],
+    fail_writes_under: &mut Vec<String>,
+) {
+    let others = fail_writes_under.clone();
+    let mut failing = others.clone();
+    failing.push(SESSIONS_PREFIX.to_string());
+    let last = steps.len() - 1;
+    let from = if last > 0 && draw.percent(40) {
+        let from = draw.range(1, last as u64) as usize;
+        steps[from].fail_writes_under = Some(failing);
+        from
+    } else {
+        *fail_writes_under = failing;
+        0
+    };
+    if from < last && draw.percent(50) {
+        let heal = draw.range(from as u64 + 1, last as u64) as usize;
+        steps[heal].fail_writes_under = Some(others);
     }
 }
 

@@ -5,7 +5,10 @@
 //! session's log: some `message` record of its id holds exactly that message. A message changed
 //! in place (offload, pruning, argument truncation) is logged again as a new version, so every
 //! committed version is durable, whatever compaction later does to the working copy. History the
-//! application loaded is committed too, and is looked for like the rest.
+//! application loaded is committed too, and is looked for like the rest. A step whose session
+//! log could not be written (a `session_log_failed` event) acknowledged nothing as durable, so
+//! I5 does not hold it to its commits: a restart may lose them. The next step that writes the
+//! log is held to them again, because its committed history still contains them.
 //!
 //! **I6.** The checker reads the Todo list from the `todo_write` receipts the trace recorded
 //! (successful results only: a refused write changes nothing) and requires every reasoning
@@ -39,6 +42,13 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
     let mut logged: BTreeMap<SessionKey, BTreeMap<String, Vec<Message>>> = BTreeMap::new();
     let mut found = Vec::new();
     for step in &output.trace.steps {
+        let unacknowledged = step
+            .events
+            .iter()
+            .any(|event| matches!(event.kind, EventKind::SessionLogFailed { .. }));
+        if unacknowledged {
+            continue;
+        }
         let key = (step.spec.user.clone(), step.spec.session.clone());
         let Some(records) = output.session_logs.get(&key) else {
             found.push(Violation {

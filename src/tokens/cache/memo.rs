@@ -117,7 +117,7 @@ mod tests {
         memo.insert(&message, 3, None);
         assert_eq!(memo.tokens(&message), Some(3));
         let mut changed = message.clone();
-        changed.parts = Message::user("m1", "after").parts;
+        changed.parts = Message::user("m1", "after").parts.clone();
         assert_eq!(memo.tokens(&changed), None);
         let mut tagged = message.clone();
         tagged
