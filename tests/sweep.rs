@@ -241,6 +241,34 @@ fn the_fault_schedule_draws_every_fault() {
     assert!((90..180).contains(&jsonl), "{seen:?}");
 }
 
+/// The faults do what they are for: among seeds 0..400, some run of a seed with the fault shows
+/// its effect in the trace. Only seeds with the fault are run, and each search stops at the first.
+#[test]
+fn the_faults_take_effect() {
+    let effects = [
+        ("concurrent_append", "validation=history_conflict"),
+        ("concurrent_actions", "validation=state_conflict"),
+        ("actions", "app: "),
+        ("sessions/ write failure", "session_log_failed"),
+        (
+            "sessions/ write failure heals",
+            "storage: writes no longer fail",
+        ),
+        ("restart torn", "torn=line"),
+        ("restart clean", "session_restored"),
+    ];
+    for (fault, effect) in effects {
+        let found = (0..400).find(|seed| {
+            let scenario = generate(*seed);
+            faults(&scenario).contains(fault) && run(&scenario).expect("runs").text.contains(effect)
+        });
+        assert!(
+            found.is_some(),
+            "no seed below 400 with {fault} shows `{effect}`"
+        );
+    }
+}
+
 #[test]
 fn a_written_scenario_with_each_fault_reruns_identically() {
     let dir = tempfile::tempdir().expect("temp dir");

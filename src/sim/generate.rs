@@ -121,11 +121,13 @@ pub fn generate(seed: u64) -> Scenario {
         &mut steps,
         &mut fail_writes_under,
     );
-    faults::concurrent_append(&mut Draw::new(&tree, "generate/append"), &mut steps);
+    let window = faults::preparation_window(&sources);
+    faults::concurrent_append(&mut Draw::new(&tree, "generate/append"), &mut steps, window);
     let task = faults::task_actions(
         &mut Draw::new(&tree, "generate/task-actions"),
         &mut agent,
         &mut steps,
+        window,
     );
     for step in &mut steps {
         // The runner writes these before the step; a failing prefix would stop the run.

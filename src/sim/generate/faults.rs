@@ -10,9 +10,11 @@
 use std::time::Duration;
 
 use super::Draw;
+use crate::context::source::SourceOptions;
 use crate::message::Role;
 use crate::scenario::file::{
-    AgentSpec, ConcurrentAppend, Restart, SessionStorage, StepSpec, TaskAction, TaskSpec,
+    AgentSpec, ConcurrentAppend, Restart, SessionStorage, SourceSpec, StepSpec, TaskAction,
+    TaskSpec,
 };
 use crate::task::TaskScope;
 use crate::task::requirements::{Decision, RequirementKind};
@@ -89,18 +91,40 @@ fn session_write_failure(
     }
 }
 
+/// How long a step's first preparation spends loading sources, at most: each source's latency
+/// up to its timeout, one after the other. A concurrent change inside this window lands while a
+/// request is prepared, which is what the conflict checks are for.
+pub(super) fn preparation_window(sources: &[SourceSpec]) -> Duration {
+    let default = SourceOptions::default().timeout;
+    sources
+        .iter()
+        .map(|source| source.latency.min(source.timeout.unwrap_or(default)))
+        .sum()
+}
+
+/// A time after the step starts for another writer: inside the first preparation's window
+/// (when it has one) more often than not, otherwise before, during or after the model calls.
+fn concurrent_time(draw: &mut Draw, window: Duration) -> Duration {
+    let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+    if window_ms > 1 && draw.percent(60) {
+        return draw.millis(1, window_ms - 1);
+    }
+    match draw.below(100) {
+        0..15 => Duration::ZERO,
+        15..80 => draw.millis(1, 3_000),
+        _ => draw.millis(3_000, 12_000),
+    }
+}
+
 /// In an eighth of the seeds another writer appends a user (or assistant) message to one step's
-/// session, at a time that lands before, during or after the step's preparations.
-pub(super) fn concurrent_append(draw: &mut Draw, steps: &mut [StepSpec]) {
+/// session, mostly while the step's first request is prepared (`history_conflict`), otherwise
+/// before, during or after its model calls.
+pub(super) fn concurrent_append(draw: &mut Draw, steps: &mut [StepSpec], window: Duration) {
     if steps.is_empty() || !draw.percent(12) {
         return;
     }
     let index = draw.below(steps.len() as u64) as usize;
-    let at = match draw.below(100) {
-        0..15 => Duration::ZERO,
-        15..80 => draw.millis(1, 3_000),
-        _ => draw.millis(3_000, 12_000),
-    };
+    let at = concurrent_time(draw, window);
     let role = if draw.percent(70) {
         Role::User
     } else {
@@ -118,13 +142,14 @@ pub(super) fn concurrent_append(draw: &mut Draw, steps: &mut [StepSpec]) {
 const ACTIONS_PER_STEP_MAX: u64 = 3;
 
 /// In a third of the seeds with task state the application changes it: actions before some
-/// steps' calls and actions while they run (which a preparation must refuse to commit over:
-/// `state_conflict`). Mostly with a task scope (verification needs one); sometimes the
+/// steps' calls and actions while they run, mostly inside the first preparation's window (a
+/// preparation must refuse to commit over them: `state_conflict`). Mostly with a task scope (verification needs one); sometimes the
 /// projection shows requirements or verification reports.
 pub(super) fn task_actions(
     draw: &mut Draw,
     agent: &mut AgentSpec,
     steps: &mut [StepSpec],
+    window: Duration,
 ) -> Option<TaskSpec> {
     if !agent.task_list || steps.is_empty() || !draw.percent(33) {
         return None;
@@ -148,11 +173,7 @@ pub(super) fn task_actions(
         }
         if draw.percent(40) {
             for _ in 0..draw.range(1, ACTIONS_PER_STEP_MAX) {
-                let at = if draw.percent(15) {
-                    Duration::ZERO
-                } else {
-                    draw.millis(1, 4_000)
-                };
+                let at = concurrent_time(draw, window);
                 step.concurrent_actions.push((at, action(draw)));
             }
         }
@@ -160,7 +181,7 @@ pub(super) fn task_actions(
     }
     if !any {
         // The seed was drawn for actions: give the last step one taken while it runs.
-        let at = draw.millis(0, 2_000);
+        let at = concurrent_time(draw, window);
         let action = action(draw);
         steps[steps.len() - 1].concurrent_actions.push((at, action));
     }
