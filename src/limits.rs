@@ -189,10 +189,11 @@ const _: () = assert!(TASK_NAME_CHARS_MAX <= TODO_CONTENT_CHARS_MAX);
 const _: () = assert!(TODO_CONTENT_CHARS_MAX <= TASK_OBJECTIVE_CHARS_MAX);
 const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
 /// Per-message token counts one `CachedEstimator` keeps (least recently used evicted first).
-/// Enough for the longest inline history with room for generated rounds; an entry is about
-/// 150 bytes, so a full cache stays near 10 MB. A history longer than this is still counted
-/// correctly, only without the saving.
-pub const TOKEN_CACHE_ENTRIES_MAX: usize = 65_536;
+/// Enough for the longest inline history and for working histories of 100,000 messages and
+/// more; an entry is about 250 bytes with both of its maps (messages themselves are shared with
+/// the history, not copied), so a full cache stays under 70 MB. A history longer than this is
+/// still counted correctly, only without the saving.
+pub const TOKEN_CACHE_ENTRIES_MAX: usize = 262_144;
 
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
 /// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy

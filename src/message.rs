@@ -261,6 +261,12 @@ impl Message {
         Arc::unwrap_or_clone(self.0)
     }
 
+    /// Where the shared content lives: equal for copies that share it, and never reused while
+    /// any copy is alive. Only for identity lookups; never observable output.
+    pub(crate) fn content_address(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// True when `other` is a copy of this message that still shares its content: then the
     /// two are equal, and any cache keyed on one holds for the other, without reading either.
     pub fn shares_content(&self, other: &Message) -> bool {

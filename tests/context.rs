@@ -263,6 +263,11 @@ fn manifests_reach_the_observer_the_event_stream_and_the_session_log() {
         let manifest = &records[0].payload["event"]["value"]["context_manifest"];
         assert_eq!(manifest["validation"], "passed");
         assert_eq!(manifest["items"].as_array().map(Vec::len), Some(4));
+        assert_eq!(manifest["policy_version"], agent.policy_version());
+        assert_eq!(
+            manifests[0].policy_version.as_deref(),
+            Some(agent.policy_version())
+        );
         assert!(!records[0].payload.to_string().contains("SECRET-42"));
     });
 }
@@ -304,5 +309,47 @@ fn a_failed_build_is_reported_and_commits_nothing() {
             .filter(|r| r.kind == "context/build")
             .count();
         assert_eq!(builds, 2);
+    });
+}
+
+#[test]
+fn the_policy_version_names_the_settings_that_shape_preparation() {
+    runtime().block_on(async {
+        let build = |builder: ctxbed::agent::HarnessAgentBuilder| {
+            builder
+                .model(replying_model(1))
+                .build()
+                .expect("agent")
+                .policy_version()
+                .to_string()
+        };
+        let default = build(HarnessAgent::builder());
+        assert!(default.starts_with("policy-") && default.len() == "policy-".len() + 16);
+        assert_eq!(
+            build(HarnessAgent::builder()),
+            default,
+            "same settings, same version"
+        );
+        assert_eq!(
+            build(HarnessAgent::builder().name("another")),
+            default,
+            "the name shapes no request"
+        );
+        let changed = [
+            build(HarnessAgent::builder().context_policy(ContextPolicy {
+                safety_margin: Some(7),
+                ..ContextPolicy::default()
+            })),
+            build(HarnessAgent::builder().context_policy(ContextPolicy {
+                estimator: Arc::new(ctxbed::tokens::ApproximateEstimator),
+                ..ContextPolicy::default()
+            })),
+            build(HarnessAgent::builder().pairing_check(ctxbed::context::PairingCheck::Repair)),
+        ];
+        for version in &changed {
+            assert_ne!(*version, default);
+        }
+        let distinct: std::collections::BTreeSet<&String> = changed.iter().collect();
+        assert_eq!(distinct.len(), changed.len());
     });
 }

@@ -5,9 +5,12 @@
 //! a `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
 //! (the previous step saw the same history), so a step counts and hashes nothing new.
 //! `uncached/N` is the same step with approx-v1 alone (no `CachedEstimator`), so every step
-//! counts and hashes every message (less than a cached step cost when the cache still read
-//! every message through SHA-256); it runs with 10 sources up to 10,000 messages. `history_clone/N` clones the history once: `prepare` hands the model request its own
-//! copy of every message, which no cache can avoid, so it is the floor of a step's cost.
+//! counts and hashes every message; it runs with 10 sources up to 10,000 messages.
+//!
+//! Two references in the same run: `history_clone/N` copies the history (messages share their
+//! content, so this is one reference-count increment per message), and `request_json/N`
+//! serialises the prepared request (10 sources) as the OpenAI-compatible provider sends it, the
+//! least a real provider does with each request.
 
 use std::hint::black_box;
 
@@ -16,7 +19,8 @@ use ctxbed::context::block::{ContextBlock, Material};
 use ctxbed::context::budget::BudgetSettings;
 use ctxbed::context::{PrepareInput, prepare};
 use ctxbed::message::{ContentPart, Message};
-use ctxbed::model::{ModelInfo, Purpose};
+use ctxbed::model::{ModelInfo, ModelRequest, Purpose};
+use ctxbed::provider::{MaxTokensField, WireOptions, openai};
 use ctxbed::sim::text::{TextKind, generate_text};
 use ctxbed::tokens::{ApproximateEstimator, CachedEstimator, TokenEstimator};
 
@@ -86,6 +90,16 @@ fn step(
     history: &[Message],
     estimator: &dyn TokenEstimator,
 ) -> i64 {
+    prepared_request(model, materials, history, estimator).0
+}
+
+/// The step's estimate and its request.
+fn prepared_request(
+    model: &ModelInfo,
+    materials: &[Material],
+    history: &[Message],
+    estimator: &dyn TokenEstimator,
+) -> (i64, ModelRequest) {
     let input = PrepareInput {
         call_id: "c1-r1",
         purpose: Purpose::Reasoning,
@@ -102,7 +116,7 @@ fn step(
         selection: None,
     };
     match prepare(&input) {
-        Ok(prepared) => prepared.manifest.estimated_input_tokens,
+        Ok(prepared) => (prepared.manifest.estimated_input_tokens, prepared.request),
         Err(rejected) => panic!("the benchmark step prepares: {}", rejected.error),
     }
 }
@@ -157,6 +171,27 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             &format!("clone/{size}"),
             || black_box(&messages).clone(),
         );
+        let (_, request) = prepared_request(
+            &model,
+            &sources(10),
+            &messages,
+            &CachedEstimator::new(ApproximateEstimator),
+        );
+        let wire = WireOptions {
+            model: "bench".into(),
+            stream: false,
+            max_tokens_field: MaxTokensField::MaxTokens,
+            max_output_tokens: None,
+        };
+        record.bench(
+            &mut group,
+            BenchmarkId::from_parameter("request_json"),
+            &format!("json/{size}"),
+            || {
+                serde_json::to_vec(&openai::request_body(black_box(&request), &wire))
+                    .map(|b| b.len())
+            },
+        );
         group.finish();
     }
     Preparation { record }
@@ -170,10 +205,10 @@ impl Preparation {
             eprint!(" {sources} sources | × 100 msgs |");
         }
         eprintln!(
-            " history clone | step ÷ clone (10 sources) | uncached (10 sources) | uncached ÷ cached |"
+            " history clone | request JSON | step ÷ JSON (10 sources) | uncached (10 sources) | uncached ÷ cached |"
         );
         eprintln!(
-            "| ---: |{} ---: | ---: | ---: | ---: |",
+            "| ---: |{} ---: | ---: | ---: | ---: | ---: |",
             " ---: | ---: |".repeat(SOURCE_COUNTS.len())
         );
         for size in HISTORY_SIZES {
@@ -189,12 +224,14 @@ impl Preparation {
                 );
             }
             let clone = seconds(format!("clone/{size}"));
+            let json = seconds(format!("json/{size}"));
             let cached = seconds(format!("prepare/{size}/10"));
             let uncached = seconds(format!("uncached/{size}"));
             eprintln!(
-                " {} | {} | {} | {} |",
+                " {} | {} | {} | {} | {} |",
                 record::time(clone),
-                record::ratio(cached, clone),
+                record::time(json),
+                record::ratio(cached, json),
                 record::time(uncached),
                 record::ratio(uncached, cached),
             );

@@ -270,12 +270,12 @@ impl Call<'_> {
             selection: None,
         };
         let prepared = match prepare(&input) {
-            Ok(prepared) => {
-                self.report_build(sink, &prepared.manifest, None);
+            Ok(mut prepared) => {
+                self.report_build(sink, &mut prepared.manifest, None);
                 prepared
             }
-            Err(rejected) => {
-                self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
+            Err(mut rejected) => {
+                self.report_build(sink, &mut rejected.manifest, Some(rejected.error.kind()));
                 return Err(SummaryFailure::Other(rejected.error.kind().to_string()));
             }
         };

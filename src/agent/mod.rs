@@ -409,6 +409,37 @@ impl HarnessAgentBuilder {
         self
     }
 
+    /// The context-policy version manifests carry: `policy-` and the short content hash of
+    /// every setting that shapes preparation, so equal settings give equal versions in any
+    /// process, and changing one changes it.
+    fn policy_version(&self) -> String {
+        let budget = self.policy.budget();
+        let compaction = self.compaction.as_ref().map(|config| {
+            format!(
+                "{config:?} summary_prompt=#{}",
+                crate::context::manifest::content_hash(config.summary_prompt.as_bytes())
+            )
+        });
+        let settings = format!(
+            "budget={budget:?}\nestimator={} exact={}\npairing={:?}\noffload={:?}\ncompaction={compaction:?}\nselection={}\nworkspace_material_tokens={}\nplain={}",
+            self.policy.estimator.method(),
+            self.policy.estimator.exact(),
+            self.pairing,
+            self.offload,
+            if self.selection.is_some() {
+                "custom"
+            } else {
+                "default"
+            },
+            self.max_context_tokens,
+            self.plain,
+        );
+        format!(
+            "policy-{}",
+            crate::context::manifest::content_hash(settings.as_bytes())
+        )
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
@@ -471,8 +502,10 @@ impl HarnessAgentBuilder {
             .clock
             .clone()
             .unwrap_or_else(|| Arc::new(TokioClock::start()));
+        let policy_version = self.policy_version();
         Ok(HarnessAgent {
             inner: Arc::new(AgentInner {
+                policy_version,
                 agent_id: self.agent_id.clone().unwrap_or_else(|| self.name.clone()),
                 name: self.name.clone(),
                 model,
@@ -564,6 +597,8 @@ struct AgentInner {
     plain: bool,
     offload: Option<OffloadConfig>,
     selection: Option<Arc<dyn SelectionPolicy>>,
+    /// Every manifest's `policy_version`.
+    policy_version: String,
     sessions: Mutex<BTreeMap<SessionKey, SessionState>>,
     calls: AtomicU64,
     task: TaskSetup,
@@ -623,6 +658,12 @@ impl HarnessAgent {
     /// The agent name.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The context-policy version every manifest of this agent carries
+    /// ([`ContextManifest::policy_version`](crate::context::manifest::ContextManifest)).
+    pub fn policy_version(&self) -> &str {
+        &self.inner.policy_version
     }
 
     /// Runs one call to completion and returns the final assistant reply.

@@ -437,11 +437,11 @@ impl Call<'_> {
                     &inner.model.info().name,
                     Validation::BuildFailed,
                 );
-                let rejected = Box::new(Rejected {
+                let mut rejected = Box::new(Rejected {
                     error: PrepareError::SourceFailed(error),
                     manifest,
                 });
-                self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
+                self.report_build(sink, &mut rejected.manifest, Some(rejected.error.kind()));
                 return Err(AgentError::Prepare(rejected));
             }
         };
@@ -542,16 +542,16 @@ impl Call<'_> {
         match outcome {
             Ok(mut prepared) => {
                 prepared.manifest.task_revision = projection.revision;
-                self.report_build(sink, &prepared.manifest, None);
+                self.report_build(sink, &mut prepared.manifest, None);
                 Ok((prepared, summarised))
             }
-            Err(rejected) => {
+            Err(mut rejected) => {
                 // A rejected build leaves no orphan offload file behind. After a history
                 // conflict the offloaded results are in the session log, so their files stay.
                 if !conflict {
                     offload::collect(inner.workspace.as_ref(), &written).await;
                 }
-                self.report_build(sink, &rejected.manifest, Some(rejected.error.kind()));
+                self.report_build(sink, &mut rejected.manifest, Some(rejected.error.kind()));
                 Err(AgentError::Prepare(rejected))
             }
         }
@@ -605,10 +605,12 @@ impl Call<'_> {
     pub(super) fn report_build(
         &self,
         sink: &mut Sink<'_>,
-        manifest: &ContextManifest,
+        manifest: &mut ContextManifest,
         error_kind: Option<&'static str>,
     ) {
         let inner = self.inner;
+        manifest.policy_version = Some(inner.policy_version.clone());
+        let manifest = &*manifest;
         if let Some(observer) = &inner.policy.observer {
             // A panicking observer must never fail a valid build.
             let observed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -91,6 +91,11 @@ pub struct ContextManifest {
     pub validation: Validation,
     /// The task-state revision projected into the request, when task state is in use.
     pub task_revision: Option<u64>,
+    /// The version of the context policy that prepared the request: a hash of every setting
+    /// that shapes preparation (budget, estimator, pairing, offload, compaction, selection), so
+    /// two manifests with the same version came from the same policy. Set by the agent; `None`
+    /// for a bare [`prepare`](crate::context::prepare) call.
+    pub policy_version: Option<String>,
 }
 
 impl ContextManifest {
@@ -114,6 +119,7 @@ impl ContextManifest {
             transforms: Vec::new(),
             validation,
             task_revision: None,
+            policy_version: None,
         }
     }
 }
@@ -163,6 +169,7 @@ impl ContextManifest {
             "transforms": self.transforms,
             "validation": self.validation.as_str(),
             "task_revision": self.task_revision,
+            "policy_version": self.policy_version,
         })
     }
 

@@ -225,6 +225,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         transforms,
         validation: Validation::Passed,
         task_revision: None,
+        policy_version: None,
     };
     if let Err(error) = validate(
         input.pairing,

@@ -15,6 +15,9 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+/// Call ids seen so far: membership only, so the set's order is never observed.
+type SeenIds<'a> = HashSet<&'a str, foldhash::quality::RandomState>;
+
 use crate::message::{Message, Role};
 
 /// The first pairing violation found, with the offending message position.
@@ -37,7 +40,7 @@ pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
     // order; `open` reports its smallest id first.
     let mut open: BTreeSet<&str> = BTreeSet::new();
     let mut open_index = 0;
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen = SeenIds::default();
     for (index, message) in messages.iter().enumerate() {
         if let Some(problem) = id_problem(index, message, &mut seen) {
             return Some(problem);
@@ -75,7 +78,7 @@ pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
 fn id_problem<'a>(
     index: usize,
     message: &'a Message,
-    seen: &mut HashSet<&'a str>,
+    seen: &mut SeenIds<'a>,
 ) -> Option<PairingProblem> {
     for call in message.tool_calls() {
         if call.id.trim().is_empty() {

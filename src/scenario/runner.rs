@@ -368,9 +368,18 @@ pub(super) async fn simulate(
         });
         session_logs.insert((spec.user.clone(), spec.session.clone()), records);
     }
+    // Every agent of a run (restarts build new ones) has the scenario's one policy.
+    let policy_version = agent.policy_version().to_string();
+    let mut header = header(scenario);
+    let after_budget = header
+        .iter()
+        .position(|line| line.starts_with("budget: "))
+        .map_or(header.len(), |at| at + 1);
+    header.insert(after_budget, format!("policy_version: {policy_version}"));
     let trace = Trace {
-        header: header(scenario),
+        header,
         steps,
+        policy_version: Some(policy_version),
     };
     Ok((trace, storage.snapshot(), session_logs))
 }

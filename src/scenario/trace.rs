@@ -28,6 +28,9 @@ pub struct Trace {
     /// Effective configuration, one line each.
     pub header: Vec<String>,
     pub steps: Vec<StepRecord>,
+    /// The agent's context-policy version (in the header); a manifest carrying another is
+    /// rendered with its own.
+    pub policy_version: Option<String>,
 }
 
 /// One step (agent call) of a scenario.
@@ -120,7 +123,7 @@ pub fn render(trace: &Trace, checks: &[Check]) -> String {
         let _ = writeln!(out, "{line}");
     }
     for step in &trace.steps {
-        render_step(&mut out, step);
+        render_step(&mut out, step, trace.policy_version.as_deref());
     }
     if !checks.is_empty() {
         let _ = writeln!(out, "\nexpectations:");
@@ -139,7 +142,7 @@ pub fn render(trace: &Trace, checks: &[Check]) -> String {
     out
 }
 
-fn render_step(out: &mut String, step: &StepRecord) {
+fn render_step(out: &mut String, step: &StepRecord, policy_version: Option<&str>) {
     let spec = &step.spec;
     let _ = writeln!(
         out,
@@ -159,7 +162,7 @@ fn render_step(out: &mut String, step: &StepRecord) {
             let _ = writeln!(out, "  {:>9} {line}", duration(*at));
         }
         let stamp = format!("{:>9}", duration(event.at));
-        render_event(out, &stamp, &event.kind);
+        render_event(out, &stamp, &event.kind, policy_version);
     }
     for (at, line) in others {
         let _ = writeln!(out, "  {:>9} {line}", duration(*at));
@@ -175,7 +178,7 @@ fn render_step(out: &mut String, step: &StepRecord) {
     let _ = writeln!(out, "  elapsed {}", duration(step.elapsed));
 }
 
-fn render_event(out: &mut String, stamp: &str, kind: &EventKind) {
+fn render_event(out: &mut String, stamp: &str, kind: &EventKind, policy_version: Option<&str>) {
     let text = |t: &str| quoted(t, TRACE_TEXT_CHARS_MAX);
     let line = match kind {
         EventKind::RunStarted { call_id } => format!("run_started {call_id}"),
@@ -211,7 +214,7 @@ fn render_event(out: &mut String, stamp: &str, kind: &EventKind) {
                         .map(|k| format!(" error={k}"))
                         .unwrap_or_default()
                 );
-                render_manifest(out, &build.manifest);
+                render_manifest(out, &build.manifest, policy_version);
                 return;
             }
         },
@@ -274,11 +277,19 @@ fn render_event(out: &mut String, stamp: &str, kind: &EventKind) {
     let _ = writeln!(out, "  {stamp} {line}");
 }
 
-fn render_manifest(out: &mut String, manifest: &ContextManifest) {
+fn render_manifest(out: &mut String, manifest: &ContextManifest, policy_version: Option<&str>) {
     let exact = if manifest.exact { "exact" } else { "estimate" };
+    let policy = if manifest.policy_version.as_deref() == policy_version {
+        String::new()
+    } else {
+        format!(
+            " policy_version={}",
+            manifest.policy_version.as_deref().unwrap_or("none")
+        )
+    };
     let _ = writeln!(
         out,
-        "              tokens={}/{} allowance={} method={} ({exact}) validation={}{}",
+        "              tokens={}/{} allowance={} method={} ({exact}) validation={}{}{policy}",
         manifest.estimated_input_tokens,
         manifest.input_limit,
         manifest.conversation_allowance,

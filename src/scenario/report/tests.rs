@@ -149,6 +149,7 @@ fn manifest(items: Vec<ManifestItem>, estimated: i64) -> ContextManifest {
         transforms: Vec::new(),
         validation: Validation::Passed,
         task_revision: None,
+        policy_version: None,
     }
 }
 

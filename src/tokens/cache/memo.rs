@@ -1,15 +1,19 @@
 //! The per-message memo in front of the content-keyed cache: answers for a message seen
-//! before without reading its content through a hash.
+//! before without reading it at all.
 //!
-//! Each entry is keyed by message id and holds a copy of the message, its count and, once asked
-//! for, its manifest content hash. A lookup compares the message with the copy (field by field,
-//! so text compares as memory does: no hashing, no counting); any difference, metadata
-//! included, is a miss. A step over a long history therefore hashes and counts only the new or
-//! changed messages.
+//! Messages share their content between copies ([`Message`] is copy on write), and the memo
+//! keys each entry by the address of that shared content and keeps a copy of the message, so
+//! the content stays alive and unchanged while the entry exists: any change to a copy made
+//! elsewhere allocates new content first. A lookup is therefore one hash-map probe on an
+//! integer; a message whose content is not shared with a remembered one (new, changed in
+//! place, or decoded again from the log) misses here and goes to the content-keyed cache,
+//! which reads it. A step over a long history thus touches each old message once, without
+//! reading its text.
 //!
 //! The memo holds at most its capacity of entries. When an insert goes over it, the oldest
 //! eighth (by last use) is dropped in one pass, so eviction costs O(1) per insert on average
-//! and a hit touches nothing but its own entry.
+//! and a hit touches nothing but its own entry. Addresses order nothing observable: they are
+//! only probed, and eviction goes by last use.
 
 use std::collections::HashMap;
 
@@ -18,17 +22,18 @@ use crate::message::Message;
 /// One remembered message.
 #[derive(Debug)]
 struct Entry {
+    /// Keeps the content alive (and its address unique) while the entry exists.
     message: Message,
     tokens: u64,
     content_hash: Option<String>,
     last_use: u64,
 }
 
-/// Messages by id, with their counts and hashes.
+/// Messages by the address of their shared content, with their counts and hashes.
 #[derive(Debug)]
 pub(super) struct Memo {
     capacity: usize,
-    entries: HashMap<String, Entry>,
+    entries: HashMap<usize, Entry, foldhash::fast::FixedState>,
     clock: u64,
 }
 
@@ -37,7 +42,7 @@ impl Memo {
         assert!(capacity > 0, "a memo holds at least one entry");
         Memo {
             capacity,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             clock: 0,
         }
     }
@@ -57,23 +62,22 @@ impl Memo {
     /// Remembers a message's count and, when known, its manifest hash.
     pub(super) fn insert(&mut self, message: &Message, tokens: u64, content_hash: Option<String>) {
         self.clock += 1;
-        if let Some(entry) = self.entries.get_mut(&message.id)
-            && entry.message == *message
-        {
-            assert_eq!(entry.tokens, tokens, "a message's count never changes");
-            entry.last_use = self.clock;
-            if content_hash.is_some() {
-                entry.content_hash = content_hash;
-            }
-            return;
+        let clock = self.clock;
+        let entry = self
+            .entries
+            .entry(message.content_address())
+            .or_insert_with(|| Entry {
+                message: message.clone(),
+                tokens,
+                content_hash: None,
+                last_use: clock,
+            });
+        assert!(entry.message.shares_content(message));
+        assert_eq!(entry.tokens, tokens, "a message's count never changes");
+        entry.last_use = clock;
+        if content_hash.is_some() {
+            entry.content_hash = content_hash;
         }
-        let entry = Entry {
-            message: message.clone(),
-            tokens,
-            content_hash,
-            last_use: self.clock,
-        };
-        self.entries.insert(message.id.clone(), entry);
         if self.entries.len() > self.capacity {
             self.evict_oldest();
         }
@@ -87,10 +91,9 @@ impl Memo {
 
     fn entry(&mut self, message: &Message) -> Option<&Entry> {
         self.clock += 1;
-        let entry = self.entries.get_mut(&message.id)?;
-        if entry.message != *message {
-            return None;
-        }
+        let entry = self.entries.get_mut(&message.content_address())?;
+        // The entry's copy keeps the content alive, so its address names this content only.
+        debug_assert!(entry.message.shares_content(message));
         entry.last_use = self.clock;
         Some(entry)
     }
@@ -127,8 +130,14 @@ mod tests {
         memo.insert(&changed, 5, Some("h".to_string()));
         assert_eq!(memo.tokens(&changed), Some(5));
         assert_eq!(memo.lookup(&changed), Some((5, Some("h".to_string()))));
-        assert_eq!(memo.tokens(&message), None);
-        assert_eq!(memo.len(), 1);
+        // The unchanged original is still what it was.
+        assert_eq!(memo.tokens(&message), Some(3));
+        assert_eq!(memo.len(), 2);
+        // An equal message that shares no content (decoded again, say) misses.
+        let decoded: Message =
+            serde_json::from_value(serde_json::to_value(&message).unwrap()).unwrap();
+        assert_eq!(decoded, message);
+        assert_eq!(memo.tokens(&decoded), None);
     }
 
     #[test]
