@@ -204,7 +204,10 @@ fn a_commit_after_another_writer_fails_and_keeps_both_histories() {
         let writer = agent.clone();
         let note = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            writer.append_message(&alice(), Role::User, "A note from another writer.")
+            writer
+                .append_message(&alice(), Role::User, "A note from another writer.")
+                .await
+                .expect("durable")
         });
         // The request was committed before the model call; the reply's commit finds the note.
         let error = agent
@@ -296,4 +299,47 @@ fn the_durable_history_check_holds_only_acknowledged_commits() {
             .any(|v| v.kind == ViolationKind::CommittedMessageLost && v.detail.contains("m0003")),
         "{violations:?}"
     );
+}
+
+#[test]
+fn an_application_opens_a_session_before_it_changes_task_state() {
+    paused_runtime().block_on(async {
+        let log: Arc<dyn SessionLog> = Arc::new(MemorySessionLog::new());
+        let model = model(&["First answer.", "Second answer.", "Third answer."]);
+        let first = agent_over(model.clone(), log.clone());
+        first
+            .task_state(&alice())
+            .with(|state| {
+                state.write_todos(vec![TodoItem::new(
+                    "fix",
+                    "Fix the export",
+                    TodoStatus::InProgress,
+                    TodoPriority::High,
+                )])
+            })
+            .expect("todo");
+        first.call("Question one.", alice()).await.expect("call");
+
+        // Opened first: the change builds on the restored state.
+        let opened = agent_over(model.clone(), log.clone());
+        let records = opened.open_session(&alice()).await.expect("open");
+        assert!(records.is_some_and(|count| count > 0));
+        assert_eq!(opened.open_session(&alice()).await.expect("again"), None);
+        opened
+            .task_state(&alice())
+            .with(|state| state.set_subject_version("commit-c3"))
+            .expect("subject");
+        let task = opened.task_state(&alice()).snapshot();
+        assert_eq!(task.revision(), 2);
+        assert_eq!(task.todos()[0].content, "Fix the export");
+
+        // Not opened: restore never overwrites live task state, so the Todo list is gone.
+        let careless = agent_over(model, log.clone());
+        careless
+            .task_state(&alice())
+            .with(|state| state.set_subject_version("commit-c3"))
+            .expect("subject");
+        careless.call("Question two.", alice()).await.expect("call");
+        assert!(careless.task_state(&alice()).snapshot().todos().is_empty());
+    });
 }

@@ -573,6 +573,8 @@ struct SessionState {
     logged: BTreeMap<String, u64>,
     /// A fingerprint of the last checkpoint written (history ids, id counter, task revision).
     checkpointed: Option<u64>,
+    /// The task revision the last checkpoint holds (0 before any).
+    checkpointed_task_revision: u64,
 }
 
 struct AgentInner {
@@ -718,31 +720,50 @@ impl HarnessAgent {
 
     /// Appends a message to a session's committed history, as another writer sharing the
     /// session would (an application note, a second process). The message gets the session's
-    /// next id, is recorded in the session log with a checkpoint, and bumps the version: a call
-    /// preparing at the same time fails with `history_conflict` and keeps this message.
-    /// Returns the new message's id.
-    pub fn append_message(&self, runtime: &RuntimeContext, role: Role, text: &str) -> String {
-        let key = run::session_key(runtime);
+    /// next id, is recorded in the session log with a checkpoint and flushed, and bumps the
+    /// version: a call preparing at the same time fails with `history_conflict` and keeps this
+    /// message. Returns the new message's id once it is durable.
+    ///
+    /// # Errors
+    /// The session could not be restored ([`AgentError::Restore`]), or the session log could
+    /// not be written ([`AgentError::SessionLog`]): the message is in the
+    /// working history and its records stay pending for the next flush, but a restart before
+    /// then loses it.
+    pub async fn append_message(
+        &self,
+        runtime: &RuntimeContext,
+        role: Role,
+        text: &str,
+    ) -> Result<String, AgentError> {
+        // A session this agent has not seen yet is restored first, so the message extends the
+        // durable history (and takes the next id after it) instead of starting a new one.
+        self.open_session(runtime).await?;
         let log_key = self.log_key(runtime);
-        let mut sessions = run::lock(&self.inner.sessions);
-        let state = sessions.entry(key).or_default();
-        state.messages_created += 1;
-        let id = format!("m{:04}", state.messages_created);
-        let previous = state.history.clone();
-        state.history.push(Message::new(
-            id.clone(),
-            role,
-            vec![ContentPart::text(text)],
-        ));
-        state.version += 1;
-        run::write_durable(
-            &self.inner,
-            &log_key,
-            run::EXTERNAL_WRITER,
-            state,
-            &previous,
-        );
-        id
+        let id = {
+            let mut sessions = run::lock(&self.inner.sessions);
+            let state = sessions.entry(run::session_key(runtime)).or_default();
+            state.messages_created += 1;
+            let id = format!("m{:04}", state.messages_created);
+            let previous = state.history.clone();
+            state.history.push(Message::new(
+                id.clone(),
+                role,
+                vec![ContentPart::text(text)],
+            ));
+            state.version += 1;
+            run::write_durable(
+                &self.inner,
+                &log_key,
+                run::EXTERNAL_WRITER,
+                state,
+                &previous,
+            );
+            id
+        };
+        run::flush_session(&self.inner, &log_key, run::EXTERNAL_WRITER)
+            .await
+            .map_err(|detail| AgentError::SessionLog { detail })?;
+        Ok(id)
     }
 
     /// A session's committed working history.
@@ -776,8 +797,34 @@ impl HarnessAgent {
         self.inner.calls.load(Ordering::SeqCst)
     }
 
+    /// Restores a session from the session log if this agent has not seen it yet (what a call
+    /// does on entry), and returns the records read (`None` when there was nothing to restore
+    /// or the session was already open).
+    ///
+    /// An application that changes a session's task state before the first call of a new
+    /// agent (after a restart, say) opens the session first: restore never overwrites task
+    /// state that was changed already, so a change made before it would replace the restored
+    /// Todo list and requirements instead of building on them.
+    ///
+    /// # Errors
+    /// The session log could not be read or is corrupt ([`AgentError::Restore`]).
+    pub async fn open_session(
+        &self,
+        runtime: &RuntimeContext,
+    ) -> Result<Option<usize>, AgentError> {
+        let mut restored = None;
+        let mut sink = |event: AgentEvent| {
+            if let EventKind::SessionRestored { records, .. } = event.kind {
+                restored = Some(records);
+            }
+        };
+        run::session_state(&self.inner, &run::session_key(runtime), runtime, &mut sink).await?;
+        Ok(restored)
+    }
+
     /// The task state of a session: what its requests project and its task tools update.
-    /// Each user and session has its own.
+    /// Each user and session has its own. After a restart, [`open_session`](Self::open_session)
+    /// first.
     pub fn task_state(&self, runtime: &RuntimeContext) -> SharedTaskState {
         self.inner.task.state_of(runtime)
     }

@@ -177,6 +177,7 @@ pub(super) async fn restore(
         .iter()
         .map(|(id, message)| (id.clone(), fingerprint(message)))
         .collect();
+    let checkpointed_task_revision = task.as_ref().map_or(0, |task| task.revision());
     let shared = inner.task.state_of(runtime);
     if let Some(task) = task
         && shared.revision() == 0
@@ -184,6 +185,7 @@ pub(super) async fn restore(
         shared.replace(task);
     }
     if checkpoint.is_some() {
+        state.checkpointed_task_revision = checkpointed_task_revision;
         state.checkpointed = Some(checkpoint_print(
             &state.history,
             counter,

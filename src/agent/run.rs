@@ -118,6 +118,10 @@ pub(super) async fn run(
     let user = Message::user(call.next_message_id(), input);
     call.history.push(user);
     let outcome = call.steps(sink).await;
+    // Task state changes take effect at once, whatever the outcome (a tool wrote the Todo
+    // list, then a later step failed): the last checkpoint must carry them, or a restart would
+    // restore an older task state than this agent goes on with.
+    call.checkpoint_task_state();
     call.record(
         "run/end",
         serde_json::json!({ "status": outcome.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
@@ -150,7 +154,7 @@ pub(super) fn emit(inner: &AgentInner, sink: &mut Sink<'_>, kind: EventKind) {
 /// The session's committed state: from memory, or restored from the session log the first time
 /// this agent sees the session (a new process over the same storage). The state is installed
 /// in memory before it is returned, so a session is restored once.
-async fn session_state(
+pub(super) async fn session_state(
     inner: &AgentInner,
     key: &SessionKey,
     runtime: &RuntimeContext,
@@ -231,6 +235,7 @@ pub(super) fn write_durable(
     let print = super::restore::checkpoint_print(&state.history, state.messages_created, &task);
     if state.checkpointed != Some(print) {
         state.checkpointed = Some(print);
+        state.checkpointed_task_revision = task.revision();
         log.append(
             key,
             record(
@@ -239,6 +244,28 @@ pub(super) fn write_durable(
             ),
         );
     }
+}
+
+/// Flushes the session log, when there is one. A failure of `key`'s own session is returned
+/// (its detail); another session's failure is left to that session's writers.
+pub(super) async fn flush_session(
+    inner: &AgentInner,
+    key: &SessionLogKey,
+    writer: &str,
+) -> Result<(), String> {
+    let Some(log) = &inner.session_log else {
+        return Ok(());
+    };
+    let Err(error) = log.flush().await else {
+        return Ok(());
+    };
+    let Some((_, own)) = error.failed.iter().find(|(failed, _)| failed == key) else {
+        tracing::warn!(writer, %error, "another session's log could not be flushed; its records stay pending");
+        return Ok(());
+    };
+    let detail = own.to_string();
+    tracing::warn!(writer, %detail, "session log flush failed; records stay pending");
+    Err(detail)
 }
 
 /// Appends a `message` record for each of `messages` whose logged version differs from it
@@ -291,6 +318,20 @@ impl Call<'_> {
             user_id: self.runtime.user_id.clone(),
             session_id: self.runtime.session_id.clone(),
         }
+    }
+
+    /// Records a checkpoint of the session's committed state when the task revision moved
+    /// since the last one (nothing when it did not); the working history is not committed.
+    fn checkpoint_task_state(&self) {
+        let log_key = self.log_key();
+        let revision = self.inner.task.state_of(&self.runtime).revision();
+        let mut sessions = lock(&self.inner.sessions);
+        let state = sessions.entry(self.key.clone()).or_default();
+        if revision == state.checkpointed_task_revision {
+            return;
+        }
+        let committed = state.history.clone();
+        write_durable(self.inner, &log_key, &self.call_id, state, &committed);
     }
 
     /// Commits the working history as the session's state if no other writer committed since
@@ -563,19 +604,9 @@ impl Call<'_> {
     /// returned, so the call never acknowledges a commit that a restart would lose. Another
     /// session's failure is that session's calls' concern.
     async fn flush_log(&self, sink: &mut Sink<'_>) -> Result<(), AgentError> {
-        let Some(log) = &self.inner.session_log else {
+        let Err(detail) = flush_session(self.inner, &self.log_key(), &self.call_id).await else {
             return Ok(());
         };
-        let Err(error) = log.flush().await else {
-            return Ok(());
-        };
-        let key = self.log_key();
-        let Some((_, own)) = error.failed.iter().find(|(failed, _)| *failed == key) else {
-            tracing::warn!(call_id = %self.call_id, %error, "another session's log could not be flushed; its records stay pending");
-            return Ok(());
-        };
-        let detail = own.to_string();
-        tracing::warn!(call_id = %self.call_id, %detail, "session log flush failed; records stay pending");
         emit(
             self.inner,
             sink,

@@ -291,6 +291,15 @@ pub(super) async fn simulate(
                 SessionLogHandle::Memory(log) => log.records(&log_key).len(),
             };
         }
+        if spec.restart.is_some() && (spec.plan_mode.is_some() || !spec.actions.is_empty()) {
+            // The application restores the session before it touches task state, so its
+            // changes build on the restored state instead of replacing it.
+            before.push(match agent.open_session(&runtime).await {
+                Ok(Some(records)) => format!("app: open_session -> restored {records} record(s)"),
+                Ok(None) => "app: open_session -> nothing to restore".to_string(),
+                Err(error) => format!("app: open_session -> {}: {error}", error.kind()),
+            });
+        }
         if let Some(mode) = spec.plan_mode {
             agent.task_state(&runtime).with(|s| s.set_mode(mode));
         }
@@ -465,12 +474,18 @@ fn spawn_writer(
     let clock = clock.clone();
     tokio::spawn(async move {
         tokio::time::sleep(append.at).await;
-        let id = agent.append_message(&runtime, append.role, &append.text);
-        let line = format!(
-            "concurrent_append {id} {} {}",
-            append.role.as_str(),
-            crate::format::quoted(&append.text, limits::TRACE_TEXT_CHARS_MAX)
-        );
+        let appended = agent
+            .append_message(&runtime, append.role, &append.text)
+            .await;
+        let text = crate::format::quoted(&append.text, limits::TRACE_TEXT_CHARS_MAX);
+        let line = match appended {
+            Ok(id) => format!("concurrent_append {id} {} {text}", append.role.as_str()),
+            Err(error) => format!(
+                "concurrent_append {} {text} not durable: {}",
+                append.role.as_str(),
+                error.kind()
+            ),
+        };
         (clock.elapsed(), line)
     })
 }

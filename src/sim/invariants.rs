@@ -613,10 +613,19 @@ fn offload_problem(
     }
 }
 
-/// Between two steps of one session, a committed message disappears only through a compaction
-/// recorded in the later step's manifests.
+/// Between two steps of one session, an acknowledged committed message disappears only through
+/// a compaction recorded in the later step's manifests.
+///
+/// Acknowledged means durable as far as the agent said: a step with a `session_log_failed`
+/// event acknowledged nothing, so its commits are not held against later steps (a restart may
+/// lose them; the next acknowledged step of the session holds its history again). History the
+/// application loaded is held from the start, except across a restart that comes before any
+/// acknowledged step of its session with JSON-lines storage: until then no call has written it.
 fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
-    let mut last: BTreeMap<(Option<String>, Option<String>), Vec<String>> = BTreeMap::new();
+    type Key = (Option<String>, Option<String>);
+    let mut acknowledged: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+    let mut loaded_unconfirmed: BTreeSet<Key> = BTreeSet::new();
+    let mut compacted_since: BTreeSet<Key> = BTreeSet::new();
     let first = scenario.steps.first();
     for history in &scenario.history {
         let key = (
@@ -629,13 +638,24 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
                 .clone()
                 .or_else(|| first.and_then(|s| s.session.clone())),
         );
-        last.entry(key)
+        acknowledged
+            .entry(key.clone())
             .or_default()
             .extend(history.messages.iter().map(|m| m.id.clone()));
+        loaded_unconfirmed.insert(key);
     }
     let mut found = Vec::new();
     for step in &output.trace.steps {
         let key = (step.spec.user.clone(), step.spec.session.clone());
+        if step.spec.restart.is_some()
+            && scenario.agent.session_storage == crate::scenario::file::SessionStorage::Jsonl
+        {
+            // A restart before any call wrote the loaded history to storage may lose it (an
+            // in-memory log survives restarts whole).
+            for unconfirmed in std::mem::take(&mut loaded_unconfirmed) {
+                acknowledged.remove(&unconfirmed);
+            }
+        }
         let now: BTreeSet<&str> = step
             .committed_history
             .iter()
@@ -647,7 +667,9 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
                 .iter()
                 .any(|t| t.starts_with("history_compaction:"))
         });
-        if let Some(before) = last.get(&key)
+        // A compaction in an unacknowledged step since the baseline explains a loss too.
+        let compacted = compacted || compacted_since.contains(&key);
+        if let Some(before) = acknowledged.get(&key)
             && !compacted
             && let Some(lost) = before.iter().find(|id| !now.contains(id.as_str()))
         {
@@ -657,13 +679,25 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
                 detail: format!("committed message `{lost}` is gone and nothing was compacted"),
             });
         }
-        last.insert(
-            key,
-            step.committed_history
-                .iter()
-                .map(|m| m.id.clone())
-                .collect(),
-        );
+        let unacknowledged = step
+            .events
+            .iter()
+            .any(|event| matches!(event.kind, EventKind::SessionLogFailed { .. }));
+        if unacknowledged {
+            if compacted {
+                compacted_since.insert(key);
+            }
+        } else {
+            compacted_since.remove(&key);
+            loaded_unconfirmed.remove(&key);
+            acknowledged.insert(
+                key,
+                step.committed_history
+                    .iter()
+                    .map(|m| m.id.clone())
+                    .collect(),
+            );
+        }
     }
     found
 }
