@@ -775,6 +775,14 @@ impl HarnessAgent {
             .unwrap_or_default()
     }
 
+    /// How many session-log records a session has, without copying them.
+    pub fn session_record_count(&self, runtime: &RuntimeContext) -> usize {
+        self.inner
+            .session_log
+            .as_ref()
+            .map_or(0, |log| log.record_count(&self.log_key(runtime)))
+    }
+
     /// The session log records of a session, in order.
     pub fn session_records(&self, runtime: &RuntimeContext) -> Vec<SessionRecord> {
         self.inner

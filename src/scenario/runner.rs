@@ -251,7 +251,7 @@ pub(super) async fn simulate(
             user_id: runtime.user_id.clone(),
             session_id: runtime.session_id.clone(),
         };
-        let mut records_before = agent.session_records(&runtime).len();
+        let mut records_before = agent.session_record_count(&runtime);
         if let Some(prefixes) = &spec.fail_writes_under {
             storage.set_failing_writes(prefixes.clone());
             before.push(if prefixes.is_empty() {
@@ -288,7 +288,7 @@ pub(super) async fn simulate(
                     .restore(&log_key)
                     .await
                     .map_or(0, |restored| restored.records.len()),
-                SessionLogHandle::Memory(log) => log.records(&log_key).len(),
+                SessionLogHandle::Memory(log) => log.record_count(&log_key),
             };
         }
         if spec.restart.is_some() && (spec.plan_mode.is_some() || !spec.actions.is_empty()) {

@@ -142,6 +142,10 @@ pub struct JsonlSessionLog {
 struct Journal {
     records: Vec<SessionRecord>,
     flushed: usize,
+    /// The committed bytes of the session's file as this log last read or wrote them: a flush
+    /// that finds the file unchanged appends without decoding it again (`None` until the file
+    /// was read or written once).
+    committed: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for JsonlSessionLog {
@@ -176,9 +180,14 @@ impl JsonlSessionLog {
     /// A failed read, a file over [`SESSION_LOG_BYTES_MAX`], or corruption before the last line.
     pub async fn restore(&self, key: &SessionLogKey) -> Result<Restored, SessionLogError> {
         let _flushing = self.flushing.lock().await;
-        let decoded = self.read(key).await?;
+        let path = session_path(key);
+        let mut bytes = read_bounded(self.storage.as_ref(), &path).await?;
+        let decoded = decode(&path, &bytes)?;
+        // The next flush drops a torn tail: it appends to the committed prefix.
+        bytes.truncate(decoded.committed_bytes);
         let mut journals = self.lock();
         let journal = journals.entry(key.clone()).or_default();
+        journal.committed = Some(bytes);
         let pending = journal.records.split_off(journal.flushed);
         journal.records = decoded.records.clone();
         journal.flushed = journal.records.len();
@@ -219,21 +228,28 @@ impl JsonlSessionLog {
 
     /// Commits one session's pending records; the caller holds `flushing`.
     async fn flush_locked(&self, key: &SessionLogKey) -> Result<usize, SessionLogError> {
-        let (start, pending) = {
+        let (start, pending, committed) = {
             let journals = self.lock();
             let Some(journal) = journals.get(key) else {
                 return Ok(0);
             };
-            (journal.flushed, journal.records[journal.flushed..].to_vec())
+            (
+                journal.flushed,
+                journal.records[journal.flushed..].to_vec(),
+                journal.committed.clone(),
+            )
         };
         if pending.is_empty() {
             return Ok(0);
         }
         let path = session_path(key);
-        let existing = read_bounded(self.storage.as_ref(), &path).await?;
-        let decoded = decode(&path, &existing)?;
-        let mut bytes = existing;
-        bytes.truncate(decoded.committed_bytes);
+        let mut bytes = read_bounded(self.storage.as_ref(), &path).await?;
+        // Decoding is the costly part of a flush; the file is decoded again only when it is not
+        // what this log last left there (first use, or another writer).
+        if committed.as_ref() != Some(&bytes) {
+            let decoded = decode(&path, &bytes)?;
+            bytes.truncate(decoded.committed_bytes);
+        }
         for record in &pending {
             bytes.extend_from_slice(encode_record(record).as_bytes());
         }
@@ -244,18 +260,13 @@ impl JsonlSessionLog {
                 max: SESSION_LOG_BYTES_MAX,
             });
         }
-        self.storage.write(&path, bytes).await?;
+        self.storage.write(&path, bytes.clone()).await?;
         let mut journals = self.lock();
         let journal = journals.entry(key.clone()).or_default();
         assert_eq!(journal.flushed, start, "flushes are serialised");
         journal.flushed = start + pending.len();
+        journal.committed = Some(bytes);
         Ok(pending.len())
-    }
-
-    async fn read(&self, key: &SessionLogKey) -> Result<Decoded, SessionLogError> {
-        let path = session_path(key);
-        let bytes = read_bounded(self.storage.as_ref(), &path).await?;
-        decode(&path, &bytes)
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<SessionLogKey, Journal>> {
@@ -277,6 +288,12 @@ impl SessionLog for JsonlSessionLog {
             .get(key)
             .map(|journal| journal.records.clone())
             .unwrap_or_default()
+    }
+
+    fn record_count(&self, key: &SessionLogKey) -> usize {
+        self.lock()
+            .get(key)
+            .map_or(0, |journal| journal.records.len())
     }
 
     fn flush(&self) -> BoxFuture<'_, Result<usize, FlushError>> {

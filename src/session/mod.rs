@@ -59,6 +59,10 @@ pub trait SessionLog: Send + Sync {
     fn append(&self, key: &SessionLogKey, record: SessionRecord);
     /// Every record of a session, in order.
     fn records(&self, key: &SessionLogKey) -> Vec<SessionRecord>;
+    /// How many records a session has (what `records` would return, without copying them).
+    fn record_count(&self, key: &SessionLogKey) -> usize {
+        self.records(key).len()
+    }
     /// Commits appended records to durable storage and returns how many it committed. A log
     /// that keeps nothing outside memory has nothing to do.
     ///
@@ -153,6 +157,10 @@ impl SessionLog for MemorySessionLog {
 
     fn records(&self, key: &SessionLogKey) -> Vec<SessionRecord> {
         self.lock().get(key).cloned().unwrap_or_default()
+    }
+
+    fn record_count(&self, key: &SessionLogKey) -> usize {
+        self.lock().get(key).map_or(0, Vec::len)
     }
 
     fn sessions<'a>(

@@ -293,3 +293,27 @@ fn sessions_are_listed_from_storage_and_memory() {
         );
     });
 }
+
+#[test]
+fn a_file_another_writer_changed_is_read_again_before_appending() {
+    let storage = Arc::new(MemoryStorage::new());
+    let one = JsonlSessionLog::new(storage.clone());
+    let two = JsonlSessionLog::new(storage.clone());
+    let session = key(Some("alice"), Some("s"));
+    block_on(async {
+        one.append(&session, record(1));
+        one.flush().await.expect("flush");
+        two.append(&session, record(2));
+        two.flush().await.expect("flush");
+        // `one` remembers the file as it left it; the file has changed since.
+        one.append(&session, record(3));
+        one.flush().await.expect("flush");
+        // Unchanged since `one` wrote it: appended without decoding.
+        one.append(&session, record(4));
+        one.flush().await.expect("flush");
+    });
+    let path = session_path(&session);
+    let decoded = decode(&path, &file(&storage, &path)).expect("decodes");
+    let calls: Vec<&str> = decoded.records.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(calls, ["call-1", "call-2", "call-3", "call-4"]);
+}
