@@ -3,17 +3,18 @@
 //! Every reasoning step re-counts the whole conversation, but only the newest messages are new.
 //! [`CachedEstimator`] wraps any [`TokenEstimator`] and remembers each message's count twice:
 //!
-//! - by message id, next to a copy of the message (`memo`): a message seen before is
-//!   recognised by comparing it with the copy, with no hashing and no counting, and the memo
-//!   also keeps the message's manifest content hash
-//!   ([`TokenEstimator::message_tokens_and_hash`]). A step over a long history therefore hashes
-//!   and counts only the new or changed messages.
+//! - by the address of the message's shared content, next to a copy of the message (`memo`):
+//!   a message seen before (the same content, shared by copy on write) is recognised by one
+//!   integer probe, with no reading, hashing or counting, and the memo also keeps the message's
+//!   manifest content hash ([`TokenEstimator::message_tokens_and_hash`]). A step over a long
+//!   history therefore hashes and counts only the new or changed messages.
 //! - under the SHA-256 of what is counted: the same content under another id (a copy, a
 //!   re-sent message) is counted once.
 //!
 //! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
-//! first; [`CacheStats`] reports hits, misses and size. The memo's copies make a full cache hold
-//! about as much memory as the messages it remembers.
+//! first; [`CacheStats`] reports hits, misses and size. The memo's copies share their content
+//! with the history, so they cost a handle each, but they keep a changed message's old version
+//! alive until its entry is evicted.
 //!
 //! The key covers the role, the name and every part (texts, ids, tool names, arguments,
 //! outputs, media kinds and sizes, error flags); it leaves out the message id and metadata, which
