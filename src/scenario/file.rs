@@ -569,6 +569,25 @@ pub struct StepSpec {
     pub concurrent_actions: Vec<(Duration, TaskAction)>,
 }
 
+impl StepSpec {
+    /// A call of `user` in `session` with `input`, and nothing else around it: no workspace
+    /// writes, plan mode, restart, storage change, other writer or task action.
+    pub fn new(user: Option<String>, session: Option<String>, input: impl Into<String>) -> Self {
+        StepSpec {
+            user,
+            session,
+            input: input.into(),
+            workspace_writes: BTreeMap::new(),
+            plan_mode: None,
+            restart: None,
+            fail_writes_under: None,
+            concurrent_append: None,
+            actions: Vec::new(),
+            concurrent_actions: Vec::new(),
+        }
+    }
+}
+
 /// Inline assertions about a step (or, without `step`, about every step).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Expectation {

@@ -621,17 +621,12 @@ fn steps(draw: &mut Draw) -> Vec<StepSpec> {
                 let chars = draw.range(1, 500) as usize;
                 workspace_writes.insert("MEMORY.md".to_string(), draw.text(chars));
             }
+            let user =
+                (!draw.percent(10)).then(|| if second { "bob" } else { "alice" }.to_string());
+            let session = Some(if second { "s2" } else { "s1" }.to_string());
             StepSpec {
-                user: (!draw.percent(10)).then(|| if second { "bob" } else { "alice" }.to_string()),
-                session: Some(if second { "s2" } else { "s1" }.to_string()),
-                input,
                 workspace_writes,
-                plan_mode: None,
-                restart: None,
-                fail_writes_under: None,
-                concurrent_append: None,
-                actions: Vec::new(),
-                concurrent_actions: Vec::new(),
+                ..StepSpec::new(user, session, input)
             }
         })
         .collect()

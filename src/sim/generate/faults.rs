@@ -41,18 +41,11 @@ pub(super) fn sessions(
         if steps.len() == 1 {
             let first = &steps[0];
             let chars = draw.range(1, 120) as usize;
-            steps.push(StepSpec {
-                user: first.user.clone(),
-                session: first.session.clone(),
-                input: draw.text(chars),
-                workspace_writes: Default::default(),
-                plan_mode: None,
-                restart: None,
-                fail_writes_under: None,
-                concurrent_append: None,
-                actions: Vec::new(),
-                concurrent_actions: Vec::new(),
-            });
+            steps.push(StepSpec::new(
+                first.user.clone(),
+                first.session.clone(),
+                draw.text(chars),
+            ));
         }
         let index = draw.range(1, steps.len() as u64 - 1) as usize;
         steps[index].restart = Some(if draw.percent(50) {
