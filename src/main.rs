@@ -182,14 +182,9 @@ fn record_command(
     config: ProviderConfig,
     output: Option<PathBuf>,
 ) -> ExitCode {
-    let scenario = match load(path) {
+    let scenario = match load_or_report(path) {
         Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            for diagnostic in diagnostics {
-                eprint!("{diagnostic}");
-            }
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let output = output.unwrap_or_else(|| {
         let stem = scenario.name.rsplit('/').next().unwrap_or("scenario");
@@ -328,17 +323,19 @@ fn print_report(name: &str, path: &std::path::Path, verdict: &Verdict, quiet: bo
     }
 }
 
+/// Loads one scenario; on failure prints its diagnostics and returns exit code 2.
+fn load_or_report(path: &std::path::Path) -> Result<Scenario, ExitCode> {
+    load(path).map_err(|diagnostics| {
+        for diagnostic in diagnostics {
+            eprint!("{diagnostic}");
+        }
+        ExitCode::from(2)
+    })
+}
+
 /// Loads and runs one scenario; on failure prints why and returns the exit code.
 fn load_and_run(path: &std::path::Path) -> Result<(Scenario, RunOutput), ExitCode> {
-    let scenario = match load(path) {
-        Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            for diagnostic in diagnostics {
-                eprint!("{diagnostic}");
-            }
-            return Err(ExitCode::from(2));
-        }
-    };
+    let scenario = load_or_report(path)?;
     match run(&scenario) {
         Ok(output) => Ok((scenario, output)),
         Err(error) => {
@@ -407,14 +404,9 @@ fn explain_command(
 }
 
 fn show(path: &std::path::Path) -> ExitCode {
-    let scenario = match load(path) {
+    let scenario = match load_or_report(path) {
         Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            for diagnostic in diagnostics {
-                eprint!("{diagnostic}");
-            }
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match run(&scenario) {
         Ok(output) => {

@@ -59,23 +59,28 @@ fn agent_over(model: Arc<MockModel>, log: Arc<dyn SessionLog>) -> HarnessAgent {
         .expect("agent")
 }
 
+/// Alice's Todo list: one item, "Fix the export", in progress.
+fn write_fix_todo(agent: &HarnessAgent) {
+    agent
+        .task_state(&alice())
+        .with(|state| {
+            state.write_todos(vec![TodoItem::new(
+                "fix",
+                "Fix the export",
+                TodoStatus::InProgress,
+                TodoPriority::High,
+            )])
+        })
+        .expect("todo");
+}
+
 #[test]
 fn a_new_agent_restores_history_task_state_and_the_id_counter() {
     paused_runtime().block_on(async {
         let log: Arc<dyn SessionLog> = Arc::new(MemorySessionLog::new());
         let model = model(&["First answer.", "Second answer."]);
         let first = agent_over(model.clone(), log.clone());
-        first
-            .task_state(&alice())
-            .with(|state| {
-                state.write_todos(vec![TodoItem::new(
-                    "fix",
-                    "Fix the export",
-                    TodoStatus::InProgress,
-                    TodoPriority::High,
-                )])
-            })
-            .expect("todo");
+        write_fix_todo(&first);
         first
             .call("Question one.", alice())
             .await
@@ -307,17 +312,7 @@ fn an_application_opens_a_session_before_it_changes_task_state() {
         let log: Arc<dyn SessionLog> = Arc::new(MemorySessionLog::new());
         let model = model(&["First answer.", "Second answer.", "Third answer."]);
         let first = agent_over(model.clone(), log.clone());
-        first
-            .task_state(&alice())
-            .with(|state| {
-                state.write_todos(vec![TodoItem::new(
-                    "fix",
-                    "Fix the export",
-                    TodoStatus::InProgress,
-                    TodoPriority::High,
-                )])
-            })
-            .expect("todo");
+        write_fix_todo(&first);
         first.call("Question one.", alice()).await.expect("call");
 
         // Opened first: the change builds on the restored state.

@@ -577,6 +577,14 @@ struct SessionState {
     checkpointed_task_revision: u64,
 }
 
+impl SessionState {
+    /// Hands out the session's next message id.
+    fn next_message_id(&mut self) -> String {
+        self.messages_created += 1;
+        format!("m{:04}", self.messages_created)
+    }
+}
+
 struct AgentInner {
     agent_id: String,
     name: String,
@@ -742,8 +750,7 @@ impl HarnessAgent {
         let id = {
             let mut sessions = run::lock(&self.inner.sessions);
             let state = sessions.entry(run::session_key(runtime)).or_default();
-            state.messages_created += 1;
-            let id = format!("m{:04}", state.messages_created);
+            let id = state.next_message_id();
             let previous = state.history.clone();
             state.history.push(Message::new(
                 id.clone(),

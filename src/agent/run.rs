@@ -307,9 +307,10 @@ impl Call<'_> {
     /// writers of one session never hand out the same id.
     fn next_message_id(&mut self) -> String {
         let mut sessions = lock(&self.inner.sessions);
-        let state = sessions.entry(self.key.clone()).or_default();
-        state.messages_created += 1;
-        format!("m{:04}", state.messages_created)
+        sessions
+            .entry(self.key.clone())
+            .or_default()
+            .next_message_id()
     }
 
     fn log_key(&self) -> SessionLogKey {

@@ -379,14 +379,8 @@ pub(super) async fn simulate(
     }
     // Every agent of a run (restarts build new ones) has the scenario's one policy.
     let policy_version = agent.policy_version().to_string();
-    let mut header = header(scenario);
-    let after_budget = header
-        .iter()
-        .position(|line| line.starts_with("budget: "))
-        .map_or(header.len(), |at| at + 1);
-    header.insert(after_budget, format!("policy_version: {policy_version}"));
     let trace = Trace {
-        header,
+        header: header(scenario, &policy_version),
         steps,
         policy_version: Some(policy_version),
     };
@@ -534,10 +528,7 @@ async fn apply_action(
                 state.with(|s| s.decide(requirement, *decision, authority, *expected_revision));
             format!(
                 "app: decide {requirement} {} by {authority} expecting revision {expected_revision} -> {}",
-                match decision {
-                    crate::task::requirements::Decision::Confirm => "confirm",
-                    crate::task::requirements::Decision::Reject => "reject",
-                },
+                decision.as_str(),
                 outcome(result.map(|d| d.revision))
             )
         }
@@ -745,7 +736,7 @@ fn scripted_tool(spec: &ToolSpec, seeds: &SeedTree) -> ScriptedTool {
 }
 
 /// The effective configuration, defaults included, so a changed default shows in goldens.
-fn header(scenario: &Scenario) -> Vec<String> {
+fn header(scenario: &Scenario, policy_version: &str) -> Vec<String> {
     let agent = &scenario.agent;
     let mock = &scenario.mock;
     let info = &mock.info;
@@ -811,6 +802,7 @@ fn header(scenario: &Scenario) -> Vec<String> {
                 .filter(|cap| *cap > 0)
                 .map_or(String::new(), |cap| format!(" (cap {cap})"))
         ),
+        format!("policy_version: {policy_version}"),
     ];
     if agent.react {
         lines.push("kind: react (the plain loop: no context pipeline)".to_string());

@@ -61,6 +61,14 @@ pub struct StepRecord {
 }
 
 impl StepRecord {
+    /// True when the step's call could not write its session log (`session_log_failed`), so it
+    /// acknowledged nothing it committed as durable.
+    pub fn session_log_failed(&self) -> bool {
+        self.events
+            .iter()
+            .any(|event| matches!(event.kind, EventKind::SessionLogFailed { .. }))
+    }
+
     /// Manifests of every preparation in this step, in order.
     pub fn manifests(&self) -> impl Iterator<Item = (&ContextManifest, &'static str)> {
         self.events.iter().filter_map(|event| match &event.kind {

@@ -36,7 +36,6 @@ use crate::message::{ContentPart, Message, Role, ToolOutput};
 use crate::model::Purpose;
 use crate::model::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
 use crate::task::plan::PlanMode;
-use crate::task::requirements::Decision;
 use crate::tokens::Vocabulary;
 
 /// Why a scenario could not be written.
@@ -752,11 +751,7 @@ fn task_action(action: &TaskAction) -> Result<Table, WriteError> {
         } => {
             put("kind", "decide".into());
             put("requirement", requirement.clone().into());
-            let decision = match decision {
-                Decision::Confirm => "confirm",
-                Decision::Reject => "reject",
-            };
-            put("decision", decision.into());
+            put("decision", decision.as_str().into());
             put("authority", authority.clone().into());
             put("expected_revision", integer(*expected_revision)?);
         }

@@ -679,11 +679,7 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
                 detail: format!("committed message `{lost}` is gone and nothing was compacted"),
             });
         }
-        let unacknowledged = step
-            .events
-            .iter()
-            .any(|event| matches!(event.kind, EventKind::SessionLogFailed { .. }));
-        if unacknowledged {
+        if step.session_log_failed() {
             if compacted {
                 compacted_since.insert(key);
             }

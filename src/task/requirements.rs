@@ -109,6 +109,14 @@ pub enum Decision {
 }
 
 impl Decision {
+    /// The decision's name, as scenario files spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Confirm => "confirm",
+            Decision::Reject => "reject",
+        }
+    }
+
     fn status(self) -> RequirementStatus {
         match self {
             Decision::Confirm => RequirementStatus::Confirmed,

@@ -42,11 +42,7 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
     let mut logged: BTreeMap<SessionKey, BTreeMap<String, Vec<Message>>> = BTreeMap::new();
     let mut found = Vec::new();
     for step in &output.trace.steps {
-        let unacknowledged = step
-            .events
-            .iter()
-            .any(|event| matches!(event.kind, EventKind::SessionLogFailed { .. }));
-        if unacknowledged {
+        if step.session_log_failed() {
             continue;
         }
         let key = (step.spec.user.clone(), step.spec.session.clone());
