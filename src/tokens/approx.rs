@@ -17,8 +17,8 @@
 //! when the processor has it (checked once per text), else sixteen at once with SSE2 on
 //! x86-64 and eight at once with word arithmetic elsewhere. Piece boundaries are then shifts
 //! and population counts on those masks, with one block of look-ahead. Ideographs, kana and
-//! CJK punctuation are counted from masks too; only other non-ASCII characters are visited one
-//! by one (`script`). Nothing is allocated and no float is used, and every way of classifying
+//! CJK punctuation are counted from masks too; other non-ASCII characters are visited one by
+//! one, or a run of one script at a time where they are dense (`script`). Nothing is allocated and no float is used, and every way of classifying
 //! gives the same masks, so the count is the same on every machine; a plain per-byte reading
 //! of the same rules checks the block arithmetic in the tests.
 //!
@@ -287,16 +287,18 @@ fn scan_with<C: Classifier>(classifier: C, bytes: &[u8]) -> TextFeatures {
         if current.lead != 0
             && let Some((block, _)) = block_at(index)
         {
-            let next_byte = bytes
-                .get((index + 1) * BLOCK_BYTES)
-                .copied()
-                .unwrap_or(0x80);
-            // Most non-CJK text has no lead byte from 0xe3 on, and no use for the CJK masks.
-            let common = match current.lead_from_e3 {
-                0 => classify::LeadMasks::default(),
-                _ => classifier.leads(block),
-            };
-            script_counts.add_block(block, &common, next_byte, current.lead);
+            // Only leads 0xe3 and 0xef need the second byte; without them, the CJK masks have
+            // nothing to add to the runs.
+            if current.lead_e3_ef == 0 {
+                script_counts.add_runs(classifier, block, current.lead);
+            } else {
+                let next_byte = bytes
+                    .get((index + 1) * BLOCK_BYTES)
+                    .copied()
+                    .unwrap_or(0x80);
+                let common = classifier.leads(block);
+                script_counts.add_block(classifier, block, &common, next_byte, current.lead);
+            }
         }
         current = next;
     }

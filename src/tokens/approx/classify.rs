@@ -28,8 +28,9 @@ pub(super) struct Masks {
     pub high: u64,
     /// The first byte of a non-ASCII character.
     pub lead: u64,
-    /// First bytes 0xe3..=0xff: only their blocks need [`LeadMasks`].
-    pub lead_from_e3: u64,
+    /// First bytes 0xe3 and 0xef, the two whose script depends on the second byte: only
+    /// their blocks need [`LeadMasks`].
+    pub lead_e3_ef: u64,
 }
 
 /// Masks for the commonest CJK characters, so they are counted without a table lookup.
@@ -55,6 +56,8 @@ pub(super) trait Classifier: Copy {
     fn masks(self, block: &[u8; BLOCK_BYTES]) -> Masks;
     /// The CJK lead and second-byte masks of a whole block.
     fn leads(self, block: &[u8; BLOCK_BYTES]) -> LeadMasks;
+    /// The bytes of a whole block in `low..=high`, both non-ASCII (at least 0x80).
+    fn between(self, block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64;
 }
 
 /// Classifies a block with `classifier`; bytes outside `valid` belong to no class.
@@ -74,7 +77,7 @@ pub(super) fn classify_with<C: Classifier>(
         punctuation: masks.punctuation & valid,
         high: masks.high & valid,
         lead: masks.lead & valid,
-        lead_from_e3: masks.lead_from_e3 & valid,
+        lead_e3_ef: masks.lead_e3_ef & valid,
     }
 }
 
@@ -108,6 +111,16 @@ impl Classifier for Baseline {
         #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
         let masks = words::classify_leads_words(block);
         masks
+    }
+
+    #[inline(always)]
+    fn between(self, block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64 {
+        #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+        // SAFETY: as in `masks`: SSE2 is enabled for the whole build.
+        let mask = unsafe { between_sse2(block, low, high) };
+        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+        let mask = words::between_words(block, low, high);
+        mask
     }
 }
 
@@ -143,6 +156,12 @@ impl Classifier for Avx2 {
         // SAFETY: as in `masks`.
         unsafe { classify_leads_avx2(block) }
     }
+
+    #[inline(always)]
+    fn between(self, block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64 {
+        // SAFETY: as in `masks`.
+        unsafe { between_avx2(block, low, high) }
+    }
 }
 
 /// AVX2 has only "greater than" on signed bytes; these macros keep the range tests readable.
@@ -166,6 +185,7 @@ macro_rules! between {
 
 /// Thirty-two bytes at a time, with the same signed comparisons as `classify_sse2`.
 #[cfg(target_arch = "x86_64")]
+#[inline]
 #[target_feature(enable = "avx2")]
 fn classify_avx2(block: &[u8; BLOCK_BYTES]) -> Masks {
     use std::arch::x86_64::{
@@ -189,20 +209,19 @@ fn classify_avx2(block: &[u8; BLOCK_BYTES]) -> Masks {
         ))
     };
     let lead = bits(lead_of(vectors[0]), 0) | bits(lead_of(vectors[1]), 1);
-    // 0xe3..=0xff are -29..=-1.
-    let from_e3_of = |vector| {
-        _mm256_movemask_epi8(_mm256_and_si256(
-            vector,
-            _mm256_cmpgt_epi8(vector, splat!(0xe2)),
+    let e3_ef_of = |vector| {
+        _mm256_movemask_epi8(_mm256_or_si256(
+            _mm256_cmpeq_epi8(vector, splat!(0xe3)),
+            _mm256_cmpeq_epi8(vector, splat!(0xef)),
         ))
     };
-    let lead_from_e3 = bits(from_e3_of(vectors[0]), 0) | bits(from_e3_of(vectors[1]), 1);
+    let lead_e3_ef = bits(e3_ef_of(vectors[0]), 0) | bits(e3_ef_of(vectors[1]), 1);
     if high == u64::MAX {
         // No ASCII at all (much of CJK text): every other class is empty.
         return Masks {
             high,
             lead,
-            lead_from_e3,
+            lead_e3_ef,
             ..Masks::default()
         };
     }
@@ -230,7 +249,7 @@ fn classify_avx2(block: &[u8; BLOCK_BYTES]) -> Masks {
     }
     masks.high = high;
     masks.lead = lead;
-    masks.lead_from_e3 = lead_from_e3;
+    masks.lead_e3_ef = lead_e3_ef;
     masks.punctuation = !(masks.letter | masks.digit | masks.space | masks.newline | masks.high);
     masks
 }
@@ -238,6 +257,7 @@ fn classify_avx2(block: &[u8; BLOCK_BYTES]) -> Masks {
 /// The CJK masks thirty-two bytes at a time: unsigned ranges as signed ones after flipping
 /// the top bit.
 #[cfg(target_arch = "x86_64")]
+#[inline]
 #[target_feature(enable = "avx2")]
 fn classify_leads_avx2(block: &[u8; BLOCK_BYTES]) -> LeadMasks {
     use std::arch::x86_64::{
@@ -269,6 +289,56 @@ fn classify_leads_avx2(block: &[u8; BLOCK_BYTES]) -> LeadMasks {
         masks.second_bc_bf |= bits(_mm256_movemask_epi8(between!(signed, 0x3b, 0x40)));
     }
     masks
+}
+
+/// Bytes in `low..=high` thirty-two at a time: unsigned bytes compared as signed ones after
+/// flipping the top bit. "Above `high`" is tested rather than "below `high + 1`", which
+/// overflows for 0xff.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+fn between_avx2(block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64 {
+    use std::arch::x86_64::{
+        _mm256_andnot_si256, _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
+        _mm256_xor_si256,
+    };
+    debug_assert!(0x80 <= low && low <= high);
+    let (chunks, _) = block.as_chunks::<32>();
+    let mut mask = 0;
+    for (index, chunk) in chunks.iter().enumerate() {
+        // SAFETY: `chunk` is 32 readable bytes, and `loadu` needs no alignment.
+        let vector = unsafe { _mm256_loadu_si256(chunk.as_ptr().cast()) };
+        let signed = _mm256_xor_si256(vector, splat!(0x80));
+        // Flipped, `low` is at least 0x00, so `low - 1` does not wrap.
+        let at_least_low = _mm256_cmpgt_epi8(signed, splat!((low ^ 0x80) as i8 - 1));
+        let above_high = _mm256_cmpgt_epi8(signed, splat!(high ^ 0x80));
+        let in_range = _mm256_andnot_si256(above_high, at_least_low);
+        mask |= u64::from(_mm256_movemask_epi8(in_range) as u32) << (32 * index);
+    }
+    mask
+}
+
+/// Bytes in `low..=high` sixteen at a time, as `between_avx2` does.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[target_feature(enable = "sse2")]
+fn between_sse2(block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64 {
+    use std::arch::x86_64::{
+        _mm_andnot_si128, _mm_cmpgt_epi8, _mm_movemask_epi8, _mm_set_epi64x, _mm_set1_epi8,
+        _mm_xor_si128,
+    };
+    debug_assert!(0x80 <= low && low <= high);
+    let (chunks, _) = block.as_chunks::<16>();
+    let mut mask = 0;
+    for (index, chunk) in chunks.iter().enumerate() {
+        let (halves, _) = chunk.as_chunks::<8>();
+        let vector = _mm_set_epi64x(i64::from_le_bytes(halves[1]), i64::from_le_bytes(halves[0]));
+        let signed = _mm_xor_si128(vector, _mm_set1_epi8(i8::MIN));
+        let at_least_low = _mm_cmpgt_epi8(signed, _mm_set1_epi8((low ^ 0x80) as i8 - 1));
+        let above_high = _mm_cmpgt_epi8(signed, _mm_set1_epi8((high ^ 0x80) as i8));
+        let in_range = _mm_andnot_si128(above_high, at_least_low);
+        mask |= u64::from(_mm_movemask_epi8(in_range) as u16) << (16 * index);
+    }
+    mask
 }
 
 /// Unsigned byte ranges as signed comparisons after flipping the top bit.
@@ -357,9 +427,11 @@ fn classify_sse2(block: &[u8; BLOCK_BYTES]) -> Masks {
         masks.high |= high;
         // Both tests in the vector: one extracted mask (see `classify_avx2`).
         masks.lead |= bits(_mm_movemask_epi8(_mm_and_si128(vector, not_continuation)));
-        // 0xe3..=0xff are -29..=-1.
-        let from_e3 = _mm_cmpgt_epi8(vector, _mm_set1_epi8(0xe2_u8 as i8));
-        masks.lead_from_e3 |= bits(_mm_movemask_epi8(_mm_and_si128(vector, from_e3)));
+        let e3_ef = _mm_or_si128(
+            _mm_cmpeq_epi8(vector, _mm_set1_epi8(0xe3_u8 as i8)),
+            _mm_cmpeq_epi8(vector, _mm_set1_epi8(0xef_u8 as i8)),
+        );
+        masks.lead_e3_ef |= bits(_mm_movemask_epi8(e3_ef));
     }
     masks.punctuation = !(masks.letter | masks.digit | masks.space | masks.newline | masks.high);
     masks
@@ -423,8 +495,8 @@ mod words {
             masks.newline |= lanes_to_bits(newline) << shift;
             masks.high |= lanes_to_bits(high) << shift;
             masks.lead |= lanes_to_bits(lead) << shift;
-            let lead_from_e3 = lanes_to_bits(lanes_high_in(x, 0xe3, 0xff)) << shift;
-            masks.lead_from_e3 |= lead_from_e3;
+            let e3_ef = lanes_high_in(x, 0xe3, 0xe3) | lanes_high_in(x, 0xef, 0xef);
+            masks.lead_e3_ef |= lanes_to_bits(e3_ef) << shift;
         }
         masks.punctuation =
             !(masks.letter | masks.digit | masks.space | masks.newline | masks.high);
@@ -436,6 +508,17 @@ mod words {
         let value7 = x & !LANES_HIGH;
         let in_range = lanes_at_least(value7, low - 0x80) & !lanes_at_least(value7, high - 0x7f);
         in_range & x
+    }
+
+    /// The bytes in `low..=high` (both at least 0x80) eight at a time.
+    pub(super) fn between_words(block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64 {
+        let (words, _) = block.as_chunks::<8>();
+        let mut mask = 0;
+        for (index, word) in words.iter().enumerate() {
+            let x = u64::from_le_bytes(*word);
+            mask |= lanes_to_bits(lanes_high_in(x, low, high)) << (8 * index);
+        }
+        mask
     }
 
     /// The CJK lead masks eight bytes at a time.
@@ -458,7 +541,7 @@ mod words {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::words::{classify_leads_words, classify_words};
+    use super::words::{between_words, classify_leads_words, classify_words};
     use super::*;
 
     /// The CJK masks read one byte at a time.
@@ -497,14 +580,14 @@ pub(super) mod tests {
                 b'\n' | b'\r' => masks.newline |= bit,
                 b' ' | b'\t' | 0x0b | 0x0c => masks.space |= bit,
                 0x80..=0xbf => masks.high |= bit,
-                0xc0..=0xe2 => {
+                0xe3 | 0xef => {
                     masks.high |= bit;
                     masks.lead |= bit;
+                    masks.lead_e3_ef |= bit;
                 }
-                0xe3..=0xff => {
+                0xc0..=0xff => {
                     masks.high |= bit;
                     masks.lead |= bit;
-                    masks.lead_from_e3 |= bit;
                 }
                 _ => masks.punctuation |= bit,
             }
@@ -539,6 +622,46 @@ pub(super) mod tests {
         if let Some(avx2) = Avx2::detect() {
             assert_eq!(avx2.masks(block), classify_plainly(block));
             assert_eq!(avx2.leads(block), classify_leads_plainly(block));
+        }
+    }
+
+    /// Bytes in `low..=high` read one at a time.
+    fn between_plainly(block: &[u8; BLOCK_BYTES], low: u8, high: u8) -> u64 {
+        let mut mask = 0;
+        for (index, &byte) in block.iter().enumerate() {
+            if (low..=high).contains(&byte) {
+                mask |= 1 << index;
+            }
+        }
+        mask
+    }
+
+    #[test]
+    fn ranges_match_the_plain_reading_for_every_byte_and_bound() {
+        let all_high_ranges =
+            (0x80..=0xffu8).flat_map(|low| (low..=0xff).map(move |high| (low, high)));
+        for (low, high) in all_high_ranges {
+            for block in every_byte_value() {
+                let plain = between_plainly(&block, low, high);
+                assert_eq!(
+                    Baseline.between(&block, low, high),
+                    plain,
+                    "{low:#x}..={high:#x}"
+                );
+                assert_eq!(
+                    between_words(&block, low, high),
+                    plain,
+                    "{low:#x}..={high:#x}"
+                );
+                #[cfg(target_arch = "x86_64")]
+                if let Some(avx2) = Avx2::detect() {
+                    assert_eq!(
+                        avx2.between(&block, low, high),
+                        plain,
+                        "{low:#x}..={high:#x}"
+                    );
+                }
+            }
         }
     }
 
