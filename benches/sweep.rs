@@ -19,6 +19,11 @@ use ctxbed::sim::sweep::check_seed;
 use ctxbed::sim::text::{TextKind, generate_text};
 use ctxbed::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
 
+/// The allocator of the `ctxbed` binary, so the figures are those of `ctxbed sweep`.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Seeds per measured iteration: enough to average over the size classes the generator draws.
 const SEEDS: u64 = 100;
 

@@ -15,6 +15,11 @@ use ctxbed::scenario::suite::{Verdict, discover, run_file};
 use ctxbed::scenario::write::mock_toml;
 use ctxbed::sim::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
 
+/// A sweep allocates many small, short-lived values; see the `mimalloc` feature.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A deterministic context-management harness and conformance test-bed.
 #[derive(Parser)]
 #[command(name = "ctxbed", version)]

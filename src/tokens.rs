@@ -26,6 +26,8 @@ pub mod cache;
 pub use approx::ApproximateEstimator;
 pub use cache::CachedEstimator;
 
+use std::sync::{Arc, OnceLock};
+
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;
 
@@ -145,6 +147,20 @@ impl ExactEstimator {
             Vocabulary::Cl100k => bpe_openai::cl100k_base(),
         }
     }
+}
+
+/// The process-wide cached exact counter of a vocabulary. Every exact count in the process
+/// goes through it (the mock models' and, in scenarios, the agents'), so a message is counted
+/// exactly once however many counters see it; counts are exact either way.
+pub(crate) fn shared_exact_counter(vocabulary: Vocabulary) -> Arc<CachedEstimator<ExactEstimator>> {
+    static O200K: OnceLock<Arc<CachedEstimator<ExactEstimator>>> = OnceLock::new();
+    static CL100K: OnceLock<Arc<CachedEstimator<ExactEstimator>>> = OnceLock::new();
+    let cell = match vocabulary {
+        Vocabulary::O200k => &O200K,
+        Vocabulary::Cl100k => &CL100K,
+    };
+    cell.get_or_init(|| Arc::new(CachedEstimator::new(ExactEstimator::new(vocabulary))))
+        .clone()
 }
 
 impl TokenEstimator for ExactEstimator {

@@ -799,6 +799,19 @@ impl HarnessAgent {
             .unwrap_or_default()
     }
 
+    /// The session log records of a session from index `start` on, in order.
+    pub fn session_records_from(
+        &self,
+        runtime: &RuntimeContext,
+        start: usize,
+    ) -> Vec<SessionRecord> {
+        self.inner
+            .session_log
+            .as_ref()
+            .map(|log| log.records_from(&self.log_key(runtime), start))
+            .unwrap_or_default()
+    }
+
     fn log_key(&self, runtime: &RuntimeContext) -> SessionLogKey {
         SessionLogKey {
             agent_id: self.inner.agent_id.clone(),

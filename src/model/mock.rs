@@ -12,8 +12,9 @@
 //! provider's would, so classification is exercised on real wording.
 //!
 //! Counting is exact but not repeated: each message's count is remembered under a hash of its
-//! content ([`CachedEstimator`], one per vocabulary, shared by every mock model of the process,
-//! so a scenario run twice or a sweep's next seed reuses it) and each tool schema's under its
+//! content ([`CachedEstimator`], one per vocabulary, shared by every mock model of the process
+//! and by scenario agents that count exactly, so a scenario run twice or a sweep's next seed
+//! reuses it, and a message the agent counted is not counted again) and each tool schema's under its
 //! text, so a request over a long history costs one exact count per *new* message. Before
 //! hashing, a message is compared with the one this model last counted under the same id (a
 //! request resends the history, and a comparison is far cheaper than a hash). A count is
@@ -38,7 +39,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -51,19 +52,9 @@ use crate::context::pairs::{PairingProblem, find_pairing_problem};
 use crate::message::{ContentPart, Message, Role};
 use crate::tokens::{
     CachedEstimator, ExactEstimator, REQUEST_OVERHEAD_TOKENS, TokenEstimator, Vocabulary,
+    shared_exact_counter,
 };
 use crate::tools::ToolSchema;
-
-/// The process-wide message count cache of a vocabulary.
-fn shared_counter(vocabulary: Vocabulary) -> &'static CachedEstimator<ExactEstimator> {
-    static O200K: OnceLock<CachedEstimator<ExactEstimator>> = OnceLock::new();
-    static CL100K: OnceLock<CachedEstimator<ExactEstimator>> = OnceLock::new();
-    let cell = match vocabulary {
-        Vocabulary::O200k => &O200K,
-        Vocabulary::Cl100k => &CL100K,
-    };
-    cell.get_or_init(|| CachedEstimator::new(ExactEstimator::new(vocabulary)))
-}
 
 /// Tool schemas one mock model remembers the count of; past it, schemas are counted each time.
 const SCHEMA_COUNTS_MAX: usize = 64;
@@ -259,7 +250,7 @@ struct Cursor {
 #[derive(Debug)]
 pub struct MockModel {
     script: MockScript,
-    estimator: &'static CachedEstimator<ExactEstimator>,
+    estimator: Arc<CachedEstimator<ExactEstimator>>,
     /// Tool schemas counted so far, as counted (name, description, parameters as sent), with
     /// their counts: a request repeats the same few.
     schema_counts: Mutex<Vec<([String; 3], u64)>>,
@@ -271,7 +262,7 @@ pub struct MockModel {
 
 impl MockModel {
     pub fn new(script: MockScript) -> Self {
-        let estimator = shared_counter(script.vocabulary);
+        let estimator = shared_exact_counter(script.vocabulary);
         MockModel {
             script,
             estimator,

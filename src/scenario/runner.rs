@@ -31,7 +31,7 @@ use crate::sim::rng::SeedTree;
 use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::tokens::{
     ApproximateEstimator, CachedEstimator, ExactEstimator, RatioEstimator, TokenEstimator,
-    Vocabulary,
+    Vocabulary, shared_exact_counter,
 };
 use crate::tools::{DenyTools, ScriptedOutput, ScriptedTool, Tool};
 
@@ -227,9 +227,15 @@ pub(super) async fn simulate(
         agent.load_history(&runtime, messages);
     }
     let mut steps = Vec::with_capacity(scenario.steps.len());
-    // Each session's records after its latest step: the log only grows, so a step's records
-    // are those past the previous length, and the log is copied once per step.
+    // Each session's records after its latest step, copied once, at that step; every other
+    // step copies only its own records (those past the length before it).
     let mut session_logs = SessionLogs::new();
+    let last_step_of: BTreeMap<(Option<String>, Option<String>), usize> = scenario
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(index, spec)| ((spec.user.clone(), spec.session.clone()), index))
+        .collect();
     for (index, spec) in scenario.steps.iter().enumerate() {
         let runtime = RuntimeContext {
             user_id: spec.user.clone(),
@@ -351,7 +357,16 @@ pub(super) async fn simulate(
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
-        let records = agent.session_records(&runtime);
+        let session = (spec.user.clone(), spec.session.clone());
+        let last_of_session = last_step_of.get(&session) == Some(&index);
+        let (records, new_record_counts) = if last_of_session {
+            let records = agent.session_records(&runtime);
+            let counts = record_counts(&records[records_before.min(records.len())..]);
+            (Some(records), counts)
+        } else {
+            let new_records = agent.session_records_from(&runtime, records_before);
+            (None, record_counts(&new_records))
+        };
         steps.push(StepRecord {
             index: index + 1,
             spec: spec.clone(),
@@ -365,7 +380,7 @@ pub(super) async fn simulate(
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
-            session_records: record_counts(&records[records_before.min(records.len())..]),
+            session_records: new_record_counts,
             workspace_files: storage
                 .list("")
                 .await
@@ -375,7 +390,9 @@ pub(super) async fn simulate(
                 .collect(),
             committed_history: agent.history(&runtime),
         });
-        session_logs.insert((spec.user.clone(), spec.session.clone()), records);
+        if let Some(records) = records {
+            session_logs.insert(session, records);
+        }
     }
     // Every agent of a run (restarts build new ones) has the scenario's one policy.
     let policy_version = agent.policy_version().to_string();
@@ -689,12 +706,9 @@ fn record_counts(records: &[crate::session::SessionRecord]) -> Vec<(String, u64)
 fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
     match choice {
         EstimatorChoice::Ratio => Arc::new(CachedEstimator::new(RatioEstimator)),
-        EstimatorChoice::ExactO200k => {
-            Arc::new(CachedEstimator::new(ExactEstimator::new(Vocabulary::O200k)))
-        }
-        EstimatorChoice::ExactCl100k => Arc::new(CachedEstimator::new(ExactEstimator::new(
-            Vocabulary::Cl100k,
-        ))),
+        // The mock models' counter: a message the agent counted, the model does not recount.
+        EstimatorChoice::ExactO200k => shared_exact_counter(Vocabulary::O200k),
+        EstimatorChoice::ExactCl100k => shared_exact_counter(Vocabulary::Cl100k),
         EstimatorChoice::Approximate => Arc::new(CachedEstimator::new(ApproximateEstimator)),
     }
 }

@@ -63,6 +63,13 @@ pub trait SessionLog: Send + Sync {
     fn record_count(&self, key: &SessionLogKey) -> usize {
         self.records(key).len()
     }
+    /// The records of a session from index `start` on (none when it has `start` or fewer):
+    /// what `records` would return past `start`, without copying the ones before.
+    fn records_from(&self, key: &SessionLogKey, start: usize) -> Vec<SessionRecord> {
+        let mut records = self.records(key);
+        records.drain(..start.min(records.len()));
+        records
+    }
     /// Commits appended records to durable storage and returns how many it committed. A log
     /// that keeps nothing outside memory has nothing to do.
     ///
@@ -161,6 +168,14 @@ impl SessionLog for MemorySessionLog {
 
     fn record_count(&self, key: &SessionLogKey) -> usize {
         self.lock().get(key).map_or(0, Vec::len)
+    }
+
+    fn records_from(&self, key: &SessionLogKey, start: usize) -> Vec<SessionRecord> {
+        self.lock()
+            .get(key)
+            .and_then(|records| records.get(start..))
+            .map(<[SessionRecord]>::to_vec)
+            .unwrap_or_default()
     }
 
     fn sessions<'a>(
