@@ -195,6 +195,13 @@ const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
 /// still counted correctly, only without the saving.
 pub const TOKEN_CACHE_ENTRIES_MAX: usize = 262_144;
 
+/// Pre-tokenizer pieces whose exact count one thread remembers per vocabulary
+/// (`tokens::pieces`); a full memo starts over.
+pub const PIECE_MEMO_ENTRIES_MAX: usize = 65_536;
+
+/// Bytes of the longest piece the piece memo remembers; longer pieces are counted each time.
+pub const PIECE_MEMO_BYTES_MAX: usize = 64;
+
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
 /// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
 /// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed

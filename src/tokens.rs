@@ -22,6 +22,7 @@
 
 pub mod approx;
 pub mod cache;
+mod pieces;
 
 pub use approx::ApproximateEstimator;
 pub use cache::CachedEstimator;
@@ -133,12 +134,35 @@ pub enum Vocabulary {
 #[derive(Debug, Clone, Copy)]
 pub struct ExactEstimator {
     vocabulary: Vocabulary,
+    /// Remember the count of each short pre-tokenizer piece (`pieces`).
+    memo_pieces: bool,
 }
 
 impl ExactEstimator {
-    /// An exact estimator over the given vocabulary.
+    /// An exact estimator over the given vocabulary: the tokenizer's count, every time.
     pub fn new(vocabulary: Vocabulary) -> Self {
-        ExactEstimator { vocabulary }
+        ExactEstimator {
+            vocabulary,
+            memo_pieces: false,
+        }
+    }
+
+    /// The same counts, with the count of each short pre-tokenizer piece remembered per thread,
+    /// so repeated words are encoded once (see `tokens::pieces`).
+    ///
+    /// ```
+    /// use ctxbed::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
+    /// let text = "Run the tests, then run the tests again.";
+    /// let plain = ExactEstimator::new(Vocabulary::O200k);
+    /// let memoised = ExactEstimator::memoised(Vocabulary::O200k);
+    /// assert_eq!(memoised.text_tokens(text), plain.text_tokens(text));
+    /// assert_eq!(memoised.text_tokens(text), plain.text_tokens(text));
+    /// ```
+    pub fn memoised(vocabulary: Vocabulary) -> Self {
+        ExactEstimator {
+            vocabulary,
+            memo_pieces: true,
+        }
     }
 
     fn tokenizer(&self) -> &'static bpe_openai::Tokenizer {
@@ -159,7 +183,7 @@ pub(crate) fn shared_exact_counter(vocabulary: Vocabulary) -> Arc<CachedEstimato
         Vocabulary::O200k => &O200K,
         Vocabulary::Cl100k => &CL100K,
     };
-    cell.get_or_init(|| Arc::new(CachedEstimator::new(ExactEstimator::new(vocabulary))))
+    cell.get_or_init(|| Arc::new(CachedEstimator::new(ExactEstimator::memoised(vocabulary))))
         .clone()
 }
 
@@ -176,7 +200,11 @@ impl TokenEstimator for ExactEstimator {
     }
 
     fn text_tokens(&self, text: &str) -> u64 {
-        self.tokenizer().count(text) as u64
+        if self.memo_pieces {
+            pieces::count(self.tokenizer(), self.vocabulary, text)
+        } else {
+            self.tokenizer().count(text) as u64
+        }
     }
 }
 
@@ -222,6 +250,46 @@ mod tests {
         assert_eq!(o200k.text_tokens("hello world"), 2);
         assert_eq!(cl100k.text_tokens("hello world"), 2);
         assert_eq!(o200k.method(), "bpe-o200k");
+    }
+
+    #[test]
+    fn memoised_exact_counts_are_the_tokenizers_counts() {
+        use crate::sim::text::{TextKind, generate_text};
+        let kinds = [
+            TextKind::Prose,
+            TextKind::Code,
+            TextKind::Json,
+            TextKind::Log,
+            TextKind::Cjk,
+        ];
+        let long_piece = format!("{} {}", "x".repeat(500), "9".repeat(200));
+        let mut texts = vec![String::new(), " ".into(), "hello world".into(), long_piece];
+        for (index, kind) in kinds.into_iter().enumerate() {
+            for seed in 0..40 {
+                texts.push(generate_text(
+                    kind,
+                    50 + 37 * seed as usize,
+                    seed + index as u64,
+                ));
+            }
+        }
+        for vocabulary in [Vocabulary::O200k, Vocabulary::Cl100k] {
+            let plain = ExactEstimator::new(vocabulary);
+            let memoised = ExactEstimator::memoised(vocabulary);
+            // Twice: the second pass answers most pieces from the memo.
+            for pass in 0..2 {
+                for text in &texts {
+                    assert_eq!(
+                        memoised.text_tokens(text),
+                        plain.text_tokens(text),
+                        "pass {pass}, {vocabulary:?}: {text:?}"
+                    );
+                }
+            }
+            let remembered = pieces::remembered(vocabulary);
+            assert!(remembered > 100, "the memo holds pieces ({remembered})");
+            assert!(remembered <= crate::limits::PIECE_MEMO_ENTRIES_MAX);
+        }
     }
 
     #[test]
