@@ -317,3 +317,49 @@ fn a_file_another_writer_changed_is_read_again_before_appending() {
     let calls: Vec<&str> = decoded.records.iter().map(|r| r.call_id.as_str()).collect();
     assert_eq!(calls, ["call-1", "call-2", "call-3", "call-4"]);
 }
+
+#[test]
+fn records_from_is_the_tail_of_records_in_every_log() {
+    let storage = Arc::new(MemoryStorage::default());
+    let jsonl = JsonlSessionLog::new(storage);
+    let memory = crate::session::MemorySessionLog::default();
+    let logs: [&dyn SessionLog; 2] = [&jsonl, &memory];
+    let session = key(Some("alice"), Some("s-1"));
+    for log in logs {
+        for n in 0..5 {
+            log.append(&session, record(n));
+        }
+        let all = log.records(&session);
+        for start in 0..=7 {
+            assert_eq!(
+                log.records_from(&session, start),
+                all[start.min(all.len())..].to_vec(),
+                "from {start}"
+            );
+        }
+        assert!(log.records_from(&key(None, None), 0).is_empty());
+    }
+}
+
+/// A log that only has `records`: the trait's own `records_from` gives the same tail.
+#[test]
+fn the_default_records_from_is_the_tail_of_records() {
+    struct Fixed(Vec<SessionRecord>);
+    impl SessionLog for Fixed {
+        fn append(&self, _: &SessionLogKey, _: SessionRecord) {}
+        fn records(&self, _: &SessionLogKey) -> Vec<SessionRecord> {
+            self.0.clone()
+        }
+        fn sessions<'a>(
+            &'a self,
+            _: &'a str,
+            _: Option<&'a str>,
+        ) -> BoxFuture<'a, Result<Vec<Option<String>>, SessionLogError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+    }
+    let log = Fixed((0..3).map(record).collect());
+    let session = key(None, None);
+    assert_eq!(log.records_from(&session, 1), log.0[1..].to_vec());
+    assert!(log.records_from(&session, 9).is_empty());
+}
