@@ -14,8 +14,8 @@
 //! ```
 //!
 //! With a `[network]` table the agent's model is the OpenAI-compatible
-//! [`HttpProvider`](crate::provider::HttpProvider) over
-//! [`TurmoilTransport`](crate::provider::netsim::TurmoilTransport), and the scenario's mock
+//! [`HttpProvider`] over
+//! [`TurmoilTransport`], and the scenario's mock
 //! model answers from a provider host on the other side of the network
 //! ([`crate::provider::netsim`]). Host request numbers count every HTTP request, retries
 //! included. The summary model, when the scenario names one, stays in process.

@@ -70,7 +70,7 @@ pub enum PathError {
         max: usize,
     },
     /// Holds an invisible or direction-changing character (see
-    /// [`unusual_character`](crate::format::unusual_character)).
+    /// [`unusual_character`]).
     #[error(
         "path `{path}` holds {code_point} ({kind}) at character {position}; such characters make a \
          path read differently from what it is: type the path without it"

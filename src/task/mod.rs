@@ -6,7 +6,7 @@
 //! writes ([`TaskContextState::expect_revision`], and the `expected_revision` of
 //! [`TaskContextState::decide`]). The pieces, and who maintains them:
 //!
-//! - Todo progress ([`todo`]): the model, through the `todo_write` tool ([`todo::TodoWrite`]),
+//! - Todo progress ([`mod@todo`]): the model, through the `todo_write` tool ([`todo::TodoWrite`]),
 //!   or the application through [`TaskContextState::write_todos`]. A write replaces the whole
 //!   list; a failed write changes nothing.
 //! - Task identity and objective: the application, through [`TaskContextState::begin_task`].
