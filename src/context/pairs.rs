@@ -16,7 +16,13 @@
 use std::collections::{BTreeSet, HashSet};
 
 /// Call ids seen so far: membership only, so the set's order is never observed.
-type SeenIds<'a> = HashSet<&'a str, foldhash::quality::RandomState>;
+type SeenIds<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
+
+/// True when an id is empty or only whitespace (what `trim().is_empty()` says, reading only
+/// up to the first other character).
+fn blank(id: &str) -> bool {
+    id.chars().all(char::is_whitespace)
+}
 
 use crate::message::{Message, Role};
 
@@ -40,7 +46,9 @@ pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
     // order; `open` reports its smallest id first.
     let mut open: BTreeSet<&str> = BTreeSet::new();
     let mut open_index = 0;
-    let mut seen = SeenIds::default();
+    // Sized for a history of tool exchanges (a call and a result per two messages), so the
+    // set does not grow step by step.
+    let mut seen = SeenIds::with_capacity_and_hasher(messages.len() / 2, Default::default());
     for (index, message) in messages.iter().enumerate() {
         if let Some(problem) = id_problem(index, message, &mut seen) {
             return Some(problem);
@@ -81,7 +89,7 @@ fn id_problem<'a>(
     seen: &mut SeenIds<'a>,
 ) -> Option<PairingProblem> {
     for call in message.tool_calls() {
-        if call.id.trim().is_empty() {
+        if blank(&call.id) {
             return Some(PairingProblem::BlankId { index });
         }
         if !seen.insert(call.id.as_str()) {
@@ -91,7 +99,7 @@ fn id_problem<'a>(
             });
         }
     }
-    if message.tool_results().any(|r| r.call_id.trim().is_empty()) {
+    if message.tool_results().any(|r| blank(&r.call_id)) {
         return Some(PairingProblem::BlankId { index });
     }
     None
@@ -127,6 +135,22 @@ impl std::fmt::Display for PairingProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blank_is_trim_is_empty() {
+        for id in [
+            "",
+            " ",
+            "\t\n",
+            "\u{3000}\u{a0}",
+            " a ",
+            "a",
+            "\u{200b}",
+            "call_1 ",
+        ] {
+            assert_eq!(blank(id), id.trim().is_empty(), "{id:?}");
+        }
+    }
     use crate::message::ContentPart;
     use serde_json::Value;
 
