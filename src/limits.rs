@@ -195,6 +195,9 @@ const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
 /// still counted correctly, only without the saving.
 pub const TOKEN_CACHE_ENTRIES_MAX: usize = 262_144;
 
+/// Tool schemas whose count one `CachedEstimator` remembers; past it, the oldest is replaced.
+pub const SCHEMA_CACHE_ENTRIES_MAX: usize = 64;
+
 /// Pre-tokenizer pieces whose exact count one thread remembers per vocabulary
 /// (`tokens::pieces`); a full memo starts over.
 pub const PIECE_MEMO_ENTRIES_MAX: usize = 65_536;

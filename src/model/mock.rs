@@ -14,8 +14,8 @@
 //! Counting is exact but not repeated: each message's count is remembered under a hash of its
 //! content ([`CachedEstimator`], one per vocabulary, shared by every mock model of the process
 //! and by scenario agents that count exactly, so a scenario run twice or a sweep's next seed
-//! reuses it, and a message the agent counted is not counted again) and each tool schema's under its
-//! text, so a request over a long history costs one exact count per *new* message. Before
+//! reuses it, and a message the agent counted is not counted again; the same counter remembers
+//! tool schemas), so a request over a long history costs one exact count per *new* message. Before
 //! hashing, a message is compared with the one this model last counted under the same id (a
 //! request resends the history, and a comparison is far cheaper than a hash). A count is
 //! a function of the content alone, so sharing changes no number: they are those of
@@ -50,14 +50,11 @@ use super::provider::Provider;
 use super::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose, Usage};
 use crate::context::pairs::{PairingProblem, find_pairing_problem};
 use crate::message::{ContentPart, Message, Role};
+use crate::tokens::cache::same_json_text;
 use crate::tokens::{
     CachedEstimator, ExactEstimator, REQUEST_OVERHEAD_TOKENS, TokenEstimator, Vocabulary,
     shared_exact_counter,
 };
-use crate::tools::ToolSchema;
-
-/// Tool schemas one mock model remembers the count of; past it, schemas are counted each time.
-const SCHEMA_COUNTS_MAX: usize = 64;
 
 /// Messages one mock model remembers by id; past it, new ids go through the shared cache only.
 const MESSAGE_COUNTS_MAX: usize = crate::limits::TOKEN_CACHE_ENTRIES_MAX;
@@ -88,23 +85,6 @@ fn same_counted_content(a: &Message, b: &Message) -> bool {
             ) => x == y && x_size == y_size,
             _ => false,
         })
-}
-
-/// JSON equality that also requires object keys in the same order (`Value`'s own equality
-/// ignores the order, but the printed text, and so the count, depends on it).
-fn same_json_text(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((xk, xv), (yk, yv))| xk == yk && same_json_text(xv, yv))
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(xv, yv)| same_json_text(xv, yv))
-        }
-        _ => a == b,
-    }
 }
 
 /// A tool call a turn asks for.
@@ -251,9 +231,6 @@ struct Cursor {
 pub struct MockModel {
     script: MockScript,
     estimator: Arc<CachedEstimator<ExactEstimator>>,
-    /// Tool schemas counted so far, as counted (name, description, parameters as sent), with
-    /// their counts: a request repeats the same few.
-    schema_counts: Mutex<Vec<([String; 3], u64)>>,
     /// The message last counted under each id, with its count.
     message_counts: Mutex<BTreeMap<String, (Message, u64)>>,
     cursor: Mutex<Cursor>,
@@ -266,7 +243,6 @@ impl MockModel {
         MockModel {
             script,
             estimator,
-            schema_counts: Mutex::new(Vec::new()),
             message_counts: Mutex::new(BTreeMap::new()),
             cursor: Mutex::new(Cursor::default()),
             received: Mutex::new(Vec::new()),
@@ -296,7 +272,11 @@ impl MockModel {
             .iter()
             .map(|m| self.message_tokens(m))
             .sum();
-        let tools: u64 = request.tools.iter().map(|t| self.schema_tokens(t)).sum();
+        let tools: u64 = request
+            .tools
+            .iter()
+            .map(|t| self.estimator.tool_schema_tokens(t))
+            .sum();
         REQUEST_OVERHEAD_TOKENS + messages + tools
     }
 
@@ -313,29 +293,6 @@ impl MockModel {
         let tokens = self.estimator.message_tokens(message);
         if counts.len() < MESSAGE_COUNTS_MAX || counts.contains_key(&message.id) {
             counts.insert(message.id.clone(), (message.clone(), tokens));
-        }
-        tokens
-    }
-
-    fn schema_tokens(&self, schema: &ToolSchema) -> u64 {
-        let mut counts = self
-            .schema_counts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Keyed by the text counted, not by value: JSON objects that compare equal can print
-        // their keys in another order.
-        let parameters = schema.parameters.to_string();
-        if let Some((_, tokens)) = counts.iter().find(|([name, description, known], _)| {
-            *name == schema.name && *description == schema.description && *known == parameters
-        }) {
-            return *tokens;
-        }
-        let tokens = self.estimator.tool_schema_tokens(schema);
-        if counts.len() < SCHEMA_COUNTS_MAX {
-            counts.push((
-                [schema.name.clone(), schema.description.clone(), parameters],
-                tokens,
-            ));
         }
         tokens
     }

@@ -12,7 +12,10 @@
 //!   re-sent message) is counted once.
 //!
 //! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
-//! first; [`CacheStats`] reports hits, misses and size. The memo's copies share their content
+//! first; [`CacheStats`] reports hits, misses and size. Tool schemas, which every request
+//! repeats, are remembered too (at most [`SCHEMA_CACHE_ENTRIES_MAX`], the oldest replaced
+//! first), matched field by field with the parameters' keys in the same order, since the
+//! order changes the printed text that is counted. The memo's copies share their content
 //! with the history, so they cost a handle each, but they keep a changed message's old version
 //! alive until its entry is evicted.
 //!
@@ -35,6 +38,7 @@
 //! ```
 //!
 //! [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+//! [`SCHEMA_CACHE_ENTRIES_MAX`]: crate::limits::SCHEMA_CACHE_ENTRIES_MAX
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -45,7 +49,7 @@ use sha2::{Digest, Sha256};
 use self::memo::Memo;
 use super::TokenEstimator;
 use crate::context::manifest::message_hash;
-use crate::limits::TOKEN_CACHE_ENTRIES_MAX;
+use crate::limits::{SCHEMA_CACHE_ENTRIES_MAX, TOKEN_CACHE_ENTRIES_MAX};
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;
 
@@ -69,11 +73,15 @@ pub struct CachedEstimator<E> {
     cache: Mutex<State>,
 }
 
-/// Both caches, under one lock.
+/// The caches, under one lock.
 #[derive(Debug)]
 struct State {
     by_content: Lru,
     memo: Memo,
+    /// Schemas counted, with their counts; `schema_next` is the slot the next new one takes
+    /// once the list is full.
+    schemas: Vec<(ToolSchema, u64)>,
+    schema_next: usize,
 }
 
 impl<E: TokenEstimator> CachedEstimator<E> {
@@ -101,6 +109,8 @@ impl<E: TokenEstimator> CachedEstimator<E> {
             cache: Mutex::new(State {
                 by_content: Lru::new(capacity),
                 memo: Memo::new(capacity),
+                schemas: Vec::new(),
+                schema_next: 0,
             }),
         }
     }
@@ -186,7 +196,43 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
     }
 
     fn tool_schema_tokens(&self, schema: &ToolSchema) -> u64 {
-        self.inner.tool_schema_tokens(schema)
+        let known = self.state().schemas.iter().find_map(|(known, tokens)| {
+            (known.name == schema.name
+                && known.description == schema.description
+                && same_json_text(&known.parameters, &schema.parameters))
+            .then_some(*tokens)
+        });
+        if let Some(tokens) = known {
+            return tokens;
+        }
+        let tokens = self.inner.tool_schema_tokens(schema);
+        let mut state = self.state();
+        if state.schemas.len() < SCHEMA_CACHE_ENTRIES_MAX {
+            state.schemas.push((schema.clone(), tokens));
+        } else {
+            let slot = state.schema_next;
+            state.schemas[slot] = (schema.clone(), tokens);
+            state.schema_next = (slot + 1) % SCHEMA_CACHE_ENTRIES_MAX;
+        }
+        tokens
+    }
+}
+
+/// JSON equality that also requires object keys in the same order: `Value`'s own equality
+/// ignores the order, but the printed text, and so its count, depends on it.
+pub(crate) fn same_json_text(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((xk, xv), (yk, yv))| xk == yk && same_json_text(xv, yv))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(xv, yv)| same_json_text(xv, yv))
+        }
+        _ => a == b,
     }
 }
 
@@ -372,6 +418,50 @@ mod tests {
             }
             total
         }
+    }
+
+    #[test]
+    fn schemas_are_counted_once_by_name_description_and_printed_parameters() {
+        use serde_json::json;
+        let cached = CachedEstimator::new(crate::tokens::ExactEstimator::new(
+            crate::tokens::Vocabulary::O200k,
+        ));
+        let schema = |name: &str, parameters: serde_json::Value| ToolSchema {
+            name: name.to_string(),
+            description: "Runs a command.".to_string(),
+            parameters,
+        };
+        let ordered = schema("execute", json!({"a": "x", "bb": {"c": [1, 2]}}));
+        // Equal as values, printed in another order.
+        let reordered = schema("execute", json!({"bb": {"c": [1, 2]}, "a": "x"}));
+        assert_eq!(ordered.parameters, reordered.parameters);
+        for _ in 0..2 {
+            for one in [&ordered, &reordered] {
+                assert_eq!(
+                    cached.tool_schema_tokens(one),
+                    cached.inner().tool_schema_tokens(one)
+                );
+            }
+        }
+        assert_eq!(
+            cached.state().schemas.len(),
+            2,
+            "one entry per printed form"
+        );
+        // More schemas than the cache holds: still the inner counts, and the cache stays bounded.
+        for index in 0..(SCHEMA_CACHE_ENTRIES_MAX * 2 + 3) {
+            let one = schema(&format!("tool_{index}"), json!({"n": index}));
+            assert_eq!(
+                cached.tool_schema_tokens(&one),
+                cached.inner().tool_schema_tokens(&one)
+            );
+        }
+        assert_eq!(cached.state().schemas.len(), SCHEMA_CACHE_ENTRIES_MAX);
+        assert!(!same_json_text(&json!([1, 2]), &json!([2, 1])));
+        assert!(same_json_text(
+            &json!({"a": [1, {"b": null}]}),
+            &json!({"a": [1, {"b": null}]})
+        ));
     }
 
     fn counted(cached: &CachedEstimator<Counting>) -> u64 {
