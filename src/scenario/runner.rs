@@ -357,16 +357,7 @@ pub(super) async fn simulate(
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
-        let session = (spec.user.clone(), spec.session.clone());
-        let last_of_session = last_step_of.get(&session) == Some(&index);
-        let (records, new_record_counts) = if last_of_session {
-            let records = agent.session_records(&runtime);
-            let counts = record_counts(&records[records_before.min(records.len())..]);
-            (Some(records), counts)
-        } else {
-            let new_records = agent.session_records_from(&runtime, records_before);
-            (None, record_counts(&new_records))
-        };
+        let new_records = agent.session_records_from(&runtime, records_before);
         steps.push(StepRecord {
             index: index + 1,
             spec: spec.clone(),
@@ -380,7 +371,7 @@ pub(super) async fn simulate(
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
-            session_records: new_record_counts,
+            session_records: record_counts(&new_records),
             workspace_files: storage
                 .list("")
                 .await
@@ -390,8 +381,9 @@ pub(super) async fn simulate(
                 .collect(),
             committed_history: agent.history(&runtime),
         });
-        if let Some(records) = records {
-            session_logs.insert(session, records);
+        let session = (spec.user.clone(), spec.session.clone());
+        if last_step_of.get(&session) == Some(&index) {
+            session_logs.insert(session, agent.session_records(&runtime));
         }
     }
     // Every agent of a run (restarts build new ones) has the scenario's one policy.

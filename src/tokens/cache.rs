@@ -196,17 +196,15 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
     }
 
     fn tool_schema_tokens(&self, schema: &ToolSchema) -> u64 {
-        let known = self.state().schemas.iter().find_map(|(known, tokens)| {
-            (known.name == schema.name
-                && known.description == schema.description
-                && same_json_text(&known.parameters, &schema.parameters))
-            .then_some(*tokens)
-        });
-        if let Some(tokens) = known {
+        if let Some(tokens) = self.state().known_schema(schema) {
             return tokens;
         }
+        // The lock is not held while counting; another thread may have stored it meanwhile.
         let tokens = self.inner.tool_schema_tokens(schema);
         let mut state = self.state();
+        if state.known_schema(schema).is_some() {
+            return tokens;
+        }
         if state.schemas.len() < SCHEMA_CACHE_ENTRIES_MAX {
             state.schemas.push((schema.clone(), tokens));
         } else {
@@ -215,6 +213,19 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
             state.schema_next = (slot + 1) % SCHEMA_CACHE_ENTRIES_MAX;
         }
         tokens
+    }
+}
+
+impl State {
+    /// The remembered count of a schema that prints the same: name, description, and
+    /// parameters with their keys in the same order.
+    fn known_schema(&self, schema: &ToolSchema) -> Option<u64> {
+        self.schemas.iter().find_map(|(known, tokens)| {
+            (known.name == schema.name
+                && known.description == schema.description
+                && same_json_text(&known.parameters, &schema.parameters))
+            .then_some(*tokens)
+        })
     }
 }
 
