@@ -25,28 +25,42 @@ pub fn duration(value: Duration) -> String {
 /// [unusual characters](unusual_character) (bidi controls, zero-width characters…) escaped, so a
 /// trace line shows what the text is, not what it would display as.
 pub fn snippet(text: &str, max_chars: usize) -> String {
-    let escaped: String = text
-        .chars()
-        .flat_map(|c| {
-            if c == '\n'
-                || c == '\r'
-                || c == '\t'
-                || c.is_control()
-                || unusual_character(c).is_some()
-            {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
+    // Escapes only as far as the bound: the text may be megabytes, the snippet is a line.
+    let mut out = String::with_capacity(text.len().min(max_chars.saturating_mul(4)));
+    let mut written = 0;
+    // Byte length of `out` after its first `max_chars - 1` characters: where a cut goes.
+    let mut cut_at = 0;
+    for c in text.chars() {
+        let escape = needs_escape(c);
+        let mut push = |shown: char| {
+            if written + 1 == max_chars {
+                cut_at = out.len();
             }
-        })
-        .collect();
-    if escaped.chars().count() <= max_chars {
-        return escaped;
+            written += 1;
+            if written <= max_chars {
+                out.push(shown);
+            }
+        };
+        if escape {
+            c.escape_default().for_each(&mut push);
+        } else {
+            push(c);
+        }
+        if written > max_chars {
+            out.truncate(if max_chars == 0 { 0 } else { cut_at });
+            out.push('…');
+            return out;
+        }
     }
-    let keep = max_chars.saturating_sub(1);
-    let mut cut: String = escaped.chars().take(keep).collect();
-    cut.push('…');
-    cut
+    out
+}
+
+/// True for characters a snippet shows escaped: control and unusual characters.
+fn needs_escape(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_control();
+    }
+    c.is_control() || unusual_character(c).is_some()
 }
 
 /// A quoted, escaped, bounded rendering of text for one trace line.
@@ -110,6 +124,57 @@ mod tests {
         assert_eq!(quoted("say \"hi\"", 20), "\"say \\\"hi\\\"\"");
         assert_eq!(snippet("a\u{202e}b\u{200b}c", 40), "a\\u{202e}b\\u{200b}c");
         assert_eq!(snippet("报告 ok", 40), "报告 ok");
+    }
+
+    /// The rule `snippet` follows, written the plain way: escape everything, then cut.
+    fn snippet_by_rule(text: &str, max_chars: usize) -> String {
+        let escaped: String = text
+            .chars()
+            .flat_map(|c| {
+                let escape = c.is_control() || unusual_character(c).is_some();
+                let shown: Vec<char> = if escape {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                shown
+            })
+            .collect();
+        if escaped.chars().count() <= max_chars {
+            return escaped;
+        }
+        let mut cut: String = escaped.chars().take(max_chars.saturating_sub(1)).collect();
+        cut.push('…');
+        cut
+    }
+
+    #[test]
+    fn snippet_cuts_where_the_rule_does() {
+        for text in [
+            "",
+            "a",
+            "ab",
+            "\n",
+            "a\nb",
+            "\u{202e}",
+            "报告\t",
+            "x\u{200b}\u{200b}y",
+        ] {
+            for max in 0..12 {
+                assert_eq!(
+                    snippet(text, max),
+                    snippet_by_rule(text, max),
+                    "{text:?} at {max}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn snippet_matches_the_rule(text in "(\\PC|\\n|\\t|\u{202e}|\u{200b}|\u{7f}|\u{85}){0,40}", max in 0usize..48) {
+            proptest::prop_assert_eq!(snippet(&text, max), snippet_by_rule(&text, max));
+        }
     }
 
     #[test]

@@ -580,3 +580,60 @@ fn the_durable_history_check_sees_a_missing_record() {
         "{violations:?}"
     );
 }
+
+/// Copies the first 32 characters of a body that `pick` accepts into the first manifest of
+/// that body's step, and returns what the checker then reports.
+fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::sim::invariants::Violation> {
+    let (scenario, mut output) = seed_with_todo_and_compaction();
+    assert!(check(&scenario, &output).is_empty());
+    let (step, head) = output
+        .trace
+        .steps
+        .iter()
+        .enumerate()
+        .find_map(|(index, step)| {
+            let body = step
+                .requests
+                .iter()
+                .flat_map(|r| &r.messages)
+                .map(|m| m.text())
+                .find(|text| text.chars().count() >= 32 && pick(text))?;
+            step.manifests().next()?;
+            Some((index, body.chars().take(32).collect::<String>()))
+        })
+        .expect("a step with a manifest and a long body");
+    for event in &mut output.trace.steps[step].events {
+        if let EventKind::Custom {
+            value: CustomValue::ContextBuild(build),
+            ..
+        } = &mut event.kind
+        {
+            build.manifest.transforms.push(format!("note:{head}"));
+            break;
+        }
+    }
+    check(&scenario, &output)
+}
+
+#[test]
+fn the_leak_check_sees_body_text_in_a_manifest() {
+    let violations = leak_body(|text| {
+        text.chars()
+            .take(32)
+            .all(|c| !matches!(c, '\n' | '"' | '\\'))
+    });
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.kind == ViolationKind::ManifestLeak && v.detail.contains("holds body text")),
+        "{violations:?}"
+    );
+    // A body with a newline in its head is found too, though the manifest's JSON escapes it.
+    let violations = leak_body(|text| text.chars().take(32).any(|c| c == '\n'));
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.kind == ViolationKind::ManifestLeak),
+        "{violations:?}"
+    );
+}

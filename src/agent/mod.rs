@@ -799,17 +799,17 @@ impl HarnessAgent {
             .unwrap_or_default()
     }
 
-    /// The session log records of a session from index `start` on, in order.
-    pub fn session_records_from(
+    /// Shows `visit` each session log record of a session from index `start` on, in order,
+    /// without copying them; `visit` must not call into the agent.
+    pub fn for_each_session_record_from(
         &self,
         runtime: &RuntimeContext,
         start: usize,
-    ) -> Vec<SessionRecord> {
-        self.inner
-            .session_log
-            .as_ref()
-            .map(|log| log.records_from(&self.log_key(runtime), start))
-            .unwrap_or_default()
+        visit: &mut dyn FnMut(&SessionRecord),
+    ) {
+        if let Some(log) = &self.inner.session_log {
+            log.for_each_from(&self.log_key(runtime), start, visit);
+        }
     }
 
     fn log_key(&self, runtime: &RuntimeContext) -> SessionLogKey {

@@ -357,7 +357,16 @@ pub(super) async fn simulate(
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
-        let new_records = agent.session_records_from(&runtime, records_before);
+        let mut session_records: Vec<(String, u64)> = Vec::new();
+        agent.for_each_session_record_from(&runtime, records_before, &mut |record| {
+            match session_records
+                .iter_mut()
+                .find(|(kind, _)| *kind == record.kind)
+            {
+                Some((_, count)) => *count += 1,
+                None => session_records.push((record.kind.clone(), 1)),
+            }
+        });
         steps.push(StepRecord {
             index: index + 1,
             spec: spec.clone(),
@@ -371,7 +380,7 @@ pub(super) async fn simulate(
                 .iter()
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
-            session_records: record_counts(&new_records),
+            session_records,
             workspace_files: storage
                 .list("")
                 .await
@@ -684,17 +693,6 @@ fn build_agent(
 }
 
 /// Record kinds and their counts, in first-seen order.
-fn record_counts(records: &[crate::session::SessionRecord]) -> Vec<(String, u64)> {
-    let mut counts: Vec<(String, u64)> = Vec::new();
-    for record in records {
-        match counts.iter_mut().find(|(kind, _)| *kind == record.kind) {
-            Some((_, count)) => *count += 1,
-            None => counts.push((record.kind.clone(), 1)),
-        }
-    }
-    counts
-}
-
 fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
     match choice {
         EstimatorChoice::Ratio => Arc::new(CachedEstimator::new(RatioEstimator)),

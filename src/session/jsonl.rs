@@ -50,7 +50,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures_util::future::BoxFuture;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{Loaded, SessionLog, SessionLogKey, SessionRecord};
 use crate::context::manifest::content_hash;
@@ -145,7 +145,7 @@ struct Journal {
     /// The committed bytes of the session's file as this log last read or wrote them: a flush
     /// that finds the file unchanged appends without decoding it again (`None` until the file
     /// was read or written once).
-    committed: Option<Vec<u8>>,
+    committed: Option<Arc<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for JsonlSessionLog {
@@ -187,7 +187,7 @@ impl JsonlSessionLog {
         bytes.truncate(decoded.committed_bytes);
         let mut journals = self.lock();
         let journal = journals.entry(key.clone()).or_default();
-        journal.committed = Some(bytes);
+        journal.committed = Some(Arc::new(bytes));
         let pending = journal.records.split_off(journal.flushed);
         journal.records = decoded.records.clone();
         journal.flushed = journal.records.len();
@@ -228,31 +228,35 @@ impl JsonlSessionLog {
 
     /// Commits one session's pending records; the caller holds `flushing`.
     async fn flush_locked(&self, key: &SessionLogKey) -> Result<usize, SessionLogError> {
-        let (start, pending, committed) = {
+        // Pending records are encoded under the lock, so they are not copied out first.
+        let (start, pending, encoded, committed) = {
             let journals = self.lock();
             let Some(journal) = journals.get(key) else {
                 return Ok(0);
             };
+            let mut encoded = Vec::new();
+            for record in &journal.records[journal.flushed..] {
+                encode_record_into(record, &mut encoded);
+            }
             (
                 journal.flushed,
-                journal.records[journal.flushed..].to_vec(),
+                journal.records.len() - journal.flushed,
+                encoded,
                 journal.committed.clone(),
             )
         };
-        if pending.is_empty() {
+        if pending == 0 {
             return Ok(0);
         }
         let path = session_path(key);
         let mut bytes = read_bounded(self.storage.as_ref(), &path).await?;
         // Decoding is the costly part of a flush; the file is decoded again only when it is not
         // what this log last left there (first use, or another writer).
-        if committed.as_ref() != Some(&bytes) {
+        if committed.as_deref().map(Vec::as_slice) != Some(bytes.as_slice()) {
             let decoded = decode(&path, &bytes)?;
             bytes.truncate(decoded.committed_bytes);
         }
-        for record in &pending {
-            bytes.extend_from_slice(encode_record(record).as_bytes());
-        }
+        bytes.extend_from_slice(&encoded);
         if bytes.len() > SESSION_LOG_BYTES_MAX {
             return Err(SessionLogError::TooLarge {
                 path: path.to_string(),
@@ -264,9 +268,9 @@ impl JsonlSessionLog {
         let mut journals = self.lock();
         let journal = journals.entry(key.clone()).or_default();
         assert_eq!(journal.flushed, start, "flushes are serialised");
-        journal.flushed = start + pending.len();
-        journal.committed = Some(bytes);
-        Ok(pending.len())
+        journal.flushed = start + pending;
+        journal.committed = Some(Arc::new(bytes));
+        Ok(pending)
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<SessionLogKey, Journal>> {
@@ -302,6 +306,21 @@ impl SessionLog for JsonlSessionLog {
             .and_then(|journal| journal.records.get(start..))
             .map(<[SessionRecord]>::to_vec)
             .unwrap_or_default()
+    }
+
+    fn for_each_from(
+        &self,
+        key: &SessionLogKey,
+        start: usize,
+        visit: &mut dyn FnMut(&SessionRecord),
+    ) {
+        if let Some(records) = self
+            .lock()
+            .get(key)
+            .and_then(|journal| journal.records.get(start..))
+        {
+            records.iter().for_each(visit);
+        }
     }
 
     fn flush(&self) -> BoxFuture<'_, Result<usize, FlushError>> {
@@ -444,13 +463,28 @@ fn segment(id: Option<&str>) -> String {
 /// One record as one line, newline included. JSON escapes every control character, so the
 /// line holds no newline of its own.
 pub fn encode_record(record: &SessionRecord) -> String {
-    let mut object = Map::new();
-    object.insert("kind".into(), Value::String(record.kind.clone()));
-    object.insert("call_id".into(), Value::String(record.call_id.clone()));
-    object.insert("payload".into(), record.payload.clone());
-    let mut line = Value::Object(object).to_string();
-    line.push('\n');
-    line
+    let mut line = Vec::new();
+    encode_record_into(record, &mut line);
+    String::from_utf8(line).expect("serde_json writes UTF-8")
+}
+
+/// [`encode_record`], appended to `out`.
+fn encode_record_into(record: &SessionRecord, out: &mut Vec<u8>) {
+    /// The line's object, borrowed: fields in the order the line shows them.
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        kind: &'a str,
+        call_id: &'a str,
+        payload: &'a Value,
+    }
+    let line = Line {
+        kind: &record.kind,
+        call_id: &record.call_id,
+        payload: &record.payload,
+    };
+    // Writing to memory cannot fail, and every `Value` serialises (its keys are strings).
+    serde_json::to_writer(&mut *out, &line).expect("a JSON value serialises");
+    out.push(b'\n');
 }
 
 /// The committed records of a file's bytes, ignoring a torn last line.

@@ -70,6 +70,18 @@ pub trait SessionLog: Send + Sync {
         records.drain(..start.min(records.len()));
         records
     }
+    /// Shows `visit` each record of a session from index `start` on, in order, without copying
+    /// them. `visit` may run while the log holds its lock: it must not call back into the log.
+    fn for_each_from(
+        &self,
+        key: &SessionLogKey,
+        start: usize,
+        visit: &mut dyn FnMut(&SessionRecord),
+    ) {
+        for record in &self.records_from(key, start) {
+            visit(record);
+        }
+    }
     /// Commits appended records to durable storage and returns how many it committed. A log
     /// that keeps nothing outside memory has nothing to do.
     ///
@@ -176,6 +188,21 @@ impl SessionLog for MemorySessionLog {
             .and_then(|records| records.get(start..))
             .map(<[SessionRecord]>::to_vec)
             .unwrap_or_default()
+    }
+
+    fn for_each_from(
+        &self,
+        key: &SessionLogKey,
+        start: usize,
+        visit: &mut dyn FnMut(&SessionRecord),
+    ) {
+        if let Some(records) = self
+            .lock()
+            .get(key)
+            .and_then(|records| records.get(start..))
+        {
+            records.iter().for_each(visit);
+        }
     }
 
     fn sessions<'a>(

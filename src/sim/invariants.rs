@@ -18,7 +18,7 @@
 //! assert!(check_determinism(&first, &second).is_none());
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::agent::AgentError;
 use crate::agent::events::EventKind;
@@ -443,7 +443,18 @@ fn requests_match(
 
 /// Head and tail windows of every long body the step's requests and commits hold.
 fn body_windows(step: &StepRecord) -> BTreeSet<String> {
-    let mut texts: Vec<String> = Vec::new();
+    let mut windows = BTreeSet::new();
+    let mut add = |text: &str| {
+        // Only the two ends are read: a body may be megabytes.
+        let head: String = text.chars().take(LEAK_WINDOW_CHARS).collect();
+        if head.chars().count() < LEAK_WINDOW_CHARS {
+            return;
+        }
+        let mut tail: Vec<char> = text.chars().rev().take(LEAK_WINDOW_CHARS).collect();
+        tail.reverse();
+        windows.insert(head);
+        windows.insert(tail.into_iter().collect());
+    };
     let requests = step
         .requests
         .iter()
@@ -451,23 +462,12 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
     for message in requests.chain(&step.committed_history) {
         for part in &message.parts {
             match part {
-                ContentPart::Text { text } | ContentPart::Thinking { text } => {
-                    texts.push(text.clone());
-                }
-                ContentPart::ToolCall(call) => texts.push(call.arguments.to_string()),
-                ContentPart::ToolResult(result) => texts.push(result.text()),
+                ContentPart::Text { text } | ContentPart::Thinking { text } => add(text),
+                ContentPart::ToolCall(call) => add(&call.arguments.to_string()),
+                ContentPart::ToolResult(result) => add(&result.text()),
                 ContentPart::Media { .. } => {}
             }
         }
-    }
-    let mut windows = BTreeSet::new();
-    for text in texts {
-        let chars: Vec<char> = text.chars().collect();
-        if chars.len() < LEAK_WINDOW_CHARS {
-            continue;
-        }
-        windows.insert(chars[..LEAK_WINDOW_CHARS].iter().collect());
-        windows.insert(chars[chars.len() - LEAK_WINDOW_CHARS..].iter().collect());
     }
     windows
 }
@@ -481,19 +481,65 @@ fn no_leak(
         return;
     }
     let windows = body_windows(step);
+    if windows.is_empty() {
+        return;
+    }
+    let known: HashSet<&str, foldhash::fast::RandomState> =
+        windows.iter().map(String::as_str).collect();
     for (manifest, _) in manifests {
-        let json = manifest.to_json().to_string();
-        for window in &windows {
-            let escaped = serde_json::Value::String(window.clone()).to_string();
-            let escaped = &escaped[1..escaped.len() - 1];
-            if json.contains(window.as_str()) || json.contains(escaped) {
-                report(
-                    ViolationKind::ManifestLeak,
-                    format!("{} holds body text {window:?}", manifest.call_id),
-                );
-                return;
+        // Every window of every string (and key) of the manifest's JSON, read unescaped, is
+        // looked up among the bodies' windows. That is the whole of the JSON text a body could
+        // show in: outside strings there are only punctuation, numbers and literals, never 32
+        // characters in a row, and a body with a quote or a newline shows escaped in the text.
+        let json = manifest.to_json();
+        let mut leaked: BTreeSet<&str> = BTreeSet::new();
+        for_each_string(&json, &mut |string| {
+            leaked.extend(windows_of(string).filter_map(|w| known.get(w).copied()));
+        });
+        // Name the first window in order, whichever was seen first.
+        if let Some(window) = leaked.first() {
+            report(
+                ViolationKind::ManifestLeak,
+                format!("{} holds body text {window:?}", manifest.call_id),
+            );
+            return;
+        }
+    }
+}
+
+/// Every substring of `text` that is [`LEAK_WINDOW_CHARS`] characters long.
+fn windows_of(text: &str) -> Box<dyn Iterator<Item = &str> + '_> {
+    if text.len() < LEAK_WINDOW_CHARS {
+        // Fewer bytes than the window has characters.
+        return Box::new(std::iter::empty());
+    }
+    if text.is_ascii() {
+        let count = text.len() - LEAK_WINDOW_CHARS + 1;
+        return Box::new((0..count).map(move |start| &text[start..start + LEAK_WINDOW_CHARS]));
+    }
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(at, _)| at)
+        .chain([text.len()])
+        .collect();
+    let count = bounds.len().saturating_sub(LEAK_WINDOW_CHARS);
+    Box::new((0..count).map(move |start| &text[bounds[start]..bounds[start + LEAK_WINDOW_CHARS]]))
+}
+
+/// Shows `visit` every key and string of a JSON value.
+fn for_each_string<'a>(value: &'a serde_json::Value, visit: &mut impl FnMut(&'a str)) {
+    match value {
+        serde_json::Value::String(text) => visit(text),
+        serde_json::Value::Array(items) => {
+            items.iter().for_each(|item| for_each_string(item, visit))
+        }
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                visit(key);
+                for_each_string(item, visit);
             }
         }
+        _ => {}
     }
 }
 
@@ -701,6 +747,32 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_are_every_run_of_32_characters() {
+        let by_rule = |text: &str| -> Vec<String> {
+            let chars: Vec<char> = text.chars().collect();
+            chars
+                .windows(LEAK_WINDOW_CHARS)
+                .map(|w| w.iter().collect())
+                .collect()
+        };
+        let ascii = "abcdefghijklmnopqrstuvwxyz0123456789";
+        let mixed = "报告 abcdefghijklmnopqrstuvwxyz0123456789 é";
+        for text in [
+            "",
+            "short",
+            &ascii[..31],
+            &ascii[..32],
+            ascii,
+            mixed,
+            "报告报告",
+        ] {
+            let windows: Vec<String> = windows_of(text).map(str::to_string).collect();
+            assert_eq!(windows, by_rule(text), "{text:?}");
+        }
+        assert_eq!(windows_of(ascii).count(), 5);
+    }
 
     #[test]
     fn the_pairing_walk_finds_each_problem() {

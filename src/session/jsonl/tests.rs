@@ -336,6 +336,13 @@ fn records_from_is_the_tail_of_records_in_every_log() {
                 all[start.min(all.len())..].to_vec(),
                 "from {start}"
             );
+            let mut seen = Vec::new();
+            log.for_each_from(&session, start, &mut |record| seen.push(record.clone()));
+            assert_eq!(
+                seen,
+                all[start.min(all.len())..].to_vec(),
+                "visit from {start}"
+            );
         }
         assert!(log.records_from(&key(None, None), 0).is_empty());
     }
@@ -362,4 +369,8 @@ fn the_default_records_from_is_the_tail_of_records() {
     let session = key(None, None);
     assert_eq!(log.records_from(&session, 1), log.0[1..].to_vec());
     assert!(log.records_from(&session, 9).is_empty());
+    let mut seen = Vec::new();
+    log.for_each_from(&session, 1, &mut |record| seen.push(record.clone()));
+    assert_eq!(seen, log.0[1..].to_vec());
+    log.for_each_from(&session, 9, &mut |_| panic!("no record past the end"));
 }
