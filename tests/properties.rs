@@ -273,7 +273,7 @@ fn record() -> impl Strategy<Value = SessionRecord> {
         SessionRecord {
             kind,
             call_id,
-            payload,
+            payload: payload.into(),
         }
     })
 }

@@ -179,7 +179,7 @@ fn a_corrupt_log_fails_the_call_with_a_clear_error_and_is_left_alone() {
             ctxbed::session::SessionRecord {
                 kind: "checkpoint".into(),
                 call_id: "call-1".into(),
-                payload: serde_json::json!({"history": ["m0001"], "messages_created": 1}),
+                payload: serde_json::json!({"history": ["m0001"], "messages_created": 1}).into(),
             },
         );
         let agent = agent_over(model(&["Never."]), log);

@@ -123,7 +123,7 @@ pub(super) async fn restore(
         .enumerate()
         .rev()
         .find(|(_, record)| record.kind == CHECKPOINT_RECORD)
-        .map(|(index, record)| (index, &record.payload));
+        .map(|(index, record)| (index, &*record.payload));
     let mut state = SessionState::default();
     let mut counter = 0;
     let mut task = None;

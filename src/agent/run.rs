@@ -216,7 +216,7 @@ pub(super) fn write_durable(
     let record = |kind: &str, payload: serde_json::Value| SessionRecord {
         kind: kind.to_string(),
         call_id: call_id.to_string(),
-        payload,
+        payload: payload.into(),
     };
     log_messages(
         log.as_ref(),
@@ -295,7 +295,9 @@ fn log_messages(
             SessionRecord {
                 kind: crate::session::MESSAGE_RECORD.to_string(),
                 call_id: call_id.to_string(),
-                payload: serde_json::to_value(message).unwrap_or(serde_json::Value::Null),
+                payload: serde_json::to_value(message)
+                    .unwrap_or(serde_json::Value::Null)
+                    .into(),
             },
         );
     }
@@ -365,7 +367,8 @@ impl Call<'_> {
                             "read_version": self.base_version,
                             "found_version": state.version,
                             "kept_in_log": kept,
-                        }),
+                        })
+                        .into(),
                     },
                 );
             }
@@ -628,7 +631,7 @@ impl Call<'_> {
             SessionRecord {
                 kind: kind.to_string(),
                 call_id: self.call_id.clone(),
-                payload,
+                payload: payload.into(),
             },
         );
     }

@@ -10,7 +10,7 @@
 
 use sha2::{Digest, Sha256};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
 use crate::context::block::{MaterialKind, Placement};
 use crate::message::{Message, Role};
@@ -156,21 +156,21 @@ impl ContextManifest {
     /// The manifest as a JSON object (for the session log and exports). Holds no prompt text.
     pub fn to_json(&self) -> Value {
         let items: Vec<Value> = self.items.iter().map(item_json).collect();
-        json!({
-            "call_id": self.call_id,
-            "purpose": self.purpose.as_str(),
-            "model": self.model,
-            "estimated_input_tokens": self.estimated_input_tokens,
-            "input_limit": self.input_limit,
-            "conversation_allowance": self.conversation_allowance,
-            "counting_method": self.counting_method,
-            "exact": self.exact,
-            "items": items,
-            "transforms": self.transforms,
-            "validation": self.validation.as_str(),
-            "task_revision": self.task_revision,
-            "policy_version": self.policy_version,
-        })
+        object([
+            ("call_id", self.call_id.as_str().into()),
+            ("purpose", self.purpose.as_str().into()),
+            ("model", self.model.as_str().into()),
+            ("estimated_input_tokens", self.estimated_input_tokens.into()),
+            ("input_limit", self.input_limit.into()),
+            ("conversation_allowance", self.conversation_allowance.into()),
+            ("counting_method", self.counting_method.as_str().into()),
+            ("exact", self.exact.into()),
+            ("items", Value::Array(items)),
+            ("transforms", self.transforms.clone().into()),
+            ("validation", self.validation.as_str().into()),
+            ("task_revision", self.task_revision.into()),
+            ("policy_version", self.policy_version.clone().into()),
+        ])
     }
 
     /// The retained material item with this source id.
@@ -182,24 +182,111 @@ impl ContextManifest {
 }
 
 fn item_json(item: &ManifestItem) -> Value {
+    let id = Value::from(item.id.as_str());
+    let tokens = Value::from(item.tokens);
+    let content_hash = Value::from(item.content_hash.as_str());
     match &item.kind {
-        ItemKind::Message { role, part_kinds } => json!({
-            "type": "message", "id": item.id, "role": role.as_str(), "parts": part_kinds,
-            "tokens": item.tokens, "content_hash": item.content_hash,
-        }),
-        ItemKind::ToolSchema => json!({
-            "type": "tool_schema", "id": item.id, "tokens": item.tokens, "content_hash": item.content_hash,
-        }),
+        ItemKind::Message { role, part_kinds } => object([
+            ("type", "message".into()),
+            ("id", id),
+            ("role", role.as_str().into()),
+            ("parts", part_kinds.as_slice().into()),
+            ("tokens", tokens),
+            ("content_hash", content_hash),
+        ]),
+        ItemKind::ToolSchema => object([
+            ("type", "tool_schema".into()),
+            ("id", id),
+            ("tokens", tokens),
+            ("content_hash", content_hash),
+        ]),
         ItemKind::Material {
             kind,
             placement,
             revision,
             required,
             priority,
-        } => json!({
-            "type": "material", "source_id": item.id, "kind": kind.as_str(),
-            "placement": placement.as_str(), "revision": revision, "required": required,
-            "priority": priority, "tokens": item.tokens, "content_hash": item.content_hash,
-        }),
+        } => object([
+            ("type", "material".into()),
+            ("source_id", id),
+            ("kind", kind.as_str().into()),
+            ("placement", placement.as_str().into()),
+            ("revision", revision.as_str().into()),
+            ("required", (*required).into()),
+            ("priority", (*priority).into()),
+            ("tokens", tokens),
+            ("content_hash", content_hash),
+        ]),
+    }
+}
+
+/// A JSON object with these fields in this order, allocated once at its final size (a
+/// manifest has an object per item, so this is on every preparation's path).
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    let mut map = Map::with_capacity(N);
+    for (key, value) in fields {
+        map.insert(key.to_string(), value);
+    }
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON form is what session logs and exports hold: its field order and names are
+    /// pinned here, item kind by item kind.
+    #[test]
+    fn the_json_form_is_stable() {
+        let mut manifest = ContextManifest::early_failure(
+            "call-1/r1",
+            Purpose::Reasoning,
+            "m",
+            Validation::Passed,
+        );
+        manifest.items = vec![
+            ManifestItem {
+                kind: ItemKind::Message {
+                    role: Role::Assistant,
+                    part_kinds: vec!["text", "tool_call"],
+                },
+                id: "a1".to_string(),
+                tokens: 12,
+                content_hash: "00ff".to_string(),
+            },
+            ManifestItem {
+                kind: ItemKind::ToolSchema,
+                id: "read_file".to_string(),
+                tokens: 30,
+                content_hash: "11ee".to_string(),
+            },
+            ManifestItem {
+                kind: ItemKind::Material {
+                    kind: MaterialKind::Instruction,
+                    placement: Placement::System,
+                    revision: "r7".to_string(),
+                    required: true,
+                    priority: -2,
+                },
+                id: "rules".to_string(),
+                tokens: 5,
+                content_hash: "22dd".to_string(),
+            },
+        ];
+        manifest.transforms = vec!["omitted_for_budget:x".to_string()];
+        manifest.task_revision = Some(3);
+        manifest.policy_version = Some("p1".to_string());
+        assert_eq!(
+            manifest.to_json().to_string(),
+            concat!(
+                r#"{"call_id":"call-1/r1","purpose":"reasoning","model":"m","#,
+                r#""estimated_input_tokens":-1,"input_limit":-1,"conversation_allowance":-1,"#,
+                r#""counting_method":"unavailable","exact":false,"items":["#,
+                r#"{"type":"message","id":"a1","role":"assistant","parts":["text","tool_call"],"tokens":12,"content_hash":"00ff"},"#,
+                r#"{"type":"tool_schema","id":"read_file","tokens":30,"content_hash":"11ee"},"#,
+                r#"{"type":"material","source_id":"rules","kind":"instruction","placement":"system","revision":"r7","required":true,"priority":-2,"tokens":5,"content_hash":"22dd"}"#,
+                r#"],"transforms":["omitted_for_budget:x"],"validation":"passed","task_revision":3,"policy_version":"p1"}"#
+            )
+        );
     }
 }

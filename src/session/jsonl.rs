@@ -33,7 +33,7 @@
 //!     let storage = Arc::new(MemoryStorage::new());
 //!     let key = SessionLogKey { agent_id: "fixer".into(), user_id: Some("alice".into()), session_id: None };
 //!     let log = JsonlSessionLog::new(storage.clone());
-//!     let record = SessionRecord { kind: "run/start".into(), call_id: "call-1".into(), payload: serde_json::json!({}) };
+//!     let record = SessionRecord { kind: "run/start".into(), call_id: "call-1".into(), payload: serde_json::json!({}).into() };
 //!     log.append(&key, record.clone());
 //!     assert_eq!(log.pending(&key), 1);
 //!     assert_eq!(log.flush().await.unwrap(), 1);
@@ -565,7 +565,7 @@ fn parse_record(line: &[u8]) -> Result<SessionRecord, String> {
     Ok(SessionRecord {
         kind,
         call_id,
-        payload,
+        payload: payload.into(),
     })
 }
 

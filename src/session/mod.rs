@@ -17,9 +17,10 @@
 //! messages.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures_util::future::BoxFuture;
+use serde::Deserialize;
 use serde_json::Value;
 
 pub mod jsonl;
@@ -33,7 +34,8 @@ pub struct SessionRecord {
     pub kind: String,
     /// The agent call (`call-N`) the record belongs to.
     pub call_id: String,
-    pub payload: Value,
+    /// Shared: a record never changes once written, so copies of a log share their payloads.
+    pub payload: Arc<Value>,
 }
 
 /// Identifies one session's log.
@@ -132,8 +134,9 @@ pub fn durable_history(
         if record.kind != MESSAGE_RECORD {
             continue;
         }
-        let message: crate::message::Message = serde_json::from_value(record.payload.clone())
-            .map_err(|error| (index + 1, error.to_string()))?;
+        let message: crate::message::Message =
+            crate::message::Message::deserialize(&*record.payload)
+                .map_err(|error| (index + 1, error.to_string()))?;
         match position.get(&message.id) {
             Some(&at) => messages[at] = message,
             None => {

@@ -19,7 +19,7 @@ fn record(n: usize) -> SessionRecord {
     SessionRecord {
         kind: "context/build".into(),
         call_id: format!("call-{n}"),
-        payload: json!({"n": n, "text": "line\nbreak and \"quotes\""}),
+        payload: json!({"n": n, "text": "line\nbreak and \"quotes\""}).into(),
     }
 }
 
@@ -267,7 +267,7 @@ fn sessions_are_listed_from_storage_and_memory() {
         let record = SessionRecord {
             kind: "run/start".into(),
             call_id: "call-1".into(),
-            payload: serde_json::json!({"session_id": "x".repeat(500)}),
+            payload: serde_json::json!({"session_id": "x".repeat(500)}).into(),
         };
         log.append(&key("alice", Some("s 1")), record.clone());
         log.append(&key("alice", None), record.clone());

@@ -17,6 +17,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
+
 use super::{Violation, ViolationKind};
 use crate::agent::events::EventKind;
 use crate::message::{ContentPart, Message, ToolOutput};
@@ -86,7 +88,7 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
 fn message_records(records: &[crate::session::SessionRecord]) -> BTreeMap<String, Vec<Message>> {
     let mut versions: BTreeMap<String, Vec<Message>> = BTreeMap::new();
     for record in records.iter().filter(|r| r.kind == MESSAGE_RECORD) {
-        match serde_json::from_value::<Message>(record.payload.clone()) {
+        match Message::deserialize(&*record.payload) {
             Ok(message) => versions
                 .entry(message.id.clone())
                 .or_default()
