@@ -38,6 +38,8 @@ pub mod render;
 pub mod source;
 pub mod workspace;
 
+use std::cell::RefCell;
+
 use budget::{BudgetSettings, InputBudget};
 use manifest::{ContextManifest, ItemKind, ManifestItem, Validation, part_kinds};
 use pairs::{PairingProblem, find_pairing_problem};
@@ -433,6 +435,11 @@ struct Parts<'a> {
     foreign_system: Vec<&'a Message>,
     conversation: Vec<&'a Message>,
     projections: &'a [Message],
+    /// The material messages last rendered, by the ids of the materials they were rendered
+    /// for. Omission measures the kept set, and the layout then renders the same set: the
+    /// memo renders (and the estimator hashes) each set once. The materials all come from one
+    /// input, so their ids name them.
+    rendered: RefCell<Option<(Vec<String>, [Option<Message>; 3])>>,
 }
 
 impl<'a> Parts<'a> {
@@ -454,11 +461,29 @@ impl<'a> Parts<'a> {
             foreign_system,
             conversation,
             projections,
+            rendered: RefCell::new(None),
         }
     }
 
     /// The System, transient and reference messages for a set of materials.
     fn material_messages(&self, materials: &[Material]) -> [Option<Message>; 3] {
+        let same = |ids: &[String]| {
+            ids.iter()
+                .map(String::as_str)
+                .eq(materials.iter().map(|m| m.id.as_str()))
+        };
+        if let Some((ids, messages)) = &*self.rendered.borrow()
+            && same(ids)
+        {
+            return messages.clone();
+        }
+        let messages = self.render_materials(materials);
+        let ids = materials.iter().map(|m| m.id.clone()).collect();
+        *self.rendered.borrow_mut() = Some((ids, messages.clone()));
+        messages
+    }
+
+    fn render_materials(&self, materials: &[Material]) -> [Option<Message>; 3] {
         let transient = render::material_message(materials, Placement::Transient);
         let reference = render::material_message(materials, Placement::Reference);
         let guidance = transient.is_some() || reference.is_some();
@@ -493,4 +518,32 @@ impl<'a> Parts<'a> {
 
 fn to_signed(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::block::ContextBlock;
+
+    /// The memo of rendered material messages answers only for the same set of materials.
+    #[test]
+    fn rendered_materials_follow_the_set_asked_for() {
+        let materials = vec![
+            Material::instruction("rules", "Be brief."),
+            Material::from_block("s", &ContextBlock::runtime("clock", "It is noon.")),
+            Material::from_block("s", &ContextBlock::reference("doc", "See the guide.")),
+        ];
+        let history = [Message::user("u1", "Hi")];
+        let parts = Parts::split(Some("You help."), &history, &[]);
+        let fresh = Parts::split(Some("You help."), &history, &[]);
+        let subsets = [&materials[..], &materials[..1], &materials[1..], &materials[..], &[]];
+        for subset in subsets {
+            assert_eq!(
+                parts.material_messages(subset),
+                fresh.render_materials(subset),
+                "{:?}",
+                subset.iter().map(|m| &m.id).collect::<Vec<_>>()
+            );
+        }
+    }
 }
