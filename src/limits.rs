@@ -205,6 +205,14 @@ pub const PIECE_MEMO_ENTRIES_MAX: usize = 65_536;
 /// Bytes of the longest piece the piece memo remembers; longer pieces are counted each time.
 pub const PIECE_MEMO_BYTES_MAX: usize = 64;
 
+/// Renderings of material messages one thread remembers across preparations
+/// (`context::rendered`); past it, the oldest is replaced.
+pub const RENDER_MEMO_ENTRIES_MAX: usize = 8;
+
+/// Bytes of material text (with the prompt and any System input) past which a rendering is not
+/// remembered: a full memo holds at most about twice this per entry, materials and rendering.
+pub const RENDER_MEMO_BYTES_MAX: usize = 1 << 20;
+
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
 /// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
 /// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed

@@ -35,6 +35,7 @@ pub mod offload;
 pub mod omission;
 pub mod pairs;
 pub mod render;
+mod rendered;
 pub mod source;
 pub mod workspace;
 
@@ -439,7 +440,7 @@ struct Parts<'a> {
     /// for. Omission measures the kept set, and the layout then renders the same set: the
     /// memo renders (and the estimator hashes) each set once. The materials all come from one
     /// input, so their ids name them.
-    rendered: RefCell<Option<(Vec<String>, [Option<Message>; 3])>>,
+    rendered: RefCell<Option<(Vec<String>, rendered::Rendered)>>,
 }
 
 impl<'a> Parts<'a> {
@@ -466,7 +467,7 @@ impl<'a> Parts<'a> {
     }
 
     /// The System, transient and reference messages for a set of materials.
-    fn material_messages(&self, materials: &[Material]) -> [Option<Message>; 3] {
+    fn material_messages(&self, materials: &[Material]) -> rendered::Rendered {
         let same = |ids: &[String]| {
             ids.iter()
                 .map(String::as_str)
@@ -477,13 +478,16 @@ impl<'a> Parts<'a> {
         {
             return messages.clone();
         }
-        let messages = self.render_materials(materials);
+        let messages =
+            rendered::rendered(self.system_prompt, materials, &self.foreign_system, || {
+                self.render_materials(materials)
+            });
         let ids = materials.iter().map(|m| m.id.clone()).collect();
         *self.rendered.borrow_mut() = Some((ids, messages.clone()));
         messages
     }
 
-    fn render_materials(&self, materials: &[Material]) -> [Option<Message>; 3] {
+    fn render_materials(&self, materials: &[Material]) -> rendered::Rendered {
         let transient = render::material_message(materials, Placement::Transient);
         let reference = render::material_message(materials, Placement::Reference);
         let guidance = transient.is_some() || reference.is_some();
@@ -528,7 +532,7 @@ mod tests {
     /// The memo of rendered material messages answers only for the same set of materials.
     #[test]
     fn rendered_materials_follow_the_set_asked_for() {
-        let materials = vec![
+        let materials = [
             Material::instruction("rules", "Be brief."),
             Material::from_block("s", &ContextBlock::runtime("clock", "It is noon.")),
             Material::from_block("s", &ContextBlock::reference("doc", "See the guide.")),
@@ -536,7 +540,13 @@ mod tests {
         let history = [Message::user("u1", "Hi")];
         let parts = Parts::split(Some("You help."), &history, &[]);
         let fresh = Parts::split(Some("You help."), &history, &[]);
-        let subsets = [&materials[..], &materials[..1], &materials[1..], &materials[..], &[]];
+        let subsets = [
+            &materials[..],
+            &materials[..1],
+            &materials[1..],
+            &materials[..],
+            &[],
+        ];
         for subset in subsets {
             assert_eq!(
                 parts.material_messages(subset),

@@ -1,0 +1,148 @@
+//! Rendered material messages remembered across preparations, per thread.
+//!
+//! Each reasoning step renders the same instructions, workspace files and source blocks into the
+//! same System, transient and reference messages, unless one of them changed. Rendering escapes
+//! every material, and every fresh message is then hashed twice more (by the token cache and for
+//! the manifest). This memo hands back the messages of an earlier rendering of exactly the same
+//! input instead: equal texts are compared, not hashed, and the returned messages share their
+//! content with the earlier ones, so the token cache recognises them by address.
+//!
+//! A hit is a rendering of input equal in every field, so it is the rendering itself. The memo
+//! holds at most [`RENDER_MEMO_ENTRIES_MAX`] renderings per thread (the oldest replaced first),
+//! and never one whose materials exceed [`RENDER_MEMO_BYTES_MAX`] bytes.
+
+use std::cell::RefCell;
+
+use super::block::Material;
+use crate::limits::{RENDER_MEMO_BYTES_MAX, RENDER_MEMO_ENTRIES_MAX};
+use crate::message::Message;
+
+/// The three material messages of a layout: System, transient, reference.
+pub(super) type Rendered = [Option<Message>; 3];
+
+struct Entry {
+    prompt: Option<String>,
+    materials: Vec<Material>,
+    foreign_system: Vec<Message>,
+    rendered: Rendered,
+}
+
+impl Entry {
+    fn matches(&self, prompt: Option<&str>, materials: &[Material], foreign: &[&Message]) -> bool {
+        self.prompt.as_deref() == prompt
+            && self.materials == materials
+            && self.foreign_system.len() == foreign.len()
+            && self
+                .foreign_system
+                .iter()
+                .zip(foreign)
+                .all(|(a, b)| a == *b)
+    }
+}
+
+#[derive(Default)]
+struct Memo {
+    entries: Vec<Entry>,
+    /// The slot the next new entry replaces once the memo is full.
+    next: usize,
+}
+
+thread_local! {
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
+}
+
+/// The rendering of this input: remembered, or made by `render` and remembered.
+pub(super) fn rendered(
+    prompt: Option<&str>,
+    materials: &[Material],
+    foreign_system: &[&Message],
+    render: impl FnOnce() -> Rendered,
+) -> Rendered {
+    let found = MEMO.with_borrow(|memo| {
+        memo.entries
+            .iter()
+            .find(|entry| entry.matches(prompt, materials, foreign_system))
+            .map(|entry| entry.rendered.clone())
+    });
+    if let Some(rendered) = found {
+        return rendered;
+    }
+    let rendered = render();
+    let bytes: usize = materials.iter().map(|m| m.text.len()).sum::<usize>()
+        + prompt.map_or(0, str::len)
+        + foreign_system.iter().map(|m| m.text().len()).sum::<usize>();
+    if bytes <= RENDER_MEMO_BYTES_MAX {
+        let entry = Entry {
+            prompt: prompt.map(str::to_string),
+            materials: materials.to_vec(),
+            foreign_system: foreign_system.iter().map(|m| (*m).clone()).collect(),
+            rendered: rendered.clone(),
+        };
+        MEMO.with_borrow_mut(|memo| {
+            if memo.entries.len() < RENDER_MEMO_ENTRIES_MAX {
+                memo.entries.push(entry);
+            } else {
+                let slot = memo.next;
+                memo.entries[slot] = entry;
+                memo.next = (slot + 1) % RENDER_MEMO_ENTRIES_MAX;
+            }
+        });
+    }
+    rendered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::block::ContextBlock;
+
+    fn render_count(prompt: Option<&str>, materials: &[Material], calls: &mut u32) -> Rendered {
+        rendered(prompt, materials, &[], || {
+            *calls += 1;
+            let text = materials
+                .iter()
+                .map(|m| m.text.as_str())
+                .collect::<String>();
+            [Some(Message::system("system", &text)), None, None]
+        })
+    }
+
+    #[test]
+    fn equal_input_renders_once_and_shares_the_result() {
+        let materials = vec![Material::from_block(
+            "memo-test",
+            &ContextBlock::runtime("clock", "It is noon, said the memo test."),
+        )];
+        let mut calls = 0;
+        let first = render_count(Some("p"), &materials, &mut calls);
+        let again = render_count(Some("p"), &materials.clone(), &mut calls);
+        assert_eq!(calls, 1);
+        assert_eq!(first, again);
+        // A changed text, prompt or material set renders afresh.
+        let mut changed = materials.clone();
+        changed[0].text.push('!');
+        render_count(Some("p"), &changed, &mut calls);
+        render_count(Some("q"), &materials, &mut calls);
+        render_count(Some("p"), &[], &mut calls);
+        assert_eq!(calls, 4);
+    }
+
+    #[test]
+    fn the_memo_is_bounded() {
+        let mut calls = 0;
+        for n in 0..(RENDER_MEMO_ENTRIES_MAX + 3) {
+            let materials = vec![Material::instruction("bounded", &format!("rule {n}"))];
+            render_count(None, &materials, &mut calls);
+        }
+        assert!(MEMO.with_borrow(|memo| memo.entries.len()) <= RENDER_MEMO_ENTRIES_MAX);
+        // Too large to keep: rendered every time.
+        let big = vec![Material::instruction(
+            "big",
+            &"x".repeat(RENDER_MEMO_BYTES_MAX + 1),
+        )];
+        let before = calls;
+        render_count(None, &big, &mut calls);
+        render_count(None, &big, &mut calls);
+        assert_eq!(calls, before + 2);
+    }
+}
