@@ -300,14 +300,6 @@ impl SessionLog for JsonlSessionLog {
             .map_or(0, |journal| journal.records.len())
     }
 
-    fn records_from(&self, key: &SessionLogKey, start: usize) -> Vec<SessionRecord> {
-        self.lock()
-            .get(key)
-            .and_then(|journal| journal.records.get(start..))
-            .map(<[SessionRecord]>::to_vec)
-            .unwrap_or_default()
-    }
-
     fn for_each_from(
         &self,
         key: &SessionLogKey,

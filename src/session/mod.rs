@@ -65,13 +65,6 @@ pub trait SessionLog: Send + Sync {
     fn record_count(&self, key: &SessionLogKey) -> usize {
         self.records(key).len()
     }
-    /// The records of a session from index `start` on (none when it has `start` or fewer):
-    /// what `records` would return past `start`, without copying the ones before.
-    fn records_from(&self, key: &SessionLogKey, start: usize) -> Vec<SessionRecord> {
-        let mut records = self.records(key);
-        records.drain(..start.min(records.len()));
-        records
-    }
     /// Shows `visit` each record of a session from index `start` on, in order, without copying
     /// them. `visit` may run while the log holds its lock: it must not call back into the log.
     fn for_each_from(
@@ -80,9 +73,7 @@ pub trait SessionLog: Send + Sync {
         start: usize,
         visit: &mut dyn FnMut(&SessionRecord),
     ) {
-        for record in &self.records_from(key, start) {
-            visit(record);
-        }
+        self.records(key).iter().skip(start).for_each(visit);
     }
     /// Commits appended records to durable storage and returns how many it committed. A log
     /// that keeps nothing outside memory has nothing to do.
@@ -183,14 +174,6 @@ impl SessionLog for MemorySessionLog {
 
     fn record_count(&self, key: &SessionLogKey) -> usize {
         self.lock().get(key).map_or(0, Vec::len)
-    }
-
-    fn records_from(&self, key: &SessionLogKey, start: usize) -> Vec<SessionRecord> {
-        self.lock()
-            .get(key)
-            .and_then(|records| records.get(start..))
-            .map(<[SessionRecord]>::to_vec)
-            .unwrap_or_default()
     }
 
     fn for_each_from(
