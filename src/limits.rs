@@ -210,7 +210,9 @@ pub const PIECE_MEMO_BYTES_MAX: usize = 64;
 pub const RENDER_MEMO_ENTRIES_MAX: usize = 8;
 
 /// Bytes of material text (with the prompt and any System input) past which a rendering is not
-/// remembered: a full memo holds at most about twice this per entry, materials and rendering.
+/// remembered. An entry holds the input and its rendering; escaping can make a rendering up to
+/// five times its text (every character an `&`), so an entry stays under six times this, and
+/// about twice it for ordinary text.
 pub const RENDER_MEMO_BYTES_MAX: usize = 1 << 20;
 
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
