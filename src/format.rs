@@ -28,7 +28,8 @@ pub fn snippet(text: &str, max_chars: usize) -> String {
     // Escapes only as far as the bound: the text may be megabytes, the snippet is a line.
     let mut out = String::with_capacity(text.len().min(max_chars.saturating_mul(4)));
     let mut written = 0;
-    // Byte length of `out` after its first `max_chars - 1` characters: where a cut goes.
+    // Byte length of `out` after its first `max_chars - 1` characters: where a cut goes (0 when
+    // `max_chars` is 0 or 1).
     let mut cut_at = 0;
     for c in text.chars() {
         let escape = needs_escape(c);
@@ -47,7 +48,7 @@ pub fn snippet(text: &str, max_chars: usize) -> String {
             push(c);
         }
         if written > max_chars {
-            out.truncate(if max_chars == 0 { 0 } else { cut_at });
+            out.truncate(cut_at);
             out.push('…');
             return out;
         }

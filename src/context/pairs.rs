@@ -15,6 +15,8 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use crate::message::{Message, Role};
+
 /// Call ids seen so far: membership only, so the set's order is never observed.
 type SeenIds<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
 
@@ -23,8 +25,6 @@ type SeenIds<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
 fn blank(id: &str) -> bool {
     id.chars().all(char::is_whitespace)
 }
-
-use crate::message::{Message, Role};
 
 /// The first pairing violation found, with the offending message position.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +135,8 @@ impl std::fmt::Display for PairingProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::ContentPart;
+    use serde_json::Value;
 
     #[test]
     fn blank_is_trim_is_empty() {
@@ -151,8 +153,6 @@ mod tests {
             assert_eq!(blank(id), id.trim().is_empty(), "{id:?}");
         }
     }
-    use crate::message::ContentPart;
-    use serde_json::Value;
 
     fn calls(id: &str) -> Message {
         Message::assistant_tool_calls("a", vec![ContentPart::tool_call(id, "t", Value::Null)])

@@ -359,13 +359,7 @@ pub(super) async fn simulate(
         );
         let mut session_records: Vec<(String, u64)> = Vec::new();
         agent.for_each_session_record_from(&runtime, records_before, &mut |record| {
-            match session_records
-                .iter_mut()
-                .find(|(kind, _)| *kind == record.kind)
-            {
-                Some((_, count)) => *count += 1,
-                None => session_records.push((record.kind.clone(), 1)),
-            }
+            count_kind(&mut session_records, &record.kind);
         });
         steps.push(StepRecord {
             index: index + 1,
@@ -692,7 +686,14 @@ fn build_agent(
     Ok(builder.build()?)
 }
 
-/// Record kinds and their counts, in first-seen order.
+/// Counts one more record of `kind` in `counts` (record kinds in first-seen order).
+fn count_kind(counts: &mut Vec<(String, u64)>, kind: &str) {
+    match counts.iter_mut().find(|(known, _)| known == kind) {
+        Some((_, count)) => *count += 1,
+        None => counts.push((kind.to_string(), 1)),
+    }
+}
+
 fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
     match choice {
         EstimatorChoice::Ratio => Arc::new(CachedEstimator::new(RatioEstimator)),
