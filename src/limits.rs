@@ -215,6 +215,16 @@ pub const RENDER_MEMO_ENTRIES_MAX: usize = 8;
 /// about twice it for ordinary text.
 pub const RENDER_MEMO_BYTES_MAX: usize = 1 << 20;
 
+/// Conversations one thread remembers across preparations (`context::scanned`): enough for
+/// an agent's step (the conversation before and after compaction) and a few agents taking
+/// turns; past it, the least recently used is replaced.
+pub const CONVERSATION_MEMO_ENTRIES_MAX: usize = 4;
+
+/// Messages of the longest history a thread remembers across preparations; a longer one is read
+/// in full at every step. A remembered message costs about 150 bytes beyond the message itself
+/// (its handle, its manifest item and its call ids), so a full memo stays under 1 GB.
+pub const CONVERSATION_MEMO_MESSAGES_MAX: usize = 1_048_576;
+
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
 /// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
 /// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed

@@ -54,6 +54,15 @@ pub trait TokenEstimator: Send + Sync {
     /// Tokens of one string.
     fn text_tokens(&self, text: &str) -> u64;
 
+    /// True when this estimator remembers counts between calls, as [`CachedEstimator`] does.
+    /// A preparation then also remembers, per thread, the conversation it read (see
+    /// `context::scanned`), and a later step reads only the messages that are new. Two
+    /// estimators with the same [`method`](TokenEstimator::method) must count alike. The
+    /// default is `false`: every step reads every message.
+    fn caches_counts(&self) -> bool {
+        false
+    }
+
     /// Tokens of one message: a fixed overhead plus its parts.
     fn message_tokens(&self, message: &Message) -> u64 {
         let mut total = MESSAGE_OVERHEAD_TOKENS;

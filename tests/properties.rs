@@ -6,7 +6,9 @@
 //! - the compaction cut is pair-closed for arbitrary histories with parallel calls;
 //! - omission never drops required material or System instructions;
 //! - rendering escapes every injection: material text cannot close its item or forge a block;
-//! - a JSON-lines session log with a torn last record keeps every record committed before it.
+//! - a JSON-lines session log with a torn last record keeps every record committed before it;
+//! - a preparation that remembers the conversation it read (a caching estimator) prepares
+//!   exactly what one that reads everything afresh prepares, through any sequence of edits.
 //!
 //! Case counts are modest so `cargo test` stays fast; `PROPTEST_CASES=10000` raises them. The
 //! random source is seeded with a fixed value, so a run is reproducible; `PROPTEST_RNG_SEED=N`
@@ -16,10 +18,13 @@ use std::sync::Arc;
 
 use ctxbed::compaction::config::TailBudget;
 use ctxbed::compaction::cut::{cut_index, is_pair_closed};
-use ctxbed::context::block::{Material, MaterialKind, Placement};
+use ctxbed::context::block::{ContextBlock, Material, MaterialKind, Placement};
+use ctxbed::context::budget::BudgetSettings;
 use ctxbed::context::omission::{default_order, select, validate_order};
 use ctxbed::context::render::{self, material_message, system_message};
+use ctxbed::context::{PairingCheck, PrepareInput, prepare};
 use ctxbed::message::{ContentPart, Message, Role};
+use ctxbed::model::{ModelInfo, Purpose};
 use ctxbed::session::jsonl::{JsonlSessionLog, decode, encode_record, session_path};
 use ctxbed::session::{SessionLog, SessionLogKey, SessionRecord};
 use ctxbed::sim::storage::{MemoryStorage, Storage};
@@ -161,6 +166,100 @@ fn history(exchanges: &[Exchange]) -> Vec<Message> {
         }
     }
     messages
+}
+
+/// One change to a working history between two preparations.
+#[derive(Debug, Clone)]
+enum Edit {
+    /// Append well-formed exchanges.
+    Append(Vec<Exchange>),
+    /// Append an assistant message whose call is not answered (yet).
+    OpenCall,
+    /// Append a result that answers no call.
+    OrphanResult,
+    /// Give the message at this position (modulo the length) new text under its id.
+    Rewrite(usize),
+    /// Remove the message at this position.
+    Remove(usize),
+    /// Insert a System message, or the rendering of an earlier preparation.
+    InsertSystem(usize, bool),
+    /// Keep only this many messages.
+    Truncate(usize),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        4 => prop::collection::vec(exchange(), 1..4).prop_map(Edit::Append),
+        1 => Just(Edit::OpenCall),
+        1 => Just(Edit::OrphanResult),
+        1 => any::<usize>().prop_map(Edit::Rewrite),
+        1 => any::<usize>().prop_map(Edit::Remove),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(at, rendered)| Edit::InsertSystem(at, rendered)),
+        1 => (0usize..40).prop_map(Edit::Truncate),
+    ]
+}
+
+/// Applies an edit; `serial` keeps new ids unique.
+fn apply(history: &mut Vec<Message>, edit: &Edit, serial: usize) {
+    let at = |position: usize, len: usize| if len == 0 { 0 } else { position % len };
+    match edit {
+        Edit::Append(exchanges) => {
+            let mut added = self::history(exchanges);
+            for (index, message) in added.iter_mut().enumerate() {
+                let data: &mut ctxbed::message::MessageData = message;
+                data.id = format!("{serial}-{index}-{}", data.id);
+                for part in &mut data.parts {
+                    match part {
+                        ContentPart::ToolCall(call) => call.id = format!("{serial}-{}", call.id),
+                        ContentPart::ToolResult(result) => {
+                            result.call_id = format!("{serial}-{}", result.call_id)
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            history.extend(added);
+        }
+        Edit::OpenCall => history.push(Message::assistant_tool_calls(
+            format!("open{serial}"),
+            vec![ContentPart::tool_call(
+                format!("open_{serial}"),
+                "t",
+                json!({}),
+            )],
+        )),
+        Edit::OrphanResult => history.push(Message::tool_result(
+            format!("orphan{serial}"),
+            format!("missing_{serial}"),
+            "t",
+            "late",
+            false,
+        )),
+        Edit::Rewrite(position) => {
+            if !history.is_empty() {
+                let index = at(*position, history.len());
+                let id = history[index].id.clone();
+                history[index] = Message::user(id, format!("rewritten {serial}"));
+            }
+        }
+        Edit::Remove(position) => {
+            if !history.is_empty() {
+                let index = at(*position, history.len());
+                history.remove(index);
+            }
+        }
+        Edit::InsertSystem(position, rendered) => {
+            let index = at(*position, history.len() + 1);
+            let message = if *rendered {
+                system_message(Some("earlier"), &[], &[], false)
+                    .unwrap_or_else(|| Message::system("r", "earlier"))
+            } else {
+                Message::system(format!("s{serial}"), format!("rule {serial}"))
+            };
+            history.insert(index, message);
+        }
+        Edit::Truncate(keep) => history.truncate(*keep),
+    }
 }
 
 fn material() -> impl Strategy<Value = Material> {
@@ -525,5 +624,61 @@ proptest! {
             Ok(())
         });
         outcome.map_err(TestCaseError::fail)?;
+    }
+    /// A preparation with a caching estimator remembers the conversation it read and, at the
+    /// next step, reads only what changed; whatever the edits in between, it prepares what a
+    /// preparation that reads everything afresh prepares: the same request, the same manifest
+    /// and the same outcome. Both layouts are covered (with and without a System message and
+    /// material after the conversation), and so is a projection holding a tool result, which
+    /// takes the whole-request pairing check.
+    #[test]
+    fn a_remembered_conversation_prepares_what_a_fresh_read_does(
+        edits in prop::collection::vec(edit(), 1..12),
+        prompt in any::<bool>(),
+        transient in any::<bool>(),
+        tool_projection in any::<bool>(),
+        repair in any::<bool>(),
+    ) {
+        let model = ModelInfo { name: "m".into(), context_window: Some(1_000_000), max_output_tokens: None };
+        let cached = CachedEstimator::new(ApproximateEstimator);
+        let materials: Vec<Material> = if transient {
+            vec![Material::from_block("s", &ContextBlock::runtime("clock", "It is noon."))]
+        } else {
+            Vec::new()
+        };
+        let projections = if tool_projection {
+            vec![Message::tool_result("p1", "projected", "t", "state", false)]
+        } else {
+            Vec::new()
+        };
+        let mut history = Vec::new();
+        for (serial, edit) in edits.iter().enumerate() {
+            apply(&mut history, edit, serial);
+            // Both outcomes as one type (Ok or Err), compared whole.
+            let input = |estimator: &'_ dyn TokenEstimator| {
+                let outcome = prepare(&PrepareInput {
+                    call_id: "c1",
+                    purpose: Purpose::Reasoning,
+                    model: &model,
+                    system_prompt: prompt.then_some("Be careful."),
+                    materials: &materials,
+                    transforms: &[],
+                    history: &history,
+                    projections: &projections,
+                    tools: &[],
+                    estimator,
+                    budget: BudgetSettings::default(),
+                    pairing: if repair { PairingCheck::Repair } else { PairingCheck::Strict },
+                    selection: None,
+                });
+                match outcome {
+                    Ok(prepared) => (None, prepared.request.messages, prepared.manifest),
+                    Err(rejected) => (Some(rejected.error), Vec::new(), rejected.manifest),
+                }
+            };
+            let remembered = input(&cached);
+            let fresh = input(&ApproximateEstimator);
+            prop_assert_eq!(remembered, fresh, "after edit {} ({:?})", serial, edit);
+        }
     }
 }

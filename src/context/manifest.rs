@@ -8,6 +8,8 @@
 //! **Invariant:** no field holds message text, tool arguments or tool output; ids, hashes, counts
 //! and names only.
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 
 use serde_json::{Map, Value};
@@ -86,7 +88,9 @@ pub struct ContextManifest {
     pub conversation_allowance: i64,
     pub counting_method: String,
     pub exact: bool,
-    pub items: Vec<ManifestItem>,
+    /// Items are shared: successive steps' manifests hold the same item for an unchanged
+    /// message, so a step does not copy the items of a long history.
+    pub items: Vec<Arc<ManifestItem>>,
     pub transforms: Vec<String>,
     pub validation: Validation,
     /// The task-state revision projected into the request, when task state is in use.
@@ -155,7 +159,7 @@ pub fn part_kinds(message: &Message) -> Vec<&'static str> {
 impl ContextManifest {
     /// The manifest as a JSON object (for the session log and exports). Holds no prompt text.
     pub fn to_json(&self) -> Value {
-        let items: Vec<Value> = self.items.iter().map(item_json).collect();
+        let items: Vec<Value> = self.items.iter().map(|item| item_json(item)).collect();
         object([
             ("call_id", self.call_id.as_str().into()),
             ("purpose", self.purpose.as_str().into()),
@@ -178,6 +182,7 @@ impl ContextManifest {
         self.items
             .iter()
             .find(|item| matches!(item.kind, ItemKind::Material { .. }) && item.id == source_id)
+            .map(|item| &**item)
     }
 }
 
@@ -244,7 +249,7 @@ mod tests {
             "m",
             Validation::Passed,
         );
-        manifest.items = vec![
+        manifest.items = [
             ManifestItem {
                 kind: ItemKind::Message {
                     role: Role::Assistant,
@@ -272,7 +277,9 @@ mod tests {
                 tokens: 5,
                 content_hash: "22dd".to_string(),
             },
-        ];
+        ]
+        .map(Arc::new)
+        .to_vec();
         manifest.transforms = vec!["omitted_for_budget:x".to_string()];
         manifest.task_revision = Some(3);
         manifest.policy_version = Some("p1".to_string());

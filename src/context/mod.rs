@@ -36,19 +36,22 @@ pub mod omission;
 pub mod pairs;
 pub mod render;
 mod rendered;
+mod scanned;
 pub mod source;
 pub mod workspace;
 
 use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
 
 use budget::{BudgetSettings, InputBudget};
-use manifest::{ContextManifest, ItemKind, ManifestItem, Validation, part_kinds};
+use manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
 use pairs::{PairingProblem, find_pairing_problem};
 
 use block::{Material, Placement};
 use omission::SelectionPolicy;
 
-use crate::message::{Message, Role};
+use crate::message::Message;
 use crate::model::{ModelInfo, ModelRequest, Purpose};
 use crate::tokens::TokenEstimator;
 use crate::tools::ToolSchema;
@@ -180,7 +183,12 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     } else {
         input.history
     };
-    let parts = Parts::split(input.system_prompt, history, input.projections);
+    let parts = Parts::split(
+        input.system_prompt,
+        history,
+        input.projections,
+        input.estimator,
+    );
     let FixedCost {
         conversation_tokens: _,
         schema_tokens,
@@ -208,8 +216,8 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
             .iter()
             .map(|id| format!("omitted_for_budget:{id}")),
     );
-    let messages = parts.assemble(&selection.kept);
-    let counted = count(input, &messages, &selection.kept);
+    let (messages, offset) = parts.assemble(&selection.kept);
+    let counted = count(input, &parts, &messages, offset, &selection.kept);
     let material_messages = counted.estimated - fixed + projection_tokens;
     let allowance = budget
         .input_limit
@@ -232,7 +240,9 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     };
     if let Err(error) = validate(
         input.pairing,
+        &parts,
         &messages,
+        offset,
         counted.estimated,
         budget.input_limit,
         &mut manifest,
@@ -270,11 +280,7 @@ struct FixedCost {
 impl FixedCost {
     fn of(input: &PrepareInput<'_>, parts: &Parts<'_>) -> Self {
         let estimator = input.estimator;
-        let conversation_tokens = parts
-            .conversation
-            .iter()
-            .map(|m| estimator.message_tokens(m))
-            .sum();
+        let conversation_tokens = parts.scan.tokens();
         let schema_tokens = input
             .tools
             .iter()
@@ -326,7 +332,12 @@ fn select_materials(
 /// current tokens: the budget the compaction stage works within. Pairing repair is not applied.
 pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     let budget = InputBudget::compute(input.model.context_window, &input.budget);
-    let parts = Parts::split(input.system_prompt, input.history, input.projections);
+    let parts = Parts::split(
+        input.system_prompt,
+        input.history,
+        input.projections,
+        input.estimator,
+    );
     let FixedCost {
         conversation_tokens,
         schema_tokens,
@@ -345,16 +356,18 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     (allowance, conversation_tokens)
 }
 
-/// Pairing first, then the whole budget.
+/// Pairing first, then the whole budget. The conversation starts at `offset` in `messages`.
 fn validate(
     pairing: PairingCheck,
+    parts: &Parts<'_>,
     messages: &[Message],
+    offset: usize,
     estimated: u64,
     limit: u64,
     manifest: &mut ContextManifest,
 ) -> Result<(), PrepareError> {
     let problem = match pairing {
-        PairingCheck::Strict | PairingCheck::Repair => find_pairing_problem(messages),
+        PairingCheck::Strict | PairingCheck::Repair => pairing_problem(parts, messages, offset),
         PairingCheck::Unchecked => {
             manifest.transforms.push("tool_pairs_unchecked".to_string());
             None
@@ -369,35 +382,72 @@ fn validate(
     Ok(())
 }
 
+/// The first pairing violation of the request. Messages around the conversation that hold no
+/// tool call or result change nothing a scan of the conversation found (they close no call, and
+/// a call still open is reported either way), so the conversation's remembered scan answers;
+/// otherwise the whole request is read.
+fn pairing_problem(
+    parts: &Parts<'_>,
+    messages: &[Message],
+    offset: usize,
+) -> Option<PairingProblem> {
+    let conversation = offset..offset + parts.conversation.len();
+    let plain = |m: &Message| m.tool_calls().next().is_none() && m.tool_results().next().is_none();
+    let around_are_plain = messages[..conversation.start]
+        .iter()
+        .chain(&messages[conversation.end..])
+        .all(plain);
+    if around_are_plain {
+        parts
+            .scan
+            .pairing_problem()
+            .map(|problem| problem.shifted(offset))
+    } else {
+        find_pairing_problem(messages)
+    }
+}
+
 struct Counted {
-    items: Vec<ManifestItem>,
+    items: Vec<Arc<ManifestItem>>,
     estimated: u64,
 }
 
-/// One manifest item per message, retained material and tool schema, and the total.
-fn count(input: &PrepareInput<'_>, messages: &[Message], kept: &[Material]) -> Counted {
+/// One manifest item per message, retained material and tool schema, and the total. The
+/// conversation starts at `offset` in `messages`; its items come from its scan.
+fn count(
+    input: &PrepareInput<'_>,
+    parts: &Parts<'_>,
+    messages: &[Message],
+    offset: usize,
+    kept: &[Material],
+) -> Counted {
     let mut items = Vec::with_capacity(messages.len() + kept.len() + input.tools.len());
     let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS;
-    for message in messages {
+    let conversation = offset..offset + parts.conversation.len();
+    let mut add = |message: &Message, items: &mut Vec<Arc<ManifestItem>>| {
         let (tokens, content_hash) = input.estimator.message_tokens_and_hash(message);
         estimated += tokens;
-        items.push(ManifestItem {
-            kind: ItemKind::Message {
-                role: message.role,
-                part_kinds: part_kinds(message),
-            },
-            id: message.id.clone(),
+        items.push(Arc::new(scanned::message_item(
+            message,
             tokens,
             content_hash,
-        });
+        )));
+    };
+    for message in &messages[..conversation.start] {
+        add(message, &mut items);
     }
+    items.extend_from_slice(parts.scan.items());
+    for message in &messages[conversation.end..] {
+        add(message, &mut items);
+    }
+    estimated += parts.scan.tokens();
     for placement in [
         Placement::System,
         Placement::Transient,
         Placement::Reference,
     ] {
         for material in render::ordered(kept, placement) {
-            items.push(ManifestItem {
+            items.push(Arc::new(ManifestItem {
                 kind: ItemKind::Material {
                     kind: material.kind,
                     placement: material.placement,
@@ -408,7 +458,7 @@ fn count(input: &PrepareInput<'_>, messages: &[Message], kept: &[Material]) -> C
                 id: material.id.clone(),
                 tokens: input.estimator.text_tokens(&material.text),
                 content_hash: material.content_hash(),
-            });
+            }));
         }
     }
     for schema in input.tools {
@@ -418,12 +468,12 @@ fn count(input: &PrepareInput<'_>, messages: &[Message], kept: &[Material]) -> C
             "{}\n{}\n{}",
             schema.name, schema.description, schema.parameters
         );
-        items.push(ManifestItem {
+        items.push(Arc::new(ManifestItem {
             kind: ItemKind::ToolSchema,
             id: schema.name.clone(),
             tokens,
             content_hash: manifest::content_hash(serialised.as_bytes()),
-        });
+        }));
     }
     Counted { items, estimated }
 }
@@ -436,6 +486,8 @@ struct Parts<'a> {
     foreign_system: Vec<&'a Message>,
     conversation: Vec<&'a Message>,
     projections: &'a [Message],
+    /// The history as read: classes, tokens, items and pairing of its messages.
+    scan: Rc<scanned::Scan>,
     /// The material messages last rendered, by the ids of the materials they were rendered
     /// for. Omission measures the kept set, and the layout then renders the same set: the
     /// memo renders (and the estimator hashes) each set once. The materials all come from one
@@ -448,20 +500,15 @@ impl<'a> Parts<'a> {
         system_prompt: Option<&'a str>,
         history: &'a [Message],
         projections: &'a [Message],
+        estimator: &dyn TokenEstimator,
     ) -> Self {
-        let foreign_system = history
-            .iter()
-            .filter(|m| m.role == Role::System && !render::is_rendered(m))
-            .collect();
-        let conversation = history
-            .iter()
-            .filter(|m| m.role != Role::System && !render::is_rendered(m))
-            .collect();
+        let scan = scanned::scan(history, estimator);
         Parts {
             system_prompt,
-            foreign_system,
-            conversation,
+            foreign_system: scan.foreign_system(history),
+            conversation: scan.conversation(history),
             projections,
+            scan,
             rendered: RefCell::new(None),
         }
     }
@@ -508,15 +555,17 @@ impl<'a> Parts<'a> {
             .sum()
     }
 
-    fn assemble(&self, materials: &[Material]) -> Vec<Message> {
+    /// The request's messages, and where the conversation starts among them.
+    fn assemble(&self, materials: &[Material]) -> (Vec<Message>, usize) {
         let [system, transient, reference] = self.material_messages(materials);
-        let mut messages = Vec::with_capacity(self.conversation.len() + 3);
+        let mut messages = Vec::with_capacity(self.conversation.len() + 3 + self.projections.len());
         messages.extend(system);
+        let offset = messages.len();
         messages.extend(self.conversation.iter().map(|m| (*m).clone()));
         messages.extend(transient);
         messages.extend(self.projections.iter().cloned());
         messages.extend(reference);
-        messages
+        (messages, offset)
     }
 }
 
@@ -538,8 +587,9 @@ mod tests {
             Material::from_block("s", &ContextBlock::reference("doc", "See the guide.")),
         ];
         let history = [Message::user("u1", "Hi")];
-        let parts = Parts::split(Some("You help."), &history, &[]);
-        let fresh = Parts::split(Some("You help."), &history, &[]);
+        let estimator = crate::tokens::RatioEstimator;
+        let parts = Parts::split(Some("You help."), &history, &[], &estimator);
+        let fresh = Parts::split(Some("You help."), &history, &[], &estimator);
         let subsets = [
             &materials[..],
             &materials[..1],

@@ -17,9 +17,6 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::message::{Message, Role};
 
-/// Call ids seen so far: membership only, so the set's order is never observed.
-type SeenIds<'a> = HashSet<&'a str, foldhash::fast::RandomState>;
-
 /// True when an id is empty or only whitespace (what `trim().is_empty()` says, reading only
 /// up to the first other character).
 fn blank(id: &str) -> bool {
@@ -41,58 +38,161 @@ pub enum PairingProblem {
 
 /// Checks the pairing rules: every call of an assistant message is answered by the tool
 /// messages immediately after it, and every tool result answers a call of that assistant message.
+/// Returns the first violation in message order.
 pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
-    // Borrowed ids: the check allocates only for the problem it reports. `seen` needs no
-    // order; `open` reports its smallest id first.
-    let mut open: BTreeSet<&str> = BTreeSet::new();
-    let mut open_index = 0;
-    // Sized for a history of tool exchanges (a call and a result per two messages), so the
-    // set does not grow step by step.
-    let mut seen = SeenIds::with_capacity_and_hasher(messages.len() / 2, Default::default());
-    for (index, message) in messages.iter().enumerate() {
-        if let Some(problem) = id_problem(index, message, &mut seen) {
+    // Borrowed ids: the check allocates only for the problem it reports.
+    let mut scan = PairingScan::<&str>::with_capacity(messages.len() / 2);
+    for message in messages {
+        if scan.feed(message).is_some() {
+            break;
+        }
+    }
+    scan.finish()
+}
+
+/// How a [`PairingScan`] keeps the call ids it has read: borrowed from the messages (`&str`,
+/// for one check over one slice) or owned (`Box<str>`, for a scan that outlives its messages,
+/// such as the state a preparation remembers between steps).
+pub trait CallIdStore<'a>: Ord + Eq + std::hash::Hash + std::borrow::Borrow<str> {
+    fn keep(id: &'a str) -> Self;
+}
+
+impl<'a> CallIdStore<'a> for &'a str {
+    fn keep(id: &'a str) -> Self {
+        id
+    }
+}
+
+impl CallIdStore<'_> for Box<str> {
+    fn keep(id: &str) -> Self {
+        id.into()
+    }
+}
+
+/// [`find_pairing_problem`] one message at a time: feed the messages in order, then
+/// [`finish`](PairingScan::finish). A scan can be cloned and fed further, so a conversation that
+/// grows is read once (the state after its old messages is kept, the new ones are fed).
+///
+/// ```
+/// use ctxbed::context::pairs::{PairingScan, find_pairing_problem};
+/// use ctxbed::message::{ContentPart, Message};
+/// let messages = vec![
+///     Message::assistant_tool_calls("a1", vec![ContentPart::tool_call("c1", "execute", serde_json::json!({}))]),
+///     Message::tool_result("t1", "c1", "execute", "ok", false),
+/// ];
+/// let mut scan = PairingScan::<Box<str>>::default();
+/// scan.feed(&messages[0]);
+/// let after_call = scan.clone();
+/// scan.feed(&messages[1]);
+/// assert_eq!(scan.finish(), None);
+/// assert_eq!(after_call.finish(), find_pairing_problem(&messages[..1]));
+/// ```
+#[derive(Debug, Clone)]
+pub struct PairingScan<I> {
+    /// Call ids seen so far: membership only, so the set's order is never observed.
+    seen: HashSet<I, foldhash::fast::FixedState>,
+    /// The calls of the last assistant message still waiting for a result; the smallest id is
+    /// reported first.
+    open: BTreeSet<I>,
+    open_index: usize,
+    /// Index of the next message fed.
+    next: usize,
+    /// The first violation; once found, further messages are not read.
+    problem: Option<PairingProblem>,
+}
+
+impl<I> Default for PairingScan<I> {
+    fn default() -> Self {
+        PairingScan {
+            seen: HashSet::default(),
+            open: BTreeSet::new(),
+            open_index: 0,
+            next: 0,
+            problem: None,
+        }
+    }
+}
+
+impl<'a, I: CallIdStore<'a>> PairingScan<I> {
+    /// A scan sized for about `calls` call ids, so its set does not grow step by step.
+    pub fn with_capacity(calls: usize) -> Self {
+        PairingScan {
+            seen: HashSet::with_capacity_and_hasher(calls, Default::default()),
+            ..PairingScan::default()
+        }
+    }
+
+    /// Reads the next message; returns the first violation once there is one.
+    pub fn feed(&mut self, message: &'a Message) -> Option<&PairingProblem> {
+        if self.problem.is_none() {
+            let index = self.next;
+            self.next += 1;
+            self.problem = self.read(index, message);
+        }
+        self.problem.as_ref()
+    }
+
+    fn read(&mut self, index: usize, message: &'a Message) -> Option<PairingProblem> {
+        if let Some(problem) = id_problem(index, message, &mut self.seen) {
             return Some(problem);
         }
         if message.role == Role::Tool {
             for result in message.tool_results() {
-                if !open.remove(result.call_id.as_str()) {
+                if !self.open.remove(result.call_id.as_str()) {
                     return Some(PairingProblem::ResultWithoutCall {
                         index,
                         call_id: result.call_id.clone(),
                     });
                 }
             }
-            continue;
+            return None;
         }
-        if let Some(call_id) = open.iter().next() {
+        if let Some(call_id) = self.open.iter().next() {
             return Some(PairingProblem::CallWithoutResult {
-                index: open_index,
-                call_id: (*call_id).to_string(),
+                index: self.open_index,
+                call_id: call_id.borrow().to_string(),
             });
         }
         if message.role == Role::Assistant {
-            open = message.tool_calls().map(|call| call.id.as_str()).collect();
-            open_index = index;
+            self.open = message
+                .tool_calls()
+                .map(|call| I::keep(call.id.as_str()))
+                .collect();
+            self.open_index = index;
         }
+        None
     }
-    open.into_iter()
-        .next()
-        .map(|call_id| PairingProblem::CallWithoutResult {
-            index: open_index,
-            call_id: call_id.to_string(),
-        })
+
+    /// The first violation among the messages fed, counting calls still open at the end.
+    pub fn finish(&self) -> Option<PairingProblem> {
+        if let Some(problem) = &self.problem {
+            return Some(problem.clone());
+        }
+        self.open
+            .iter()
+            .next()
+            .map(|call_id| PairingProblem::CallWithoutResult {
+                index: self.open_index,
+                call_id: call_id.borrow().to_string(),
+            })
+    }
+
+    /// How many messages were read (all fed, or up to the first violation).
+    pub fn read_count(&self) -> usize {
+        self.next
+    }
 }
 
-fn id_problem<'a>(
+fn id_problem<'a, I: CallIdStore<'a>>(
     index: usize,
     message: &'a Message,
-    seen: &mut SeenIds<'a>,
+    seen: &mut HashSet<I, foldhash::fast::FixedState>,
 ) -> Option<PairingProblem> {
     for call in message.tool_calls() {
         if blank(&call.id) {
             return Some(PairingProblem::BlankId { index });
         }
-        if !seen.insert(call.id.as_str()) {
+        if !seen.insert(I::keep(call.id.as_str())) {
             return Some(PairingProblem::DuplicateCallId {
                 index,
                 call_id: call.id.clone(),
@@ -103,6 +203,34 @@ fn id_problem<'a>(
         return Some(PairingProblem::BlankId { index });
     }
     None
+}
+
+impl PairingProblem {
+    /// The same problem with its message index moved by `offset` (a scan of a conversation
+    /// that starts at `offset` in the request).
+    pub fn shifted(self, offset: usize) -> Self {
+        match self {
+            PairingProblem::CallWithoutResult { index, call_id } => {
+                PairingProblem::CallWithoutResult {
+                    index: index + offset,
+                    call_id,
+                }
+            }
+            PairingProblem::ResultWithoutCall { index, call_id } => {
+                PairingProblem::ResultWithoutCall {
+                    index: index + offset,
+                    call_id,
+                }
+            }
+            PairingProblem::BlankId { index } => PairingProblem::BlankId {
+                index: index + offset,
+            },
+            PairingProblem::DuplicateCallId { index, call_id } => PairingProblem::DuplicateCallId {
+                index: index + offset,
+                call_id,
+            },
+        }
+    }
 }
 
 impl std::fmt::Display for PairingProblem {

@@ -162,6 +162,10 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
         self.inner.text_tokens(text)
     }
 
+    fn caches_counts(&self) -> bool {
+        true
+    }
+
     fn message_tokens(&self, message: &Message) -> u64 {
         {
             let mut state = self.state();

@@ -1,6 +1,8 @@
 //! Unit tests of the report view: transform parsing, the budget split, conversation grouping,
 //! escaping, and the page's self-containment on a real run.
 
+use std::sync::Arc;
+
 use super::*;
 use crate::context::block::{MaterialKind, Placement};
 
@@ -145,7 +147,7 @@ fn manifest(items: Vec<ManifestItem>, estimated: i64) -> ContextManifest {
         conversation_allowance: 500,
         counting_method: "approx-chars/2.5".to_string(),
         exact: false,
-        items,
+        items: items.into_iter().map(Arc::new).collect(),
         transforms: Vec::new(),
         validation: Validation::Passed,
         task_revision: None,

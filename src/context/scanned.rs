@@ -1,0 +1,377 @@
+//! Conversations read by earlier preparations, remembered per thread, so a step over a grown
+//! conversation reads only its new messages.
+//!
+//! A preparation reads every message of its history: whether it belongs to the conversation, is
+//! a System message to merge or is the rendering of an earlier preparation to drop; its tokens;
+//! its manifest item; and its tool pairing. All of it is a function of the message's content,
+//! and a message's content never changes behind its handle (a change through `&mut` copies
+//! first), so a [`Scan`] keeps a copy of every handle it has read and knows an unchanged message
+//! by its address, without reading it.
+//!
+//! A history that starts with the messages of a remembered scan reuses them: their classes,
+//! tokens and items are kept, and when the history extends the whole remembered one, the pairing
+//! scan goes on from its remembered state. A history that differs inside the remembered part
+//! (pruning, compaction) keeps what comes before the first difference and reads the rest; its
+//! pairing is read again from the start.
+//!
+//! Only estimators that remember counts
+//! ([`caches_counts`](crate::tokens::TokenEstimator::caches_counts)) use the memo, and scans are
+//! told apart by the estimator's method name: two estimators with one method name count alike.
+//! One thread holds at most [`CONVERSATION_MEMO_ENTRIES_MAX`] scans (the least recently used is
+//! replaced first), and none over [`CONVERSATION_MEMO_MESSAGES_MAX`] messages.
+//!
+//! **Invariant:** a scan read through the memo equals a scan of the same history read afresh
+//! (`tests::a_remembered_scan_equals_a_fresh_one` and the property test beside it).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::manifest::{ItemKind, ManifestItem, part_kinds};
+use super::pairs::{PairingProblem, PairingScan};
+use super::render;
+use crate::limits::{CONVERSATION_MEMO_ENTRIES_MAX, CONVERSATION_MEMO_MESSAGES_MAX};
+use crate::message::{Message, Role};
+use crate::tokens::TokenEstimator;
+
+/// What a history message is to the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Sent as it is, in order.
+    Conversation,
+    /// A System message of the history, merged into the single System message.
+    System,
+    /// The rendering of an earlier preparation, dropped and rendered afresh.
+    Rendered,
+}
+
+/// One history as read: per message its class, per conversation message its tokens and
+/// manifest item, and the tool pairing of the conversation.
+#[derive(Debug, Clone)]
+pub(super) struct Scan {
+    method: &'static str,
+    /// Copies of the history's handles, which keep their content alive and unchanged.
+    handles: Vec<Message>,
+    classes: Vec<Class>,
+    /// Positions of System messages in the history.
+    system_at: Vec<usize>,
+    /// Per conversation message, in order.
+    items: Vec<Arc<ManifestItem>>,
+    /// `conversation_before[i]`: conversation messages among the first `i` of the history.
+    conversation_before: Vec<usize>,
+    /// `tokens_before[j]`: tokens of the first `j` conversation messages.
+    tokens_before: Vec<u64>,
+    /// Pairing of the conversation on its own (indices from 0).
+    pairing: PairingScan<Box<str>>,
+}
+
+impl Scan {
+    fn new(method: &'static str) -> Self {
+        Scan {
+            method,
+            handles: Vec::new(),
+            classes: Vec::new(),
+            system_at: Vec::new(),
+            items: Vec::new(),
+            conversation_before: vec![0],
+            tokens_before: vec![0],
+            pairing: PairingScan::default(),
+        }
+    }
+
+    /// How many of the first messages of `history` this scan has read.
+    fn shared_prefix(&self, history: &[Message]) -> usize {
+        self.handles
+            .iter()
+            .zip(history)
+            .take_while(|(known, message)| known.shares_content(message))
+            .count()
+    }
+
+    /// Forgets every message from position `keep` on; the pairing is read again.
+    fn truncate(&mut self, keep: usize) {
+        let conversation = self.conversation_before[keep];
+        self.handles.truncate(keep);
+        self.classes.truncate(keep);
+        self.system_at.retain(|&at| at < keep);
+        self.items.truncate(conversation);
+        self.conversation_before.truncate(keep + 1);
+        self.tokens_before.truncate(conversation + 1);
+        self.pairing = PairingScan::default();
+        for (message, class) in self.handles.iter().zip(&self.classes) {
+            if *class == Class::Conversation {
+                self.pairing.feed(message);
+            }
+        }
+    }
+
+    /// Reads the messages of `history` after the ones this scan has.
+    fn extend(&mut self, history: &[Message], estimator: &dyn TokenEstimator) {
+        let start = self.handles.len();
+        debug_assert!(history.len() >= start);
+        for message in &history[start..] {
+            let class = if render::is_rendered(message) {
+                Class::Rendered
+            } else if message.role == Role::System {
+                Class::System
+            } else {
+                Class::Conversation
+            };
+            let mut conversation = self.items.len();
+            match class {
+                Class::Conversation => {
+                    let (tokens, content_hash) = estimator.message_tokens_and_hash(message);
+                    self.items
+                        .push(Arc::new(message_item(message, tokens, content_hash)));
+                    let total = self.tokens_before[conversation] + tokens;
+                    self.tokens_before.push(total);
+                    self.pairing.feed(message);
+                    conversation += 1;
+                }
+                Class::System => self.system_at.push(self.handles.len()),
+                Class::Rendered => {}
+            }
+            self.conversation_before.push(conversation);
+            self.classes.push(class);
+            self.handles.push(message.clone());
+        }
+    }
+
+    /// Tokens of the conversation messages.
+    pub(super) fn tokens(&self) -> u64 {
+        self.tokens_before[self.items.len()]
+    }
+
+    /// The manifest item of each conversation message, in order.
+    pub(super) fn items(&self) -> &[Arc<ManifestItem>] {
+        &self.items
+    }
+
+    /// The first pairing violation of the conversation on its own, its index counted from the
+    /// conversation's first message.
+    pub(super) fn pairing_problem(&self) -> Option<PairingProblem> {
+        self.pairing.finish()
+    }
+
+    /// The conversation messages of `history`, which this scan has read.
+    pub(super) fn conversation<'a>(&self, history: &'a [Message]) -> Vec<&'a Message> {
+        debug_assert_eq!(history.len(), self.handles.len());
+        let mut messages = Vec::with_capacity(self.items.len());
+        messages.extend(
+            history
+                .iter()
+                .zip(&self.classes)
+                .filter(|(_, class)| **class == Class::Conversation)
+                .map(|(message, _)| message),
+        );
+        messages
+    }
+
+    /// The System messages of `history` to merge, which this scan has read.
+    pub(super) fn foreign_system<'a>(&self, history: &'a [Message]) -> Vec<&'a Message> {
+        self.system_at.iter().map(|&at| &history[at]).collect()
+    }
+}
+
+/// The manifest item of a conversation message.
+pub(super) fn message_item(message: &Message, tokens: u64, content_hash: String) -> ManifestItem {
+    ManifestItem {
+        kind: ItemKind::Message {
+            role: message.role,
+            part_kinds: part_kinds(message),
+        },
+        id: message.id.clone(),
+        tokens,
+        content_hash,
+    }
+}
+
+#[derive(Default)]
+struct Memo {
+    /// Most recently used first.
+    scans: Vec<Rc<Scan>>,
+}
+
+thread_local! {
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
+}
+
+/// The scan of `history`: read afresh, or, when the estimator remembers counts, continued from
+/// the remembered scan that shares the longest prefix with it.
+pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Scan> {
+    let method = estimator.method();
+    if !estimator.caches_counts() || history.len() > CONVERSATION_MEMO_MESSAGES_MAX {
+        let mut scan = Scan::new(method);
+        scan.extend(history, estimator);
+        return Rc::new(scan);
+    }
+    let remembered = MEMO.with_borrow_mut(|memo| take_closest(memo, history, method));
+    let mut scan = match remembered {
+        Some((mut scan, shared)) => {
+            let inner = Rc::make_mut(&mut scan);
+            if shared < inner.handles.len() {
+                inner.truncate(shared);
+            }
+            scan
+        }
+        None => Rc::new(Scan::new(method)),
+    };
+    if scan.handles.len() < history.len() {
+        Rc::make_mut(&mut scan).extend(history, estimator);
+    }
+    MEMO.with_borrow_mut(|memo| {
+        memo.scans.insert(0, Rc::clone(&scan));
+        memo.scans.truncate(CONVERSATION_MEMO_ENTRIES_MAX);
+    });
+    scan
+}
+
+/// Removes and returns the remembered scan sharing the longest non-empty prefix with
+/// `history`, with that prefix's length.
+fn take_closest(
+    memo: &mut Memo,
+    history: &[Message],
+    method: &'static str,
+) -> Option<(Rc<Scan>, usize)> {
+    let first = history.first()?;
+    let (position, shared) = memo
+        .scans
+        .iter()
+        .enumerate()
+        .filter(|(_, scan)| {
+            scan.method == method
+                && scan
+                    .handles
+                    .first()
+                    .is_some_and(|m| m.shares_content(first))
+        })
+        .map(|(position, scan)| (position, scan.shared_prefix(history)))
+        .max_by_key(|&(position, shared)| (shared, std::cmp::Reverse(position)))?;
+    Some((memo.scans.remove(position), shared))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ContentPart;
+    use crate::tokens::{ApproximateEstimator, CachedEstimator};
+
+    /// The parts of a scan that a preparation reads: tokens, items, pairing, conversation ids
+    /// and System ids.
+    type Outcome = (
+        u64,
+        Vec<Arc<ManifestItem>>,
+        Option<PairingProblem>,
+        Vec<String>,
+        Vec<String>,
+    );
+
+    fn outcome(scan: &Scan, history: &[Message]) -> Outcome {
+        (
+            scan.tokens(),
+            scan.items().to_vec(),
+            scan.pairing_problem(),
+            scan.conversation(history)
+                .into_iter()
+                .map(|m| m.id.clone())
+                .collect::<Vec<_>>(),
+            scan.foreign_system(history)
+                .into_iter()
+                .map(|m| m.id.clone())
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    fn fresh(history: &[Message]) -> Rc<Scan> {
+        scan(history, &ApproximateEstimator)
+    }
+
+    fn exchange(round: usize) -> [Message; 2] {
+        let call = format!("call_{round}");
+        [
+            Message::assistant_tool_calls(
+                format!("a{round}"),
+                vec![ContentPart::tool_call(
+                    call.clone(),
+                    "execute",
+                    serde_json::json!({ "round": round }),
+                )],
+            ),
+            Message::tool_result(format!("t{round}"), call, "execute", "ok", false),
+        ]
+    }
+
+    #[test]
+    fn a_remembered_scan_equals_a_fresh_one() {
+        let estimator = CachedEstimator::new(ApproximateEstimator);
+        let mut history = vec![
+            Message::user("u1", "Fix it."),
+            Message::system("s1", "Be brief."),
+        ];
+        for round in 0..4 {
+            history.extend(exchange(round));
+            let remembered = scan(&history, &estimator);
+            assert_eq!(
+                outcome(&remembered, &history),
+                outcome(&fresh(&history), &history)
+            );
+        }
+        // A call left open, then answered: the remembered pairing goes on from its state.
+        let [call, result] = exchange(9);
+        history.push(call);
+        let open = scan(&history, &estimator);
+        assert!(open.pairing_problem().is_some());
+        drop(open);
+        history.push(result);
+        let closed = scan(&history, &estimator);
+        assert_eq!(closed.pairing_problem(), None);
+        assert_eq!(
+            outcome(&closed, &history),
+            outcome(&fresh(&history), &history)
+        );
+        // A change inside the remembered part: everything after it is read again.
+        history[3] = Message::tool_result("t0", "call_0", "execute", "changed", false);
+        history.remove(5);
+        let changed = scan(&history, &estimator);
+        assert_eq!(
+            outcome(&changed, &history),
+            outcome(&fresh(&history), &history)
+        );
+        assert!(changed.pairing_problem().is_some());
+    }
+
+    #[test]
+    fn scans_are_kept_apart_by_counting_method() {
+        struct Twice;
+        impl TokenEstimator for Twice {
+            fn method(&self) -> &'static str {
+                "twice"
+            }
+            fn exact(&self) -> bool {
+                false
+            }
+            fn text_tokens(&self, text: &str) -> u64 {
+                2 * text.len() as u64
+            }
+            fn caches_counts(&self) -> bool {
+                true
+            }
+        }
+        let history = vec![Message::user("u1", "Fix the export.")];
+        let approx = scan(&history, &CachedEstimator::new(ApproximateEstimator)).tokens();
+        let twice = scan(&history, &Twice).tokens();
+        assert_eq!(approx, fresh(&history).tokens());
+        assert_eq!(twice, Twice.message_tokens(&history[0]));
+        assert_ne!(approx, twice);
+    }
+
+    #[test]
+    fn the_memo_holds_a_bounded_number_of_scans() {
+        let estimator = CachedEstimator::new(ApproximateEstimator);
+        for index in 0..CONVERSATION_MEMO_ENTRIES_MAX + 3 {
+            let history = vec![Message::user(format!("u{index}"), "Hi")];
+            scan(&history, &estimator);
+        }
+        MEMO.with_borrow(|memo| assert_eq!(memo.scans.len(), CONVERSATION_MEMO_ENTRIES_MAX));
+    }
+}
