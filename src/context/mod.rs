@@ -385,7 +385,7 @@ fn validate(
 /// The first pairing violation of the request. Messages around the conversation that hold no
 /// tool call or result change nothing a scan of the conversation found (they close no call, and
 /// a call still open is reported either way), so the conversation's remembered scan answers;
-/// otherwise the whole request is read.
+/// otherwise (or with no remembered scan) the whole request is read.
 fn pairing_problem(
     parts: &Parts<'_>,
     messages: &[Message],
@@ -397,13 +397,9 @@ fn pairing_problem(
         .iter()
         .chain(&messages[conversation.end..])
         .all(plain);
-    if around_are_plain {
-        parts
-            .scan
-            .pairing_problem()
-            .map(|problem| problem.shifted(offset))
-    } else {
-        find_pairing_problem(messages)
+    match parts.scan.pairing() {
+        Some(scan) if around_are_plain => scan.finish().map(|problem| problem.shifted(offset)),
+        _ => find_pairing_problem(messages),
     }
 }
 

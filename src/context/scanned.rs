@@ -28,7 +28,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use super::manifest::{ItemKind, ManifestItem, part_kinds};
-use super::pairs::{PairingProblem, PairingScan};
+use super::pairs::PairingScan;
 use super::render;
 use crate::limits::{CONVERSATION_MEMO_ENTRIES_MAX, CONVERSATION_MEMO_MESSAGES_MAX};
 use crate::message::{Message, Role};
@@ -50,6 +50,9 @@ enum Class {
 #[derive(Debug, Clone)]
 pub(super) struct Scan {
     method: &'static str,
+    /// Whether the scan is kept for later preparations: only then does it copy the handles
+    /// and scan the pairing (a one-off scan leaves the pairing to a check of the request).
+    remembered: bool,
     /// Copies of the history's handles, which keep their content alive and unchanged.
     handles: Vec<Message>,
     classes: Vec<Class>,
@@ -61,21 +64,25 @@ pub(super) struct Scan {
     conversation_before: Vec<usize>,
     /// `tokens_before[j]`: tokens of the first `j` conversation messages.
     tokens_before: Vec<u64>,
-    /// Pairing of the conversation on its own (indices from 0).
-    pairing: PairingScan<Box<str>>,
+    /// Pairing of the conversation on its own (indices from 0), when remembered.
+    pairing: Option<PairingScan<Box<str>>>,
+    /// History messages read.
+    read: usize,
 }
 
 impl Scan {
-    fn new(method: &'static str) -> Self {
+    fn new(method: &'static str, remembered: bool) -> Self {
         Scan {
             method,
+            remembered,
             handles: Vec::new(),
             classes: Vec::new(),
             system_at: Vec::new(),
             items: Vec::new(),
             conversation_before: vec![0],
             tokens_before: vec![0],
-            pairing: PairingScan::default(),
+            pairing: remembered.then(PairingScan::default),
+            read: 0,
         }
     }
 
@@ -90,24 +97,27 @@ impl Scan {
 
     /// Forgets every message from position `keep` on; the pairing is read again.
     fn truncate(&mut self, keep: usize) {
+        debug_assert!(self.remembered);
         let conversation = self.conversation_before[keep];
+        self.read = keep;
         self.handles.truncate(keep);
         self.classes.truncate(keep);
         self.system_at.retain(|&at| at < keep);
         self.items.truncate(conversation);
         self.conversation_before.truncate(keep + 1);
         self.tokens_before.truncate(conversation + 1);
-        self.pairing = PairingScan::default();
+        let mut pairing = PairingScan::default();
         for (message, class) in self.handles.iter().zip(&self.classes) {
             if *class == Class::Conversation {
-                self.pairing.feed(message);
+                pairing.feed(message);
             }
         }
+        self.pairing = Some(pairing);
     }
 
     /// Reads the messages of `history` after the ones this scan has.
     fn extend(&mut self, history: &[Message], estimator: &dyn TokenEstimator) {
-        let start = self.handles.len();
+        let start = self.read;
         debug_assert!(history.len() >= start);
         for message in &history[start..] {
             let class = if render::is_rendered(message) {
@@ -125,15 +135,20 @@ impl Scan {
                         .push(Arc::new(message_item(message, tokens, content_hash)));
                     let total = self.tokens_before[conversation] + tokens;
                     self.tokens_before.push(total);
-                    self.pairing.feed(message);
+                    if let Some(pairing) = &mut self.pairing {
+                        pairing.feed(message);
+                    }
                     conversation += 1;
                 }
-                Class::System => self.system_at.push(self.handles.len()),
+                Class::System => self.system_at.push(self.read),
                 Class::Rendered => {}
             }
             self.conversation_before.push(conversation);
             self.classes.push(class);
-            self.handles.push(message.clone());
+            if self.remembered {
+                self.handles.push(message.clone());
+            }
+            self.read += 1;
         }
     }
 
@@ -147,15 +162,15 @@ impl Scan {
         &self.items
     }
 
-    /// The first pairing violation of the conversation on its own, its index counted from the
-    /// conversation's first message.
-    pub(super) fn pairing_problem(&self) -> Option<PairingProblem> {
-        self.pairing.finish()
+    /// The pairing scan of the conversation on its own (indices counted from its first
+    /// message), when this scan is remembered; a one-off scan leaves pairing to the request.
+    pub(super) fn pairing(&self) -> Option<&PairingScan<Box<str>>> {
+        self.pairing.as_ref()
     }
 
     /// The conversation messages of `history`, which this scan has read.
     pub(super) fn conversation<'a>(&self, history: &'a [Message]) -> Vec<&'a Message> {
-        debug_assert_eq!(history.len(), self.handles.len());
+        debug_assert_eq!(history.len(), self.read);
         let mut messages = Vec::with_capacity(self.items.len());
         messages.extend(
             history
@@ -201,7 +216,7 @@ thread_local! {
 pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Scan> {
     let method = estimator.method();
     if !estimator.caches_counts() || history.len() > CONVERSATION_MEMO_MESSAGES_MAX {
-        let mut scan = Scan::new(method);
+        let mut scan = Scan::new(method, false);
         scan.extend(history, estimator);
         return Rc::new(scan);
     }
@@ -209,14 +224,14 @@ pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Sc
     let mut scan = match remembered {
         Some((mut scan, shared)) => {
             let inner = Rc::make_mut(&mut scan);
-            if shared < inner.handles.len() {
+            if shared < inner.read {
                 inner.truncate(shared);
             }
             scan
         }
-        None => Rc::new(Scan::new(method)),
+        None => Rc::new(Scan::new(method, true)),
     };
-    if scan.handles.len() < history.len() {
+    if scan.read < history.len() {
         Rc::make_mut(&mut scan).extend(history, estimator);
     }
     MEMO.with_borrow_mut(|memo| {
@@ -253,6 +268,7 @@ fn take_closest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::pairs::{PairingProblem, find_pairing_problem};
     use crate::message::ContentPart;
     use crate::tokens::{ApproximateEstimator, CachedEstimator};
 
@@ -270,7 +286,7 @@ mod tests {
         (
             scan.tokens(),
             scan.items().to_vec(),
-            scan.pairing_problem(),
+            pairing_problem(scan, history),
             scan.conversation(history)
                 .into_iter()
                 .map(|m| m.id.clone())
@@ -282,8 +298,26 @@ mod tests {
         )
     }
 
+    /// The pairing problem as a preparation finds it: the remembered scan's, or a check of
+    /// the conversation.
+    fn pairing_problem(scan: &Scan, history: &[Message]) -> Option<PairingProblem> {
+        match scan.pairing() {
+            Some(pairing) => pairing.finish(),
+            None => {
+                let conversation: Vec<Message> =
+                    scan.conversation(history).into_iter().cloned().collect();
+                find_pairing_problem(&conversation)
+            }
+        }
+    }
+
     fn fresh(history: &[Message]) -> Rc<Scan> {
-        scan(history, &ApproximateEstimator)
+        let fresh = scan(history, &ApproximateEstimator);
+        assert!(
+            fresh.pairing().is_none(),
+            "a one-off scan leaves pairing alone"
+        );
+        fresh
     }
 
     fn exchange(round: usize) -> [Message; 2] {
@@ -320,11 +354,11 @@ mod tests {
         let [call, result] = exchange(9);
         history.push(call);
         let open = scan(&history, &estimator);
-        assert!(open.pairing_problem().is_some());
+        assert!(pairing_problem(&open, &history).is_some());
         drop(open);
         history.push(result);
         let closed = scan(&history, &estimator);
-        assert_eq!(closed.pairing_problem(), None);
+        assert_eq!(pairing_problem(&closed, &history), None);
         assert_eq!(
             outcome(&closed, &history),
             outcome(&fresh(&history), &history)
@@ -337,7 +371,7 @@ mod tests {
             outcome(&changed, &history),
             outcome(&fresh(&history), &history)
         );
-        assert!(changed.pairing_problem().is_some());
+        assert!(pairing_problem(&changed, &history).is_some());
     }
 
     #[test]
