@@ -21,7 +21,9 @@
 //! replaced first), and none over [`CONVERSATION_MEMO_MESSAGES_MAX`] messages.
 //!
 //! **Invariant:** a scan read through the memo equals a scan of the same history read afresh
-//! (`tests::a_remembered_scan_equals_a_fresh_one` and the property test beside it).
+//! (`tests::a_remembered_scan_equals_a_fresh_one` here, and the property test
+//! `a_remembered_conversation_prepares_what_a_fresh_read_does` in `tests/properties.rs`, which
+//! compares whole preparations through random edits).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -215,7 +217,10 @@ thread_local! {
 /// the remembered scan that shares the longest prefix with it.
 pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Scan> {
     let method = estimator.method();
-    if !estimator.caches_counts() || history.len() > CONVERSATION_MEMO_MESSAGES_MAX {
+    if !estimator.caches_counts()
+        || history.is_empty()
+        || history.len() > CONVERSATION_MEMO_MESSAGES_MAX
+    {
         let mut scan = Scan::new(method, false);
         scan.extend(history, estimator);
         return Rc::new(scan);
@@ -397,6 +402,23 @@ mod tests {
         assert_eq!(approx, fresh(&history).tokens());
         assert_eq!(twice, Twice.message_tokens(&history[0]));
         assert_ne!(approx, twice);
+    }
+
+    #[test]
+    fn a_history_over_the_bound_is_read_but_not_remembered() {
+        let estimator = CachedEstimator::new(ApproximateEstimator);
+        // Copies of one message share its content, so the long history is cheap to build.
+        let long = vec![Message::user("u", "Hi"); CONVERSATION_MEMO_MESSAGES_MAX + 1];
+        let read = scan(&long, &estimator);
+        assert_eq!(read.items().len(), long.len());
+        assert!(read.pairing().is_none(), "a one-off scan");
+        MEMO.with_borrow(|memo| {
+            assert!(
+                memo.scans
+                    .iter()
+                    .all(|scan| scan.read <= CONVERSATION_MEMO_MESSAGES_MAX)
+            );
+        });
     }
 
     #[test]
