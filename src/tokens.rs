@@ -45,7 +45,9 @@ pub const REQUEST_OVERHEAD_TOKENS: u64 = 3;
 
 /// Counts tokens for text, messages, tool schemas and whole requests.
 pub trait TokenEstimator: Send + Sync {
-    /// The counting-method name reported in manifests and traces.
+    /// The counting-method name reported in manifests and traces. It names the counting
+    /// function: two estimators with the same name must give the same counts (preparation
+    /// remembers counts by it, see [`caches_counts`](TokenEstimator::caches_counts)).
     fn method(&self) -> &'static str;
 
     /// True when counts match the provider tokenizer exactly.

@@ -24,6 +24,11 @@
 //! no estimator counts. A wrapped estimator must count nothing else, which holds for the
 //! default [`TokenEstimator::message_tokens`].
 //!
+//! A `CachedEstimator` also tells preparation that counts are remembered
+//! ([`TokenEstimator::caches_counts`]): a preparation then remembers, per thread, the
+//! conversation it read and its counts, told apart by [`TokenEstimator::method`], so two
+//! estimators that share a method name must count alike.
+//!
 //! ```
 //! use ctxbed::message::Message;
 //! use ctxbed::tokens::TokenEstimator;
