@@ -156,6 +156,21 @@ pub fn part_kinds(message: &Message) -> Vec<&'static str> {
         .collect()
 }
 
+impl ManifestItem {
+    /// The item of a prepared message: its role, part kinds, id, tokens and content hash.
+    pub fn message(message: &Message, tokens: u64, content_hash: String) -> Self {
+        ManifestItem {
+            kind: ItemKind::Message {
+                role: message.role,
+                part_kinds: part_kinds(message),
+            },
+            id: message.id.clone(),
+            tokens,
+            content_hash,
+        }
+    }
+}
+
 impl ContextManifest {
     /// The manifest as a JSON object (for the session log and exports). Holds no prompt text.
     pub fn to_json(&self) -> Value {

@@ -41,6 +41,7 @@ pub mod source;
 pub mod workspace;
 
 use std::cell::RefCell;
+use std::ops::Range;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -216,8 +217,14 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
             .iter()
             .map(|id| format!("omitted_for_budget:{id}")),
     );
-    let (messages, offset) = parts.assemble(&selection.kept);
-    let counted = count(input, &parts, &messages, offset, &selection.kept);
+    let (messages, conversation) = parts.assemble(&selection.kept);
+    let counted = count(
+        input,
+        &parts,
+        &messages,
+        conversation.clone(),
+        &selection.kept,
+    );
     let material_messages = counted.estimated - fixed + projection_tokens;
     let allowance = budget
         .input_limit
@@ -242,7 +249,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         input.pairing,
         &parts,
         &messages,
-        offset,
+        conversation,
         counted.estimated,
         budget.input_limit,
         &mut manifest,
@@ -356,18 +363,21 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     (allowance, conversation_tokens)
 }
 
-/// Pairing first, then the whole budget. The conversation starts at `offset` in `messages`.
+/// Pairing first, then the whole budget. `conversation` is where the conversation lies in
+/// `messages`.
 fn validate(
     pairing: PairingCheck,
     parts: &Parts<'_>,
     messages: &[Message],
-    offset: usize,
+    conversation: Range<usize>,
     estimated: u64,
     limit: u64,
     manifest: &mut ContextManifest,
 ) -> Result<(), PrepareError> {
     let problem = match pairing {
-        PairingCheck::Strict | PairingCheck::Repair => pairing_problem(parts, messages, offset),
+        PairingCheck::Strict | PairingCheck::Repair => {
+            pairing_problem(parts, messages, conversation)
+        }
         PairingCheck::Unchecked => {
             manifest.transforms.push("tool_pairs_unchecked".to_string());
             None
@@ -389,18 +399,20 @@ fn validate(
 fn pairing_problem(
     parts: &Parts<'_>,
     messages: &[Message],
-    offset: usize,
+    conversation: Range<usize>,
 ) -> Option<PairingProblem> {
-    let conversation = offset..offset + parts.conversation.len();
     let plain = |m: &Message| m.tool_calls().next().is_none() && m.tool_results().next().is_none();
-    let around_are_plain = messages[..conversation.start]
-        .iter()
-        .chain(&messages[conversation.end..])
-        .all(plain);
-    match parts.scan.pairing() {
-        Some(scan) if around_are_plain => scan.finish().map(|problem| problem.shifted(offset)),
-        _ => find_pairing_problem(messages),
+    if let Some(scan) = parts.scan.pairing()
+        && messages[..conversation.start]
+            .iter()
+            .chain(&messages[conversation.end..])
+            .all(plain)
+    {
+        return scan
+            .finish()
+            .map(|problem| problem.shifted(conversation.start));
     }
+    find_pairing_problem(messages)
 }
 
 struct Counted {
@@ -409,21 +421,20 @@ struct Counted {
 }
 
 /// One manifest item per message, retained material and tool schema, and the total. The
-/// conversation starts at `offset` in `messages`; its items come from its scan.
+/// conversation lies at `conversation` in `messages`; its items come from its scan.
 fn count(
     input: &PrepareInput<'_>,
     parts: &Parts<'_>,
     messages: &[Message],
-    offset: usize,
+    conversation: Range<usize>,
     kept: &[Material],
 ) -> Counted {
     let mut items = Vec::with_capacity(messages.len() + kept.len() + input.tools.len());
     let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS;
-    let conversation = offset..offset + parts.conversation.len();
     let mut add = |message: &Message, items: &mut Vec<Arc<ManifestItem>>| {
         let (tokens, content_hash) = input.estimator.message_tokens_and_hash(message);
         estimated += tokens;
-        items.push(Arc::new(scanned::message_item(
+        items.push(Arc::new(ManifestItem::message(
             message,
             tokens,
             content_hash,
@@ -551,17 +562,18 @@ impl<'a> Parts<'a> {
             .sum()
     }
 
-    /// The request's messages, and where the conversation starts among them.
-    fn assemble(&self, materials: &[Material]) -> (Vec<Message>, usize) {
+    /// The request's messages, and where the conversation lies among them.
+    fn assemble(&self, materials: &[Material]) -> (Vec<Message>, Range<usize>) {
         let [system, transient, reference] = self.material_messages(materials);
         let mut messages = Vec::with_capacity(self.conversation.len() + 3 + self.projections.len());
         messages.extend(system);
-        let offset = messages.len();
+        let start = messages.len();
         messages.extend(self.conversation.iter().map(|m| (*m).clone()));
+        let conversation = start..messages.len();
         messages.extend(transient);
         messages.extend(self.projections.iter().cloned());
         messages.extend(reference);
-        (messages, offset)
+        (messages, conversation)
     }
 }
 

@@ -29,7 +29,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::manifest::{ItemKind, ManifestItem, part_kinds};
+use super::manifest::ManifestItem;
 use super::pairs::PairingScan;
 use super::render;
 use crate::limits::{CONVERSATION_MEMO_ENTRIES_MAX, CONVERSATION_MEMO_MESSAGES_MAX};
@@ -47,45 +47,49 @@ enum Class {
     Rendered,
 }
 
-/// One history as read: per message its class, per conversation message its tokens and
-/// manifest item, and the tool pairing of the conversation.
+/// One history as read: per message its class, per conversation message its manifest item
+/// (which holds its tokens), and the tool pairing of the conversation.
 #[derive(Debug, Clone)]
 pub(super) struct Scan {
     method: &'static str,
-    /// Whether the scan is kept for later preparations: only then does it copy the handles
-    /// and scan the pairing (a one-off scan leaves the pairing to a check of the request).
-    remembered: bool,
-    /// Copies of the history's handles, which keep their content alive and unchanged.
+    /// Copies of the history's handles, which keep their content alive and unchanged; only a
+    /// remembered scan keeps them.
     handles: Vec<Message>,
+    /// Per history message read.
     classes: Vec<Class>,
     /// Positions of System messages in the history.
     system_at: Vec<usize>,
     /// Per conversation message, in order.
     items: Vec<Arc<ManifestItem>>,
-    /// `conversation_before[i]`: conversation messages among the first `i` of the history.
-    conversation_before: Vec<usize>,
-    /// `tokens_before[j]`: tokens of the first `j` conversation messages.
-    tokens_before: Vec<u64>,
-    /// Pairing of the conversation on its own (indices from 0), when remembered.
+    /// Tokens of the conversation messages (the sum of their items' tokens).
+    tokens: u64,
+    /// Pairing of the conversation on its own (indices from 0). Only a scan kept for later
+    /// preparations has one; a one-off scan leaves pairing to a check of the request.
     pairing: Option<PairingScan<Box<str>>>,
-    /// History messages read.
-    read: usize,
 }
 
 impl Scan {
     fn new(method: &'static str, remembered: bool) -> Self {
         Scan {
             method,
-            remembered,
             handles: Vec::new(),
             classes: Vec::new(),
             system_at: Vec::new(),
             items: Vec::new(),
-            conversation_before: vec![0],
-            tokens_before: vec![0],
+            tokens: 0,
             pairing: remembered.then(PairingScan::default),
-            read: 0,
         }
+    }
+
+    /// Whether the scan is kept for later preparations (it then copies the handles and scans
+    /// the pairing).
+    fn remembered(&self) -> bool {
+        self.pairing.is_some()
+    }
+
+    /// History messages read.
+    fn read(&self) -> usize {
+        self.classes.len()
     }
 
     /// How many of the first messages of `history` this scan has read.
@@ -97,30 +101,31 @@ impl Scan {
             .count()
     }
 
-    /// Forgets every message from position `keep` on; the pairing is read again.
+    /// Forgets every message from position `keep` on; the tokens and the pairing of what is
+    /// kept are read again from the kept items and handles.
     fn truncate(&mut self, keep: usize) {
-        debug_assert!(self.remembered);
-        let conversation = self.conversation_before[keep];
-        self.read = keep;
+        debug_assert!(self.remembered());
         self.handles.truncate(keep);
         self.classes.truncate(keep);
         self.system_at.retain(|&at| at < keep);
-        self.items.truncate(conversation);
-        self.conversation_before.truncate(keep + 1);
-        self.tokens_before.truncate(conversation + 1);
         let mut pairing = PairingScan::default();
+        let mut conversation = 0;
         for (message, class) in self.handles.iter().zip(&self.classes) {
             if *class == Class::Conversation {
                 pairing.feed(message);
+                conversation += 1;
             }
         }
+        self.items.truncate(conversation);
+        self.tokens = self.items.iter().map(|item| item.tokens).sum();
         self.pairing = Some(pairing);
     }
 
     /// Reads the messages of `history` after the ones this scan has.
     fn extend(&mut self, history: &[Message], estimator: &dyn TokenEstimator) {
-        let start = self.read;
+        let start = self.read();
         debug_assert!(history.len() >= start);
+        let remembered = self.remembered();
         for message in &history[start..] {
             let class = if render::is_rendered(message) {
                 Class::Rendered
@@ -129,34 +134,32 @@ impl Scan {
             } else {
                 Class::Conversation
             };
-            let mut conversation = self.items.len();
             match class {
                 Class::Conversation => {
                     let (tokens, content_hash) = estimator.message_tokens_and_hash(message);
-                    self.items
-                        .push(Arc::new(message_item(message, tokens, content_hash)));
-                    let total = self.tokens_before[conversation] + tokens;
-                    self.tokens_before.push(total);
+                    self.items.push(Arc::new(ManifestItem::message(
+                        message,
+                        tokens,
+                        content_hash,
+                    )));
+                    self.tokens += tokens;
                     if let Some(pairing) = &mut self.pairing {
                         pairing.feed(message);
                     }
-                    conversation += 1;
                 }
-                Class::System => self.system_at.push(self.read),
+                Class::System => self.system_at.push(self.read()),
                 Class::Rendered => {}
             }
-            self.conversation_before.push(conversation);
             self.classes.push(class);
-            if self.remembered {
+            if remembered {
                 self.handles.push(message.clone());
             }
-            self.read += 1;
         }
     }
 
     /// Tokens of the conversation messages.
     pub(super) fn tokens(&self) -> u64 {
-        self.tokens_before[self.items.len()]
+        self.tokens
     }
 
     /// The manifest item of each conversation message, in order.
@@ -172,7 +175,7 @@ impl Scan {
 
     /// The conversation messages of `history`, which this scan has read.
     pub(super) fn conversation<'a>(&self, history: &'a [Message]) -> Vec<&'a Message> {
-        debug_assert_eq!(history.len(), self.read);
+        debug_assert_eq!(history.len(), self.read());
         let mut messages = Vec::with_capacity(self.items.len());
         messages.extend(
             history
@@ -187,19 +190,6 @@ impl Scan {
     /// The System messages of `history` to merge, which this scan has read.
     pub(super) fn foreign_system<'a>(&self, history: &'a [Message]) -> Vec<&'a Message> {
         self.system_at.iter().map(|&at| &history[at]).collect()
-    }
-}
-
-/// The manifest item of a conversation message.
-pub(super) fn message_item(message: &Message, tokens: u64, content_hash: String) -> ManifestItem {
-    ManifestItem {
-        kind: ItemKind::Message {
-            role: message.role,
-            part_kinds: part_kinds(message),
-        },
-        id: message.id.clone(),
-        tokens,
-        content_hash,
     }
 }
 
@@ -229,14 +219,14 @@ pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Sc
     let mut scan = match remembered {
         Some((mut scan, shared)) => {
             let inner = Rc::make_mut(&mut scan);
-            if shared < inner.read {
+            if shared < inner.read() {
                 inner.truncate(shared);
             }
             scan
         }
         None => Rc::new(Scan::new(method, true)),
     };
-    if scan.read < history.len() {
+    if scan.read() < history.len() {
         Rc::make_mut(&mut scan).extend(history, estimator);
     }
     MEMO.with_borrow_mut(|memo| {
@@ -416,7 +406,7 @@ mod tests {
             assert!(
                 memo.scans
                     .iter()
-                    .all(|scan| scan.read <= CONVERSATION_MEMO_MESSAGES_MAX)
+                    .all(|scan| scan.read() <= CONVERSATION_MEMO_MESSAGES_MAX)
             );
         });
     }
