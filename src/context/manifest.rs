@@ -158,6 +158,15 @@ pub fn part_kinds(message: &Message) -> Vec<&'static str> {
 
 impl ManifestItem {
     /// The item of a prepared message: its role, part kinds, id, tokens and content hash.
+    ///
+    /// ```
+    /// use ctxbed::context::manifest::{ItemKind, ManifestItem, message_hash};
+    /// use ctxbed::message::Message;
+    /// let message = Message::user("u1", "Fix the export.");
+    /// let item = ManifestItem::message(&message, 9, message_hash(&message));
+    /// assert_eq!(item.id, "u1");
+    /// assert!(matches!(item.kind, ItemKind::Message { ref part_kinds, .. } if part_kinds == &["text"]));
+    /// ```
     pub fn message(message: &Message, tokens: u64, content_hash: String) -> Self {
         ManifestItem {
             kind: ItemKind::Message {
