@@ -12,9 +12,11 @@
 //! wait in memory until [`JsonlSessionLog::flush`] (or [`SessionLog::flush`]) writes them; a
 //! record is *committed* once the flush that carried it succeeded. A failed flush keeps the
 //! records pending for the next flush, and the file keeps its previous content (storage writes
-//! replace a file whole). Storage has no append, so each flush rewrites the session's file:
-//! read, keep every committed record, add the pending ones, write. Files are bounded by
-//! [`SESSION_LOG_BYTES_MAX`].
+//! replace a file whole, and an append adds all its bytes or none). When the store tracks
+//! [`Revision`]s and the file is still at the revision this log's last write gave it, a flush
+//! appends the pending records in place ([`Storage::append_at`]). Otherwise (the first flush of
+//! a session, a store without revisions, another writer) it rewrites the file: read, keep every
+//! committed record, add the pending ones, write. Files are bounded by [`SESSION_LOG_BYTES_MAX`].
 //!
 //! **Torn records.** A crash in the middle of a write can leave a last line without its newline,
 //! or a last line that is not a record. [`decode`] detects it and ignores it ([`TornRecord`]):
@@ -55,7 +57,7 @@ use serde_json::Value;
 use super::{Loaded, SessionLog, SessionLogKey, SessionRecord};
 use crate::context::manifest::content_hash;
 use crate::limits::{SESSION_LOG_BYTES_MAX, SESSION_NAME_CHARS_MAX};
-use crate::sim::storage::{Storage, StorageError, WorkspacePath};
+use crate::sim::storage::{Revision, Storage, StorageError, WorkspacePath};
 
 /// The workspace directory holding session logs.
 pub const SESSIONS_DIR: &str = "sessions";
@@ -142,10 +144,23 @@ pub struct JsonlSessionLog {
 struct Journal {
     records: Vec<SessionRecord>,
     flushed: usize,
-    /// The committed bytes of the session's file as this log last read or wrote them: a flush
-    /// that finds the file unchanged appends without decoding it again (`None` until the file
-    /// was read or written once).
-    committed: Option<Arc<Vec<u8>>>,
+    /// What this log knows of the session's file without reading it.
+    file: KnownFile,
+}
+
+/// What a log knows of a session's file from its own last read or write of it.
+#[derive(Debug, Clone, Default)]
+enum KnownFile {
+    /// Nothing: the next flush reads the file and decodes it.
+    #[default]
+    Unknown,
+    /// The file's committed bytes as this log last read or wrote them, for a store that does
+    /// not track revisions: a flush that finds the file unchanged appends to it without
+    /// decoding it again.
+    Bytes(Arc<Vec<u8>>),
+    /// The file as this log last wrote it, `bytes` long, holding only committed records: while
+    /// the store still has it at this revision, a flush appends in place without reading it.
+    Revision { revision: Revision, bytes: usize },
 }
 
 impl std::fmt::Debug for JsonlSessionLog {
@@ -187,7 +202,7 @@ impl JsonlSessionLog {
         bytes.truncate(decoded.committed_bytes);
         let mut journals = self.lock();
         let journal = journals.entry(key.clone()).or_default();
-        journal.committed = Some(Arc::new(bytes));
+        journal.file = KnownFile::Bytes(Arc::new(bytes));
         let pending = journal.records.split_off(journal.flushed);
         journal.records = decoded.records.clone();
         journal.flushed = journal.records.len();
@@ -229,7 +244,7 @@ impl JsonlSessionLog {
     /// Commits one session's pending records; the caller holds `flushing`.
     async fn flush_locked(&self, key: &SessionLogKey) -> Result<usize, SessionLogError> {
         // Pending records are encoded under the lock, so they are not copied out first.
-        let (start, pending, encoded, committed) = {
+        let (start, pending, encoded, known) = {
             let journals = self.lock();
             let Some(journal) = journals.get(key) else {
                 return Ok(0);
@@ -242,35 +257,60 @@ impl JsonlSessionLog {
                 journal.flushed,
                 journal.records.len() - journal.flushed,
                 encoded,
-                journal.committed.clone(),
+                journal.file.clone(),
             )
         };
         if pending == 0 {
             return Ok(0);
         }
         let path = session_path(key);
+        if let KnownFile::Revision { revision, bytes } = known {
+            let total = bytes + encoded.len();
+            check_size(&path, total)?;
+            // The file is still as this log left it: only the new lines are written.
+            if let Some(revision) = self.storage.append_at(&path, revision, &encoded).await? {
+                let file = KnownFile::Revision {
+                    revision,
+                    bytes: total,
+                };
+                return Ok(self.committed(key, start, pending, file));
+            }
+        }
         let mut bytes = read_bounded(self.storage.as_ref(), &path).await?;
-        // Decoding is the costly part of a flush; the file is decoded again only when it is not
-        // what this log last left there (first use, or another writer).
-        if committed.as_deref().map(Vec::as_slice) != Some(bytes.as_slice()) {
+        // Decoding is the costly part of a rewrite; the file is decoded again only when it is
+        // not what this log last left there (first use, or another writer).
+        let unchanged = matches!(&known, KnownFile::Bytes(committed) if committed.as_slice() == bytes.as_slice());
+        if !unchanged {
             let decoded = decode(&path, &bytes)?;
             bytes.truncate(decoded.committed_bytes);
         }
         bytes.extend_from_slice(&encoded);
-        if bytes.len() > SESSION_LOG_BYTES_MAX {
-            return Err(SessionLogError::TooLarge {
-                path: path.to_string(),
-                bytes: bytes.len(),
-                max: SESSION_LOG_BYTES_MAX,
-            });
-        }
-        self.storage.write(&path, bytes.clone()).await?;
+        check_size(&path, bytes.len())?;
+        let total = bytes.len();
+        let file = match self.storage.write_revised(&path, bytes.clone()).await? {
+            Some(revision) => KnownFile::Revision {
+                revision,
+                bytes: total,
+            },
+            None => KnownFile::Bytes(Arc::new(bytes)),
+        };
+        Ok(self.committed(key, start, pending, file))
+    }
+
+    /// Marks `pending` records from `start` committed, the file now being `file`.
+    fn committed(
+        &self,
+        key: &SessionLogKey,
+        start: usize,
+        pending: usize,
+        file: KnownFile,
+    ) -> usize {
         let mut journals = self.lock();
         let journal = journals.entry(key.clone()).or_default();
         assert_eq!(journal.flushed, start, "flushes are serialised");
         journal.flushed = start + pending;
-        journal.committed = Some(Arc::new(bytes));
-        Ok(pending)
+        journal.file = file;
+        pending
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<SessionLogKey, Journal>> {
@@ -567,14 +607,20 @@ async fn read_bounded(
     path: &WorkspacePath,
 ) -> Result<Vec<u8>, SessionLogError> {
     let bytes = storage.read(path).await?.unwrap_or_default();
-    if bytes.len() > SESSION_LOG_BYTES_MAX {
+    check_size(path, bytes.len())?;
+    Ok(bytes)
+}
+
+/// A session file may hold at most [`SESSION_LOG_BYTES_MAX`] bytes.
+fn check_size(path: &WorkspacePath, bytes: usize) -> Result<(), SessionLogError> {
+    if bytes > SESSION_LOG_BYTES_MAX {
         return Err(SessionLogError::TooLarge {
             path: path.to_string(),
-            bytes: bytes.len(),
+            bytes,
             max: SESSION_LOG_BYTES_MAX,
         });
     }
-    Ok(bytes)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -157,7 +157,18 @@ pub enum StorageError {
     ReadFailed { path: String, reason: String },
 }
 
+/// One state of one file in a store that tracks them: a store gives every write and append a
+/// revision it never gave before, so a file still at a revision holds exactly what
+/// that operation left. A writer that remembers the revision of its last write can append
+/// without reading the file back to see whether someone else changed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Revision(u64);
+
 /// Workspace file storage.
+///
+/// Four operations are required. Two more, [`write_revised`](Storage::write_revised) and
+/// [`append_at`](Storage::append_at), let a store that tracks [`Revision`]s take appends in
+/// place; their defaults say "not tracked", and callers then read and rewrite files whole.
 #[async_trait]
 pub trait Storage: Send + Sync {
     /// The file's bytes, or `None` when it does not exist.
@@ -168,13 +179,55 @@ pub trait Storage: Send + Sync {
     async fn remove(&self, path: &WorkspacePath) -> Result<(), StorageError>;
     /// Every file path under a prefix (`""` for all), sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<WorkspacePath>, StorageError>;
+
+    /// Creates or replaces a file, as [`write`](Storage::write), and returns the revision this
+    /// write gave it, or `None` when the store does not track revisions (the default).
+    async fn write_revised(
+        &self,
+        path: &WorkspacePath,
+        bytes: Vec<u8>,
+    ) -> Result<Option<Revision>, StorageError> {
+        self.write(path, bytes).await?;
+        Ok(None)
+    }
+
+    /// Appends `bytes` to the file if it is still at revision `expected`, all of them or none,
+    /// and returns the file's new revision. `Ok(None)` when the file changed since (or is gone),
+    /// and always when the store does not track revisions (the default): the caller then reads
+    /// the file and writes it whole. A failed append leaves the file as it was.
+    async fn append_at(
+        &self,
+        path: &WorkspacePath,
+        expected: Revision,
+        bytes: &[u8],
+    ) -> Result<Option<Revision>, StorageError> {
+        let _ = (path, expected, bytes);
+        Ok(None)
+    }
 }
 
 /// In-memory storage with injectable write failures. Ordered, so listings are deterministic.
+/// It tracks [`Revision`]s, so appends take place in the file.
 #[derive(Debug, Default)]
 pub struct MemoryStorage {
-    files: Mutex<BTreeMap<WorkspacePath, Vec<u8>>>,
+    files: Mutex<Files>,
     failing_prefixes: Mutex<Vec<String>>,
+}
+
+/// The files of a [`MemoryStorage`], each with its revision.
+#[derive(Debug, Default)]
+struct Files {
+    by_path: BTreeMap<WorkspacePath, (Vec<u8>, Revision)>,
+    /// The last revision given; every write and append takes the next one, so a file removed
+    /// and written again never comes back at a revision it had.
+    last: u64,
+}
+
+impl Files {
+    fn next_revision(&mut self) -> Revision {
+        self.last += 1;
+        Revision(self.last)
+    }
 }
 
 impl MemoryStorage {
@@ -195,7 +248,25 @@ impl MemoryStorage {
 
     /// A snapshot of every file, in path order.
     pub fn snapshot(&self) -> BTreeMap<WorkspacePath, Vec<u8>> {
-        lock(&self.files).clone()
+        lock(&self.files)
+            .by_path
+            .iter()
+            .map(|(path, (bytes, _))| (path.clone(), bytes.clone()))
+            .collect()
+    }
+
+    /// A write or append under a failing prefix fails before it changes anything.
+    fn check_writable(&self, path: &WorkspacePath) -> Result<(), StorageError> {
+        let failing = lock(&self.failing_prefixes)
+            .iter()
+            .any(|prefix| path.as_str().starts_with(prefix.as_str()));
+        if failing {
+            return Err(StorageError::WriteFailed {
+                path: path.to_string(),
+                reason: "injected write failure".into(),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -210,40 +281,115 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[async_trait]
 impl Storage for MemoryStorage {
     async fn read(&self, path: &WorkspacePath) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(lock(&self.files).get(path).cloned())
+        Ok(lock(&self.files)
+            .by_path
+            .get(path)
+            .map(|(bytes, _)| bytes.clone()))
     }
 
     async fn write(&self, path: &WorkspacePath, bytes: Vec<u8>) -> Result<(), StorageError> {
-        let failing = lock(&self.failing_prefixes)
-            .iter()
-            .any(|prefix| path.as_str().starts_with(prefix.as_str()));
-        if failing {
-            return Err(StorageError::WriteFailed {
-                path: path.to_string(),
-                reason: "injected write failure".to_string(),
-            });
-        }
-        lock(&self.files).insert(path.clone(), bytes);
-        Ok(())
+        self.write_revised(path, bytes).await.map(|_| ())
     }
 
     async fn remove(&self, path: &WorkspacePath) -> Result<(), StorageError> {
-        lock(&self.files).remove(path);
+        lock(&self.files).by_path.remove(path);
         Ok(())
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<WorkspacePath>, StorageError> {
         Ok(lock(&self.files)
+            .by_path
             .keys()
             .filter(|path| path.as_str().starts_with(prefix))
             .cloned()
             .collect())
+    }
+
+    async fn write_revised(
+        &self,
+        path: &WorkspacePath,
+        bytes: Vec<u8>,
+    ) -> Result<Option<Revision>, StorageError> {
+        self.check_writable(path)?;
+        let mut files = lock(&self.files);
+        let revision = files.next_revision();
+        files.by_path.insert(path.clone(), (bytes, revision));
+        Ok(Some(revision))
+    }
+
+    async fn append_at(
+        &self,
+        path: &WorkspacePath,
+        expected: Revision,
+        bytes: &[u8],
+    ) -> Result<Option<Revision>, StorageError> {
+        self.check_writable(path)?;
+        let mut files = lock(&self.files);
+        let revision = files.next_revision();
+        match files.by_path.get_mut(path) {
+            Some((content, at)) if *at == expected => {
+                content.extend_from_slice(bytes);
+                *at = revision;
+                Ok(Some(revision))
+            }
+            _ => Ok(None),
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime")
+            .block_on(future)
+    }
+
+    #[test]
+    fn appends_take_place_only_at_the_revision_expected() {
+        let storage = MemoryStorage::new();
+        let path = WorkspacePath::parse("log.jsonl").unwrap();
+        let other = WorkspacePath::parse("other.txt").unwrap();
+        block_on(async {
+            let first = storage.write_revised(&path, b"a".to_vec()).await.unwrap();
+            let first = first.expect("memory storage tracks revisions");
+            let second = storage.append_at(&path, first, b"b").await.unwrap();
+            let second = second.expect("the file is still at the revision expected");
+            assert!(second > first);
+            assert_eq!(storage.read(&path).await.unwrap().unwrap(), b"ab");
+            // A stale revision appends nothing.
+            assert_eq!(storage.append_at(&path, first, b"c").await, Ok(None));
+            assert_eq!(storage.read(&path).await.unwrap().unwrap(), b"ab");
+            // A plain write changes the revision too.
+            storage.write(&path, b"x".to_vec()).await.unwrap();
+            assert_eq!(storage.append_at(&path, second, b"c").await, Ok(None));
+            // A file removed and written again never returns to an old revision.
+            let third = storage
+                .write_revised(&other, Vec::new())
+                .await
+                .unwrap()
+                .unwrap();
+            storage.remove(&other).await.unwrap();
+            assert_eq!(storage.append_at(&other, third, b"c").await, Ok(None));
+            let fourth = storage
+                .write_revised(&other, Vec::new())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_ne!(third, fourth);
+            assert_eq!(storage.append_at(&other, third, b"c").await, Ok(None));
+            // An injected failure fails an append and leaves the file as it was.
+            storage.fail_writes_under("other");
+            assert!(matches!(
+                storage.append_at(&other, fourth, b"c").await,
+                Err(StorageError::WriteFailed { .. })
+            ));
+            assert_eq!(storage.read(&other).await.unwrap().unwrap(), b"");
+        });
+    }
 
     #[test]
     fn paths_are_confined() {

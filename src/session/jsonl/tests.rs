@@ -369,3 +369,147 @@ fn the_default_for_each_from_visits_the_tail_of_records() {
     assert_eq!(seen, log.0[1..].to_vec());
     log.for_each_from(&session, 9, &mut |_| panic!("no record past the end"));
 }
+
+/// A store that counts reads and, unless `revised`, keeps [`Storage`]'s defaults for revisions.
+struct Observed {
+    inner: MemoryStorage,
+    revised: bool,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl Observed {
+    fn new(revised: bool) -> Self {
+        Observed {
+            inner: MemoryStorage::new(),
+            revised,
+            reads: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn reads(&self) -> usize {
+        self.reads.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for Observed {
+    async fn read(&self, path: &WorkspacePath) -> Result<Option<Vec<u8>>, StorageError> {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.read(path).await
+    }
+
+    async fn write(&self, path: &WorkspacePath, bytes: Vec<u8>) -> Result<(), StorageError> {
+        self.inner.write(path, bytes).await
+    }
+
+    async fn remove(&self, path: &WorkspacePath) -> Result<(), StorageError> {
+        self.inner.remove(path).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<WorkspacePath>, StorageError> {
+        self.inner.list(prefix).await
+    }
+
+    async fn write_revised(
+        &self,
+        path: &WorkspacePath,
+        bytes: Vec<u8>,
+    ) -> Result<Option<Revision>, StorageError> {
+        if self.revised {
+            self.inner.write_revised(path, bytes).await
+        } else {
+            self.inner.write(path, bytes).await.map(|()| None)
+        }
+    }
+
+    async fn append_at(
+        &self,
+        path: &WorkspacePath,
+        expected: Revision,
+        bytes: &[u8],
+    ) -> Result<Option<Revision>, StorageError> {
+        assert!(
+            self.revised,
+            "no revision was given, so none can be expected"
+        );
+        self.inner.append_at(path, expected, bytes).await
+    }
+}
+
+/// Flushes, another writer's rewrite with a torn tail, a failing write and recovery, on one
+/// store; returns the final file.
+fn flush_history(storage: &Arc<Observed>) -> Vec<u8> {
+    let session = key(Some("alice"), Some("s"));
+    let path = session_path(&session);
+    let log = JsonlSessionLog::new(storage.clone());
+    block_on(async {
+        for n in 1..=3 {
+            log.append(&session, record(n));
+            assert_eq!(log.flush().await, Ok(1));
+        }
+        // Another writer leaves the file with a torn last line.
+        let mut bytes = storage.inner.read(&path).await.unwrap().unwrap();
+        bytes.extend_from_slice(&encode_record(&record(90)).as_bytes()[..7]);
+        storage.inner.write(&path, bytes).await.unwrap();
+        log.append(&session, record(4));
+        assert_eq!(log.flush().await, Ok(1));
+        storage.inner.fail_writes_under("sessions/");
+        log.append(&session, record(5));
+        assert!(log.flush().await.is_err());
+        assert_eq!(log.pending(&session), 1);
+        storage.inner.set_failing_writes(Vec::new());
+        log.append(&session, record(6));
+        assert_eq!(log.flush().await, Ok(2));
+    });
+    storage.inner.snapshot().remove(&path).unwrap_or_default()
+}
+
+#[test]
+fn a_store_with_revisions_gets_appends_and_the_same_file_as_one_without() {
+    let revised = Arc::new(Observed::new(true));
+    let plain = Arc::new(Observed::new(false));
+    let with_revisions = flush_history(&revised);
+    let without = flush_history(&plain);
+    assert_eq!(with_revisions, without);
+    let decoded = decode(&session_path(&key(Some("alice"), Some("s"))), &without).unwrap();
+    let calls: Vec<&str> = decoded.records.iter().map(|r| r.call_id.as_str()).collect();
+    assert_eq!(
+        calls,
+        ["call-1", "call-2", "call-3", "call-4", "call-5", "call-6"]
+    );
+    assert_eq!(decoded.torn, None, "the other writer's fragment is dropped");
+    // With revisions the file is read only by the first flush and by the one after the other
+    // writer's change; without, by every flush that writes.
+    assert_eq!(revised.reads(), 2);
+    assert_eq!(plain.reads(), 6);
+}
+
+#[test]
+fn appends_in_place_never_grow_a_file_past_its_bound() {
+    let storage = Arc::new(MemoryStorage::new());
+    let log = JsonlSessionLog::new(storage.clone());
+    let session = key(None, None);
+    let path = session_path(&session);
+    log.append(&session, record(1));
+    assert_eq!(block_on(log.flush()), Ok(1));
+    let before = file(&storage, &path);
+    log.append(
+        &session,
+        SessionRecord {
+            kind: "message".into(),
+            call_id: "call-2".into(),
+            payload: json!({"text": "x".repeat(SESSION_LOG_BYTES_MAX)}).into(),
+        },
+    );
+    let error = block_on(log.flush()).unwrap_err();
+    assert!(matches!(
+        error.failed[0].1,
+        SessionLogError::TooLarge {
+            max: SESSION_LOG_BYTES_MAX,
+            ..
+        }
+    ));
+    assert_eq!(file(&storage, &path), before);
+    assert_eq!(log.pending(&session), 1);
+}
