@@ -323,7 +323,7 @@ fn compaction_never_rewrites_durable_history() {
             .session_records(&session)
             .into_iter()
             .filter(|r| r.kind == "message")
-            .filter_map(|r| r.payload["id"].as_str().map(str::to_string))
+            .filter_map(|r| r.payload.value()["id"].as_str().map(str::to_string))
             .collect();
         assert!(
             working.len() < 12,

@@ -260,7 +260,9 @@ fn manifests_reach_the_observer_the_event_stream_and_the_session_log() {
             .filter(|r| r.kind == "context/build")
             .collect();
         assert_eq!(records.len(), 1);
-        let manifest = &records[0].payload["event"]["value"]["context_manifest"];
+        let payload = records[0].payload.value();
+        let manifest = &payload["event"]["value"]["context_manifest"];
+        assert_eq!(*manifest, manifests[0].to_json(), "the record holds the event's manifest");
         assert_eq!(manifest["validation"], "passed");
         assert_eq!(manifest["items"].as_array().map(Vec::len), Some(4));
         assert_eq!(manifest["policy_version"], agent.policy_version());
@@ -268,7 +270,7 @@ fn manifests_reach_the_observer_the_event_stream_and_the_session_log() {
             manifests[0].policy_version.as_deref(),
             Some(agent.policy_version())
         );
-        assert!(!records[0].payload.to_string().contains("SECRET-42"));
+        assert!(!records[0].payload.json().contains("SECRET-42"));
     });
 }
 

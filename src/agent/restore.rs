@@ -117,19 +117,19 @@ pub(super) async fn restore(
     let order: Vec<String> = durable.iter().map(|m| m.id.clone()).collect();
     let versions: BTreeMap<String, Message> =
         durable.into_iter().map(|m| (m.id.clone(), m)).collect();
-    let checkpoint: Option<(usize, &Value)> = loaded
+    let checkpoint: Option<(usize, Value)> = loaded
         .records
         .iter()
         .enumerate()
         .rev()
         .find(|(_, record)| record.kind == CHECKPOINT_RECORD)
-        .map(|(index, record)| (index, &*record.payload));
+        .map(|(index, record)| (index, record.payload.value()));
     let mut state = SessionState::default();
     let mut counter = 0;
     let mut task = None;
     let ids = match checkpoint {
         None => order,
-        Some((index, payload)) => {
+        Some((index, ref payload)) => {
             let invalid = |reason: &str| RestoreError::Invalid {
                 index: index + 1,
                 kind: "checkpoint".to_string(),

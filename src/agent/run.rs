@@ -20,7 +20,7 @@ use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{ModelError, ModelReply, ModelRequest, Purpose};
 use crate::runtime::RuntimeContext;
-use crate::session::{SessionLogKey, SessionRecord};
+use crate::session::{Payload, SessionLogKey, SessionRecord};
 use crate::tools::{Permission, ToolContext, ToolOutcome};
 
 pub(super) type Sink<'a> = dyn FnMut(AgentEvent) + Send + 'a;
@@ -295,9 +295,8 @@ fn log_messages(
             SessionRecord {
                 kind: crate::session::MESSAGE_RECORD.to_string(),
                 call_id: call_id.to_string(),
-                payload: serde_json::to_value(message)
-                    .unwrap_or(serde_json::Value::Null)
-                    .into(),
+                payload: Payload::new(message)
+                    .unwrap_or_else(|_| Payload::from(serde_json::Value::Null)),
             },
         );
     }
@@ -622,7 +621,7 @@ impl Call<'_> {
     }
 
     /// Appends a record to the session log, when there is one.
-    pub(super) fn record(&self, kind: &str, payload: serde_json::Value) {
+    pub(super) fn record(&self, kind: &str, payload: impl Into<Payload>) {
         let Some(log) = &self.inner.session_log else {
             return;
         };
@@ -666,19 +665,7 @@ impl Call<'_> {
             manifest: manifest.clone(),
             error_kind,
         };
-        let payload = serde_json::json!({
-            "event": {
-                "name": CONTEXT_BUILD_EVENT,
-                "value": {
-                    "call_id": event.call_id,
-                    "purpose": event.purpose.as_str(),
-                    "status": event.status,
-                    "context_manifest": manifest.to_json(),
-                    "error_kind": error_kind,
-                }
-            }
-        });
-        self.record("context/build", payload);
+        self.record("context/build", build_payload(&event));
         emit(
             inner,
             sink,
@@ -867,4 +854,40 @@ async fn execute_one(
         return (ToolOutcome::error(message), false);
     };
     (tool.call(call, context).await, false)
+}
+
+/// The payload of a `context/build` record, serialised straight from the event:
+/// `{"event": {"name": "context_build", "value": {call_id, purpose, status, context_manifest,
+/// error_kind}}}`.
+fn build_payload(event: &ContextBuildEvent) -> Payload {
+    #[derive(serde::Serialize)]
+    struct Record<'a> {
+        event: Named<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Named<'a> {
+        name: &'static str,
+        value: Build<'a>,
+    }
+    #[derive(serde::Serialize)]
+    struct Build<'a> {
+        call_id: &'a str,
+        purpose: &'static str,
+        status: &'static str,
+        context_manifest: &'a ContextManifest,
+        error_kind: Option<&'static str>,
+    }
+    let record = Record {
+        event: Named {
+            name: CONTEXT_BUILD_EVENT,
+            value: Build {
+                call_id: &event.call_id,
+                purpose: event.purpose.as_str(),
+                status: event.status,
+                context_manifest: &event.manifest,
+                error_kind: event.error_kind,
+            },
+        },
+    };
+    Payload::new(&record).expect("a manifest serialises: its fields are strings and numbers")
 }

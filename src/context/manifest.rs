@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use serde_json::{Map, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 
 use crate::context::block::{MaterialKind, Placement};
 use crate::message::{Message, Role};
@@ -182,23 +183,11 @@ impl ManifestItem {
 
 impl ContextManifest {
     /// The manifest as a JSON object (for the session log and exports). Holds no prompt text.
+    /// It is the manifest's [`Serialize`] form, which a session log writes without building
+    /// this tree.
     pub fn to_json(&self) -> Value {
-        let items: Vec<Value> = self.items.iter().map(|item| item_json(item)).collect();
-        object([
-            ("call_id", self.call_id.as_str().into()),
-            ("purpose", self.purpose.as_str().into()),
-            ("model", self.model.as_str().into()),
-            ("estimated_input_tokens", self.estimated_input_tokens.into()),
-            ("input_limit", self.input_limit.into()),
-            ("conversation_allowance", self.conversation_allowance.into()),
-            ("counting_method", self.counting_method.as_str().into()),
-            ("exact", self.exact.into()),
-            ("items", Value::Array(items)),
-            ("transforms", self.transforms.clone().into()),
-            ("validation", self.validation.as_str().into()),
-            ("task_revision", self.task_revision.into()),
-            ("policy_version", self.policy_version.clone().into()),
-        ])
+        serde_json::to_value(self)
+            .expect("a manifest serialises: its fields are strings and numbers")
     }
 
     /// The retained material item with this source id.
@@ -210,53 +199,77 @@ impl ContextManifest {
     }
 }
 
-fn item_json(item: &ManifestItem) -> Value {
-    let id = Value::from(item.id.as_str());
-    let tokens = Value::from(item.tokens);
-    let content_hash = Value::from(item.content_hash.as_str());
-    match &item.kind {
-        ItemKind::Message { role, part_kinds } => object([
-            ("type", "message".into()),
-            ("id", id),
-            ("role", role.as_str().into()),
-            ("parts", part_kinds.as_slice().into()),
-            ("tokens", tokens),
-            ("content_hash", content_hash),
-        ]),
-        ItemKind::ToolSchema => object([
-            ("type", "tool_schema".into()),
-            ("id", id),
-            ("tokens", tokens),
-            ("content_hash", content_hash),
-        ]),
-        ItemKind::Material {
-            kind,
-            placement,
-            revision,
-            required,
-            priority,
-        } => object([
-            ("type", "material".into()),
-            ("source_id", id),
-            ("kind", kind.as_str().into()),
-            ("placement", placement.as_str().into()),
-            ("revision", revision.as_str().into()),
-            ("required", (*required).into()),
-            ("priority", (*priority).into()),
-            ("tokens", tokens),
-            ("content_hash", content_hash),
-        ]),
+impl Serialize for ContextManifest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(13))?;
+        map.serialize_entry("call_id", &self.call_id)?;
+        map.serialize_entry("purpose", self.purpose.as_str())?;
+        map.serialize_entry("model", &self.model)?;
+        map.serialize_entry("estimated_input_tokens", &self.estimated_input_tokens)?;
+        map.serialize_entry("input_limit", &self.input_limit)?;
+        map.serialize_entry("conversation_allowance", &self.conversation_allowance)?;
+        map.serialize_entry("counting_method", &self.counting_method)?;
+        map.serialize_entry("exact", &self.exact)?;
+        map.serialize_entry("items", &Items(&self.items))?;
+        map.serialize_entry("transforms", &self.transforms)?;
+        map.serialize_entry("validation", self.validation.as_str())?;
+        map.serialize_entry("task_revision", &self.task_revision)?;
+        map.serialize_entry("policy_version", &self.policy_version)?;
+        map.end()
     }
 }
 
-/// A JSON object with these fields in this order, allocated once at its final size (a
-/// manifest has an object per item, so this is on every preparation's path).
-fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
-    let mut map = Map::with_capacity(N);
-    for (key, value) in fields {
-        map.insert(key.to_string(), value);
+/// A manifest's shared items, serialised as a list of items.
+struct Items<'a>(&'a [Arc<ManifestItem>]);
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|item| &**item))
     }
-    Value::Object(map)
+}
+
+impl Serialize for ManifestItem {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match &self.kind {
+            ItemKind::Message { role, part_kinds } => {
+                let mut map = serializer.serialize_map(Some(6))?;
+                map.serialize_entry("type", "message")?;
+                map.serialize_entry("id", &self.id)?;
+                map.serialize_entry("role", role.as_str())?;
+                map.serialize_entry("parts", part_kinds)?;
+                map.serialize_entry("tokens", &self.tokens)?;
+                map.serialize_entry("content_hash", &self.content_hash)?;
+                map.end()
+            }
+            ItemKind::ToolSchema => {
+                let mut map = serializer.serialize_map(Some(4))?;
+                map.serialize_entry("type", "tool_schema")?;
+                map.serialize_entry("id", &self.id)?;
+                map.serialize_entry("tokens", &self.tokens)?;
+                map.serialize_entry("content_hash", &self.content_hash)?;
+                map.end()
+            }
+            ItemKind::Material {
+                kind,
+                placement,
+                revision,
+                required,
+                priority,
+            } => {
+                let mut map = serializer.serialize_map(Some(9))?;
+                map.serialize_entry("type", "material")?;
+                map.serialize_entry("source_id", &self.id)?;
+                map.serialize_entry("kind", kind.as_str())?;
+                map.serialize_entry("placement", placement.as_str())?;
+                map.serialize_entry("revision", revision)?;
+                map.serialize_entry("required", required)?;
+                map.serialize_entry("priority", priority)?;
+                map.serialize_entry("tokens", &self.tokens)?;
+                map.serialize_entry("content_hash", &self.content_hash)?;
+                map.end()
+            }
+        }
+    }
 }
 
 #[cfg(test)]

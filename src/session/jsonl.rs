@@ -53,8 +53,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::{Loaded, SessionLog, SessionLogKey, SessionRecord};
+use super::{Loaded, Payload, SessionLog, SessionLogKey, SessionRecord};
 use crate::context::manifest::content_hash;
 use crate::limits::{SESSION_LOG_BYTES_MAX, SESSION_NAME_CHARS_MAX};
 use crate::sim::storage::{Revision, Storage, StorageError, WorkspacePath};
@@ -408,11 +409,15 @@ impl SessionLog for JsonlSessionLog {
                         let decoded = decode(&path, &bytes)?;
                         if let Some(session) = decoded.records.iter().find_map(|record| {
                             (record.kind == "run/start")
-                                .then(|| record.payload.get("session_id"))
-                                .flatten()
-                                .and_then(Value::as_str)
+                                .then(|| record.payload.value())
+                                .and_then(|payload| {
+                                    payload
+                                        .get("session_id")
+                                        .and_then(Value::as_str)
+                                        .map(str::to_string)
+                                })
                         }) {
-                            found.insert(Some(session.to_string()));
+                            found.insert(Some(session));
                         }
                     }
                 }
@@ -502,21 +507,15 @@ pub fn encode_record(record: &SessionRecord) -> String {
 
 /// [`encode_record`], appended to `out`.
 fn encode_record_into(record: &SessionRecord, out: &mut Vec<u8>) {
-    /// The line's object, borrowed: fields in the order the line shows them.
-    #[derive(serde::Serialize)]
-    struct Line<'a> {
-        kind: &'a str,
-        call_id: &'a str,
-        payload: &'a Value,
-    }
-    let line = Line {
-        kind: &record.kind,
-        call_id: &record.call_id,
-        payload: &record.payload,
-    };
-    // Writing to memory cannot fail, and every `Value` serialises (its keys are strings).
-    serde_json::to_writer(&mut *out, &line).expect("a JSON value serialises");
-    out.push(b'\n');
+    // The line's object, fields in the order the line shows them; the payload is already JSON
+    // text, written as it is. Strings serialise to memory without fail.
+    out.extend_from_slice(b"{\"kind\":");
+    serde_json::to_writer(&mut *out, &record.kind).expect("a string serialises");
+    out.extend_from_slice(b",\"call_id\":");
+    serde_json::to_writer(&mut *out, &record.call_id).expect("a string serialises");
+    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(record.payload.json().as_bytes());
+    out.extend_from_slice(b"}\n");
 }
 
 /// The committed records of a file's bytes, ignoring a torn last line.
@@ -581,23 +580,28 @@ pub fn decode(path: &WorkspacePath, bytes: &[u8]) -> Result<Decoded, SessionLogE
 
 /// One line as a record: an object with string `kind` and `call_id`, and a `payload`.
 fn parse_record(line: &[u8]) -> Result<SessionRecord, String> {
-    let value: Value = serde_json::from_slice(line).map_err(|error| error.to_string())?;
-    let Value::Object(mut object) = value else {
-        return Err("not a JSON object".to_string());
+    // Fields are taken as JSON text; only `kind` and `call_id` are parsed further, and the
+    // payload stays text (see [`Payload`]). A repeated field counts with its last value.
+    let object: BTreeMap<String, &RawValue> = match serde_json::from_slice(line) {
+        Ok(object) => object,
+        Err(error) if error.is_data() => return Err("not a JSON object".to_string()),
+        Err(error) => return Err(error.to_string()),
     };
-    let mut text = |name: &str| match object.remove(name) {
-        Some(Value::String(text)) => Ok(text),
-        _ => Err(format!("`{name}` is missing or not a string")),
+    let text = |name: &str| {
+        object
+            .get(name)
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+            .ok_or_else(|| format!("`{name}` is missing or not a string"))
     };
     let kind = text("kind")?;
     let call_id = text("call_id")?;
     let payload = object
-        .remove("payload")
+        .get("payload")
         .ok_or_else(|| "`payload` is missing".to_string())?;
     Ok(SessionRecord {
         kind,
         call_id,
-        payload: payload.into(),
+        payload: Payload::from(*payload),
     })
 }
 

@@ -17,13 +17,14 @@
 //! messages.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use futures_util::future::BoxFuture;
-use serde::Deserialize;
-use serde_json::Value;
 
 pub mod jsonl;
+mod payload;
+
+pub use payload::Payload;
 
 pub use jsonl::{FlushError, JsonlSessionLog, SessionLogError, TornRecord};
 
@@ -35,7 +36,7 @@ pub struct SessionRecord {
     /// The agent call (`call-N`) the record belongs to.
     pub call_id: String,
     /// Shared: a record never changes once written, so copies of a log share their payloads.
-    pub payload: Arc<Value>,
+    pub payload: Payload,
 }
 
 /// Identifies one session's log.
@@ -125,9 +126,10 @@ pub fn durable_history(
         if record.kind != MESSAGE_RECORD {
             continue;
         }
-        let message: crate::message::Message =
-            crate::message::Message::deserialize(&*record.payload)
-                .map_err(|error| (index + 1, error.to_string()))?;
+        let message: crate::message::Message = record
+            .payload
+            .parse()
+            .map_err(|error| (index + 1, error.to_string()))?;
         match position.get(&message.id) {
             Some(&at) => messages[at] = message,
             None => {

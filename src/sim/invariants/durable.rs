@@ -17,8 +17,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
 use super::{Violation, ViolationKind};
 use crate::agent::events::EventKind;
 use crate::message::{ContentPart, Message, ToolOutput};
@@ -88,7 +86,7 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
 fn message_records(records: &[crate::session::SessionRecord]) -> BTreeMap<String, Vec<Message>> {
     let mut versions: BTreeMap<String, Vec<Message>> = BTreeMap::new();
     for record in records.iter().filter(|r| r.kind == MESSAGE_RECORD) {
-        match Message::deserialize(&*record.payload) {
+        match record.payload.parse::<Message>() {
             Ok(message) => versions
                 .entry(message.id.clone())
                 .or_default()
