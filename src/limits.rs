@@ -195,6 +195,15 @@ const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
 /// still counted correctly, only without the saving.
 pub const TOKEN_CACHE_ENTRIES_MAX: usize = 262_144;
 
+/// Texts whose exact count one `CachedEstimator` remembers (least recently used evicted first):
+/// material that every step repeats, such as instructions and workspace files. An entry is
+/// about 100 bytes (the text is not kept, only its hash), so a full cache stays under 2 MB.
+pub const TEXT_CACHE_ENTRIES_MAX: usize = 16_384;
+
+/// Bytes of the shortest text whose exact count is remembered: a shorter one is counted again,
+/// which costs about what hashing and looking it up would.
+pub const TEXT_CACHE_BYTES_MIN: usize = 128;
+
 /// Tool schemas whose count one `CachedEstimator` remembers; past it, the oldest is replaced.
 pub const SCHEMA_CACHE_ENTRIES_MAX: usize = 64;
 

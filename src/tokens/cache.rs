@@ -12,7 +12,9 @@
 //!   re-sent message) is counted once.
 //!
 //! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
-//! first; [`CacheStats`] reports hits, misses and size. Tool schemas, which every request
+//! first; [`CacheStats`] reports hits, misses and size. Long texts counted by an exact
+//! estimator are remembered under their SHA-256 too (at most [`TEXT_CACHE_ENTRIES_MAX`]):
+//! materials are counted at every step. Tool schemas, which every request
 //! repeats, are remembered too (at most [`SCHEMA_CACHE_ENTRIES_MAX`], the oldest replaced
 //! first), matched field by field with the parameters' keys in the same order, since the
 //! order changes the printed text that is counted. The memo's copies share their content
@@ -44,6 +46,7 @@
 //!
 //! [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
 //! [`SCHEMA_CACHE_ENTRIES_MAX`]: crate::limits::SCHEMA_CACHE_ENTRIES_MAX
+//! [`TEXT_CACHE_ENTRIES_MAX`]: crate::limits::TEXT_CACHE_ENTRIES_MAX
 
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -54,7 +57,9 @@ use sha2::{Digest, Sha256};
 use self::memo::Memo;
 use super::TokenEstimator;
 use crate::context::manifest::message_hash;
-use crate::limits::{SCHEMA_CACHE_ENTRIES_MAX, TOKEN_CACHE_ENTRIES_MAX};
+use crate::limits::{
+    SCHEMA_CACHE_ENTRIES_MAX, TEXT_CACHE_BYTES_MIN, TEXT_CACHE_ENTRIES_MAX, TOKEN_CACHE_ENTRIES_MAX,
+};
 use crate::message::{ContentPart, Message, ToolOutput};
 use crate::tools::ToolSchema;
 
@@ -82,6 +87,8 @@ pub struct CachedEstimator<E> {
 #[derive(Debug)]
 struct State {
     by_content: Lru,
+    /// Exact counts of texts (see [`CachedEstimator::text_tokens`]), by a hash of the text.
+    texts: Lru,
     memo: Memo,
     /// Schemas counted, with their counts; `schema_next` is the slot the next new one takes
     /// once the list is full.
@@ -113,6 +120,7 @@ impl<E: TokenEstimator> CachedEstimator<E> {
             inner,
             cache: Mutex::new(State {
                 by_content: Lru::new(capacity),
+                texts: Lru::new(TEXT_CACHE_ENTRIES_MAX),
                 memo: Memo::new(capacity),
                 schemas: Vec::new(),
                 schema_next: 0,
@@ -163,8 +171,23 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
         self.inner.exact()
     }
 
+    /// A text of at least [`TEXT_CACHE_BYTES_MIN`] bytes counted by an exact estimator (a
+    /// tokenizer, far slower than hashing) is remembered under its SHA-256: materials are
+    /// counted at every step, and most are the same from step to step. Other texts are counted
+    /// each time.
+    ///
+    /// [`TEXT_CACHE_BYTES_MIN`]: crate::limits::TEXT_CACHE_BYTES_MIN
     fn text_tokens(&self, text: &str) -> u64 {
-        self.inner.text_tokens(text)
+        if text.len() < TEXT_CACHE_BYTES_MIN || !self.inner.exact() {
+            return self.inner.text_tokens(text);
+        }
+        let key: Key = Sha256::digest(text.as_bytes()).into();
+        if let Some(tokens) = self.state().texts.get(&key) {
+            return tokens;
+        }
+        let tokens = self.inner.text_tokens(text);
+        self.state().texts.insert(key, tokens);
+        tokens
     }
 
     fn caches_counts(&self) -> bool {
@@ -482,6 +505,58 @@ mod tests {
             &json!({"a": [1, {"b": null}]}),
             &json!({"a": [1, {"b": null}]})
         ));
+    }
+
+    /// An exact estimator that counts how often it really counts a text.
+    #[derive(Default)]
+    struct CountingTexts {
+        text_count: AtomicU64,
+    }
+
+    impl TokenEstimator for CountingTexts {
+        fn method(&self) -> &'static str {
+            "counting_texts"
+        }
+        fn exact(&self) -> bool {
+            true
+        }
+        fn text_tokens(&self, text: &str) -> u64 {
+            self.text_count.fetch_add(1, Ordering::Relaxed);
+            RatioEstimator.text_tokens(text)
+        }
+    }
+
+    #[test]
+    fn long_texts_of_an_exact_estimator_are_counted_once() {
+        let cached = CachedEstimator::new(CountingTexts::default());
+        let texts = |n: u64| cached.inner().text_count.load(Ordering::Relaxed) - n;
+        let long = "Deploys happen on Fridays. ".repeat(10);
+        assert!(long.len() >= TEXT_CACHE_BYTES_MIN);
+        let first = cached.text_tokens(&long);
+        assert_eq!(first, RatioEstimator.text_tokens(&long));
+        assert_eq!(cached.text_tokens(&long.clone()), first, "the same content");
+        assert_eq!(texts(0), 1, "counted once");
+        // A changed text is counted again; a short one every time.
+        let changed = long.replacen("Fridays", "Mondays", 1);
+        assert_eq!(
+            cached.text_tokens(&changed),
+            RatioEstimator.text_tokens(&changed)
+        );
+        assert_eq!(texts(0), 2);
+        for _ in 0..2 {
+            cached.text_tokens("short");
+        }
+        assert_eq!(texts(0), 4);
+        // Texts beyond the bound still count right, and the cache stays bounded.
+        for index in 0..(TEXT_CACHE_ENTRIES_MAX + 5) {
+            let text = format!("{long}{index}");
+            assert_eq!(cached.text_tokens(&text), RatioEstimator.text_tokens(&text));
+        }
+        assert_eq!(cached.state().texts.entries.len(), TEXT_CACHE_ENTRIES_MAX);
+        // An estimator that is not exact is never cached: counting is as cheap as hashing.
+        let approximate = CachedEstimator::new(Counting::default());
+        approximate.text_tokens(&long);
+        assert!(approximate.state().texts.entries.is_empty());
     }
 
     fn counted(cached: &CachedEstimator<Counting>) -> u64 {
