@@ -262,7 +262,11 @@ fn manifests_reach_the_observer_the_event_stream_and_the_session_log() {
         assert_eq!(records.len(), 1);
         let payload = records[0].payload.value();
         let manifest = &payload["event"]["value"]["context_manifest"];
-        assert_eq!(*manifest, manifests[0].to_json(), "the record holds the event's manifest");
+        assert_eq!(
+            *manifest,
+            manifests[0].to_json(),
+            "the record holds the event's manifest"
+        );
         assert_eq!(manifest["validation"], "passed");
         assert_eq!(manifest["items"].as_array().map(Vec::len), Some(4));
         assert_eq!(manifest["policy_version"], agent.policy_version());
