@@ -19,8 +19,8 @@ use super::{AgentInner, SessionState};
 use crate::message::Message;
 use crate::runtime::RuntimeContext;
 use crate::session::{
-    CHECKPOINT_RECORD, MESSAGE_RECORD, SessionLog, SessionLogError, SessionLogKey, TornRecord,
-    durable_history,
+    CHECKPOINT_RECORD, MESSAGE_RECORD, Payload, SessionLog, SessionLogError, SessionLogKey,
+    TornRecord, durable_history,
 };
 use crate::task::TaskContextState;
 
@@ -50,20 +50,20 @@ pub(super) struct Restored {
 
 /// A fingerprint of a message's whole content (its JSON form), to notice in-place changes.
 pub(super) fn fingerprint(message: &Message) -> u64 {
-    struct Writer(DefaultHasher);
-    impl std::io::Write for Writer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.write(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut writer = Writer(DefaultHasher::new());
-    // Serialising a message into a hasher cannot fail: it holds no non-string map keys.
-    let _ = serde_json::to_writer(&mut writer, message);
-    writer.0.finish()
+    fingerprint_payload(&message_payload(message))
+}
+
+/// The fingerprint of the message a `message` record's payload holds, from its text.
+pub(super) fn fingerprint_payload(payload: &Payload) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    hasher.write(payload.json().as_bytes());
+    hasher.finish()
+}
+
+/// A message as a `message` record's payload.
+pub(super) fn message_payload(message: &Message) -> Payload {
+    // A message holds no map with non-string keys, so it serialises.
+    Payload::new(message).unwrap_or_else(|_| Payload::from(Value::Null))
 }
 
 /// A fingerprint of what a checkpoint says.

@@ -284,7 +284,8 @@ fn log_messages(
         if unchanged.get(index) == Some(message) && logged.contains_key(&message.id) {
             continue;
         }
-        let print = super::restore::fingerprint(message);
+        let payload = super::restore::message_payload(message);
+        let print = super::restore::fingerprint_payload(&payload);
         if logged.get(&message.id) == Some(&print) {
             continue;
         }
@@ -295,8 +296,7 @@ fn log_messages(
             SessionRecord {
                 kind: crate::session::MESSAGE_RECORD.to_string(),
                 call_id: call_id.to_string(),
-                payload: Payload::new(message)
-                    .unwrap_or_else(|_| Payload::from(serde_json::Value::Null)),
+                payload,
             },
         );
     }
