@@ -8,15 +8,16 @@
 //!
 //! **Invariant:** the rendering holds no wall-clock time, no absolute path and no host name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::expect::Check;
 use super::file::StepSpec;
 use crate::agent::AgentError;
 use crate::agent::events::{AgentEvent, CustomValue, EventKind};
-use crate::context::manifest::{ContextManifest, ItemKind};
+use crate::context::manifest::{ContextManifest, ItemKind, ManifestItem};
 use crate::format::{duration, quoted};
 use crate::limits::TRACE_TEXT_CHARS_MAX;
 use crate::message::{Message, ToolOutput};
@@ -130,8 +131,9 @@ pub fn render(trace: &Trace, checks: &[Check]) -> String {
     for line in &trace.header {
         let _ = writeln!(out, "{line}");
     }
+    let mut lines = ItemLines::default();
     for step in &trace.steps {
-        render_step(&mut out, step, trace.policy_version.as_deref());
+        render_step(&mut out, &mut lines, step, trace.policy_version.as_deref());
     }
     if !checks.is_empty() {
         let _ = writeln!(out, "\nexpectations:");
@@ -150,7 +152,12 @@ pub fn render(trace: &Trace, checks: &[Check]) -> String {
     out
 }
 
-fn render_step(out: &mut String, step: &StepRecord, policy_version: Option<&str>) {
+fn render_step(
+    out: &mut String,
+    lines: &mut ItemLines,
+    step: &StepRecord,
+    policy_version: Option<&str>,
+) {
     let spec = &step.spec;
     let _ = writeln!(
         out,
@@ -170,7 +177,7 @@ fn render_step(out: &mut String, step: &StepRecord, policy_version: Option<&str>
             let _ = writeln!(out, "  {:>9} {line}", duration(*at));
         }
         let stamp = format!("{:>9}", duration(event.at));
-        render_event(out, &stamp, &event.kind, policy_version);
+        render_event(out, lines, &stamp, &event.kind, policy_version);
     }
     for (at, line) in others {
         let _ = writeln!(out, "  {:>9} {line}", duration(*at));
@@ -186,7 +193,13 @@ fn render_step(out: &mut String, step: &StepRecord, policy_version: Option<&str>
     let _ = writeln!(out, "  elapsed {}", duration(step.elapsed));
 }
 
-fn render_event(out: &mut String, stamp: &str, kind: &EventKind, policy_version: Option<&str>) {
+fn render_event(
+    out: &mut String,
+    lines: &mut ItemLines,
+    stamp: &str,
+    kind: &EventKind,
+    policy_version: Option<&str>,
+) {
     let text = |t: &str| quoted(t, TRACE_TEXT_CHARS_MAX);
     let line = match kind {
         EventKind::RunStarted { call_id } => format!("run_started {call_id}"),
@@ -222,7 +235,7 @@ fn render_event(out: &mut String, stamp: &str, kind: &EventKind, policy_version:
                         .map(|k| format!(" error={k}"))
                         .unwrap_or_default()
                 );
-                render_manifest(out, &build.manifest, policy_version);
+                render_manifest(out, lines, &build.manifest, policy_version);
                 return;
             }
         },
@@ -285,7 +298,19 @@ fn render_event(out: &mut String, stamp: &str, kind: &EventKind, policy_version:
     let _ = writeln!(out, "  {stamp} {line}");
 }
 
-fn render_manifest(out: &mut String, manifest: &ContextManifest, policy_version: Option<&str>) {
+/// Each manifest item's line, by the item's address. Successive manifests share the items of
+/// unchanged messages, so a trace shows the same item at every step; its line is formatted
+/// once per rendering. Items outlive the rendering (the trace holds them), so an address names
+/// one item throughout. Only looked up, never iterated: its order shows nowhere.
+#[derive(Default)]
+struct ItemLines(HashMap<*const ManifestItem, String>);
+
+fn render_manifest(
+    out: &mut String,
+    lines: &mut ItemLines,
+    manifest: &ContextManifest,
+    policy_version: Option<&str>,
+) {
     let exact = if manifest.exact { "exact" } else { "estimate" };
     let policy = if manifest.policy_version.as_deref() == policy_version {
         String::new()
@@ -311,38 +336,49 @@ fn render_manifest(out: &mut String, manifest: &ContextManifest, policy_version:
             ))
     );
     for item in &manifest.items {
-        let (label, parts) = match &item.kind {
-            ItemKind::Message { role, part_kinds } => (role.as_str(), part_kinds.join("+")),
-            ItemKind::ToolSchema => ("schema", String::new()),
-            ItemKind::Material {
-                kind,
-                placement,
-                revision,
-                required,
-                priority,
-            } => {
-                let required = if *required { " required" } else { "" };
-                let _ = writeln!(
-                    out,
-                    "              | material  {} {} tok  {} in {} prio={priority}{required} rev={}",
-                    item.id,
-                    item.tokens,
-                    kind.as_str(),
-                    placement.as_str(),
-                    crate::format::snippet(revision, 24)
-                );
-                continue;
-            }
-        };
-        let _ = writeln!(
-            out,
-            "              | {label:<9} {:<10} {:>7} tok  {parts:<22} #{}",
-            item.id,
-            item.tokens,
-            &item.content_hash[..item.content_hash.len().min(8)]
-        );
+        let line = lines
+            .0
+            .entry(Arc::as_ptr(item))
+            .or_insert_with(|| item_line(item));
+        out.push_str(line);
     }
     for transform in &manifest.transforms {
         let _ = writeln!(out, "              transform {transform}");
     }
+}
+
+/// A manifest item's line in the trace, with its newline.
+fn item_line(item: &ManifestItem) -> String {
+    let mut line = String::new();
+    let (label, parts) = match &item.kind {
+        ItemKind::Message { role, part_kinds } => (role.as_str(), part_kinds.join("+")),
+        ItemKind::ToolSchema => ("schema", String::new()),
+        ItemKind::Material {
+            kind,
+            placement,
+            revision,
+            required,
+            priority,
+        } => {
+            let required = if *required { " required" } else { "" };
+            let _ = writeln!(
+                line,
+                "              | material  {} {} tok  {} in {} prio={priority}{required} rev={}",
+                item.id,
+                item.tokens,
+                kind.as_str(),
+                placement.as_str(),
+                crate::format::snippet(revision, 24)
+            );
+            return line;
+        }
+    };
+    let _ = writeln!(
+        line,
+        "              | {label:<9} {:<10} {:>7} tok  {parts:<22} #{}",
+        item.id,
+        item.tokens,
+        &item.content_hash[..item.content_hash.len().min(8)]
+    );
+    line
 }

@@ -9,7 +9,7 @@
 //!   manifest content hash ([`TokenEstimator::message_tokens_and_hash`]). A step over a long
 //!   history therefore hashes and counts only the new or changed messages.
 //! - under the SHA-256 of what is counted: the same content under another id (a copy, a
-//!   re-sent message) is counted once.
+//!   re-sent message) is counted once, and its manifest content hash computed once.
 //!
 //! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
 //! first; [`CacheStats`] reports hits, misses and size. Long texts counted by an exact
@@ -86,9 +86,9 @@ pub struct CachedEstimator<E> {
 /// The caches, under one lock.
 #[derive(Debug)]
 struct State {
-    by_content: Lru,
+    by_content: Lru<Counted>,
     /// Exact counts of texts (see [`CachedEstimator::text_tokens`]), by a hash of the text.
-    texts: Lru,
+    texts: Lru<u64>,
     memo: Memo,
     /// Schemas counted, with their counts; `schema_next` is the slot the next new one takes
     /// once the list is full.
@@ -147,18 +147,32 @@ impl<E: TokenEstimator> CachedEstimator<E> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The count from the content-keyed cache, counting on a miss.
-    fn tokens_by_content(&self, message: &Message) -> u64 {
+    /// The count from the content-keyed cache, counting on a miss, and the manifest content
+    /// hash when `with_hash` (remembered beside the count: it is a function of the same
+    /// content).
+    fn by_content(&self, message: &Message, with_hash: bool) -> (u64, Option<String>) {
         let key = message_key(message);
-        // The lock is not held while counting: two threads may count the same new message,
-        // and both store the same number.
-        let cached = self.state().by_content.get(&key);
-        if let Some(tokens) = cached {
-            return tokens;
-        }
-        let tokens = self.inner.message_tokens(message);
-        self.state().by_content.insert(key, tokens);
-        tokens
+        // The lock is not held while counting or hashing: two threads may count the same new
+        // message, and both store the same numbers.
+        let cached = self.state().by_content.get(&key).cloned();
+        let (tokens, content_hash) = match cached {
+            Some(Counted {
+                tokens,
+                content_hash: Some(content_hash),
+            }) => return (tokens, Some(content_hash)),
+            Some(Counted { tokens, .. }) if !with_hash => return (tokens, None),
+            Some(Counted { tokens, .. }) => (tokens, None),
+            None => (self.inner.message_tokens(message), None),
+        };
+        let content_hash = content_hash.or_else(|| with_hash.then(|| message_hash(message)));
+        self.state().by_content.insert(
+            key,
+            Counted {
+                tokens,
+                content_hash: content_hash.clone(),
+            },
+        );
+        (tokens, content_hash)
     }
 }
 
@@ -182,7 +196,7 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
             return self.inner.text_tokens(text);
         }
         let key: Key = Sha256::digest(text.as_bytes()).into();
-        if let Some(tokens) = self.state().texts.get(&key) {
+        if let Some(&tokens) = self.state().texts.get(&key) {
             return tokens;
         }
         let tokens = self.inner.text_tokens(text);
@@ -202,21 +216,33 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
                 return tokens;
             }
         }
-        let tokens = self.tokens_by_content(message);
+        let (tokens, _) = self.by_content(message, false);
         self.state().memo.insert(message, tokens, None);
         tokens
     }
 
     fn message_tokens_and_hash(&self, message: &Message) -> (u64, String) {
-        {
+        let remembered = {
             let mut state = self.state();
-            if let Some((tokens, Some(content_hash))) = state.memo.lookup(message) {
-                state.by_content.hit_count += 1;
-                return (tokens, content_hash);
+            match state.memo.lookup(message) {
+                Some((tokens, Some(content_hash))) => {
+                    state.by_content.hit_count += 1;
+                    return (tokens, content_hash);
+                }
+                Some((tokens, None)) => {
+                    state.by_content.hit_count += 1;
+                    Some(tokens)
+                }
+                None => None,
             }
-        }
-        let tokens = self.message_tokens(message);
-        let content_hash = message_hash(message);
+        };
+        let (tokens, content_hash) = match remembered {
+            Some(tokens) => (tokens, message_hash(message)),
+            None => match self.by_content(message, true) {
+                (tokens, Some(content_hash)) => (tokens, content_hash),
+                (tokens, None) => (tokens, message_hash(message)),
+            },
+        };
         self.state()
             .memo
             .insert(message, tokens, Some(content_hash.clone()));
@@ -283,12 +309,20 @@ mod memo;
 
 type Key = [u8; 32];
 
-/// A least-recently-used map from message key to count.
+/// What the content-keyed cache remembers of a message.
+#[derive(Debug, Clone)]
+struct Counted {
+    tokens: u64,
+    /// The manifest content hash, once a preparation asked for it.
+    content_hash: Option<String>,
+}
+
+/// A least-recently-used map from a content key to what was computed from the content.
 #[derive(Debug)]
-struct Lru {
+struct Lru<V> {
     capacity: usize,
-    /// Key → (count, last use).
-    entries: HashMap<Key, (u64, u64)>,
+    /// Key → (value, last use).
+    entries: HashMap<Key, (V, u64)>,
     /// Last use → key; the first entry is the one to evict.
     recency: BTreeMap<u64, Key>,
     clock: u64,
@@ -296,7 +330,7 @@ struct Lru {
     miss_count: u64,
 }
 
-impl Lru {
+impl<V> Lru<V> {
     fn new(capacity: usize) -> Self {
         Lru {
             capacity,
@@ -308,9 +342,9 @@ impl Lru {
         }
     }
 
-    fn get(&mut self, key: &Key) -> Option<u64> {
+    fn get(&mut self, key: &Key) -> Option<&V> {
         self.clock += 1;
-        let Some((tokens, last_use)) = self.entries.get_mut(key) else {
+        let Some((value, last_use)) = self.entries.get_mut(key) else {
             self.miss_count += 1;
             return None;
         };
@@ -318,12 +352,12 @@ impl Lru {
         *last_use = self.clock;
         self.recency.insert(self.clock, *key);
         self.hit_count += 1;
-        Some(*tokens)
+        Some(value)
     }
 
-    fn insert(&mut self, key: Key, tokens: u64) {
+    fn insert(&mut self, key: Key, value: V) {
         self.clock += 1;
-        if let Some((_, last_use)) = self.entries.insert(key, (tokens, self.clock)) {
+        if let Some((_, last_use)) = self.entries.insert(key, (value, self.clock)) {
             self.recency.remove(&last_use);
         } else if self.entries.len() > self.capacity
             && let Some((_, oldest)) = self.recency.pop_first()
@@ -683,6 +717,18 @@ mod tests {
         assert_eq!(hash, message_hash(&pruned));
         assert_ne!(hash, expected.1);
         assert_eq!(tokens, Counting::default().message_tokens(&pruned));
+        // A copy that shares no content with the first (another run's message, say) takes
+        // count and hash from the content cache.
+        let copy = Message::tool_result("m9", "c1", "execute", "12 passed", false);
+        assert!(cached.state().memo.lookup(&copy).is_none());
+        assert_eq!(cached.message_tokens_and_hash(&copy), expected);
+        assert_eq!(counted(&cached), 2);
+        let key = message_key(&copy);
+        let remembered = cached.state().by_content.entries[&key].0.clone();
+        assert_eq!(
+            remembered.content_hash.as_deref(),
+            Some(expected.1.as_str())
+        );
     }
 
     #[test]
