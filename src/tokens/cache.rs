@@ -148,23 +148,25 @@ impl<E: TokenEstimator> CachedEstimator<E> {
     }
 
     /// The count from the content-keyed cache, counting on a miss, and the manifest content
-    /// hash when `with_hash` (remembered beside the count: it is a function of the same
-    /// content).
+    /// hash when `with_hash`. The hash is remembered beside the count only when it is a
+    /// function of what the key covers, that is when no tool result holds metadata (which the
+    /// hash covers and no estimator counts).
     fn by_content(&self, message: &Message, with_hash: bool) -> (u64, Option<String>) {
+        let with_hash = with_hash && hash_is_keyed(message);
         let key = message_key(message);
         // The lock is not held while counting or hashing: two threads may count the same new
         // message, and both store the same numbers.
         let cached = self.state().by_content.get(&key).cloned();
-        let (tokens, content_hash) = match cached {
+        let tokens = match cached {
+            Some(Counted { tokens, .. }) if !with_hash => return (tokens, None),
             Some(Counted {
                 tokens,
                 content_hash: Some(content_hash),
             }) => return (tokens, Some(content_hash)),
-            Some(Counted { tokens, .. }) if !with_hash => return (tokens, None),
-            Some(Counted { tokens, .. }) => (tokens, None),
-            None => (self.inner.message_tokens(message), None),
+            Some(Counted { tokens, .. }) => tokens,
+            None => self.inner.message_tokens(message),
         };
-        let content_hash = content_hash.or_else(|| with_hash.then(|| message_hash(message)));
+        let content_hash = with_hash.then(|| message_hash(message));
         self.state().by_content.insert(
             key,
             Counted {
@@ -368,6 +370,15 @@ impl<V> Lru<V> {
         assert_eq!(self.entries.len(), self.recency.len());
         assert!(self.entries.len() <= self.capacity);
     }
+}
+
+/// Whether a message's manifest content hash ([`message_hash`]: its role and parts) is a
+/// function of its [`message_key`]: the key leaves out tool results' metadata.
+fn hash_is_keyed(message: &Message) -> bool {
+    message.parts.iter().all(|part| match part {
+        ContentPart::ToolResult(result) => result.metadata.is_empty(),
+        _ => true,
+    })
 }
 
 /// SHA-256 over everything an estimator counts in a message, each field length-prefixed.
@@ -729,6 +740,19 @@ mod tests {
             remembered.content_hash.as_deref(),
             Some(expected.1.as_str())
         );
+        // Tool-result metadata is in the hash and not in the key: such a message's hash is
+        // computed each time, never taken from another message with the same key.
+        let mut marked = copy.clone();
+        if let Some(ContentPart::ToolResult(result)) = marked.parts.first_mut() {
+            result.metadata.insert("offloaded".into(), "true".into());
+        }
+        assert_eq!(message_key(&marked), key);
+        let (tokens, hash) = cached.message_tokens_and_hash(&marked);
+        assert_eq!(tokens, expected.0);
+        assert_eq!(hash, message_hash(&marked));
+        assert_ne!(hash, expected.1);
+        let unmarked = Message::tool_result("m10", "c1", "execute", "12 passed", false);
+        assert_eq!(cached.message_tokens_and_hash(&unmarked), expected);
     }
 
     #[test]
