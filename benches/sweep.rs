@@ -1,7 +1,8 @@
 //! Sweep throughput: one batch of 100 seeds (generate, run twice, check every invariant), the
 //! unit of `ctxbed sweep`, on one thread. Seeds per second is 100 divided by the time per
 //! iteration; runs per second is twice that. Also one run of a fixed seed range without the
-//! checks, to show what the checker adds.
+//! checks, to show what the checker adds, and `conformance`: one run of every hand-written
+//! scenario under `scenarios/` that runs in process (no network), the scenarios users write.
 //!
 //! `reference` is a fixed workload the simulator does not touch (exact o200k counting and
 //! SHA-256 of generated text): on a shared machine, compare the ratio of a sweep figure to
@@ -13,7 +14,9 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxbed::context::manifest::content_hash;
+use ctxbed::scenario::file::load;
 use ctxbed::scenario::runner::run;
+use ctxbed::scenario::suite::discover;
 use ctxbed::sim::generate::generate;
 use ctxbed::sim::sweep::check_seed;
 use ctxbed::sim::text::{TextKind, generate_text};
@@ -47,6 +50,22 @@ fn sweep(c: &mut Criterion) {
         b.iter(|| {
             for scenario in &scenarios {
                 black_box(run(black_box(scenario)).expect("a generated scenario runs"));
+            }
+        });
+    });
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let files = discover(&[root]).expect("the scenario suite is readable");
+    let written: Vec<_> = files
+        .iter()
+        .filter_map(|path| load(path).ok())
+        .filter(|scenario| scenario.network.is_none())
+        .collect();
+    assert!(!written.is_empty(), "the suite holds in-process scenarios");
+    group.throughput(Throughput::Elements(written.len() as u64));
+    group.bench_function("conformance", |b| {
+        b.iter(|| {
+            for scenario in &written {
+                black_box(run(black_box(scenario)).expect("a suite scenario runs"));
             }
         });
     });
