@@ -280,7 +280,10 @@ impl JsonlSessionLog {
         let mut bytes = read_bounded(self.storage.as_ref(), &path).await?;
         // Decoding is the costly part of a rewrite; the file is decoded again only when it is
         // not what this log last left there (first use, or another writer).
-        let unchanged = matches!(&known, KnownFile::Bytes(committed) if committed.as_slice() == bytes.as_slice());
+        let unchanged = match &known {
+            KnownFile::Bytes(committed) => committed.as_slice() == bytes.as_slice(),
+            KnownFile::Unknown | KnownFile::Revision { .. } => false,
+        };
         if !unchanged {
             let decoded = decode(&path, &bytes)?;
             bytes.truncate(decoded.committed_bytes);

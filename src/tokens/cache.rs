@@ -150,31 +150,42 @@ impl<E: TokenEstimator> CachedEstimator<E> {
     /// The count from the content-keyed cache, counting on a miss, and the manifest content
     /// hash when `with_hash`. The hash is remembered beside the count only when it is a
     /// function of what the key covers, that is when no tool result holds metadata (which the
-    /// hash covers and no estimator counts).
+    /// hash covers and no estimator counts); otherwise it is computed each time.
     fn by_content(&self, message: &Message, with_hash: bool) -> (u64, Option<String>) {
-        let with_hash = with_hash && hash_is_keyed(message);
         let key = message_key(message);
-        // The lock is not held while counting or hashing: two threads may count the same new
-        // message, and both store the same numbers.
-        let cached = self.state().by_content.get(&key).cloned();
-        let tokens = match cached {
-            Some(Counted { tokens, .. }) if !with_hash => return (tokens, None),
-            Some(Counted {
-                tokens,
-                content_hash: Some(content_hash),
-            }) => return (tokens, Some(content_hash)),
-            Some(Counted { tokens, .. }) => tokens,
-            None => self.inner.message_tokens(message),
+        let remember_hash = with_hash && hash_is_keyed(message);
+        let cached = self.state().by_content.get(&key).map(|counted| {
+            let known = remember_hash
+                .then(|| counted.content_hash.clone())
+                .flatten();
+            (counted.tokens, known)
+        });
+        let content_hash = |known: Option<String>| {
+            with_hash.then(|| known.unwrap_or_else(|| message_hash(message)))
         };
-        let content_hash = with_hash.then(|| message_hash(message));
-        self.state().by_content.insert(
-            key,
-            Counted {
-                tokens,
-                content_hash: content_hash.clone(),
-            },
-        );
-        (tokens, content_hash)
+        match cached {
+            Some((tokens, known)) if known.is_some() || !remember_hash => {
+                (tokens, content_hash(known))
+            }
+            cached => {
+                // The lock is not held while counting or hashing: two threads may count the
+                // same new message, and both store the same numbers.
+                let tokens = match cached {
+                    Some((tokens, _)) => tokens,
+                    None => self.inner.message_tokens(message),
+                };
+                let content_hash = content_hash(None);
+                let remembered = content_hash.clone().filter(|_| remember_hash);
+                self.state().by_content.insert(
+                    key,
+                    Counted {
+                        tokens,
+                        content_hash: remembered,
+                    },
+                );
+                (tokens, content_hash)
+            }
+        }
     }
 }
 
@@ -240,10 +251,13 @@ impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
         };
         let (tokens, content_hash) = match remembered {
             Some(tokens) => (tokens, message_hash(message)),
-            None => match self.by_content(message, true) {
-                (tokens, Some(content_hash)) => (tokens, content_hash),
-                (tokens, None) => (tokens, message_hash(message)),
-            },
+            None => {
+                let (tokens, content_hash) = self.by_content(message, true);
+                (
+                    tokens,
+                    content_hash.expect("by_content gives the hash when asked"),
+                )
+            }
         };
         self.state()
             .memo
