@@ -297,14 +297,8 @@ pub(super) async fn simulate(
                 SessionLogHandle::Memory(log) => log.record_count(&log_key),
             };
         }
-        if spec.restart.is_some() && (spec.plan_mode.is_some() || !spec.actions.is_empty()) {
-            // The application restores the session before it touches task state, so its
-            // changes build on the restored state instead of replacing it.
-            before.push(match agent.open_session(&runtime).await {
-                Ok(Some(records)) => format!("app: open_session -> restored {records} record(s)"),
-                Ok(None) => "app: open_session -> nothing to restore".to_string(),
-                Err(error) => format!("app: open_session -> {}: {error}", error.kind()),
-            });
+        if spec.plan_mode.is_some() || !spec.actions.is_empty() {
+            before.extend(open_for_app(&agent, &runtime, spec.restart.is_some()).await);
         }
         if let Some(mode) = spec.plan_mode {
             agent.task_state(&runtime).with(|s| s.set_mode(mode));
@@ -327,8 +321,13 @@ pub(super) async fn simulate(
                 let (at, action) = (*at, action.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(at).await;
+                    let mut lines = Vec::new();
+                    if let Some(line) = open_for_app(&agent, &runtime, false).await {
+                        lines.push((clock.elapsed(), line));
+                    }
                     let line = apply_action(&agent, &runtime, &action).await;
-                    (clock.elapsed(), line)
+                    lines.push((clock.elapsed(), line));
+                    lines
                 })
             })
             .collect();
@@ -339,9 +338,14 @@ pub(super) async fn simulate(
             Err(_) => (Vec::new(), true),
         };
         // Other writers finish even when the step ended before their time.
-        for task in writer.into_iter().chain(actors) {
-            if let Ok(line) = task.await {
-                after.push(line);
+        if let Some(task) = writer
+            && let Ok(line) = task.await
+        {
+            after.push(line);
+        }
+        for task in actors {
+            if let Ok(lines) = task.await {
+                after.extend(lines);
             }
         }
         after.sort_by_key(|(at, _)| *at);
@@ -497,6 +501,24 @@ fn spawn_writer(
 }
 
 /// Takes one application action on the agent's task state; the trace line says its outcome.
+/// What the simulated application does before it touches a session's task state: it opens
+/// the session, as the agent asks ([`HarnessAgent::open_session`]). Restore never overwrites
+/// task state that was changed already, so a change made first (by a step's action, or by a
+/// concurrent writer that comes before the agent's first call) would replace the restored Todo
+/// list and requirements instead of building on them. The line says what opening did; when
+/// the session was open already it is shown only if `always` (a step that restarted).
+async fn open_for_app(
+    agent: &HarnessAgent,
+    runtime: &RuntimeContext,
+    always: bool,
+) -> Option<String> {
+    match agent.open_session(runtime).await {
+        Ok(Some(records)) => Some(format!("app: open_session -> restored {records} record(s)")),
+        Ok(None) => always.then(|| "app: open_session -> nothing to restore".to_string()),
+        Err(error) => Some(format!("app: open_session -> {}: {error}", error.kind())),
+    }
+}
+
 async fn apply_action(
     agent: &HarnessAgent,
     runtime: &RuntimeContext,
