@@ -128,7 +128,7 @@ pub(crate) async fn load_text(
             bytes.len()
         )));
     }
-    if let Some(position) = bytes.iter().position(|byte| *byte == 0) {
+    if let Some(position) = first_nul(&bytes) {
         return Err(ToolOutcome::error(format!(
             "`{path}` is binary (a NUL byte at byte {position}); only UTF-8 text files can be shown or edited"
         )));
@@ -140,6 +140,15 @@ pub(crate) async fn load_text(
             "`{path}` is not UTF-8 text (byte 0x{byte:02X} at byte {position}); only UTF-8 text files can be shown or edited"
         ))
     })
+}
+
+/// The position of the first NUL byte. Blocks are searched with the vectorised
+/// [`slice::contains`]; only the block that holds one is walked.
+fn first_nul(bytes: &[u8]) -> Option<usize> {
+    const BLOCK: usize = 4096;
+    let block = bytes.chunks(BLOCK).position(|chunk| chunk.contains(&0))?;
+    let within = bytes[block * BLOCK..].iter().position(|byte| *byte == 0)?;
+    Some(block * BLOCK + within)
 }
 
 /// Why `path` cannot be read: not there, or a directory.

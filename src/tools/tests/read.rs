@@ -224,6 +224,10 @@ fn missing_files_directories_and_binary_content_are_errors() {
     let bench = Bench::new(&[("docs/a.md", "a")]);
     bench.put("blob.bin", &[0x89, b'P', b'N', b'G', 0xFF]);
     bench.put("nul.txt", b"ab\0cd");
+    // Past the first block the NUL search skips: its position is still exact.
+    let mut late = vec![b'x'; 10_000];
+    late[9_001] = 0;
+    bench.put("late-nul.txt", &late);
     bench.check(
         "read_file",
         json!({"path": "nope.md"}),
@@ -247,6 +251,12 @@ fn missing_files_directories_and_binary_content_are_errors() {
         json!({"path": "nul.txt"}),
         true,
         "`nul.txt` is binary (a NUL byte at byte 2); only UTF-8 text files can be shown or edited",
+    );
+    bench.check(
+        "read_file",
+        json!({"path": "late-nul.txt"}),
+        true,
+        "`late-nul.txt` is binary (a NUL byte at byte 9001); only UTF-8 text files can be shown or edited",
     );
 }
 
@@ -290,6 +300,120 @@ fn bad_arguments_name_the_problem_and_the_schema() {
             arguments,
             true,
             &format!("invalid read_file arguments: {problem}{expected}"),
+        );
+    }
+}
+
+/// The paging step as first written: every line counted in full, characters skipped one at a
+/// time. `page` counts less; the two must cut the same pages.
+fn reference_page(text: &str, request: PageRequest) -> Page<'_> {
+    let byte_index = |text: &str, chars: usize| {
+        text.char_indices()
+            .nth(chars)
+            .map_or(text.len(), |(index, _)| index)
+    };
+    let line_count = text.split_inclusive('\n').count();
+    if line_count == 0 {
+        return Page::Empty;
+    }
+    if request.line == 0 || request.line > line_count {
+        return Page::PastEnd { line_count };
+    }
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(request.line - 1)
+        .map(str::len)
+        .sum();
+    let first_content = text[line_start..].split('\n').next().unwrap_or("");
+    let first_line_chars = first_content.chars().count();
+    if request.char_offset > 0 && request.char_offset >= first_line_chars {
+        return Page::PastLineEnd {
+            line_count,
+            line_chars: first_line_chars,
+        };
+    }
+    let start = line_start + byte_index(first_content, request.char_offset);
+    let (mut end, mut budget, mut taken) = (start, request.chars_max, 0usize);
+    let (mut cut, mut next) = (None, None);
+    for (index, segment) in text[start..].split_inclusive('\n').enumerate() {
+        let line = request.line + index;
+        if taken == request.lines_max || budget == 0 {
+            next = Some((line, 0));
+            break;
+        }
+        let content = segment.strip_suffix('\n').unwrap_or(segment);
+        let content_chars = content.chars().count();
+        if content_chars < budget || (content_chars == budget && content.len() == segment.len()) {
+            end += segment.len();
+            budget -= segment.chars().count();
+        } else if content_chars == budget {
+            end += content.len();
+            budget = 0;
+        } else if taken > 0 {
+            next = Some((line, 0));
+            break;
+        } else {
+            end += byte_index(content, budget);
+            let offset_in_line = if index == 0 { request.char_offset } else { 0 };
+            let stop = offset_in_line + budget;
+            cut = Some((stop, offset_in_line + content_chars));
+            next = Some((line, stop));
+            taken += 1;
+            break;
+        }
+        taken += 1;
+    }
+    Page::Content {
+        text: &text[start..end],
+        first_line: request.line,
+        last_line: request.line + taken - 1,
+        start_char: request.char_offset,
+        cut,
+        next,
+        line_count,
+        first_line_chars,
+    }
+}
+
+proptest::proptest! {
+    /// Any text (multi-byte characters, CRLF, empty and very long lines), any request: the same
+    /// page as the reference.
+    #[test]
+    fn pages_match_the_reference(
+        text in "(a|é|中|😀|\n|\r\n| |xyz|\n\n){0,120}",
+        line in 0usize..40,
+        char_offset in 0usize..60,
+        lines_max in 1usize..8,
+        chars_max in 1usize..50,
+    ) {
+        let request = PageRequest { line, char_offset, lines_max, chars_max };
+        proptest::prop_assert_eq!(page(&text, request), reference_page(&text, request));
+    }
+}
+
+#[test]
+fn pages_of_a_long_line_match_the_reference() {
+    let line = generate_text(TextKind::Cjk, 30_000, 4).replace('\n', " ");
+    let text = format!("head\n{line}\n{line}tail\nend");
+    for (line, char_offset, lines_max, chars_max) in [
+        (1, 0, 3, READ_FILE_CHARS_MAX),
+        (1, 0, 3, 4),
+        (2, 0, 1, READ_FILE_CHARS_MAX),
+        (2, 25_000, 5, READ_FILE_CHARS_MAX),
+        (3, 29_999, 5, 7),
+        (3, 40_000, 5, 7),
+        (4, 0, 5, 7),
+    ] {
+        let request = PageRequest {
+            line,
+            char_offset,
+            lines_max,
+            chars_max,
+        };
+        assert_eq!(
+            page(&text, request),
+            reference_page(&text, request),
+            "{request:?}"
         );
     }
 }
