@@ -179,10 +179,20 @@ pub(super) async fn restore(
         .collect();
     let checkpointed_task_revision = task.as_ref().map_or(0, |task| task.revision());
     let shared = inner.task.state_of(runtime);
-    if let Some(task) = task
-        && shared.revision() == 0
-    {
-        shared.replace(task);
+    if let Some(task) = task {
+        if shared.revision() == 0 {
+            shared.replace(task);
+        } else {
+            tracing::warn!(
+                user_id = ?key.user_id,
+                session_id = ?key.session_id,
+                live_revision = shared.revision(),
+                checkpoint_revision = task.revision(),
+                "the session's task state changed before the session was opened, so its \
+                 checkpointed task state (Todo list, requirements, reports) is not restored; \
+                 call HarnessAgent::open_session before changing a session's task state"
+            );
+        }
     }
     if checkpoint.is_some() {
         state.checkpointed_task_revision = checkpointed_task_revision;
