@@ -500,7 +500,6 @@ fn spawn_writer(
     })
 }
 
-/// Takes one application action on the agent's task state; the trace line says its outcome.
 /// What the simulated application does before it touches a session's task state: it opens
 /// the session, as the agent asks ([`HarnessAgent::open_session`]). Restore never overwrites
 /// task state that was changed already, so a change made first (by a step's action, or by a
@@ -519,6 +518,7 @@ async fn open_for_app(
     }
 }
 
+/// Takes one application action on the agent's task state; the trace line says its outcome.
 async fn apply_action(
     agent: &HarnessAgent,
     runtime: &RuntimeContext,
