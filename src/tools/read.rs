@@ -99,9 +99,10 @@ pub enum Page<'a> {
     },
 }
 
-/// Cuts one page out of `text`. Pure; linear in the text, with the passes over it kept to
-/// counting newlines and the characters of the starting line (both vectorised): a page of a
-/// multi-megabyte line walks no character it does not show.
+/// Cuts one page out of `text`. Pure; linear in the text. The passes over it are vectorised
+/// or blockwise: newlines are tallied in blocks, the starting line's characters are counted
+/// once, the skip to `char_offset` counts characters in blocks, and a later line is counted
+/// only up to what the page still has room for.
 ///
 /// # Panics
 /// When `lines_max` or `chars_max` is zero (a page must be able to make progress).
