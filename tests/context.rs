@@ -66,6 +66,10 @@ impl ContextSource for CountingSource {
     }
 }
 
+/// No tool schemas, for inputs that outlive the function building them.
+static NO_TOOLS: std::sync::LazyLock<std::sync::Arc<[ctxbed::tools::ToolSchema]>> =
+    std::sync::LazyLock::new(Default::default);
+
 fn prepare_input<'a>(
     materials: &'a [Material],
     history: &'a [Message],
@@ -80,7 +84,7 @@ fn prepare_input<'a>(
         transforms: &[],
         history,
         projections: &[],
-        tools: &[],
+        tools: &NO_TOOLS,
         estimator: &RatioEstimator,
         budget: BudgetSettings::default(),
         pairing: Default::default(),

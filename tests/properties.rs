@@ -665,7 +665,7 @@ proptest! {
                     transforms: &[],
                     history: &history,
                     projections: &projections,
-                    tools: &[],
+                    tools: &Default::default(),
                     estimator,
                     budget: BudgetSettings::default(),
                     pairing: if repair { PairingCheck::Repair } else { PairingCheck::Strict },

@@ -122,7 +122,8 @@ fn prepared_request() -> ModelRequest {
         tools: vec![
             schema("execute", "Run a shell command.", "command"),
             schema("read_file", "Read a file.", "path"),
-        ],
+        ]
+        .into(),
         max_output_tokens: Some(256),
     }
 }
@@ -132,7 +133,7 @@ fn simple_request() -> ModelRequest {
         call_id: "call-1".into(),
         purpose: Purpose::Reasoning,
         messages: vec![Message::user("m1", "Hi")],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_output_tokens: None,
     }
 }

@@ -59,7 +59,7 @@ fn request() -> ModelRequest {
         call_id: "c1".into(),
         purpose: Purpose::Reasoning,
         messages: vec![Message::user("m1", "Is the build green?")],
-        tools: Vec::new(),
+        tools: Default::default(),
         max_output_tokens: None,
     }
 }

@@ -109,7 +109,7 @@ fn prepared_request(
         transforms: &[],
         history,
         projections: &[],
-        tools: &[],
+        tools: &Default::default(),
         estimator,
         budget: BudgetSettings::default(),
         pairing: Default::default(),

@@ -263,7 +263,7 @@ impl Call<'_> {
             transforms: &[],
             history: &history,
             projections: &[],
-            tools: &[],
+            tools: &Default::default(),
             estimator: estimator.as_ref(),
             budget: inner.policy.budget(),
             pairing: inner.pairing,

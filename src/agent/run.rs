@@ -841,7 +841,12 @@ async fn execute_one(
         return (ToolOutcome::error(reason), true);
     }
     let Some(tool) = inner.tools.get(&call.name) else {
-        let available: Vec<String> = inner.tools.schemas().into_iter().map(|s| s.name).collect();
+        let available: Vec<String> = inner
+            .tools
+            .schemas()
+            .iter()
+            .map(|s| s.name.clone())
+            .collect();
         let message = format!(
             "unknown tool `{}`; available tools: {}",
             call.name,

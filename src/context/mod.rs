@@ -20,7 +20,7 @@
 //! let prepared = prepare(&PrepareInput {
 //!     call_id: "c1-r1", purpose: Purpose::Reasoning, model: &model,
 //!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: &history,
-//!     projections: &[], tools: &[],
+//!     projections: &[], tools: &Default::default(),
 //!     estimator: &RatioEstimator, budget: BudgetSettings::default(), pairing: Default::default(),
 //!     selection: None,
 //! }).unwrap();
@@ -75,7 +75,7 @@ pub struct PrepareInput<'a> {
     /// Task and plan projections (`TASK_STATE`, `RUNTIME_STATE`), placed after the runtime
     /// material; never omitted, never committed.
     pub projections: &'a [Message],
-    pub tools: &'a [ToolSchema],
+    pub tools: &'a Arc<[ToolSchema]>,
     pub estimator: &'a dyn TokenEstimator,
     pub budget: BudgetSettings,
     /// How tool-call/result pairing is validated.
@@ -265,7 +265,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         call_id: input.call_id.to_string(),
         purpose: input.purpose,
         messages,
-        tools: input.tools.to_vec(),
+        tools: Arc::clone(input.tools),
         max_output_tokens: Some(budget.output_reserve).filter(|reserve| *reserve > 0),
     };
     Ok(Prepared {
@@ -468,7 +468,7 @@ fn count(
             }));
         }
     }
-    for schema in input.tools {
+    for schema in input.tools.iter() {
         let tokens = input.estimator.tool_schema_tokens(schema);
         estimated += tokens;
         let serialised = format!(

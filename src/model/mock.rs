@@ -33,7 +33,7 @@
 //! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
 //! let reply = runtime.block_on(model.call(&ModelRequest {
 //!     call_id: "c1".into(), purpose: Purpose::Reasoning,
-//!     messages: vec![Message::user("m1", "Hi")], tools: vec![], max_output_tokens: None,
+//!     messages: vec![Message::user("m1", "Hi")], tools: Default::default(), max_output_tokens: None,
 //! })).unwrap();
 //! assert_eq!(reply.message.text(), "Done.");
 //! ```
@@ -542,7 +542,7 @@ mod tests {
                 call_id: format!("c{round}"),
                 purpose: Purpose::Reasoning,
                 messages: messages.clone(),
-                tools: tools.clone(),
+                tools: tools.clone().into(),
                 max_output_tokens: None,
             };
             assert_eq!(
@@ -570,7 +570,7 @@ mod tests {
                 call_id: "c-call".into(),
                 purpose: Purpose::Reasoning,
                 messages: vec![message.clone()],
-                tools: Vec::new(),
+                tools: Default::default(),
                 max_output_tokens: None,
             };
             assert_eq!(
@@ -584,7 +584,7 @@ mod tests {
             call_id: "c-other".into(),
             purpose: Purpose::Reasoning,
             messages: messages.clone(),
-            tools: vec![schema.clone(), other.clone()],
+            tools: vec![schema.clone(), other.clone()].into(),
             max_output_tokens: None,
         };
         assert_eq!(

@@ -12,6 +12,7 @@ pub mod classify;
 pub mod mock;
 pub mod provider;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,7 +55,8 @@ pub struct ModelRequest {
     pub call_id: String,
     pub purpose: Purpose,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSchema>,
+    /// Shared: every request of an agent holds the same schemas.
+    pub tools: Arc<[ToolSchema]>,
     /// Output tokens requested, when the harness asks for a bound.
     pub max_output_tokens: Option<u64>,
 }

@@ -316,7 +316,7 @@ pub fn parse_request(json: &Value) -> ModelRequest {
         messages.push(parsed);
     }
     let tools = json.get("tools").and_then(Value::as_array);
-    let tools = tools
+    let tools: Arc<[ToolSchema]> = tools
         .into_iter()
         .flatten()
         .filter_map(|tool| tool.get("function"))

@@ -22,7 +22,7 @@
 //! let request = ModelRequest {
 //!     call_id: "c1".into(), purpose: Purpose::Reasoning,
 //!     messages: vec![Message::system("s", "Be brief."), Message::user("u", "Hi")],
-//!     tools: vec![], max_output_tokens: Some(64),
+//!     tools: Default::default(), max_output_tokens: Some(64),
 //! };
 //! let options = WireOptions { model: "m".into(), stream: false, max_tokens_field: MaxTokensField::MaxTokens, max_output_tokens: None };
 //! let body = request_body(&request, &options);

@@ -127,7 +127,7 @@ impl StepRecord {
 
 /// Renders a trace and its expectation checks as canonical text.
 pub fn render(trace: &Trace, checks: &[Check]) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(rendered_len_hint(trace));
     for line in &trace.header {
         let _ = writeln!(out, "{line}");
     }
@@ -150,6 +150,26 @@ pub fn render(trace: &Trace, checks: &[Check]) -> String {
         }
     }
     out
+}
+
+/// About the length of a trace's rendering, so the buffer is allocated once rather than grown
+/// (and copied) step by step: a line per header entry, event, manifest item and transform, at
+/// a typical line's length. A hint only; the rendering never depends on it.
+fn rendered_len_hint(trace: &Trace) -> usize {
+    const LINE: usize = 96;
+    let header: usize = trace.header.iter().map(|line| line.len() + 1).sum();
+    let steps: usize = trace
+        .steps
+        .iter()
+        .map(|step| {
+            let manifests: usize = step
+                .manifests()
+                .map(|(manifest, _)| manifest.items.len() + manifest.transforms.len() + 2)
+                .sum();
+            (step.before.len() + step.after.len() + step.events.len() + manifests + 4) * LINE
+        })
+        .sum();
+    header + steps
 }
 
 fn render_step(

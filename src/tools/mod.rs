@@ -109,6 +109,8 @@ pub enum ToolRegistryError {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
+    /// The tools' schemas, in the same order, shared by every request.
+    schemas: Arc<[ToolSchema]>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -143,6 +145,7 @@ impl ToolRegistry {
             return Err(ToolRegistryError::Duplicate(name));
         }
         self.tools.push(tool);
+        self.schemas = self.tools.iter().map(|t| t.schema().clone()).collect();
         Ok(())
     }
 
@@ -151,12 +154,10 @@ impl ToolRegistry {
         self.tools.iter().find(|tool| tool.schema().name == name)
     }
 
-    /// Schemas in registration order, as sent to the model.
-    pub fn schemas(&self) -> Vec<ToolSchema> {
-        self.tools
-            .iter()
-            .map(|tool| tool.schema().clone())
-            .collect()
+    /// Schemas in registration order, as sent to the model; copied once, when a tool is
+    /// registered, and shared from then on.
+    pub fn schemas(&self) -> Arc<[ToolSchema]> {
+        Arc::clone(&self.schemas)
     }
 
     /// Number of registered tools.

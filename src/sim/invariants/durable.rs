@@ -211,7 +211,7 @@ mod tests {
             call_id: "call-1/r1".into(),
             purpose: Purpose::Reasoning,
             messages: vec![Message::user("m1", "nothing here")],
-            tools: Vec::new(),
+            tools: Default::default(),
             max_output_tokens: None,
         };
         assert_eq!(missing_item(&request, &items), Some(items[0].as_str()));
