@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use ctxbed::agent::events::{CustomValue, EventKind};
 use ctxbed::message::{ContentPart, Role, ToolOutput};
+use ctxbed::model::mock::TurnAction;
 use ctxbed::scenario::file::{
-    ConcurrentAppend, Restart, Scenario, SessionStorage, TaskAction, TaskSpec, load,
+    ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, TaskAction, TaskSpec,
+    load,
 };
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::write::write;
@@ -148,6 +150,41 @@ fn round_trip_faults(seed: u64, root: &Path) {
 fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     let mut found = BTreeSet::new();
     let jsonl = scenario.agent.session_storage == SessionStorage::Jsonl;
+    if scenario
+        .steps
+        .iter()
+        .filter(|s| s.restart.is_some())
+        .count()
+        > 1
+    {
+        found.insert("two restarts");
+    }
+    if scenario.agent.session_tools {
+        found.insert("session tools");
+    }
+    if scenario.agent.estimator == EstimatorChoice::Approximate {
+        found.insert("approx-v1");
+    }
+    if scenario
+        .task
+        .as_ref()
+        .is_some_and(|t| t.plan_mode.is_some() || t.plan_path.is_some())
+        || scenario.steps.iter().any(|s| s.plan_mode.is_some())
+    {
+        found.insert("plan mode");
+    }
+    if scenario.tools.iter().any(|t| t.sets_plan_mode.is_some()) {
+        found.insert("tool sets plan mode");
+    }
+    let summary_faults = scenario.agent.summary_model.as_ref().is_some_and(|model| {
+        model
+            .turns
+            .iter()
+            .any(|turn| !turn.latency.is_zero() || !matches!(turn.action, TurnAction::Summarize))
+    });
+    if summary_faults {
+        found.insert("summary model faults");
+    }
     for step in &scenario.steps {
         match step.restart {
             Some(Restart::Clean) if jsonl => {
@@ -156,7 +193,10 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
             Some(Restart::Torn) if jsonl => {
                 found.insert("restart torn");
             }
-            _ => {}
+            Some(_) => {
+                found.insert("restart memory");
+            }
+            None => {}
         }
         if step.concurrent_append.is_some() {
             found.insert("concurrent_append");
@@ -193,17 +233,24 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     found
 }
 
-/// Every fault the generator can draw.
-const FAULTS: [&str; 9] = [
+/// Every fault and feature the generator can draw (the rarest, a second restart, is left to
+/// `the_generator_draws_its_rare_features`).
+const FAULTS: [&str; 15] = [
     "jsonl",
     "restart clean",
     "restart torn",
+    "restart memory",
+    "session tools",
+    "approx-v1",
+    "plan mode",
+    "tool sets plan mode",
     "sessions/ write failure",
     "sessions/ write failure from a later step",
     "sessions/ write failure heals",
     "concurrent_append",
     "actions",
     "concurrent_actions",
+    "summary model faults",
 ];
 
 #[test]
@@ -218,7 +265,14 @@ fn the_fault_schedule_draws_every_fault() {
         let jsonl = scenario.agent.session_storage == SessionStorage::Jsonl;
         assert!(!jsonl || scenario.agent.session_log, "seed {seed}");
         let restarts = scenario.steps.iter().filter(|s| s.restart.is_some());
-        assert!(jsonl || restarts.count() == 0, "seed {seed}");
+        assert!(
+            scenario.agent.session_log || restarts.count() == 0,
+            "seed {seed}"
+        );
+        assert!(
+            !scenario.agent.session_tools || scenario.agent.session_log,
+            "seed {seed}"
+        );
         assert!(
             scenario.steps.first().is_none_or(|s| s.restart.is_none()),
             "seed {seed}: a restart comes before a later step"
@@ -241,6 +295,45 @@ fn the_fault_schedule_draws_every_fault() {
     assert!((90..180).contains(&jsonl), "{seen:?}");
 }
 
+/// Features too rare for seeds below 400 are still drawn: a second restart, `read_file` pages
+/// past the first line or character, and a summary model that answers with a tool call.
+#[test]
+fn the_generator_draws_its_rare_features() {
+    let mut two_restarts = false;
+    let mut read_offsets = BTreeSet::new();
+    let mut summary_tool_call = false;
+    for seed in 0..3_000 {
+        let scenario = generate(seed);
+        two_restarts |= faults(&scenario).contains("two restarts");
+        for turn in &scenario.mock.turns {
+            if let TurnAction::Reply { tool_calls, .. } = &turn.action {
+                for call in tool_calls.iter().filter(|c| c.name == "read_file") {
+                    for key in ["offset", "char_offset"] {
+                        if call.arguments.get(key).is_some() {
+                            read_offsets.insert(key);
+                        }
+                    }
+                }
+            }
+        }
+        summary_tool_call |= scenario.agent.summary_model.as_ref().is_some_and(|model| {
+            model.turns.iter().any(|turn| {
+                matches!(&turn.action, TurnAction::Reply { tool_calls, .. } if !tool_calls.is_empty())
+            })
+        });
+    }
+    assert!(two_restarts, "no seed below 3,000 restarts twice");
+    assert_eq!(
+        read_offsets.len(),
+        2,
+        "read_file offsets drawn: {read_offsets:?}"
+    );
+    assert!(
+        summary_tool_call,
+        "no summary model below 3,000 calls a tool"
+    );
+}
+
 /// The faults do what they are for: among seeds 0..400, some run of a seed with the fault shows
 /// its effect in the trace. Only seeds with the fault are run, and each search stops at the first.
 #[test]
@@ -256,6 +349,10 @@ fn the_faults_take_effect() {
         ),
         ("restart torn", "torn=line"),
         ("restart clean", "session_restored"),
+        ("restart memory", "session_restored"),
+        ("session tools", " session_history "),
+        ("plan mode", "plan_state"),
+        ("approx-v1", "method=approx-v1"),
     ];
     for (fault, effect) in effects {
         let found = (0..400).find(|seed| {
@@ -396,7 +493,14 @@ fn the_shrinker_drops_each_fault() {
     let seed = (0..400)
         .find(|seed| faults(&generate(*seed)).len() >= 4)
         .expect("some seed has several faults");
-    let scenario = generate(seed);
+    let mut scenario = generate(seed);
+    // The features of generator version 4 too, whatever this seed drew.
+    scenario.agent.session_log = true;
+    scenario.agent.session_tools = true;
+    scenario.agent.estimator = EstimatorChoice::Approximate;
+    if let Some(tool) = scenario.tools.first_mut() {
+        tool.sets_plan_mode = Some(PlanMode::Plan);
+    }
     let (shrunk, _) = shrink_while(scenario, 10_000, |s| !s.steps.is_empty());
     assert!(faults(&shrunk).is_empty(), "{:?}", faults(&shrunk));
     assert_eq!(shrunk.agent.session_storage, SessionStorage::Memory);

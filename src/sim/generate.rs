@@ -22,6 +22,14 @@
 //! the seeds with task state take application actions on it (requirements, decisions, subject
 //! versions, verification reports) before a call and while it runs (`state_conflict`).
 //!
+//! Version 4 reaches the features that landed after the fault schedule: an eighth of the seeds
+//! use plan mode (`plan`: a mode or plan file at the start, a switch before later steps, a
+//! scripted tool that switches it while the agent's own call runs), a sixth of those with a
+//! session log get the session tools and calls to them, a tenth of those with a session log and
+//! two steps restart once more (over memory storage too), a tenth count with `approx-v1`,
+//! `read_file` calls page from a later line or character, and a scripted summary model may time
+//! out, answer malformed, be rate limited, reject pairing, or ask for a tool with its summary.
+//!
 //! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
 //! thousand tokens) so that a sweep runs thousands per second per core in release.
@@ -62,6 +70,7 @@ use crate::sim::text::{TextKind, generate_text};
 mod faults;
 mod history;
 mod model;
+mod plan;
 
 use history::{history, second_session_history};
 use model::mock_script;
@@ -69,8 +78,10 @@ use model::mock_script;
 /// The generator's version: raised whenever some seed gives a different scenario than before, so
 /// a seed number quoted with a version reproduces the same run. Version 2 added task state;
 /// version 3 JSON-lines session storage with restarts and failing session-log writes,
-/// concurrent appends, and task actions before and during a call.
-pub const GENERATOR_VERSION: u32 = 3;
+/// concurrent appends, and task actions before and during a call; version 4 plan mode, the
+/// session tools, restarts with memory storage and second restarts, the `approx-v1` estimator,
+/// `read_file` offsets, and more summary-model faults.
+pub const GENERATOR_VERSION: u32 = 4;
 
 /// The directory a generated scenario's name lives under (`sweep/seed-<seed>`).
 pub const NAME_PREFIX: &str = "sweep";
@@ -123,12 +134,31 @@ pub fn generate(seed: u64) -> Scenario {
     );
     let window = faults::preparation_window(&sources);
     faults::concurrent_append(&mut Draw::new(&tree, "generate/append"), &mut steps, window);
-    let task = faults::task_actions(
+    let mut task = faults::task_actions(
         &mut Draw::new(&tree, "generate/task-actions"),
         &mut agent,
         &mut steps,
         window,
     );
+    faults::more_restarts(
+        &mut Draw::new(&tree, "generate/restarts"),
+        &agent,
+        &mut steps,
+    );
+    let mut tools = tools;
+    plan::plan_mode(
+        &mut Draw::new(&tree, "generate/plan"),
+        &agent,
+        &mut task,
+        &mut steps,
+        &mut tools,
+    );
+    model::session_tools(
+        &mut Draw::new(&tree, "generate/session-tools"),
+        &mut agent,
+        &mut mock,
+    );
+    approximate_estimator(&mut Draw::new(&tree, "generate/estimator"), &mut agent);
     for step in &mut steps {
         // The runner writes these before the step; a failing prefix would stop the run.
         step.workspace_writes.retain(|path, _| {
@@ -364,6 +394,14 @@ fn agent(
         session_storage: crate::scenario::file::SessionStorage::Memory,
         session_tools: false,
         react,
+    }
+}
+
+/// A tenth of the seeds count with `approx-v1` (cached per message), drawn from its own stream
+/// so the rest of the agent is as before.
+fn approximate_estimator(draw: &mut Draw, agent: &mut AgentSpec) {
+    if draw.percent(10) {
+        agent.estimator = EstimatorChoice::Approximate;
     }
 }
 

@@ -5,9 +5,9 @@
 //! ([`check_scenario`]): the first run is checked by [`invariants::check`], the pair by
 //! [`invariants::check_determinism`], and a panic anywhere is a violation too. A failing seed is
 //! shrunk ([`shrink`]: drop steps, history, sources, tools, turns and faults — restarts,
-//! concurrent appends, task actions, write failures, JSON-lines session storage — while the same
-//! kind of violation persists) and written as a scenario file plus its mock models, which plain
-//! `ctxbed run` reproduces. The report is in seed order, whatever the thread timing.
+//! concurrent appends, task actions, write failures, JSON-lines session storage, plan modes,
+//! session tools, the estimator — while the same kind of violation persists) and written as a
+//! scenario file plus its mock models, which plain `ctxbed run` reproduces. The report is in seed order, whatever the thread timing.
 //!
 //! Wall time is the caller's business: progress is reported as counts through a callback.
 //!
@@ -30,7 +30,7 @@ use super::invariants::{self, Violation, ViolationKind};
 use crate::limits;
 use crate::message::ContentPart;
 use crate::model::mock::TurnAction;
-use crate::scenario::file::{Scenario, SessionStorage, load};
+use crate::scenario::file::{EstimatorChoice, Scenario, SessionStorage, load};
 use crate::scenario::runner::{RunOutput, run};
 use crate::scenario::write::write;
 use crate::task::TaskContextOptions;
@@ -533,7 +533,18 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
             s.agent.deny_tools.remove(&name);
         });
     }
+    for (index, tool) in scenario.tools.iter().enumerate() {
+        if tool.sets_plan_mode.is_some() {
+            with(&|s| s.tools[index].sets_plan_mode = None);
+        }
+    }
     let agent = &scenario.agent;
+    if agent.session_tools {
+        with(&|s| s.agent.session_tools = false);
+    }
+    if agent.estimator != EstimatorChoice::Ratio {
+        with(&|s| s.agent.estimator = EstimatorChoice::Ratio);
+    }
     if agent.summary_model.is_some() {
         with(&|s| s.agent.summary_model = None);
     }

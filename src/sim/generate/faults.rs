@@ -221,3 +221,23 @@ fn action(draw: &mut Draw) -> TaskAction {
         },
     }
 }
+
+/// Restarts beyond the JSON-lines ones `sessions` draws (generator version 4): a tenth of the
+/// seeds with a session log and two steps or more restart the agent before one more later step.
+/// With memory storage the new agent reads the same in-process log back (a clean restart:
+/// nothing is torn); with JSON lines this is a second restart, clean or after a torn write.
+pub(super) fn more_restarts(draw: &mut Draw, agent: &AgentSpec, steps: &mut [StepSpec]) {
+    if !agent.session_log || steps.len() < 2 || !draw.percent(10) {
+        return;
+    }
+    let index = draw.range(1, steps.len() as u64 - 1) as usize;
+    if steps[index].restart.is_some() {
+        return;
+    }
+    let jsonl = agent.session_storage == SessionStorage::Jsonl;
+    steps[index].restart = Some(if jsonl && draw.percent(50) {
+        Restart::Torn
+    } else {
+        Restart::Clean
+    });
+}

@@ -68,13 +68,34 @@ pub(super) fn summary_script(draw: &mut Draw, seed: u64) -> MockScript {
     let mut turns = Vec::new();
     if scripted {
         for _ in 0..draw.range(0, 2) {
-            let action = match draw.below(4) {
+            let action = match draw.below(10) {
                 0 => TurnAction::reply(""),
                 1 => TurnAction::Error(ScriptedError::Transient(503)),
                 2 => TurnAction::Error(ScriptedError::Overflow),
+                3 => TurnAction::Error(ScriptedError::Timeout),
+                4 => TurnAction::Error(ScriptedError::Malformed("{\"choices\":[".to_string())),
+                5 => TurnAction::Error(ScriptedError::RateLimit),
+                6 => TurnAction::Error(ScriptedError::Pairing),
+                7 => TurnAction::Reply {
+                    // A summary that also asks for a tool: the harness must not run it.
+                    thinking: None,
+                    text: Some("## Summary\nThe export was checked.".to_string()),
+                    tool_calls: vec![ScriptedCall {
+                        id: None,
+                        name: "execute".to_string(),
+                        arguments: arguments(draw),
+                    }],
+                },
                 _ => TurnAction::Summarize,
             };
-            turns.push(MockTurn::new(action));
+            let mut turn = MockTurn::new(action);
+            // Slow now and then, past any model timeout the agent sets.
+            turn.latency = match draw.below(10) {
+                0 => Duration::from_secs(600),
+                1..3 => draw.millis(1, 4_000),
+                _ => Duration::ZERO,
+            };
+            turns.push(turn);
         }
         let mut last = MockTurn::new(TurnAction::Summarize);
         last.times = limits::MOCK_TURNS_MAX as u32;
@@ -199,10 +220,18 @@ fn builtin_arguments(draw: &mut Draw, tool: &str) -> Option<Value> {
         Value::String(draw.text(chars))
     };
     let pairs: Vec<(&str, Value)> = match tool {
-        "read_file" => vec![
-            ("limit", Value::from(draw.range(1, 50))),
-            ("path", Value::String(path)),
-        ],
+        "read_file" => {
+            let mut pairs = Vec::new();
+            if draw.percent(25) {
+                pairs.push(("char_offset", Value::from(draw.range(0, 30_000))));
+            }
+            pairs.push(("limit", Value::from(draw.range(1, 50))));
+            if draw.percent(30) {
+                pairs.push(("offset", Value::from(draw.range(1, 400))));
+            }
+            pairs.push(("path", Value::String(path)));
+            pairs
+        }
         "write_file" => vec![("content", text(draw)), ("path", Value::String(path))],
         "edit_file" => vec![
             ("new", text(draw)),
@@ -275,6 +304,52 @@ fn fault_turn(draw: &mut Draw, window: Option<u64>) -> MockTurn {
         turn.latency = Duration::from_secs(600);
     }
     turn
+}
+
+/// Session-tool calls inserted into one script, at most.
+const SESSION_TOOL_CALLS_MAX: u64 = 3;
+
+/// Gives a sixth of the seeds with a session log the session tools (generator version 4) and
+/// inserts up to three turns calling them before the script's final turn: listing the
+/// sessions, reading one (this one, the other one, or one that does not exist) and searching
+/// them. Draws from its own stream.
+pub(super) fn session_tools(draw: &mut Draw, agent: &mut AgentSpec, script: &mut MockScript) {
+    if !agent.session_log || !draw.percent(16) {
+        return;
+    }
+    agent.session_tools = true;
+    for _ in 0..draw.range(1, SESSION_TOOL_CALLS_MAX) {
+        let (name, arguments) = match draw.below(3) {
+            0 => ("session_list", Map::new()),
+            1 => {
+                let mut arguments = Map::new();
+                if draw.percent(50) {
+                    arguments.insert("lastN".into(), Value::from(draw.range(1, 60)));
+                }
+                let session = *draw.pick(&["s1", "s2", "nowhere"]);
+                arguments.insert("sessionId".into(), Value::String(session.into()));
+                ("session_history", arguments)
+            }
+            _ => {
+                let query = *draw.pick(&["export", "导出", "column order", "zzz"]);
+                let mut arguments = Map::new();
+                arguments.insert("query".into(), Value::String(query.into()));
+                ("session_search", arguments)
+            }
+        };
+        let at = draw.below(script.turns.len() as u64) as usize;
+        let call = ScriptedCall {
+            id: None,
+            name: name.to_string(),
+            arguments: Value::Object(arguments),
+        };
+        let action = TurnAction::Reply {
+            thinking: None,
+            text: None,
+            tool_calls: vec![call],
+        };
+        script.turns.insert(at, MockTurn::new(action));
+    }
 }
 
 /// Items one generated Todo list holds, at most.
