@@ -162,6 +162,9 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     if scenario.agent.session_tools {
         found.insert("session tools");
     }
+    if scenario.network.is_some() {
+        found.insert("network");
+    }
     if scenario.agent.estimator == EstimatorChoice::Approximate {
         found.insert("approx-v1");
     }
@@ -235,8 +238,9 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
 
 /// Every fault and feature the generator can draw (the rarest, a second restart, is left to
 /// `the_generator_draws_its_rare_features`).
-const FAULTS: [&str; 15] = [
+const FAULTS: [&str; 16] = [
     "jsonl",
+    "network",
     "restart clean",
     "restart torn",
     "restart memory",
@@ -364,6 +368,22 @@ fn the_faults_take_effect() {
             "no seed below 400 with {fault} shows `{effect}`"
         );
     }
+    // Over the network, retries are invisible in the trace; the request timeout of the
+    // `[network]` table is not.
+    let timed_out = (0..400).any(|seed| {
+        let scenario = generate(seed);
+        scenario.network.as_ref().is_some_and(|network| {
+            let effect = format!(
+                "model did not answer within {}",
+                ctxbed::format::duration(network.request_timeout)
+            );
+            run(&scenario).expect("runs").text.contains(&effect)
+        })
+    });
+    assert!(
+        timed_out,
+        "no network seed below 400 hits its request timeout"
+    );
 }
 
 #[test]

@@ -11,7 +11,12 @@
 //! reset_requests = [1]                        # the host drops these requests' connections
 //! cut_stream_requests = [2]                   # the host cuts these streamed replies halfway
 //! partitions = [{ from_ms = 0, until_ms = 3000 }]          # agent and provider cut apart
+//! tick_ms = 1                                 # simulated time per step (default 1 ms)
 //! ```
+//!
+//! The simulation advances in ticks of `tick_ms` whether anything happens or not, so a run's
+//! cost grows with the simulated time it spans: a coarser tick runs a long scenario faster,
+//! at the price of delivering messages and firing timers on tick boundaries only.
 //!
 //! With a `[network]` table the agent's model is the OpenAI-compatible
 //! [`HttpProvider`] over
@@ -53,6 +58,7 @@ pub(super) struct RawNetwork {
     cut_stream_requests: Vec<Spanned<i64>>,
     #[serde(default)]
     partitions: Vec<Spanned<RawPartition>>,
+    tick_ms: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -84,6 +90,8 @@ pub struct NetworkSpec {
     pub faults: HostFaults,
     /// Times (from the start of the run) between which agent and provider are cut apart.
     pub partitions: Vec<(Duration, Duration)>,
+    /// Simulated time one step of the simulation advances.
+    pub tick: Duration,
 }
 
 impl NetworkSpec {
@@ -103,7 +111,7 @@ impl NetworkSpec {
             .map(|(from, until)| format!("{}..{}ms", millis(*from), millis(*until)))
             .collect();
         format!(
-            "network: latency={}..{}ms stream={} request_timeout={} connect_timeout={} retry={}x{}..{}ms reset_requests=[{}] cut_stream_requests=[{}] partitions=[{}]",
+            "network: latency={}..{}ms stream={} request_timeout={} connect_timeout={} retry={}x{}..{}ms reset_requests=[{}] cut_stream_requests=[{}] partitions=[{}] tick={}ms",
             millis(self.latency_min),
             millis(self.latency_max),
             self.stream,
@@ -114,10 +122,17 @@ impl NetworkSpec {
             millis(self.retry_max),
             list(&self.faults.reset_requests),
             list(&self.faults.cut_stream_requests),
-            partitions.join(",")
+            partitions.join(","),
+            millis(self.tick)
         )
     }
 }
+
+/// The simulation's default step: one millisecond.
+const DEFAULT_TICK: Duration = Duration::from_millis(1);
+
+/// The coarsest tick a file may ask for.
+const TICK_MS_MAX: u64 = 1_000;
 
 /// Checks the raw table, recording every problem.
 pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> NetworkSpec {
@@ -234,7 +249,23 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             (from, until)
         })
         .collect();
+    let tick = match &raw.tick_ms {
+        None => DEFAULT_TICK,
+        Some(value) => match checker.count(value, "network.tick_ms", 1) {
+            Some(millis) if millis <= TICK_MS_MAX => Duration::from_millis(millis),
+            Some(millis) => {
+                let problem = checker
+                    .at(value, format!("a tick of {millis} ms; at most {TICK_MS_MAX} ms"))
+                    .field("network.tick_ms")
+                    .help("a tick is the simulation's resolution; keep it below the latencies and timeouts it should resolve");
+                checker.problems.push(problem);
+                DEFAULT_TICK
+            }
+            None => DEFAULT_TICK,
+        },
+    };
     NetworkSpec {
+        tick,
         latency_min,
         latency_max,
         stream: raw.stream.unwrap_or(true),
@@ -259,6 +290,7 @@ pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<RunOu
         .rng_seed(scenario.seed)
         .min_message_latency(network.latency_min)
         .max_message_latency(network.latency_max)
+        .tick_duration(network.tick)
         .simulation_duration(Duration::from_secs(limits::NETWORK_SIMULATION_SECONDS_MAX))
         .build();
     let host = Arc::new(ProviderHost::new(

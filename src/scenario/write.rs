@@ -3,11 +3,11 @@
 //! The sweep uses this to turn a failing generated scenario into files that plain `ctxbed run`
 //! and `ctxbed show` reproduce. It covers what [`crate::sim::generate`] produces, fault schedule
 //! included (restarts, concurrent appends, task actions before and during a call, JSON-lines
-//! session storage, write failures), plus the `[task]` table, task context options and plan
-//! modes. Anything the file format cannot say the same way (inline expectations, a `[network]`
-//! table, history messages that are not in the loader's canonical shape, a concurrent append of
-//! a System or tool message, fractional milliseconds, JSON `null`, numbers above `i64::MAX`) is
-//! refused with [`WriteError::Unsupported`], never written approximately.
+//! session storage, write failures, the `[network]` table), plus the `[task]` table, task
+//! context options and plan modes. Anything the file format cannot say the same way (inline
+//! expectations, history messages that are not in the loader's canonical shape, a concurrent
+//! append of a System or tool message, fractional milliseconds, JSON `null`, numbers above
+//! `i64::MAX`) is refused with [`WriteError::Unsupported`], never written approximately.
 //!
 //! **Invariant:** for every scenario this accepts, loading the written files gives a scenario that
 //! runs to the same trace (tested on generated scenarios).
@@ -28,6 +28,7 @@ use super::file::{
     AgentSpec, ConcurrentAppend, EstimatorChoice, HistorySpec, Layout, Restart, Scenario,
     SessionStorage, SourceSpec, StepSpec, TaskAction, TaskSpec, ToolOutputSpec, ToolSpec,
 };
+use super::network::NetworkSpec;
 use super::scripted::SourceFailure;
 use crate::compaction::config::CompactionConfig;
 use crate::context::PairingCheck;
@@ -104,9 +105,6 @@ pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, Write
     if !scenario.expectations.is_empty() {
         return Err(unsupported("inline expectations"));
     }
-    if scenario.network.is_some() {
-        return Err(unsupported("a [network] table"));
-    }
     let seed = i64::try_from(scenario.seed)
         .map_err(|_| unsupported(format!("seed {} (above i64::MAX)", scenario.seed)))?;
     let mut root = Table::new();
@@ -139,6 +137,9 @@ pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, Write
     }
     if let Some(spec) = &scenario.task {
         root.insert("task".into(), Value::Table(task(spec)));
+    }
+    if let Some(spec) = &scenario.network {
+        root.insert("network".into(), Value::Table(network(spec)?));
     }
     let history: Result<Vec<Value>, WriteError> = scenario.history.iter().map(history).collect();
     insert_array(&mut root, "history", history?);
@@ -193,6 +194,49 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
     let turns: Result<Vec<Value>, WriteError> = script.turns.iter().map(turn).collect();
     insert_array(&mut root, "turns", turns?);
     Ok(toml::to_string(&root)?)
+}
+
+/// The `[network]` table, every setting written out (defaults included).
+fn network(spec: &NetworkSpec) -> Result<Table, WriteError> {
+    let mut table = Table::new();
+    table.insert(
+        "latency_ms".into(),
+        Value::Array(vec![millis(spec.latency_min)?, millis(spec.latency_max)?]),
+    );
+    table.insert("stream".into(), spec.stream.into());
+    table.insert("request_timeout_ms".into(), millis(spec.request_timeout)?);
+    table.insert("connect_timeout_ms".into(), millis(spec.connect_timeout)?);
+    let mut retry = Table::new();
+    retry.insert("attempts".into(), integer(u64::from(spec.retry_attempts))?);
+    retry.insert("base_ms".into(), millis(spec.retry_base)?);
+    retry.insert("max_ms".into(), millis(spec.retry_max)?);
+    table.insert("retry".into(), Value::Table(retry));
+    let numbers = |values: &[u64]| -> Result<Vec<Value>, WriteError> {
+        values.iter().map(|value| integer(*value)).collect()
+    };
+    insert_array(
+        &mut table,
+        "reset_requests",
+        numbers(&spec.faults.reset_requests)?,
+    );
+    insert_array(
+        &mut table,
+        "cut_stream_requests",
+        numbers(&spec.faults.cut_stream_requests)?,
+    );
+    let partitions = spec
+        .partitions
+        .iter()
+        .map(|(from, until)| {
+            let mut partition = Table::new();
+            partition.insert("from_ms".into(), millis(*from)?);
+            partition.insert("until_ms".into(), millis(*until)?);
+            Ok(Value::Table(partition))
+        })
+        .collect::<Result<Vec<_>, WriteError>>()?;
+    insert_array(&mut table, "partitions", partitions);
+    table.insert("tick_ms".into(), millis(spec.tick)?);
+    Ok(table)
 }
 
 fn insert_array(table: &mut Table, key: &str, values: Vec<Value>) {
