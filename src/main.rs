@@ -441,8 +441,9 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
     for file in &files {
         if let Err(diagnostics) = load(file) {
             invalid += 1;
+            // A blank line after each, as compilers do, so that errors read apart.
             for diagnostic in diagnostics {
-                print!("{diagnostic}");
+                println!("{diagnostic}");
             }
         }
     }

@@ -93,6 +93,23 @@ fn show_prints_the_trace_and_check_validates() {
 }
 
 #[test]
+fn check_prints_each_diagnostic_apart() {
+    let dir = suite();
+    std::fs::write(
+        dir.path().join("scenarios/demo/two.toml"),
+        "seed = 1\n[agent]\nmodel = \"hello\"\n[network]\nlatency_ms = [40, 2]\ntick_ms = 0\n[[steps]]\ninput = \"Hi\"\n",
+    )
+    .expect("write");
+    let (code, text) = ctxbed(&["check", "scenarios/demo/two.toml"], dir.path());
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("with min ≤ max\n\nerror: `network.tick_ms` must be at least 1, found 0\n"),
+        "{text}"
+    );
+    assert!(text.ends_with("\n\n0 valid, 1 invalid\n"), "{text}");
+}
+
+#[test]
 fn a_scenario_can_budget_with_the_approximate_estimator() {
     let dir = suite();
     std::fs::write(
