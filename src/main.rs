@@ -1,7 +1,35 @@
 //! The `ctxbed` command line: a thin layer over `ctxbed::scenario`.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Like `println!`, except that a closed pipe (`ctxbed show x | head`) ends the process quietly.
+macro_rules! outln {
+    () => { write_out(format_args!("\n")) };
+    ($($arg:tt)*) => { write_out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Like `print!`, except that a closed pipe ends the process quietly.
+macro_rules! out {
+    ($($arg:tt)*) => { write_out(format_args!($($arg)*)) };
+}
+
+/// The status of a process a closed pipe stopped (128 + SIGPIPE), as shells report it.
+const CLOSED_PIPE_STATUS: i32 = 141;
+
+/// Writes to standard output. A reader that went away (`| head`) stops the process with
+/// [`CLOSED_PIPE_STATUS`] and no message, as other command-line tools do; any other failure to
+/// write is reported on standard error.
+fn write_out(text: std::fmt::Arguments<'_>) {
+    if let Err(error) = std::io::stdout().lock().write_fmt(text) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(CLOSED_PIPE_STATUS);
+        }
+        eprintln!("error: cannot write to standard output: {error}");
+        std::process::exit(2);
+    }
+}
 
 use clap::{Parser, Subcommand};
 use ctxbed::provider::record::record;
@@ -237,12 +265,12 @@ fn record_command(
         .iter()
         .filter(|turn| matches!(turn.action, ctxbed::model::mock::TurnAction::Error(_)))
         .count();
-    println!(
+    outln!(
         "recorded {} turn(s), {errors} of them errors, to {}",
         turns.len(),
         output.display()
     );
-    println!("replay: set `model = \"{name}\"` in a copy of the scenario and run it");
+    outln!("replay: set `model = \"{name}\"` in a copy of the scenario and run it");
     ExitCode::SUCCESS
 }
 
@@ -284,7 +312,7 @@ fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool) -> ExitCode {
         }
         print_report(&report.name, &report.path, &report.verdict, quiet);
     }
-    println!("\n{passed} passed, {failed} failed");
+    outln!("\n{passed} passed, {failed} failed");
     if failed > 0 {
         ExitCode::FAILURE
     } else {
@@ -296,7 +324,7 @@ fn print_report(name: &str, path: &std::path::Path, verdict: &Verdict, quiet: bo
     match verdict {
         Verdict::Passed { requests, checks } => {
             if !quiet {
-                println!("ok       {name}  ({requests} requests, {checks} checks)");
+                outln!("ok       {name}  ({requests} requests, {checks} checks)");
             }
         }
         Verdict::Blessed {
@@ -304,24 +332,24 @@ fn print_report(name: &str, path: &std::path::Path, verdict: &Verdict, quiet: bo
             failed_checks,
         } => {
             let what = if *changed { "blessed" } else { "unchanged" };
-            println!("{what:<8} {name}");
+            outln!("{what:<8} {name}");
             for check in failed_checks {
-                println!("         {check}");
+                outln!("         {check}");
             }
         }
         Verdict::Failed { reasons } => {
-            println!("FAIL     {name}");
+            outln!("FAIL     {name}");
             for reason in reasons {
                 for line in reason.lines() {
-                    println!("         {line}");
+                    outln!("         {line}");
                 }
             }
         }
         Verdict::Invalid { diagnostics } => {
-            println!("INVALID  {}", path.display());
+            outln!("INVALID  {}", path.display());
             for diagnostic in diagnostics {
                 for line in diagnostic.to_string().lines() {
-                    println!("         {line}");
+                    outln!("         {line}");
                 }
             }
         }
@@ -364,9 +392,9 @@ fn report_command(path: &std::path::Path, output_path: &std::path::Path) -> Exit
         return ExitCode::FAILURE;
     }
     let requests = report::preparations(&output.trace, &scenario).len();
-    println!("wrote {} ({requests} requests)", output_path.display());
+    outln!("wrote {} ({requests} requests)", output_path.display());
     if !output.expectations_passed() {
-        println!("note: some expectations failed; the page lists them at the end");
+        outln!("note: some expectations failed; the page lists them at the end");
     }
     ExitCode::SUCCESS
 }
@@ -388,17 +416,17 @@ fn explain_command(
             return ExitCode::from(2);
         }
         (None, None) => {
-            println!(
+            outln!(
                 "requests of {} (explain one with --request N):",
                 scenario.name
             );
-            print!("{}", explain::index(&output.trace, &scenario));
+            out!("{}", explain::index(&output.trace, &scenario));
             return ExitCode::SUCCESS;
         }
     };
     match explain::explain(&output.trace, &scenario, selector) {
         Ok(text) => {
-            print!("{text}");
+            out!("{text}");
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -415,7 +443,7 @@ fn show(path: &std::path::Path) -> ExitCode {
     };
     match run(&scenario) {
         Ok(output) => {
-            print!("{}", output.text);
+            out!("{}", output.text);
             if output.expectations_passed() {
                 ExitCode::SUCCESS
             } else {
@@ -443,11 +471,11 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
             invalid += 1;
             // A blank line after each, as compilers do, so that errors read apart.
             for diagnostic in diagnostics {
-                println!("{diagnostic}");
+                outln!("{diagnostic}");
             }
         }
     }
-    println!("{} valid, {invalid} invalid", files.len() - invalid);
+    outln!("{} valid, {invalid} invalid", files.len() - invalid);
     if invalid > 0 {
         ExitCode::FAILURE
     } else {
@@ -492,9 +520,9 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
 
 fn print_sweep(config: &SweepConfig, report: &SweepReport, seconds: f64) {
     for failure in &report.failures {
-        println!("FAIL     seed {}", failure.seed);
+        outln!("FAIL     seed {}", failure.seed);
         for violation in &failure.violations {
-            println!("         {violation}");
+            outln!("         {violation}");
         }
         match (&failure.file, &failure.not_written) {
             (Some(file), _) => {
@@ -508,23 +536,23 @@ fn print_sweep(config: &SweepConfig, report: &SweepReport, seconds: f64) {
                 } else {
                     "DOES NOT reproduce"
                 };
-                println!(
+                outln!(
                     "         written: {} ({shrunk}{reproduced})",
                     file.display()
                 );
-                println!("         rerun: ctxbed run {}", file.display());
+                outln!("         rerun: ctxbed run {}", file.display());
             }
-            (None, Some(reason)) => println!("         not written: {reason}"),
+            (None, Some(reason)) => outln!("         not written: {reason}"),
             (None, None) => {}
         }
     }
     let runs = report.runs;
-    println!(
+    outln!(
         "\n{runs} seeds (two runs each) in {seconds:.1} s: {:.0} seeds/s, {} failing",
         runs as f64 / seconds.max(1e-9),
         report.failures.len()
     );
     for (kind, count) in &report.violations_by_kind {
-        println!("  {:<24} {count:>6}  ({})", kind.as_str(), kind.invariant());
+        outln!("  {:<24} {count:>6}  ({})", kind.as_str(), kind.invariant());
     }
 }

@@ -92,6 +92,33 @@ fn show_prints_the_trace_and_check_validates() {
     assert_eq!(code, 2, "{text}");
 }
 
+/// `ctxbed run | head` closes the pipe early: the process stops quietly with the closed-pipe
+/// status, never with a panic.
+#[test]
+fn a_closed_pipe_stops_quietly() {
+    let dir = suite();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["run", "scenarios"])
+        .current_dir(dir.path())
+        .env("CI", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctxbed starts");
+    // Closed before the child has written anything (it first loads and runs the suite).
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("ctxbed ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // 141 when the pipe was already closed; 1 (a failing suite) if the output fit in the pipe
+    // before it closed.
+    assert!(
+        matches!(output.status.code(), Some(141 | 1)),
+        "{:?} {stderr}",
+        output.status
+    );
+}
+
 #[test]
 fn check_prints_each_diagnostic_apart() {
     let dir = suite();

@@ -165,6 +165,17 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     if scenario.network.is_some() {
         found.insert("network");
     }
+    if scenario.agent.task_context.allow_requirement_proposals {
+        found.insert("requirement proposals");
+    }
+    let app_writes = scenario.steps.iter().any(|step| {
+        step.workspace_writes
+            .keys()
+            .any(|path| path == "AGENTS.md" || path.starts_with("knowledge/"))
+    });
+    if app_writes {
+        found.insert("app writes");
+    }
     if scenario.agent.estimator == EstimatorChoice::Approximate {
         found.insert("approx-v1");
     }
@@ -238,9 +249,11 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
 
 /// Every fault and feature the generator can draw (the rarest, a second restart, is left to
 /// `the_generator_draws_its_rare_features`).
-const FAULTS: [&str; 16] = [
+const FAULTS: [&str; 18] = [
     "jsonl",
     "network",
+    "requirement proposals",
+    "app writes",
     "restart clean",
     "restart torn",
     "restart memory",
@@ -357,6 +370,7 @@ fn the_faults_take_effect() {
         ("session tools", " session_history "),
         ("plan mode", "plan_state"),
         ("approx-v1", "method=approx-v1"),
+        ("requirement proposals", " propose_requirement ok "),
     ];
     for (fault, effect) in effects {
         let found = (0..400).find(|seed| {
@@ -518,6 +532,11 @@ fn the_shrinker_drops_each_fault() {
     scenario.agent.session_log = true;
     scenario.agent.session_tools = true;
     scenario.agent.estimator = EstimatorChoice::Approximate;
+    scenario.agent.task_context.allow_requirement_proposals = true;
+    for step in &mut scenario.steps {
+        step.workspace_writes
+            .insert("AGENTS.md".to_string(), "Keep replies short.".to_string());
+    }
     if let Some(tool) = scenario.tools.first_mut() {
         tool.sets_plan_mode = Some(PlanMode::Plan);
     }

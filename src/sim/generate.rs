@@ -29,6 +29,9 @@
 //! two steps restart once more (over memory storage too), a tenth count with `approx-v1`,
 //! `read_file` calls page from a later line or character, and a scripted summary model may time
 //! out, answer malformed, be rate limited, reject pairing, or ask for a tool with its summary.
+//! A seventh of the seeds let the model propose requirements, a tenth have the application
+//! rewrite `AGENTS.md` or a knowledge file before a later step, turn conditions combine, and one
+//! seed in a hundred runs its model behind the simulated network (`network`).
 //!
 //! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
@@ -81,7 +84,8 @@ use model::mock_script;
 /// version 3 JSON-lines session storage with restarts and failing session-log writes,
 /// concurrent appends, and task actions before and during a call; version 4 plan mode, the
 /// session tools, restarts with memory storage and second restarts, the `approx-v1` estimator,
-/// `read_file` offsets, and more summary-model faults.
+/// `read_file` offsets, more summary-model faults, combined turn conditions, requirement
+/// proposals, application writes to workspace material, and the simulated network.
 pub const GENERATOR_VERSION: u32 = 4;
 
 /// The directory a generated scenario's name lives under (`sweep/seed-<seed>`).
@@ -160,6 +164,12 @@ pub fn generate(seed: u64) -> Scenario {
         &mut mock,
     );
     approximate_estimator(&mut Draw::new(&tree, "generate/estimator"), &mut agent);
+    model::requirement_proposals(
+        &mut Draw::new(&tree, "generate/proposals"),
+        &mut agent,
+        &mut mock,
+    );
+    application_writes(&mut Draw::new(&tree, "generate/app-writes"), &mut steps);
     for step in &mut steps {
         // The runner writes these before the step; a failing prefix would stop the run.
         step.workspace_writes.retain(|path, _| {
@@ -634,6 +644,19 @@ fn workspace_files(draw: &mut Draw) -> std::collections::BTreeMap<String, String
         files.insert("logs/big.log".to_string(), draw.text(chars));
     }
     files
+}
+
+/// In a tenth of the seeds the application rewrites `AGENTS.md` or a knowledge file before a
+/// later step, so workspace material changes between calls (generator version 4).
+fn application_writes(draw: &mut Draw, steps: &mut [StepSpec]) {
+    if steps.len() < 2 || !draw.percent(10) {
+        return;
+    }
+    let index = draw.range(1, steps.len() as u64 - 1) as usize;
+    let path = *draw.pick(&["AGENTS.md", "knowledge/export.md", "knowledge/columns.md"]);
+    let chars = draw.size().min(4_000);
+    let text = draw.text(chars);
+    steps[index].workspace_writes.insert(path.to_string(), text);
 }
 
 fn fail_writes_under(draw: &mut Draw) -> Vec<String> {

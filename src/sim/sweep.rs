@@ -564,7 +564,7 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
 
 /// Dropping what happens around a step's call: the restart before it, the change of failing
 /// writes, another writer's append, each task action before it and each one during it, the
-/// plan mode it sets.
+/// plan mode it sets, the workspace files written before it.
 fn step_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario))) {
     for (index, step) in scenario.steps.iter().enumerate() {
         if step.restart.is_some() {
@@ -588,6 +588,9 @@ fn step_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario)
         }
         if step.plan_mode.is_some() {
             with(&|s| s.steps[index].plan_mode = None);
+        }
+        if !step.workspace_writes.is_empty() {
+            with(&|s| s.steps[index].workspace_writes.clear());
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::model::mock::{
 };
 use crate::model::provider::Provider;
 use crate::scenario::file::AgentSpec;
+use crate::task::requirements::{PROPOSE_REQUIREMENT_TOOL, RequirementKind};
 use crate::task::todo::TODO_WRITE_TOOL;
 use crate::tokens::Vocabulary;
 
@@ -142,7 +143,7 @@ fn condition(draw: &mut Draw, window: Option<u64>) -> TurnCondition {
         return TurnCondition::default();
     }
     let scale = window.unwrap_or(8_000);
-    match draw.below(4) {
+    match draw.below(5) {
         0 => TurnCondition {
             tokens_over: Some(draw.range(scale / 8, scale)),
             ..TurnCondition::default()
@@ -155,8 +156,15 @@ fn condition(draw: &mut Draw, window: Option<u64>) -> TurnCondition {
             contains: Some((*draw.pick(&["export", "导出", "Fact:", "cargo"])).to_string()),
             ..TurnCondition::default()
         },
-        _ => TurnCondition {
+        3 => TurnCondition {
             purpose: Some(*draw.pick(&[Purpose::Reasoning, Purpose::Summary])),
+            ..TurnCondition::default()
+        },
+        // Conditions combine: every one given must hold.
+        _ => TurnCondition {
+            tokens_over: Some(draw.range(scale / 8, scale / 2)),
+            tokens_at_most: Some(draw.range(scale / 2, scale)),
+            purpose: Some(Purpose::Reasoning),
             ..TurnCondition::default()
         },
     }
@@ -341,6 +349,52 @@ pub(super) fn session_tools(draw: &mut Draw, agent: &mut AgentSpec, script: &mut
         let call = ScriptedCall {
             id: None,
             name: name.to_string(),
+            arguments: Value::Object(arguments),
+        };
+        let action = TurnAction::Reply {
+            thinking: None,
+            text: None,
+            tool_calls: vec![call],
+        };
+        script.turns.insert(at, MockTurn::new(action));
+    }
+}
+
+/// Lets a seventh of the seeds (not the ReAct loop, which has no task state) propose
+/// requirements, and inserts one or two `propose_requirement` turns before the script's final
+/// turn; now and then one the tool refuses (an unknown kind or a blank text). Draws from its own
+/// stream.
+pub(super) fn requirement_proposals(
+    draw: &mut Draw,
+    agent: &mut AgentSpec,
+    script: &mut MockScript,
+) {
+    if agent.react || !draw.percent(14) {
+        return;
+    }
+    agent.task_context.allow_requirement_proposals = true;
+    for _ in 0..draw.range(1, 2) {
+        let kind = if draw.percent(10) {
+            "wish"
+        } else {
+            draw.pick(&RequirementKind::ALL).as_str()
+        };
+        let text = if draw.percent(5) {
+            " "
+        } else {
+            *draw.pick(&[
+                "The export keeps the documented column order.",
+                "Do not touch the release branch.",
+                "导出 保留 列顺序",
+            ])
+        };
+        let mut arguments = Map::new();
+        arguments.insert("kind".into(), Value::String(kind.into()));
+        arguments.insert("text".into(), Value::String(text.into()));
+        let at = draw.below(script.turns.len() as u64) as usize;
+        let call = ScriptedCall {
+            id: None,
+            name: PROPOSE_REQUIREMENT_TOOL.to_string(),
             arguments: Value::Object(arguments),
         };
         let action = TurnAction::Reply {
