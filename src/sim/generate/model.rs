@@ -345,19 +345,30 @@ pub(super) fn session_tools(draw: &mut Draw, agent: &mut AgentSpec, script: &mut
                 ("session_search", arguments)
             }
         };
-        let at = draw.below(script.turns.len() as u64) as usize;
-        let call = ScriptedCall {
-            id: None,
-            name: name.to_string(),
-            arguments: Value::Object(arguments),
-        };
-        let action = TurnAction::Reply {
-            thinking: None,
-            text: None,
-            tool_calls: vec![call],
-        };
-        script.turns.insert(at, MockTurn::new(action));
+        insert_call(draw, script, name, arguments);
     }
+}
+
+/// Inserts a turn whose reply is one call of `tool` before a random turn of the script (never
+/// after its final turn, which answers every remaining request).
+fn insert_call(
+    draw: &mut Draw,
+    script: &mut MockScript,
+    tool: &str,
+    arguments: Map<String, Value>,
+) {
+    let at = draw.below(script.turns.len() as u64) as usize;
+    let call = ScriptedCall {
+        id: None,
+        name: tool.to_string(),
+        arguments: Value::Object(arguments),
+    };
+    let action = TurnAction::Reply {
+        thinking: None,
+        text: None,
+        tool_calls: vec![call],
+    };
+    script.turns.insert(at, MockTurn::new(action));
 }
 
 /// Lets a seventh of the seeds (not the ReAct loop, which has no task state) propose
@@ -391,18 +402,7 @@ pub(super) fn requirement_proposals(
         let mut arguments = Map::new();
         arguments.insert("kind".into(), Value::String(kind.into()));
         arguments.insert("text".into(), Value::String(text.into()));
-        let at = draw.below(script.turns.len() as u64) as usize;
-        let call = ScriptedCall {
-            id: None,
-            name: PROPOSE_REQUIREMENT_TOOL.to_string(),
-            arguments: Value::Object(arguments),
-        };
-        let action = TurnAction::Reply {
-            thinking: None,
-            text: None,
-            tool_calls: vec![call],
-        };
-        script.turns.insert(at, MockTurn::new(action));
+        insert_call(draw, script, PROPOSE_REQUIREMENT_TOOL, arguments);
     }
 }
 
