@@ -15,6 +15,23 @@ macro_rules! out {
     ($($arg:tt)*) => { write_out(format_args!($($arg)*)) };
 }
 
+/// Like `eprintln!`, except that a closed or failing standard error is ignored rather than a
+/// panic: there is no one left to tell.
+macro_rules! errln {
+    () => { write_err(format_args!("\n")) };
+    ($($arg:tt)*) => { write_err(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Like `eprint!`, with the same tolerance as [`errln!`].
+macro_rules! err {
+    ($($arg:tt)*) => { write_err(format_args!($($arg)*)) };
+}
+
+/// Writes to standard error, ignoring a failure: a message that cannot be shown is dropped.
+fn write_err(text: std::fmt::Arguments<'_>) {
+    let _ignored = std::io::stderr().lock().write_fmt(text);
+}
+
 /// The status of a process a closed pipe stopped (128 + SIGPIPE), as shells report it.
 const CLOSED_PIPE_STATUS: i32 = 141;
 
@@ -26,7 +43,7 @@ fn write_out(text: std::fmt::Arguments<'_>) {
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(CLOSED_PIPE_STATUS);
         }
-        eprintln!("error: cannot write to standard output: {error}");
+        errln!("error: cannot write to standard output: {error}");
         std::process::exit(2);
     }
 }
@@ -224,7 +241,7 @@ fn record_command(
         Layout::of(path).mock_model(&format!("{stem}-recorded"))
     });
     let Some(name) = output.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
-        eprintln!(
+        errln!(
             "error: the output path {} has no file name",
             output.display()
         );
@@ -239,25 +256,25 @@ fn record_command(
     let recording = match record(&scenario, config, &name) {
         Ok(recording) => recording,
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             return ExitCode::FAILURE;
         }
     };
     let text = match mock_toml(&recording.script) {
         Ok(text) => format!("description = {}\n{text}", toml_string(&description)),
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             return ExitCode::FAILURE;
         }
     };
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty())
         && let Err(error) = std::fs::create_dir_all(parent)
     {
-        eprintln!("error: cannot create {}: {error}", parent.display());
+        errln!("error: cannot create {}: {error}", parent.display());
         return ExitCode::FAILURE;
     }
     if let Err(error) = std::fs::write(&output, text) {
-        eprintln!("error: cannot write {}: {error}", output.display());
+        errln!("error: cannot write {}: {error}", output.display());
         return ExitCode::FAILURE;
     }
     let turns = &recording.script.turns;
@@ -291,7 +308,7 @@ fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool) -> ExitCode {
     let files = match discover(&default_paths(paths)) {
         Ok(files) => files,
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             return ExitCode::from(2);
         }
     };
@@ -360,7 +377,7 @@ fn print_report(name: &str, path: &std::path::Path, verdict: &Verdict, quiet: bo
 fn load_or_report(path: &std::path::Path) -> Result<Scenario, ExitCode> {
     load(path).map_err(|diagnostics| {
         for diagnostic in diagnostics {
-            eprint!("{diagnostic}");
+            err!("{diagnostic}");
         }
         ExitCode::from(2)
     })
@@ -372,7 +389,7 @@ fn load_and_run(path: &std::path::Path) -> Result<(Scenario, RunOutput), ExitCod
     match run(&scenario) {
         Ok(output) => Ok((scenario, output)),
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             Err(ExitCode::FAILURE)
         }
     }
@@ -385,7 +402,7 @@ fn report_command(path: &std::path::Path, output_path: &std::path::Path) -> Exit
     };
     let page = report::html(&output, &scenario);
     if let Err(error) = std::fs::write(output_path, page) {
-        eprintln!(
+        errln!(
             "error: cannot write {}: {error}; choose another path with -o",
             output_path.display()
         );
@@ -412,7 +429,7 @@ fn explain_command(
         (Some(number), None) => Selector::Number(number),
         (Some(request), Some(step)) => Selector::InStep { step, request },
         (None, Some(_)) => {
-            eprintln!("error: --step needs --request R (the step's R-th reasoning request)");
+            errln!("error: --step needs --request R (the step's R-th reasoning request)");
             return ExitCode::from(2);
         }
         (None, None) => {
@@ -430,7 +447,7 @@ fn explain_command(
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             ExitCode::from(2)
         }
     }
@@ -451,7 +468,7 @@ fn show(path: &std::path::Path) -> ExitCode {
             }
         }
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             ExitCode::FAILURE
         }
     }
@@ -461,7 +478,7 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
     let files = match discover(&default_paths(paths)) {
         Ok(files) => files,
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             return ExitCode::from(2);
         }
     };
@@ -487,9 +504,7 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
 fn sweep_command(config: SweepConfig) -> ExitCode {
     let seed_max = u64::try_from(i64::MAX).unwrap_or(u64::MAX);
     if config.start.saturating_add(config.count) > seed_max {
-        eprintln!(
-            "error: seeds must stay at or below {seed_max} (scenario files hold signed seeds)"
-        );
+        errln!("error: seeds must stay at or below {seed_max} (scenario files hold signed seeds)");
         return ExitCode::from(2);
     }
     let started = std::time::Instant::now();
@@ -501,14 +516,16 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
         if last.elapsed().as_secs_f64() >= 1.0 || p.done == p.total {
             *last = std::time::Instant::now();
             let rate = p.done as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            eprint!(
+            err!(
                 "\r{}/{} seeds, {} failing, {rate:.0} seeds/s   ",
-                p.done, p.total, p.failing
+                p.done,
+                p.total,
+                p.failing
             );
         }
     };
     let report = sweep(&config, &progress);
-    eprintln!();
+    errln!();
     let seconds = started.elapsed().as_secs_f64();
     print_sweep(&config, &report, seconds);
     if report.failures.is_empty() {

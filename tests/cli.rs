@@ -117,6 +117,16 @@ fn a_closed_pipe_stops_quietly() {
         "{:?} {stderr}",
         output.status
     );
+    // A closed standard error loses the message, not the exit status.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["run", "no-such-dir"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctxbed starts");
+    drop(child.stderr.take());
+    let status = child.wait().expect("ctxbed ends");
+    assert_eq!(status.code(), Some(2), "{status:?}");
 }
 
 #[test]

@@ -12,10 +12,12 @@ use std::time::Duration;
 use ctxbed::agent::events::{CustomValue, EventKind};
 use ctxbed::message::{ContentPart, Role, ToolOutput};
 use ctxbed::model::mock::TurnAction;
+use ctxbed::provider::netsim::HostFaults;
 use ctxbed::scenario::file::{
     ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, TaskAction, TaskSpec,
     load,
 };
+use ctxbed::scenario::network::NetworkSpec;
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::write::write;
 use ctxbed::sim::generate::generate;
@@ -414,7 +416,7 @@ fn a_written_scenario_with_each_fault_reruns_identically() {
         }
         round_trip_faults(seed, dir.path());
         covered.extend(new);
-        if covered.len() == FAULTS.len() {
+        if FAULTS.iter().all(|fault| covered.contains(fault)) {
             return;
         }
     }
@@ -533,6 +535,22 @@ fn the_shrinker_drops_each_fault() {
     scenario.agent.session_tools = true;
     scenario.agent.estimator = EstimatorChoice::Approximate;
     scenario.agent.task_context.allow_requirement_proposals = true;
+    scenario.network = Some(NetworkSpec {
+        latency_min: Duration::from_millis(1),
+        latency_max: Duration::from_millis(10),
+        stream: true,
+        request_timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(2),
+        retry_attempts: 2,
+        retry_base: Duration::from_millis(500),
+        retry_max: Duration::from_secs(4),
+        faults: HostFaults {
+            reset_requests: vec![1],
+            cut_stream_requests: vec![2],
+        },
+        partitions: vec![(Duration::from_millis(100), Duration::from_millis(900))],
+        tick: Duration::from_millis(10),
+    });
     for step in &mut scenario.steps {
         step.workspace_writes
             .insert("AGENTS.md".to_string(), "Keep replies short.".to_string());

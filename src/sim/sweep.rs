@@ -6,7 +6,8 @@
 //! [`invariants::check_determinism`], and a panic anywhere is a violation too. A failing seed is
 //! shrunk ([`shrink`]: drop steps, history, sources, tools, turns and faults — restarts,
 //! concurrent appends, task actions, write failures, JSON-lines session storage, plan modes,
-//! session tools, the estimator — while the same kind of violation persists) and written as a
+//! session tools, the estimator, the simulated network — while the same kind of violation
+//! persists) and written as a
 //! scenario file plus its mock models, which plain `ctxbed run` reproduces. The report is in seed order, whatever the thread timing.
 //!
 //! Wall time is the caller's business: progress is reported as counts through a callback.
@@ -508,6 +509,7 @@ fn simplifications(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scena
         }
     }
     step_faults(scenario, with);
+    network_faults(scenario, with);
     if scenario.agent.session_storage != SessionStorage::Memory {
         with(&|s| s.agent.session_storage = SessionStorage::Memory);
     }
@@ -592,6 +594,36 @@ fn step_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario)
         if !step.workspace_writes.is_empty() {
             with(&|s| s.steps[index].workspace_writes.clear());
         }
+    }
+}
+
+/// Dropping the simulated network, or failing that each of its faults: a reset, a cut stream,
+/// a partition.
+fn network_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario))) {
+    let Some(network) = &scenario.network else {
+        return;
+    };
+    with(&|s| s.network = None);
+    for index in 0..network.faults.reset_requests.len() {
+        with(&|s| {
+            if let Some(network) = &mut s.network {
+                network.faults.reset_requests.remove(index);
+            }
+        });
+    }
+    for index in 0..network.faults.cut_stream_requests.len() {
+        with(&|s| {
+            if let Some(network) = &mut s.network {
+                network.faults.cut_stream_requests.remove(index);
+            }
+        });
+    }
+    for index in 0..network.partitions.len() {
+        with(&|s| {
+            if let Some(network) = &mut s.network {
+                network.partitions.remove(index);
+            }
+        });
     }
 }
 

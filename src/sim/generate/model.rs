@@ -163,7 +163,7 @@ fn condition(draw: &mut Draw, window: Option<u64>) -> TurnCondition {
         // Conditions combine: every one given must hold.
         _ => TurnCondition {
             tokens_over: Some(draw.range(scale / 8, scale / 2)),
-            tokens_at_most: Some(draw.range(scale / 2, scale)),
+            tokens_at_most: Some(draw.range(scale / 2 + 1, scale)),
             purpose: Some(Purpose::Reasoning),
             ..TurnCondition::default()
         },

@@ -6,6 +6,8 @@
 //! Draws from its own stream, and the draw that decides whether a seed goes over the network
 //! comes first, so a seed without it draws nothing else.
 
+use std::time::Duration;
+
 use super::Draw;
 use crate::provider::netsim::HostFaults;
 use crate::scenario::network::NetworkSpec;
@@ -20,8 +22,12 @@ pub(super) fn network(draw: &mut Draw) -> Option<NetworkSpec> {
     if !draw.percent(1) {
         return None;
     }
-    let latency_min = draw.millis(0, 20);
-    let latency_max = latency_min + draw.millis(0, 40);
+    // A run spans seconds to minutes of simulated time, stepped tick by tick: a coarse tick
+    // keeps a network seed within a few times the cost of an in-process one. Latencies and
+    // partitions span several ticks, so the tick resolves them.
+    let tick_ms = draw.range(10, 20);
+    let latency_min = draw.millis(0, 40);
+    let latency_max = latency_min + draw.millis(2 * tick_ms, 100);
     let stream = draw.percent(50);
     let requests = |draw: &mut Draw, chance: u64| -> Vec<u64> {
         (1..=FAULTY_REQUESTS_MAX)
@@ -36,15 +42,13 @@ pub(super) fn network(draw: &mut Draw) -> Option<NetworkSpec> {
     };
     let partitions = if draw.percent(30) {
         let from = draw.millis(0, 5_000);
-        vec![(from, from + draw.millis(1, 8_000))]
+        vec![(from, from + draw.millis(5 * tick_ms, 8_000))]
     } else {
         Vec::new()
     };
     let retry_base = draw.millis(50, 1_000);
     Some(NetworkSpec {
-        // A run spans seconds to minutes of simulated time, stepped tick by tick: a coarse tick
-        // keeps a network seed within a few times the cost of an in-process one.
-        tick: draw.millis(10, 20),
+        tick: Duration::from_millis(tick_ms),
         latency_min,
         latency_max,
         stream,
