@@ -249,21 +249,22 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             (from, until)
         })
         .collect();
-    let tick = match &raw.tick_ms {
-        None => DEFAULT_TICK,
-        Some(value) => match checker.count(value, "network.tick_ms", 1) {
-            Some(millis) if millis <= TICK_MS_MAX => Duration::from_millis(millis),
-            Some(millis) => {
+    let tick = raw
+        .tick_ms
+        .as_ref()
+        .and_then(|value| {
+            let millis = checker.count(value, "network.tick_ms", 1)?;
+            if millis > TICK_MS_MAX {
                 let problem = checker
                     .at(value, format!("a tick of {millis} ms; at most {TICK_MS_MAX} ms"))
                     .field("network.tick_ms")
                     .help("a tick is the simulation's resolution; keep it below the latencies and timeouts it should resolve");
                 checker.problems.push(problem);
-                DEFAULT_TICK
+                return None;
             }
-            None => DEFAULT_TICK,
-        },
-    };
+            Some(Duration::from_millis(millis))
+        })
+        .unwrap_or(DEFAULT_TICK);
     NetworkSpec {
         tick,
         latency_min,

@@ -229,6 +229,12 @@ impl Draw {
         low + self.below(high - low + 1)
     }
 
+    /// The index of a step after the first among `steps` (at least two).
+    fn later_step(&mut self, steps: usize) -> usize {
+        assert!(steps >= 2, "a later step needs two steps");
+        self.range(1, steps as u64 - 1) as usize
+    }
+
     /// True with the given probability in percent.
     fn percent(&mut self, chance: u64) -> bool {
         self.below(100) < chance
@@ -652,7 +658,7 @@ fn application_writes(draw: &mut Draw, steps: &mut [StepSpec]) {
     if steps.len() < 2 || !draw.percent(10) {
         return;
     }
-    let index = draw.range(1, steps.len() as u64 - 1) as usize;
+    let index = draw.later_step(steps.len());
     let path = *draw.pick(&["AGENTS.md", "knowledge/export.md", "knowledge/columns.md"]);
     let chars = draw.size().min(4_000);
     let text = draw.text(chars);

@@ -47,7 +47,7 @@ pub(super) fn sessions(
                 draw.text(chars),
             ));
         }
-        let index = draw.range(1, steps.len() as u64 - 1) as usize;
+        let index = draw.later_step(steps.len());
         steps[index].restart = Some(if draw.percent(50) {
             Restart::Torn
         } else {
@@ -230,7 +230,7 @@ pub(super) fn more_restarts(draw: &mut Draw, agent: &AgentSpec, steps: &mut [Ste
     if !agent.session_log || steps.len() < 2 || !draw.percent(10) {
         return;
     }
-    let index = draw.range(1, steps.len() as u64 - 1) as usize;
+    let index = draw.later_step(steps.len());
     if steps[index].restart.is_some() {
         return;
     }
