@@ -209,6 +209,9 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
             Some(Restart::Torn) if jsonl => {
                 found.insert("restart torn");
             }
+            Some(Restart::Corrupt) if jsonl => {
+                found.insert("restart corrupt");
+            }
             Some(_) => {
                 found.insert("restart memory");
             }
@@ -251,13 +254,14 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
 
 /// Every fault and feature the generator can draw (the rarest, a second restart, is left to
 /// `the_generator_draws_its_rare_features`).
-const FAULTS: [&str; 18] = [
+const FAULTS: [&str; 19] = [
     "jsonl",
     "network",
     "requirement proposals",
     "app writes",
     "restart clean",
     "restart torn",
+    "restart corrupt",
     "restart memory",
     "session tools",
     "approx-v1",
@@ -367,6 +371,7 @@ fn the_faults_take_effect() {
             "storage: writes no longer fail",
         ),
         ("restart torn", "torn=line"),
+        ("restart corrupt", "is corrupt at line"),
         ("restart clean", "session_restored"),
         ("restart memory", "session_restored"),
         ("session tools", " session_history "),
@@ -646,7 +651,7 @@ fn the_shrinker_keeps_only_what_the_failure_needs() {
 #[test]
 fn every_violation_kind_names_its_invariant() {
     let kinds: BTreeSet<&str> = ViolationKind::ALL.iter().map(|k| k.invariant()).collect();
-    for row in ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9"] {
+    for row in ["I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9", "I10"] {
         assert!(kinds.contains(row), "{row}");
     }
 }
@@ -740,6 +745,81 @@ fn the_durable_history_check_sees_a_missing_record() {
                 && v.detail.contains("no `message` record")),
         "{violations:?}"
     );
+}
+
+/// The suite's corrupt-log scenario: its session log is damaged before step 3, so steps 3 and 4
+/// cannot restore it.
+fn corrupt_log_run() -> (Scenario, RunOutput) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/sessions/corrupt-log.toml");
+    let scenario = load(&path).expect("the corrupt-log scenario loads");
+    let output = run(&scenario).expect("it runs");
+    (scenario, output)
+}
+
+#[test]
+fn the_append_only_check_sees_a_rewritten_log() {
+    let (scenario, output) = corrupt_log_run();
+    assert_eq!(check(&scenario, &output), Vec::new());
+    let file = "sessions/agent/alice/export.jsonl";
+    for index in [1, 2, 3] {
+        let bytes = &output.trace.steps[index].session_files[file];
+        assert!(
+            bytes.before.is_some() && bytes.after.is_some(),
+            "step {}: the file's bytes are recorded around the call",
+            index + 1
+        );
+    }
+    let i10 = |output: &RunOutput| -> Vec<String> {
+        check(&scenario, output)
+            .into_iter()
+            .filter(|v| v.kind == ViolationKind::SessionLogRewritten)
+            .map(|v| v.to_string())
+            .collect()
+    };
+    // A call that rewrote a committed line of a readable log.
+    let mut rewritten = output.clone();
+    let after = rewritten.trace.steps[1]
+        .session_files
+        .get_mut(file)
+        .expect("file");
+    after.after.as_mut().expect("bytes")[0] = b' ';
+    let found = i10(&rewritten);
+    assert!(
+        found.len() == 1
+            && found[0].contains("at step 2")
+            && found[0].contains("changed at byte 0"),
+        "{found:?}"
+    );
+    // A call that appended to the log it could not restore.
+    let mut appended = output.clone();
+    let after = appended.trace.steps[3]
+        .session_files
+        .get_mut(file)
+        .expect("file");
+    after
+        .after
+        .as_mut()
+        .expect("bytes")
+        .extend_from_slice(b"{}\n");
+    let found = i10(&appended);
+    assert!(
+        found.len() == 1
+            && found[0].contains("at step 4")
+            && found[0].contains("could not be restored"),
+        "{found:?}"
+    );
+    // Appending is what a readable log allows.
+    let mut grown = output;
+    let after = grown.trace.steps[1]
+        .session_files
+        .get_mut(file)
+        .expect("file");
+    after
+        .after
+        .as_mut()
+        .expect("bytes")
+        .extend_from_slice(b"{}\n");
+    assert_eq!(i10(&grown), Vec::<String>::new());
 }
 
 /// Copies the first 32 characters of a body that `pick` accepts into the first manifest of

@@ -446,6 +446,11 @@ pub enum Restart {
     /// As `Clean`, after a crash that tore the write of one more record: every session file
     /// ends with half a record and no newline.
     Torn,
+    /// As `Clean`, after damage in the middle of every session file: in each file, a line with
+    /// lines after it that holds no message record (the middle one of those) is overwritten
+    /// with as many zero bytes. That is corruption, not a torn write: the new agent cannot
+    /// restore the session and must leave its log as it is.
+    Corrupt,
 }
 
 /// Another writer appending to the step's session while the step runs.
@@ -1263,10 +1268,11 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             checker.choice(
                 value,
                 &format!("steps[{index}].restart"),
-                &["clean", "torn"],
+                &["clean", "torn", "corrupt"],
                 |v| match v {
                     "clean" => Some(Restart::Clean),
                     "torn" => Some(Restart::Torn),
+                    "corrupt" => Some(Restart::Corrupt),
                     _ => None,
                 },
             )

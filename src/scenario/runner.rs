@@ -13,7 +13,7 @@ use super::file::{
     ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, TaskAction,
     ToolOutputSpec, ToolSpec,
 };
-use super::trace::{StepRecord, Trace, render};
+use super::trace::{SessionFileBytes, StepRecord, Trace, render};
 use crate::agent::events::EventKind;
 use crate::agent::{AgentError, ContextPolicy, HarnessAgent, ReActAgent};
 use crate::context::budget::InputBudget;
@@ -267,8 +267,10 @@ pub(super) async fn simulate(
             });
         }
         if let Some(restart) = spec.restart {
-            if restart == Restart::Torn {
-                before.extend(tear_session_files(storage.as_ref()).await);
+            match restart {
+                Restart::Clean => {}
+                Restart::Torn => before.extend(tear_session_files(storage.as_ref()).await),
+                Restart::Corrupt => before.extend(damage_session_files(storage.as_ref()).await),
             }
             let (log, lost) = match &session_log {
                 SessionLogHandle::Jsonl(log) => (
@@ -286,6 +288,7 @@ pub(super) async fn simulate(
                 match restart {
                     Restart::Clean => "clean",
                     Restart::Torn => "after a torn write",
+                    Restart::Corrupt => "after damage inside the session log",
                 }
             ));
             records_before = match &session_log {
@@ -305,6 +308,20 @@ pub(super) async fn simulate(
         }
         for action in &spec.actions {
             before.push(apply_action(&agent, &runtime, action).await);
+        }
+        let jsonl_log =
+            scenario.agent.session_log && scenario.agent.session_storage == SessionStorage::Jsonl;
+        let mut session_files = BTreeMap::new();
+        if jsonl_log {
+            for (path, bytes) in session_file_bytes(&storage).await {
+                session_files.insert(
+                    path,
+                    SessionFileBytes {
+                        before: Some(bytes),
+                        after: None,
+                    },
+                );
+            }
         }
         let started = clock.elapsed();
         let writer = spec
@@ -361,6 +378,11 @@ pub(super) async fn simulate(
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
+        if jsonl_log {
+            for (path, bytes) in session_file_bytes(&storage).await {
+                session_files.entry(path).or_default().after = Some(bytes);
+            }
+        }
         let mut session_records: Vec<(String, u64)> = Vec::new();
         agent.for_each_session_record_from(&runtime, records_before, &mut |record| {
             count_kind(&mut session_records, &record.kind);
@@ -387,10 +409,26 @@ pub(super) async fn simulate(
                 .map(|path| path.as_str().to_string())
                 .collect(),
             committed_history: agent.history(&runtime),
+            session_files,
         });
         let session = (spec.user.clone(), spec.session.clone());
         if last_step_of.get(&session) == Some(&index) {
-            session_logs.insert(session, agent.session_records(&runtime));
+            let restored = !matches!(
+                steps.last().map(|s| &s.outcome),
+                Some(Err(AgentError::Restore(_)))
+            );
+            let records = if restored {
+                agent.session_records(&runtime)
+            } else {
+                // The agent could not read the log back: what storage still holds is every
+                // line that reads as a record (the log itself is left as it was).
+                let path = crate::session::jsonl::session_path(&log_key);
+                match storage.read(&path).await {
+                    Ok(Some(bytes)) => crate::session::jsonl::readable_records(&bytes),
+                    _ => Vec::new(),
+                }
+            };
+            session_logs.insert(session, records);
         }
     }
     // Every agent of a run (restarts build new ones) has the scenario's one policy.
@@ -470,6 +508,70 @@ async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
     }
     lines
 }
+
+/// Every JSON-lines session file's path and bytes.
+async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(String, Vec<u8>)> {
+    let mut found = Vec::new();
+    let files = storage
+        .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
+        .await
+        .unwrap_or_default();
+    for path in files {
+        if let Ok(Some(bytes)) = storage.read(&path).await {
+            found.push((path.as_str().to_string(), bytes));
+        }
+    }
+    found
+}
+
+/// Overwrites one line in the middle of every session file with as many zero bytes, so a line
+/// with lines after it becomes unreadable: the middle one of the lines that have a line after
+/// them and hold no `message` record (a damaged message record would be a loss the checker
+/// could not tell from the agent's; the I5 check reads every message record that remains).
+async fn damage_session_files(storage: &MemoryStorage) -> Vec<String> {
+    let mut lines = Vec::new();
+    let files = storage
+        .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
+        .await
+        .unwrap_or_default();
+    for path in files {
+        let Ok(Some(mut bytes)) = storage.read(&path).await else {
+            continue;
+        };
+        let mut starts = vec![0];
+        starts.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(at, b)| **b == b'\n' && at + 1 < bytes.len())
+                .map(|(at, _)| at + 1),
+        );
+        // Lines with a line after them that hold no message record.
+        let candidates: Vec<usize> = (0..starts.len().saturating_sub(1))
+            .filter(|line| !bytes[starts[*line]..].starts_with(MESSAGE_RECORD_START))
+            .collect();
+        let Some(&line) = candidates.get(candidates.len().saturating_sub(1) / 2) else {
+            continue;
+        };
+        let (start, end) = (starts[line], starts[line + 1] - 1);
+        bytes[start..end].fill(0);
+        let zeroed = end - start;
+        if storage.write(&path, bytes).await.is_ok() {
+            lines.push(format!(
+                "damage: line {} of {path} ({zeroed} bytes) overwritten with zero bytes; {} line(s) follow it",
+                line + 1,
+                starts.len() - line - 1
+            ));
+        }
+    }
+    if lines.is_empty() {
+        lines.push("damage: no session file has a line to damage; nothing changed".to_string());
+    }
+    lines
+}
+
+/// How a `message` record's line starts (`jsonl::encode_record` writes the kind first).
+const MESSAGE_RECORD_START: &[u8] = b"{\"kind\":\"message\"";
 
 /// Another writer appends to the step's session at `append.at` after the step starts; the
 /// task returns the trace line saying what it did and when.

@@ -59,6 +59,19 @@ pub struct StepRecord {
     /// The step's session's committed working history after the step (not rendered; for
     /// checkers such as `sim::invariants`).
     pub committed_history: Vec<Message>,
+    /// The bytes of every JSON-lines session file just before the call (after the runner's
+    /// restart, damage and application actions) and after the step, by path (not rendered; for
+    /// checkers such as `sim::invariants`). Empty unless the session log is JSON lines.
+    pub session_files: BTreeMap<String, SessionFileBytes>,
+}
+
+/// One session file's bytes around a step's call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SessionFileBytes {
+    /// Before the call; `None` when the file did not exist yet.
+    pub before: Option<Vec<u8>>,
+    /// After the step; `None` when the file does not exist.
+    pub after: Option<Vec<u8>>,
 }
 
 impl StepRecord {

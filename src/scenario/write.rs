@@ -713,6 +713,7 @@ fn step(spec: &StepSpec) -> Result<Value, WriteError> {
         let name = match restart {
             Restart::Clean => "clean",
             Restart::Torn => "torn",
+            Restart::Corrupt => "corrupt",
         };
         table.insert("restart".into(), name.into());
     }

@@ -77,7 +77,7 @@ pub enum SessionLogError {
         max: usize,
     },
     #[error(
-        "session log `{path}` is corrupt at line {line} ({reason}) and has valid records after it; it is not a torn write, so it is left as it is"
+        "session log `{path}` is corrupt at line {line}, with lines after it: repair or remove that line, or start a new session; not a torn write, so the log is left as it is ({reason})"
     )]
     Corrupt {
         path: String,
@@ -579,6 +579,16 @@ pub fn decode(path: &WorkspacePath, bytes: &[u8]) -> Result<Decoded, SessionLogE
         committed_bytes,
         torn: None,
     })
+}
+
+/// Every line of a file's bytes that reads as a record, in order, skipping the others: what a
+/// damaged log still holds, for checkers and diagnostics. Restoring never reads a log this way;
+/// it refuses a corrupt one ([`decode`]).
+pub fn readable_records(bytes: &[u8]) -> Vec<SessionRecord> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter_map(|line| parse_record(line).ok())
+        .collect()
 }
 
 /// One line as a record: an object with string `kind` and `call_id`, and a `payload`.

@@ -33,9 +33,14 @@
 //! rewrite `AGENTS.md` or a knowledge file before a later step, turn conditions combine, and one
 //! seed in a hundred runs its model behind the simulated network (`network`).
 //!
+//! Version 5 damages session logs: an eighth of the seeds with JSON-lines storage and two steps
+//! restart before a later step after a line in the middle of every session file was zeroed, so
+//! each later call of a damaged session fails to restore it (I10 holds the agent to leaving
+//! the file as it is).
+//!
 //! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
-//! thousand tokens) so that a sweep runs thousands per second per core in release.
+//! thousand tokens) so that a sweep runs about a thousand per second per core in release.
 //!
 //! The mock script always ends with a turn that answers every remaining request
 //! ([`limits::MOCK_TURNS_MAX`] times), so no generated run exhausts its script: an exhausted
@@ -85,8 +90,9 @@ use model::mock_script;
 /// concurrent appends, and task actions before and during a call; version 4 plan mode, the
 /// session tools, restarts with memory storage and second restarts, the `approx-v1` estimator,
 /// `read_file` offsets, more summary-model faults, combined turn conditions, requirement
-/// proposals, application writes to workspace material, and the simulated network.
-pub const GENERATOR_VERSION: u32 = 4;
+/// proposals, application writes to workspace material, and the simulated network; version 5
+/// restarts after damage inside a session log.
+pub const GENERATOR_VERSION: u32 = 5;
 
 /// The directory a generated scenario's name lives under (`sweep/seed-<seed>`).
 pub const NAME_PREFIX: &str = "sweep";
@@ -147,6 +153,11 @@ pub fn generate(seed: u64) -> Scenario {
     );
     faults::more_restarts(
         &mut Draw::new(&tree, "generate/restarts"),
+        &agent,
+        &mut steps,
+    );
+    faults::corrupt_restart(
+        &mut Draw::new(&tree, "generate/corrupt-restart"),
         &agent,
         &mut steps,
     );

@@ -5,8 +5,9 @@
 //! broken invariant as a typed [`Violation`]. It shares no code path with the harness: pairing is
 //! its own walk (not `context::pairs`), protected materials come from the scenario spec, and
 //! offloaded files are compared with the tool output the trace recorded. [`check_determinism`]
-//! compares two runs of the same scenario. The SPEC rows I1–I9 name what each kind guards;
-//! the checks against the session log (I5) and the Todo list (I6) live in `durable`.
+//! compares two runs of the same scenario. The SPEC rows I1–I10 name what each kind guards;
+//! the checks against the session log (I5) and the Todo list (I6) live in `durable`, the check
+//! that session log files only grow (I10) in `append_only`.
 //!
 //! ```
 //! use ctxbed::scenario::runner::run;
@@ -33,6 +34,7 @@ use crate::scenario::runner::RunOutput;
 use crate::scenario::trace::StepRecord;
 use crate::sim::storage::WorkspacePath;
 
+mod append_only;
 mod durable;
 
 /// What broke. Each kind names the SPEC invariant it guards ([`ViolationKind::invariant`]).
@@ -59,6 +61,9 @@ pub enum ViolationKind {
     ManifestLeak,
     /// Two runs of one seed rendered different traces (I9).
     Nondeterministic,
+    /// A call changed a session log's committed lines, or touched a log it could not restore
+    /// because it is corrupt (I10).
+    SessionLogRewritten,
     /// A step's events end without `run_finished`: the harness task died (a panic).
     RunNotFinished,
     /// A step ran into the runner's virtual-time limit.
@@ -71,7 +76,7 @@ pub enum ViolationKind {
 
 impl ViolationKind {
     /// Every kind, in report order.
-    pub const ALL: [ViolationKind; 14] = [
+    pub const ALL: [ViolationKind; 15] = [
         ViolationKind::UnpairedRequest,
         ViolationKind::OverBudgetPassed,
         ViolationKind::ManifestMismatch,
@@ -82,6 +87,7 @@ impl ViolationKind {
         ViolationKind::MaterialInHistory,
         ViolationKind::ManifestLeak,
         ViolationKind::Nondeterministic,
+        ViolationKind::SessionLogRewritten,
         ViolationKind::RunNotFinished,
         ViolationKind::StepHung,
         ViolationKind::Panic,
@@ -101,6 +107,7 @@ impl ViolationKind {
             ViolationKind::MaterialInHistory => "material_in_history",
             ViolationKind::ManifestLeak => "manifest_leak",
             ViolationKind::Nondeterministic => "nondeterministic",
+            ViolationKind::SessionLogRewritten => "session_log_rewritten",
             ViolationKind::RunNotFinished => "run_not_finished",
             ViolationKind::StepHung => "step_hung",
             ViolationKind::Panic => "panic",
@@ -120,6 +127,7 @@ impl ViolationKind {
             ViolationKind::MaterialInHistory => "I7",
             ViolationKind::ManifestLeak => "I8",
             ViolationKind::Nondeterministic => "I9",
+            ViolationKind::SessionLogRewritten => "I10",
             ViolationKind::RunNotFinished
             | ViolationKind::StepHung
             | ViolationKind::Panic
@@ -196,6 +204,7 @@ pub fn check(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
     found.extend(nothing_lost(scenario, output));
     found.extend(durable::durable_history(scenario, output));
     found.extend(durable::todo_survives(scenario, output));
+    found.extend(append_only::session_logs_only_grow(scenario, output));
     found
 }
 
@@ -667,6 +676,7 @@ fn offload_problem(
 /// lose them; the next acknowledged step of the session holds its history again). History the
 /// application loaded is held from the start, except across a restart that comes before any
 /// acknowledged step of its session with JSON-lines storage: until then no call has written it.
+/// A step that could not restore its session is not compared.
 fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
     type Key = (Option<String>, Option<String>);
     let mut acknowledged: BTreeMap<Key, Vec<String>> = BTreeMap::new();
@@ -692,6 +702,11 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
     }
     let mut found = Vec::new();
     for step in &output.trace.steps {
+        if matches!(step.outcome, Err(AgentError::Restore(_))) {
+            // The call could not read its session back: it has no working history to compare
+            // and committed nothing. The log it could not read is held unchanged by I10.
+            continue;
+        }
         let key = (step.spec.user.clone(), step.spec.session.clone());
         if step.spec.restart.is_some()
             && scenario.agent.session_storage == crate::scenario::file::SessionStorage::Jsonl

@@ -241,3 +241,19 @@ pub(super) fn more_restarts(draw: &mut Draw, agent: &AgentSpec, steps: &mut [Ste
         Restart::Clean
     });
 }
+
+/// Damage inside a session log (generator version 5): an eighth of the seeds with JSON-lines
+/// session storage and two steps or more restart the agent before a later step after a line in
+/// the middle of every session file was overwritten (replacing any restart drawn there). Every
+/// later call of a damaged session then fails to restore it, and must leave its log as it is.
+pub(super) fn corrupt_restart(draw: &mut Draw, agent: &AgentSpec, steps: &mut [StepSpec]) {
+    if !agent.session_log
+        || agent.session_storage != SessionStorage::Jsonl
+        || steps.len() < 2
+        || !draw.percent(12)
+    {
+        return;
+    }
+    let index = draw.later_step(steps.len());
+    steps[index].restart = Some(Restart::Corrupt);
+}
