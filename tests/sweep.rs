@@ -540,22 +540,7 @@ fn the_shrinker_drops_each_fault() {
     scenario.agent.session_tools = true;
     scenario.agent.estimator = EstimatorChoice::Approximate;
     scenario.agent.task_context.allow_requirement_proposals = true;
-    scenario.network = Some(NetworkSpec {
-        latency_min: Duration::from_millis(1),
-        latency_max: Duration::from_millis(10),
-        stream: true,
-        request_timeout: Duration::from_secs(30),
-        connect_timeout: Duration::from_secs(2),
-        retry_attempts: 2,
-        retry_base: Duration::from_millis(500),
-        retry_max: Duration::from_secs(4),
-        faults: HostFaults {
-            reset_requests: vec![1],
-            cut_stream_requests: vec![2],
-        },
-        partitions: vec![(Duration::from_millis(100), Duration::from_millis(900))],
-        tick: Duration::from_millis(10),
-    });
+    scenario.network = Some(a_network());
     for step in &mut scenario.steps {
         step.workspace_writes
             .insert("AGENTS.md".to_string(), "Keep replies short.".to_string());
@@ -585,6 +570,65 @@ fn the_shrinker_drops_each_fault() {
     let expected: BTreeSet<&str> = ["jsonl", "restart torn"].into_iter().collect();
     assert_eq!(faults(&shrunk), expected);
     assert!(shrunk.steps.iter().all(|s| s.fail_writes_under.is_none()));
+}
+
+/// A valid network table with one of each fault.
+fn a_network() -> NetworkSpec {
+    NetworkSpec {
+        latency_min: Duration::from_millis(1),
+        latency_max: Duration::from_millis(10),
+        stream: true,
+        request_timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(2),
+        retry_attempts: 2,
+        retry_base: Duration::from_millis(500),
+        retry_max: Duration::from_secs(4),
+        faults: HostFaults {
+            reset_requests: vec![1],
+            cut_stream_requests: vec![2],
+        },
+        partitions: vec![(Duration::from_millis(100), Duration::from_millis(900))],
+        tick: Duration::from_millis(10),
+    }
+}
+
+#[test]
+fn a_network_table_the_loader_would_refuse_is_not_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut scenario = generate(1);
+    scenario.network = Some(a_network());
+    let path = dir.path().join("scenarios/network.toml");
+    write(&scenario, &path, "").expect("a valid network table writes");
+    assert_eq!(
+        load(&path).expect("and loads back").network,
+        Some(a_network())
+    );
+    type Breaks = fn(&mut NetworkSpec);
+    let broken: [(&str, Breaks); 8] = [
+        ("latency range", |n| {
+            n.latency_min = Duration::from_millis(11)
+        }),
+        ("no attempt", |n| n.retry_attempts = 0),
+        ("too many attempts", |n| n.retry_attempts = 11),
+        ("capped delay", |n| n.retry_max = Duration::from_millis(499)),
+        ("request 0", |n| n.faults.cut_stream_requests = vec![0]),
+        ("partition", |n| {
+            n.partitions = vec![(Duration::from_secs(1), Duration::from_secs(1))]
+        }),
+        ("tick 0", |n| n.tick = Duration::ZERO),
+        ("coarse tick", |n| n.tick = Duration::from_millis(1_001)),
+    ];
+    for (what, breaks) in broken {
+        let mut network = a_network();
+        breaks(&mut network);
+        assert!(network.refusal().is_some(), "{what}");
+        scenario.network = Some(network);
+        let error = write(&scenario, &path, "").expect_err(what);
+        assert!(
+            error.to_string().contains("the loader would refuse"),
+            "{what}: {error}"
+        );
+    }
 }
 
 #[test]

@@ -128,6 +128,40 @@ impl NetworkSpec {
     }
 }
 
+impl NetworkSpec {
+    /// The first setting a scenario file could not hold, as the loader would refuse it: a
+    /// reversed latency range or partition, no attempt or too many, a retry delay capped below
+    /// its start, a request number 0, a tick of 0 or over [`TICK_MS_MAX`] ms. A spec the loader
+    /// built has none; one built in code may.
+    pub fn refusal(&self) -> Option<String> {
+        let attempts = self.retry_attempts;
+        let tick = self.tick.as_millis();
+        let requests = self
+            .faults
+            .reset_requests
+            .iter()
+            .chain(&self.faults.cut_stream_requests);
+        if self.latency_min > self.latency_max {
+            Some("the latency range is reversed".to_string())
+        } else if attempts == 0 || attempts > limits::PROVIDER_ATTEMPTS_MAX {
+            Some(format!(
+                "{attempts} retry attempts; 1 to {}",
+                limits::PROVIDER_ATTEMPTS_MAX
+            ))
+        } else if self.retry_max < self.retry_base {
+            Some("the retry delay is capped below where it starts".to_string())
+        } else if requests.into_iter().any(|n| *n == 0) {
+            Some("request numbers count from 1".to_string())
+        } else if self.partitions.iter().any(|(from, until)| from >= until) {
+            Some("a partition ends before it starts".to_string())
+        } else if tick == 0 || tick > u128::from(TICK_MS_MAX) {
+            Some(format!("a tick of {tick} ms; 1 to {TICK_MS_MAX} ms"))
+        } else {
+            None
+        }
+    }
+}
+
 /// The simulation's default step: one millisecond.
 const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
@@ -215,6 +249,27 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
         "network.retry.max_ms",
         Duration::from_secs(30),
     );
+    if retry_max < retry_base {
+        let explicit = retry
+            .and_then(|r| r.max_ms.as_ref().map(|v| (v, "network.retry.max_ms")))
+            .or_else(|| {
+                retry.and_then(|r| r.base_ms.as_ref().map(|v| (v, "network.retry.base_ms")))
+            });
+        if let Some((value, field)) = explicit {
+            let problem = checker
+                .at(
+                    value,
+                    format!(
+                        "the retry delay is at most {} ms but starts at {} ms",
+                        retry_max.as_millis(),
+                        retry_base.as_millis()
+                    ),
+                )
+                .field(field)
+                .help("`max_ms` caps the doubling delay that starts at `base_ms`; make `max_ms` at least `base_ms`");
+            checker.problems.push(problem);
+        }
+    }
     let numbers = |checker: &mut Checker<'_>, values: &[Spanned<i64>], field: &str| {
         values
             .iter()

@@ -198,6 +198,11 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
 
 /// The `[network]` table, every setting written out (defaults included).
 fn network(spec: &NetworkSpec) -> Result<Table, WriteError> {
+    if let Some(problem) = spec.refusal() {
+        return Err(unsupported(format!(
+            "a [network] table the loader would refuse ({problem})"
+        )));
+    }
     let mut table = Table::new();
     table.insert(
         "latency_ms".into(),
