@@ -371,7 +371,7 @@ fn the_faults_take_effect() {
             "storage: writes no longer fail",
         ),
         ("restart torn", "torn=line"),
-        ("restart corrupt", "is corrupt at line"),
+        ("restart corrupt", "is unreadable and lines follow it"),
         ("restart clean", "session_restored"),
         ("restart memory", "session_restored"),
         ("session tools", " session_history "),
@@ -834,7 +834,7 @@ fn the_append_only_check_sees_a_rewritten_log() {
             && found[0].contains("changed at byte 0"),
         "{found:?}"
     );
-    // A call that appended to the log it could not restore.
+    // A call that appended to the corrupt log it could not restore.
     let mut appended = output.clone();
     let after = appended.trace.steps[3]
         .session_files
@@ -849,7 +849,7 @@ fn the_append_only_check_sees_a_rewritten_log() {
     assert!(
         found.len() == 1
             && found[0].contains("at step 4")
-            && found[0].contains("could not be restored"),
+            && found[0].contains("is corrupt at line 9 but the call changed it"),
         "{found:?}"
     );
     // Appending is what a readable log allows.

@@ -130,8 +130,9 @@ impl NetworkSpec {
 
 impl NetworkSpec {
     /// The first setting a scenario file could not hold, as the loader would refuse it: a
-    /// reversed latency range or partition, no attempt or too many, a retry delay capped below
-    /// its start, a request number 0, a tick of 0 or over [`TICK_MS_MAX`] ms. A spec the loader
+    /// duration over [`limits::LATENCY_MS_MAX`], a reversed latency range or partition, no
+    /// attempt or too many, a retry delay capped below its start, a request number 0, a tick
+    /// under 1 ms or over [`TICK_MS_MAX`] ms. A spec the loader
     /// built has none; one built in code may.
     pub fn refusal(&self) -> Option<String> {
         let attempts = self.retry_attempts;
@@ -141,7 +142,29 @@ impl NetworkSpec {
             .reset_requests
             .iter()
             .chain(&self.faults.cut_stream_requests);
-        if self.latency_min > self.latency_max {
+        let durations = [
+            self.latency_min,
+            self.latency_max,
+            self.request_timeout,
+            self.connect_timeout,
+            self.retry_base,
+            self.retry_max,
+        ];
+        let longest = Duration::from_millis(limits::LATENCY_MS_MAX);
+        if durations
+            .iter()
+            .chain(
+                self.partitions
+                    .iter()
+                    .flat_map(|(from, until)| [from, until]),
+            )
+            .any(|d| *d > longest)
+        {
+            Some(format!(
+                "a duration over {} ms (limits::LATENCY_MS_MAX)",
+                limits::LATENCY_MS_MAX
+            ))
+        } else if self.latency_min > self.latency_max {
             Some("the latency range is reversed".to_string())
         } else if attempts == 0 || attempts > limits::PROVIDER_ATTEMPTS_MAX {
             Some(format!(
@@ -153,9 +176,9 @@ impl NetworkSpec {
         } else if requests.into_iter().any(|n| *n == 0) {
             Some("request numbers count from 1".to_string())
         } else if self.partitions.iter().any(|(from, until)| from >= until) {
-            Some("a partition ends before it starts".to_string())
-        } else if tick == 0 || tick > u128::from(TICK_MS_MAX) {
-            Some(format!("a tick of {tick} ms; 1 to {TICK_MS_MAX} ms"))
+            Some("a partition must end after it starts".to_string())
+        } else if self.tick < Duration::from_millis(1) || tick > u128::from(TICK_MS_MAX) {
+            Some(format!("a tick of {:?}; 1 to {TICK_MS_MAX} ms", self.tick))
         } else {
             None
         }
@@ -237,6 +260,7 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             u32::try_from(attempts).unwrap_or(1)
         }
     };
+    let problems_before_delays = checker.problems.len();
     let retry_base = duration(
         checker,
         &retry.and_then(|r| r.base_ms.clone()),
@@ -249,7 +273,8 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
         "network.retry.max_ms",
         Duration::from_secs(30),
     );
-    if retry_max < retry_base {
+    // Compared only when both delays are valid: an invalid one already has its error.
+    if retry_max < retry_base && checker.problems.len() == problems_before_delays {
         let explicit = retry
             .and_then(|r| r.max_ms.as_ref().map(|v| (v, "network.retry.max_ms")))
             .or_else(|| {

@@ -556,13 +556,14 @@ async fn damage_session_files(storage: &MemoryStorage) -> Vec<String> {
         let (start, end) = (starts[line], starts[line + 1] - 1);
         bytes[start..end].fill(0);
         let zeroed = end - start;
-        if storage.write(&path, bytes).await.is_ok() {
-            lines.push(format!(
+        lines.push(match storage.write(&path, bytes).await {
+            Ok(_) => format!(
                 "damage: line {} of {path} ({zeroed} bytes) overwritten with zero bytes; {} line(s) follow it",
                 line + 1,
                 starts.len() - line - 1
-            ));
-        }
+            ),
+            Err(error) => format!("damage: {path} could not be damaged: {error}"),
+        });
     }
     if lines.is_empty() {
         lines.push("damage: no session file has a line to damage; nothing changed".to_string());

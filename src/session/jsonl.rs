@@ -77,7 +77,7 @@ pub enum SessionLogError {
         max: usize,
     },
     #[error(
-        "session log `{path}` is corrupt at line {line}, with lines after it: repair or remove that line, or start a new session; not a torn write, so the log is left as it is ({reason})"
+        "session log `{path}`: line {line} is unreadable and lines follow it, so this is corruption, not a torn write; the log is left as it is — repair or remove line {line}, or start a new session ({reason})"
     )]
     Corrupt {
         path: String,

@@ -702,11 +702,6 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
     }
     let mut found = Vec::new();
     for step in &output.trace.steps {
-        if matches!(step.outcome, Err(AgentError::Restore(_))) {
-            // The call could not read its session back: it has no working history to compare
-            // and committed nothing. The log it could not read is held unchanged by I10.
-            continue;
-        }
         let key = (step.spec.user.clone(), step.spec.session.clone());
         if step.spec.restart.is_some()
             && scenario.agent.session_storage == crate::scenario::file::SessionStorage::Jsonl
@@ -716,6 +711,11 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
             for unconfirmed in std::mem::take(&mut loaded_unconfirmed) {
                 acknowledged.remove(&unconfirmed);
             }
+        }
+        if matches!(step.outcome, Err(AgentError::Restore(_))) {
+            // The call could not read its session back: it has no working history to compare
+            // and committed nothing. The log it could not read is held unchanged by I10.
+            continue;
         }
         let now: BTreeSet<&str> = step
             .committed_history
