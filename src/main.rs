@@ -58,6 +58,7 @@ use ctxbed::scenario::report;
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::suite::{Verdict, discover, run_file};
 use ctxbed::scenario::write::mock_toml;
+use ctxbed::sim::seed_times::SeedTimes;
 use ctxbed::sim::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
 
 /// A sweep allocates many small, short-lived values; see the `mimalloc` feature.
@@ -509,7 +510,21 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
     }
     let started = std::time::Instant::now();
     let last_line = std::sync::Mutex::new(started);
+    let times = std::sync::Mutex::new(SeedTimes::default());
+    thread_local! {
+        /// When this worker thread last finished a seed: a seed's time runs from there.
+        static SEED_STARTED: std::cell::Cell<Option<std::time::Instant>> =
+            const { std::cell::Cell::new(None) };
+    }
     let progress = |p: Progress| {
+        let now = std::time::Instant::now();
+        let seed_started = SEED_STARTED.replace(Some(now)).unwrap_or(started);
+        let micros =
+            u64::try_from(now.duration_since(seed_started).as_micros()).unwrap_or(u64::MAX);
+        times
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .record(p.seed, micros);
         let mut last = last_line
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -528,11 +543,45 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
     errln!();
     let seconds = started.elapsed().as_secs_f64();
     print_sweep(&config, &report, seconds);
+    print_seed_times(
+        &times
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
     if report.failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// What a seed cost: generating it, two runs, the checks, and for a failing seed its shrinking.
+fn print_seed_times(times: &SeedTimes) {
+    let (Some(mean), Some(median), Some(p90), Some(p99)) = (
+        times.mean_micros(),
+        times.percentile_micros(50.0),
+        times.percentile_micros(90.0),
+        times.percentile_micros(99.0),
+    ) else {
+        return;
+    };
+    let ms = |micros: f64| format!("{:.2} ms", micros / 1000.0);
+    outln!(
+        "per seed (generate, run twice, check; one thread): mean {}, median {}, 90th percentile {}, 99th {}",
+        ms(mean),
+        ms(median as f64),
+        ms(p90 as f64),
+        ms(p99 as f64)
+    );
+    let slowest: Vec<String> = times
+        .slowest()
+        .iter()
+        .map(|&(seed, micros)| format!("{seed} ({})", ms(micros as f64)))
+        .collect();
+    outln!(
+        "slowest seeds: {} (rerun one with `ctxbed sweep --start <seed> --seeds 1`)",
+        slowest.join(", ")
+    );
 }
 
 fn print_sweep(config: &SweepConfig, report: &SweepReport, seconds: f64) {

@@ -179,6 +179,19 @@ fn sweep_runs_a_shard_and_reports_a_summary() {
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("3 seeds (two runs each)"), "{text}");
     assert!(text.contains("0 failing"), "{text}");
+    // Seeds 11, 13 and 15 (shard 1/2 of 10..16), each timed.
+    assert!(
+        text.contains("per seed (generate, run twice, check; one thread): mean "),
+        "{text}"
+    );
+    let slowest = text
+        .lines()
+        .find_map(|line| line.strip_prefix("slowest seeds: "))
+        .unwrap_or_else(|| panic!("no slowest seeds in {text}"));
+    for seed in ["11 (", "13 (", "15 ("] {
+        assert!(slowest.contains(seed), "{slowest}");
+    }
+    assert!(!slowest.contains("12 ("), "{slowest}");
     let (code, text) = ctxbed(&["sweep", "--seeds", "1", "--shard", "2/2"], dir.path());
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("need 0 ≤ k < n"), "{text}");

@@ -100,6 +100,8 @@ pub struct SweepConfig {
 /// Counts reported after each seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {
+    /// The seed just checked (and, when it failed, shrunk and written).
+    pub seed: u64,
     /// Seeds of this shard checked so far.
     pub done: u64,
     /// Seeds of this shard in the range.
@@ -174,6 +176,7 @@ pub fn sweep(config: &SweepConfig, progress: &(dyn Fn(Progress) + Sync)) -> Swee
             }
             let done = done.fetch_add(1, Ordering::SeqCst) + 1;
             progress(Progress {
+                seed,
                 done,
                 total,
                 failing,
