@@ -32,6 +32,10 @@ pub const TOOL_RESULT_CHARS_MAX: usize = 64 * 1024 * 1024;
 /// Simulated latency of any one operation. Ten hours is far past any real timeout.
 pub const LATENCY_MS_MAX: u64 = 10 * 60 * 60 * 1_000;
 
+/// The coarsest tick of a simulated network: a second already delivers every message on a
+/// whole-second boundary, coarser than any latency or timeout worth simulating.
+pub const NETWORK_TICK_MS_MAX: u64 = 1_000;
+
 /// Characters of provider body or model reply quoted in an error or a trace line.
 pub const SNIPPET_CHARS_MAX: usize = 240;
 

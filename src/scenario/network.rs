@@ -132,7 +132,7 @@ impl NetworkSpec {
     /// The first setting a scenario file could not hold, as the loader would refuse it: a
     /// duration over [`limits::LATENCY_MS_MAX`], a reversed latency range or partition, no
     /// attempt or too many, a retry delay capped below its start, a request number 0, a tick
-    /// under 1 ms or over [`TICK_MS_MAX`] ms. A spec the loader
+    /// under 1 ms or over [`limits::NETWORK_TICK_MS_MAX`] ms. A spec the loader
     /// built has none; one built in code may.
     pub fn refusal(&self) -> Option<String> {
         let attempts = self.retry_attempts;
@@ -177,8 +177,14 @@ impl NetworkSpec {
             Some("request numbers count from 1".to_string())
         } else if self.partitions.iter().any(|(from, until)| from >= until) {
             Some("a partition must end after it starts".to_string())
-        } else if self.tick < Duration::from_millis(1) || tick > u128::from(TICK_MS_MAX) {
-            Some(format!("a tick of {:?}; 1 to {TICK_MS_MAX} ms", self.tick))
+        } else if self.tick < Duration::from_millis(1)
+            || tick > u128::from(limits::NETWORK_TICK_MS_MAX)
+        {
+            Some(format!(
+                "a tick of {:?}; 1 to {} ms",
+                self.tick,
+                limits::NETWORK_TICK_MS_MAX
+            ))
         } else {
             None
         }
@@ -187,9 +193,6 @@ impl NetworkSpec {
 
 /// The simulation's default step: one millisecond.
 const DEFAULT_TICK: Duration = Duration::from_millis(1);
-
-/// The coarsest tick a file may ask for.
-const TICK_MS_MAX: u64 = 1_000;
 
 /// Checks the raw table, recording every problem.
 pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> NetworkSpec {
@@ -334,9 +337,12 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
         .as_ref()
         .and_then(|value| {
             let millis = checker.count(value, "network.tick_ms", 1)?;
-            if millis > TICK_MS_MAX {
+            if millis > limits::NETWORK_TICK_MS_MAX {
                 let problem = checker
-                    .at(value, format!("a tick of {millis} ms; at most {TICK_MS_MAX} ms"))
+                    .at(value, format!(
+                        "a tick of {millis} ms; at most {} ms",
+                        limits::NETWORK_TICK_MS_MAX
+                    ))
                     .field("network.tick_ms")
                     .help("a tick is the simulation's resolution; keep it below the latencies and timeouts it should resolve");
                 checker.problems.push(problem);
