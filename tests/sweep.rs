@@ -800,6 +800,15 @@ fn corrupt_log_run() -> (Scenario, RunOutput) {
     (scenario, output)
 }
 
+/// A session file's bytes after the call of step `index` (counted from 0).
+fn bytes_after<'a>(output: &'a mut RunOutput, file: &str, index: usize) -> &'a mut Vec<u8> {
+    output.trace.steps[index]
+        .session_files
+        .get_mut(file)
+        .and_then(|bytes| bytes.after.as_mut())
+        .expect("the file's bytes after the call")
+}
+
 #[test]
 fn the_append_only_check_sees_a_rewritten_log() {
     let (scenario, output) = corrupt_log_run();
@@ -822,11 +831,7 @@ fn the_append_only_check_sees_a_rewritten_log() {
     };
     // A call that rewrote a committed line of a readable log.
     let mut rewritten = output.clone();
-    let after = rewritten.trace.steps[1]
-        .session_files
-        .get_mut(file)
-        .expect("file");
-    after.after.as_mut().expect("bytes")[0] = b' ';
+    bytes_after(&mut rewritten, file, 1)[0] = b' ';
     let found = i10(&rewritten);
     assert!(
         found.len() == 1
@@ -836,15 +841,7 @@ fn the_append_only_check_sees_a_rewritten_log() {
     );
     // A call that appended to the corrupt log it could not restore.
     let mut appended = output.clone();
-    let after = appended.trace.steps[3]
-        .session_files
-        .get_mut(file)
-        .expect("file");
-    after
-        .after
-        .as_mut()
-        .expect("bytes")
-        .extend_from_slice(b"{}\n");
+    bytes_after(&mut appended, file, 3).extend_from_slice(b"{}\n");
     let found = i10(&appended);
     assert!(
         found.len() == 1
@@ -854,15 +851,7 @@ fn the_append_only_check_sees_a_rewritten_log() {
     );
     // Appending is what a readable log allows.
     let mut grown = output;
-    let after = grown.trace.steps[1]
-        .session_files
-        .get_mut(file)
-        .expect("file");
-    after
-        .after
-        .as_mut()
-        .expect("bytes")
-        .extend_from_slice(b"{}\n");
+    bytes_after(&mut grown, file, 1).extend_from_slice(b"{}\n");
     assert_eq!(i10(&grown), Vec::<String>::new());
 }
 

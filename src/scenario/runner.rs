@@ -315,7 +315,7 @@ pub(super) async fn simulate(
         if jsonl_log {
             for (path, bytes) in session_file_bytes(&storage).await {
                 session_files.insert(
-                    path,
+                    path.as_str().to_string(),
                     SessionFileBytes {
                         before: Some(bytes),
                         after: None,
@@ -380,7 +380,10 @@ pub(super) async fn simulate(
         );
         if jsonl_log {
             for (path, bytes) in session_file_bytes(&storage).await {
-                session_files.entry(path).or_default().after = Some(bytes);
+                session_files
+                    .entry(path.as_str().to_string())
+                    .or_default()
+                    .after = Some(bytes);
             }
         }
         let mut session_records: Vec<(String, u64)> = Vec::new();
@@ -480,14 +483,7 @@ fn new_session_log(
 /// of its last record, without the newline. Returns a line per file for the trace.
 async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
     let mut lines = Vec::new();
-    let files = storage
-        .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
-        .await
-        .unwrap_or_default();
-    for path in files {
-        let Ok(Some(mut bytes)) = storage.read(&path).await else {
-            continue;
-        };
+    for (path, mut bytes) in session_file_bytes(storage).await {
         let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let start = body
             .iter()
@@ -510,7 +506,7 @@ async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
 }
 
 /// Every JSON-lines session file's path and bytes.
-async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(String, Vec<u8>)> {
+async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(WorkspacePath, Vec<u8>)> {
     let mut found = Vec::new();
     let files = storage
         .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
@@ -518,7 +514,7 @@ async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(String, Vec<u8>)> {
         .unwrap_or_default();
     for path in files {
         if let Ok(Some(bytes)) = storage.read(&path).await {
-            found.push((path.as_str().to_string(), bytes));
+            found.push((path, bytes));
         }
     }
     found
@@ -530,14 +526,7 @@ async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(String, Vec<u8>)> {
 /// could not tell from the agent's; the I5 check reads every message record that remains).
 async fn damage_session_files(storage: &MemoryStorage) -> Vec<String> {
     let mut lines = Vec::new();
-    let files = storage
-        .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
-        .await
-        .unwrap_or_default();
-    for path in files {
-        let Ok(Some(mut bytes)) = storage.read(&path).await else {
-            continue;
-        };
+    for (path, mut bytes) in session_file_bytes(storage).await {
         let mut starts = vec![0];
         starts.extend(
             bytes
