@@ -2,8 +2,8 @@
 //! scenario written to files loads back and runs to the same trace (each fault of the schedule
 //! included), the generator draws every fault, and the shrinker shrinks them away.
 //!
-//! `CTXBED_SWEEP_SEEDS=N` changes how many seeds the sweep test runs (default
-//! [`SWEEP_SEEDS_DEFAULT`]); `ctxbed sweep --seeds N` runs many more in release.
+//! The seed range itself is swept by `tests/seeds.rs`, one test per block of seeds;
+//! `ctxbed sweep --seeds N` runs many more in release.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -27,43 +27,35 @@ use ctxbed::task::plan::PlanMode;
 use ctxbed::task::requirements::{Decision, RequirementKind};
 use ctxbed::task::{TaskContextOptions, TaskScope};
 
-/// Seeds the sweep test checks: about ten seconds in a debug build on two cores.
-const SWEEP_SEEDS_DEFAULT: u64 = 200;
-
 /// Seeds of the file round-trip test.
 const ROUND_TRIP_SEEDS: u64 = 40;
 
 #[test]
-fn a_sweep_keeps_every_invariant() {
-    let count = std::env::var("CTXBED_SWEEP_SEEDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(SWEEP_SEEDS_DEFAULT);
+fn a_sweep_on_two_threads_checks_each_seed_of_its_shard_once() {
     let config = SweepConfig {
-        start: 0,
-        count,
-        shard: Shard::ALL,
-        jobs: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        start: 30,
+        count: 24,
+        shard: Shard { index: 1, total: 3 },
+        jobs: 2,
         out_dir: None,
         shrink: false,
     };
-    let report = sweep(&config, &|_| {});
-    assert_eq!(report.runs, count);
-    let failures: Vec<String> = report
-        .failures
-        .iter()
-        .map(|failure| {
-            let violations: Vec<String> =
-                failure.violations.iter().map(|v| v.to_string()).collect();
-            format!(
-                "seed {}: {}\n  reproduce: cargo run --release -- sweep --seeds 1 --start {}",
-                failure.seed,
-                violations.join("; "),
-                failure.seed
-            )
-        })
-        .collect();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let seen = std::sync::Mutex::new(Vec::new());
+    let report = sweep(&config, &|progress| {
+        assert_eq!(progress.total, 8);
+        seen.lock()
+            .expect("not poisoned")
+            .push((progress.seed, progress.done));
+    });
+    assert_eq!(report.runs, 8);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    let mut seen = seen.into_inner().expect("not poisoned");
+    let mut done: Vec<u64> = seen.iter().map(|(_, done)| *done).collect();
+    done.sort_unstable();
+    assert_eq!(done, (1..=8).collect::<Vec<_>>(), "one report per seed");
+    seen.sort_unstable();
+    let seeds: Vec<u64> = seen.iter().map(|(seed, _)| *seed).collect();
+    assert_eq!(seeds, vec![31, 34, 37, 40, 43, 46, 49, 52]);
 }
 
 /// The written name depends on where the file goes; everything else must load back as it was.
