@@ -14,6 +14,11 @@
 use ctxbed::sim::sweep::check_seed;
 use libtest_mimic::{Arguments, Failed, Trial};
 
+/// The allocator of `ctxbed sweep`, so a block costs here what it costs there.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Seeds checked by default: about ten seconds in a debug build on two cores.
 const SEEDS_DEFAULT: u64 = 200;
 
