@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use ctxbed::agent::events::{CustomValue, EventKind};
 use ctxbed::message::{ContentPart, Role, ToolOutput};
-use ctxbed::model::mock::TurnAction;
+use ctxbed::model::ModelError;
+use ctxbed::model::classify::classify;
+use ctxbed::model::mock::{ScriptedError, TurnAction};
 use ctxbed::provider::netsim::HostFaults;
 use ctxbed::scenario::file::{
     ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, TaskAction, TaskSpec,
@@ -19,6 +21,7 @@ use ctxbed::scenario::file::{
 };
 use ctxbed::scenario::network::NetworkSpec;
 use ctxbed::scenario::runner::{RunOutput, run};
+use ctxbed::scenario::scripted::SourceFailure;
 use ctxbed::scenario::write::write;
 use ctxbed::sim::generate::generate;
 use ctxbed::sim::invariants::{ViolationKind, check};
@@ -219,6 +222,7 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
             found.insert("concurrent_actions");
         }
     }
+    model_and_source_faults(scenario, &mut found);
     if jsonl {
         found.insert("jsonl");
         let sessions_fail =
@@ -244,9 +248,96 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     found
 }
 
+/// The faults of the model's schedule (in-process seeds only: over the network a timeout reads
+/// like the network's own), of the context sources and of workspace writes.
+fn model_and_source_faults(scenario: &Scenario, found: &mut BTreeSet<&'static str>) {
+    if scenario.network.is_none() {
+        let errors: Vec<&ScriptedError> = scenario
+            .mock
+            .turns
+            .iter()
+            .filter_map(|turn| match &turn.action {
+                TurnAction::Error(error) => Some(error),
+                _ => None,
+            })
+            .collect();
+        let plain_overflow = errors.iter().any(|e| matches!(e, ScriptedError::Overflow));
+        let worded_overflow = errors.iter().any(|e| {
+            matches!(e, ScriptedError::Raw { status, body }
+                if matches!(classify("any", *status, body), ModelError::ContextOverflow { .. }))
+        });
+        if plain_overflow {
+            found.insert("model overflow");
+        }
+        if worded_overflow && !plain_overflow {
+            found.insert("overflow in another provider's wording");
+        }
+        if errors
+            .iter()
+            .any(|e| matches!(e, ScriptedError::Malformed(_)))
+        {
+            found.insert("malformed reply");
+        }
+        if errors.iter().any(|e| matches!(e, ScriptedError::Timeout)) {
+            found.insert("model timeout");
+        }
+    }
+    for source in &scenario.sources {
+        let times_out = source.failure == Some(SourceFailure::Never)
+            || source.latency >= source.timeout.unwrap_or(Duration::from_secs(5));
+        match source.failure {
+            Some(SourceFailure::Error) => {
+                found.insert("source error");
+            }
+            Some(SourceFailure::NoList) => {
+                found.insert("source no list");
+            }
+            _ => {}
+        }
+        if times_out {
+            found.insert("source timeout");
+        }
+        if source.failure.is_some() || times_out {
+            found.insert(if source.omit_on_failure {
+                "OMIT source fails"
+            } else {
+                "FAIL source fails"
+            });
+        }
+        if source.blocks.iter().any(|block| block.required) {
+            found.insert("required block");
+        }
+    }
+    let workspace_fails = |prefixes: &[String]| {
+        prefixes
+            .iter()
+            .any(|p| !"sessions/".starts_with(p.as_str()))
+    };
+    if workspace_fails(&scenario.fail_writes_under)
+        || scenario.steps.iter().any(|step| {
+            step.fail_writes_under
+                .as_deref()
+                .is_some_and(workspace_fails)
+        })
+    {
+        found.insert("workspace write failure");
+    }
+}
+
 /// Every fault and feature the generator can draw (the rarest, a second restart, is left to
 /// `the_generator_draws_its_rare_features`).
-const FAULTS: [&str; 19] = [
+const FAULTS: [&str; 30] = [
+    "model overflow",
+    "overflow in another provider's wording",
+    "malformed reply",
+    "model timeout",
+    "source error",
+    "source no list",
+    "source timeout",
+    "OMIT source fails",
+    "FAIL source fails",
+    "required block",
+    "workspace write failure",
     "jsonl",
     "network",
     "requirement proposals",
@@ -353,32 +444,54 @@ fn the_generator_draws_its_rare_features() {
 /// its effect in the trace. Only seeds with the fault are run, and each search stops at the first.
 #[test]
 fn the_faults_take_effect() {
-    let effects = [
-        ("concurrent_append", "validation=history_conflict"),
-        ("concurrent_actions", "validation=state_conflict"),
-        ("actions", "app: "),
-        ("sessions/ write failure", "session_log_failed"),
+    let effects: [(&str, &[&str]); 23] = [
+        ("model overflow", &["context_overflow"]),
+        (
+            "overflow in another provider's wording",
+            &["context_overflow"],
+        ),
+        ("malformed reply", &["malformed_reply"]),
+        ("model timeout", &["model did not answer within"]),
+        ("source error", &["failed (error)", ":error\n"]),
+        ("source no list", &["failed (no_list)", ":no_list\n"]),
+        ("source timeout", &["failed (timeout)", ":timeout\n"]),
+        (
+            "OMIT source fails",
+            &["transform source_unavailable:source/"],
+        ),
+        (
+            "FAIL source fails",
+            &["error source_failed: request preparation failed: source `"],
+        ),
+        ("workspace write failure", &["injected write failure"]),
+        ("concurrent_append", &["validation=history_conflict"]),
+        ("concurrent_actions", &["validation=state_conflict"]),
+        ("actions", &["app: "]),
+        ("sessions/ write failure", &["session_log_failed"]),
         (
             "sessions/ write failure heals",
-            "storage: writes no longer fail",
+            &["storage: writes no longer fail"],
         ),
-        ("restart torn", "torn=line"),
-        ("restart corrupt", "is unreadable and lines follow it"),
-        ("restart clean", "session_restored"),
-        ("restart memory", "session_restored"),
-        ("session tools", " session_history "),
-        ("plan mode", "plan_state"),
-        ("approx-v1", "method=approx-v1"),
-        ("requirement proposals", " propose_requirement ok "),
+        ("restart torn", &["torn=line"]),
+        ("restart corrupt", &["is unreadable and lines follow it"]),
+        ("restart clean", &["session_restored"]),
+        ("restart memory", &["session_restored"]),
+        ("session tools", &[" session_history "]),
+        ("plan mode", &["plan_state"]),
+        ("approx-v1", &["method=approx-v1"]),
+        ("requirement proposals", &[" propose_requirement ok "]),
     ];
     for (fault, effect) in effects {
         let found = (0..400).find(|seed| {
             let scenario = generate(*seed);
-            faults(&scenario).contains(fault) && run(&scenario).expect("runs").text.contains(effect)
+            faults(&scenario).contains(fault) && {
+                let text = run(&scenario).expect("runs").text;
+                effect.iter().any(|e| text.contains(e))
+            }
         });
         assert!(
             found.is_some(),
-            "no seed below 400 with {fault} shows `{effect}`"
+            "no seed below 400 with {fault} shows any of {effect:?}"
         );
     }
     // Over the network, retries are invisible in the trace; the request timeout of the
