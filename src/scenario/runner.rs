@@ -480,7 +480,8 @@ fn new_session_log(
 }
 
 /// A crash in the middle of one more write: every session file gets the first half of a copy
-/// of its last record, without the newline. Returns a line per file for the trace.
+/// of its last record, without the newline. Returns a line per file for the trace, or one
+/// saying nothing changed (memory storage, or no record written yet).
 async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
     let mut lines = Vec::new();
     for (path, mut bytes) in session_file_bytes(storage).await {
@@ -501,6 +502,9 @@ async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
                 "crash: a write tore; {path} ends with {added} bytes of half a record"
             ));
         }
+    }
+    if lines.is_empty() {
+        lines.push("crash: no session file has a record to tear; nothing changed".to_string());
     }
     lines
 }
