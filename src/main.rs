@@ -614,8 +614,9 @@ fn print_sweep(config: &SweepConfig, report: &SweepReport, seconds: f64) {
     }
     let runs = report.runs;
     outln!(
-        "\n{runs} seeds (two runs each) in {seconds:.1} s: {:.0} seeds/s, {} failing",
+        "\n{runs} seeds (two runs each) in {seconds:.1} s: {:.0} seeds/s ({:.0} runs/s), {} failing",
         runs as f64 / seconds.max(1e-9),
+        2.0 * runs as f64 / seconds.max(1e-9),
         report.failures.len()
     );
     for (kind, count) in &report.violations_by_kind {

@@ -179,6 +179,10 @@ fn sweep_runs_a_shard_and_reports_a_summary() {
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("3 seeds (two runs each)"), "{text}");
     assert!(text.contains("0 failing"), "{text}");
+    assert!(
+        text.contains(" seeds/s (") && text.contains(" runs/s), "),
+        "{text}"
+    );
     // Seeds 11, 13 and 15 (shard 1/2 of 10..16), each timed.
     assert!(
         text.contains("per seed (generate, run twice, check; one thread): mean "),
