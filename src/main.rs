@@ -518,7 +518,7 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
     }
     let progress = |p: Progress| {
         let now = std::time::Instant::now();
-        let seed_started = SEED_STARTED.replace(Some(now)).unwrap_or(started);
+        let seed_started = SEED_STARTED.get().unwrap_or(started);
         let micros =
             u64::try_from(now.duration_since(seed_started).as_micros()).unwrap_or(u64::MAX);
         times
@@ -538,6 +538,8 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
                 p.failing
             );
         }
+        // The next seed starts after this report, whatever it waited for.
+        SEED_STARTED.set(Some(std::time::Instant::now()));
     };
     let report = sweep(&config, &progress);
     errln!();

@@ -1,8 +1,9 @@
 //! The seed sweep in `cargo test`, one test per block of seeds, so that any runner that picks
 //! tests by name can spread a sweep: `cargo nextest run --test seeds --partition count:2/4` runs
-//! every fourth block, and `cargo test --test seeds seeds/100-` the block from seed 100 (names
-//! are padded to the width of the range's last seed). Each seed is generated, run twice and
-//! checked against every invariant, as `ctxbed sweep` does.
+//! every fourth block. `cargo test --test seeds -- --list` lists the blocks, named after their
+//! first and last seed padded to the width of the range's last seed (`seeds/100-124` by
+//! default), and `cargo test --test seeds seeds/100-124` runs one. Each seed is generated, run
+//! twice and checked against every invariant, as `ctxbed sweep` does.
 //!
 //! - `CTXBED_SWEEP_SEEDS` — seeds in the range (default [`SEEDS_DEFAULT`]);
 //! - `CTXBED_SWEEP_START` — the first seed (default 0);
@@ -19,7 +20,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Seeds checked by default: about ten seconds in a debug build on two cores.
+/// Seeds checked by default: about three seconds in a debug build on two cores.
 const SEEDS_DEFAULT: u64 = 200;
 
 /// Seeds per test by default: small enough for a partition to balance, large enough that a
@@ -48,6 +49,12 @@ fn blocks() -> Result<Vec<Trial>, String> {
     let block = setting("CTXBED_SWEEP_BLOCK", BLOCK_DEFAULT)?;
     if block == 0 {
         return Err("CTXBED_SWEEP_BLOCK must be at least 1".to_string());
+    }
+    if count == 0 {
+        return Err(
+            "CTXBED_SWEEP_SEEDS must be at least 1 (a sweep of no seeds checks nothing)"
+                .to_string(),
+        );
     }
     let end = start
         .checked_add(count)

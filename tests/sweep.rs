@@ -10,6 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use ctxbed::agent::events::{CustomValue, EventKind};
+use ctxbed::context::source::SOURCE_TIMEOUT_DEFAULT;
 use ctxbed::message::{ContentPart, Role, ToolOutput};
 use ctxbed::model::ModelError;
 use ctxbed::model::classify::classify;
@@ -143,8 +144,16 @@ fn round_trip_faults(seed: u64, root: &Path) {
     );
 }
 
-/// Which of the generator's faults around the agent a scenario has.
+/// Which of the generator's faults and features a scenario has.
 fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
+    let mut found = agent_faults(scenario);
+    model_and_source_faults(scenario, &mut found);
+    found
+}
+
+/// Which of the generator's faults around the agent a scenario has: sessions, restarts,
+/// concurrent writers, task and plan state, the network and the estimator.
+fn agent_faults(scenario: &Scenario) -> BTreeSet<&'static str> {
     let mut found = BTreeSet::new();
     let jsonl = scenario.agent.session_storage == SessionStorage::Jsonl;
     if scenario
@@ -222,7 +231,6 @@ fn faults(scenario: &Scenario) -> BTreeSet<&'static str> {
             found.insert("concurrent_actions");
         }
     }
-    model_and_source_faults(scenario, &mut found);
     if jsonl {
         found.insert("jsonl");
         let sessions_fail =
@@ -283,13 +291,14 @@ fn model_and_source_faults(scenario: &Scenario, found: &mut BTreeSet<&'static st
         }
     }
     for source in &scenario.sources {
-        let times_out = source.failure == Some(SourceFailure::Never)
-            || source.latency >= source.timeout.unwrap_or(Duration::from_secs(5));
+        // A load that outlasts the timeout times out before it can fail otherwise.
+        let slow = source.latency >= source.timeout.unwrap_or(SOURCE_TIMEOUT_DEFAULT);
+        let times_out = slow || source.failure == Some(SourceFailure::Never);
         match source.failure {
-            Some(SourceFailure::Error) => {
+            Some(SourceFailure::Error) if !slow => {
                 found.insert("source error");
             }
-            Some(SourceFailure::NoList) => {
+            Some(SourceFailure::NoList) if !slow => {
                 found.insert("source no list");
             }
             _ => {}
@@ -308,11 +317,9 @@ fn model_and_source_faults(scenario: &Scenario, found: &mut BTreeSet<&'static st
             found.insert("required block");
         }
     }
-    let workspace_fails = |prefixes: &[String]| {
-        prefixes
-            .iter()
-            .any(|p| !"sessions/".starts_with(p.as_str()))
-    };
+    // A prefix outside `sessions/` (the empty one included) fails workspace writes.
+    let workspace_fails =
+        |prefixes: &[String]| prefixes.iter().any(|p| !p.starts_with("sessions/"));
     if workspace_fails(&scenario.fail_writes_under)
         || scenario.steps.iter().any(|step| {
             step.fail_writes_under
@@ -440,8 +447,72 @@ fn the_generator_draws_its_rare_features() {
     );
 }
 
+/// The scenario with one model, source or workspace fault taken out (a failing model turn
+/// becomes a transient 503, a failing or slow source a healthy one, a workspace write failure
+/// goes), or `None` for the faults this does not know how to take out.
+fn without(fault: &str, mut scenario: Scenario) -> Option<Scenario> {
+    let model_fault = |error: &ScriptedError| match fault {
+        "model overflow" => matches!(error, ScriptedError::Overflow),
+        "overflow in another provider's wording" => {
+            matches!(error, ScriptedError::Raw { status, body }
+            if matches!(classify("any", *status, body), ModelError::ContextOverflow { .. }))
+        }
+        "malformed reply" => matches!(error, ScriptedError::Malformed(_)),
+        "model timeout" => matches!(error, ScriptedError::Timeout),
+        _ => false,
+    };
+    let source_fault = |source: &ctxbed::scenario::file::SourceSpec| {
+        let slow = source.latency >= source.timeout.unwrap_or(SOURCE_TIMEOUT_DEFAULT);
+        let failure = source.failure;
+        match fault {
+            "source error" => failure == Some(SourceFailure::Error),
+            "source no list" => failure == Some(SourceFailure::NoList),
+            "source timeout" => slow || failure == Some(SourceFailure::Never),
+            "OMIT source fails" => source.omit_on_failure && (slow || failure.is_some()),
+            "FAIL source fails" => !source.omit_on_failure && (slow || failure.is_some()),
+            _ => false,
+        }
+    };
+    match fault {
+        "model overflow"
+        | "overflow in another provider's wording"
+        | "malformed reply"
+        | "model timeout" => {
+            for turn in &mut scenario.mock.turns {
+                if matches!(&turn.action, TurnAction::Error(error) if model_fault(error)) {
+                    turn.action = TurnAction::Error(ScriptedError::Transient(503));
+                }
+            }
+        }
+        "source error" | "source no list" | "source timeout" | "OMIT source fails"
+        | "FAIL source fails" => {
+            for source in &mut scenario.sources {
+                if source_fault(source) {
+                    source.failure = None;
+                    source.latency = Duration::ZERO;
+                }
+            }
+        }
+        "workspace write failure" => {
+            let keep_sessions = |prefixes: &mut Vec<String>| {
+                prefixes.retain(|p| p.starts_with("sessions/"));
+            };
+            keep_sessions(&mut scenario.fail_writes_under);
+            for step in &mut scenario.steps {
+                if let Some(prefixes) = &mut step.fail_writes_under {
+                    keep_sessions(prefixes);
+                }
+            }
+        }
+        _ => return None,
+    }
+    Some(scenario)
+}
+
 /// The faults do what they are for: among seeds 0..400, some run of a seed with the fault shows
-/// its effect in the trace. Only seeds with the fault are run, and each search stops at the first.
+/// its effect in the trace, and for the faults [`without`] can take out, shows it more often
+/// than the same scenario without the fault. Only seeds with the fault are run, and each search
+/// stops at the first.
 #[test]
 fn the_faults_take_effect() {
     let effects: [(&str, &[&str]); 23] = [
@@ -463,7 +534,10 @@ fn the_faults_take_effect() {
             "FAIL source fails",
             &["error source_failed: request preparation failed: source `"],
         ),
-        ("workspace write failure", &["injected write failure"]),
+        (
+            "workspace write failure",
+            &["injected write failure", "_offload_failed:"],
+        ),
         ("concurrent_append", &["validation=history_conflict"]),
         ("concurrent_actions", &["validation=state_conflict"]),
         ("actions", &["app: "]),
@@ -482,16 +556,28 @@ fn the_faults_take_effect() {
         ("requirement proposals", &[" propose_requirement ok "]),
     ];
     for (fault, effect) in effects {
+        let shown = |scenario: &Scenario| {
+            let text = run(scenario).expect("runs").text;
+            effect
+                .iter()
+                .map(|e| text.matches(e).count())
+                .sum::<usize>()
+        };
         let found = (0..400).find(|seed| {
             let scenario = generate(*seed);
             faults(&scenario).contains(fault) && {
-                let text = run(&scenario).expect("runs").text;
-                effect.iter().any(|e| text.contains(e))
+                let with = shown(&scenario);
+                // Where the fault can be taken out, the effect must be its own: fewer
+                // without it (a context overflow, say, also comes from the window check).
+                match without(fault, scenario) {
+                    Some(cleared) => with > shown(&cleared),
+                    None => with > 0,
+                }
             }
         });
         assert!(
             found.is_some(),
-            "no seed below 400 with {fault} shows any of {effect:?}"
+            "no seed below 400 with {fault} shows any of {effect:?} (more often than without it)"
         );
     }
     // Over the network, retries are invisible in the trace; the request timeout of the
@@ -637,7 +723,7 @@ fn every_step_and_task_field_writes_and_loads_back() {
 fn the_shrinker_drops_each_fault() {
     // A stand-in failure that needs none of the faults: "some step exists".
     let seed = (0..400)
-        .find(|seed| faults(&generate(*seed)).len() >= 4)
+        .find(|seed| agent_faults(&generate(*seed)).len() >= 4)
         .expect("some seed has several faults");
     let mut scenario = generate(seed);
     // The features of generator version 4 too, whatever this seed drew.
@@ -655,12 +741,13 @@ fn the_shrinker_drops_each_fault() {
     }
     let (shrunk, _) = shrink_while(scenario, 10_000, |s| !s.steps.is_empty());
     assert!(faults(&shrunk).is_empty(), "{:?}", faults(&shrunk));
+    assert!(shrunk.sources.is_empty() && shrunk.mock.turns.len() <= 1);
     assert_eq!(shrunk.agent.session_storage, SessionStorage::Memory);
     assert!(shrunk.fail_writes_under.is_empty() && shrunk.task.is_none());
     // And one that needs exactly one: "some step restarts after a torn write" keeps that
     // restart and JSON lines, and drops every other fault.
     let Some(seed) = (0..400).find(|seed| {
-        let found = faults(&generate(*seed));
+        let found = agent_faults(&generate(*seed));
         found.contains("restart torn") && found.len() >= 3
     }) else {
         panic!("no seed below 400 has a torn restart among other faults");

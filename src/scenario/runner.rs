@@ -497,11 +497,12 @@ async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
         }
         bytes.extend_from_slice(&half);
         let added = half.len();
-        if storage.write(&path, bytes).await.is_ok() {
-            lines.push(format!(
-                "crash: a write tore; {path} ends with {added} bytes of half a record"
-            ));
-        }
+        lines.push(match storage.write(&path, bytes).await {
+            Ok(_) => {
+                format!("crash: a write tore; {path} ends with {added} bytes of half a record")
+            }
+            Err(error) => format!("crash: {path} could not be torn: {error}"),
+        });
     }
     if lines.is_empty() {
         lines.push("crash: no session file has a record to tear; nothing changed".to_string());
