@@ -615,10 +615,10 @@ fn print_sweep(config: &SweepConfig, report: &SweepReport, seconds: f64) {
         }
     }
     let runs = report.runs;
+    let seeds_per_second = runs as f64 / seconds.max(1e-9);
     outln!(
-        "\n{runs} seeds (two runs each) in {seconds:.1} s: {:.0} seeds/s ({:.0} runs/s), {} failing",
-        runs as f64 / seconds.max(1e-9),
-        2.0 * runs as f64 / seconds.max(1e-9),
+        "\n{runs} seeds (two runs each) in {seconds:.1} s: {seeds_per_second:.0} seeds/s ({:.0} runs/s), {} failing",
+        2.0 * seeds_per_second,
         report.failures.len()
     );
     for (kind, count) in &report.violations_by_kind {

@@ -17,8 +17,8 @@ use ctxbed::model::classify::classify;
 use ctxbed::model::mock::{ScriptedError, TurnAction};
 use ctxbed::provider::netsim::HostFaults;
 use ctxbed::scenario::file::{
-    ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, TaskAction, TaskSpec,
-    load,
+    ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, SourceSpec, TaskAction,
+    TaskSpec, load,
 };
 use ctxbed::scenario::network::NetworkSpec;
 use ctxbed::scenario::runner::{RunOutput, run};
@@ -260,66 +260,27 @@ fn agent_faults(scenario: &Scenario) -> BTreeSet<&'static str> {
 /// like the network's own), of the context sources and of workspace writes.
 fn model_and_source_faults(scenario: &Scenario, found: &mut BTreeSet<&'static str>) {
     if scenario.network.is_none() {
-        let errors: Vec<&ScriptedError> = scenario
+        let kinds: BTreeSet<&str> = scenario
             .mock
             .turns
             .iter()
             .filter_map(|turn| match &turn.action {
-                TurnAction::Error(error) => Some(error),
+                TurnAction::Error(error) => model_fault(error),
                 _ => None,
             })
             .collect();
-        let plain_overflow = errors.iter().any(|e| matches!(e, ScriptedError::Overflow));
-        let worded_overflow = errors.iter().any(|e| {
-            matches!(e, ScriptedError::Raw { status, body }
-                if matches!(classify("any", *status, body), ModelError::ContextOverflow { .. }))
-        });
-        if plain_overflow {
-            found.insert("model overflow");
-        }
-        if worded_overflow && !plain_overflow {
-            found.insert("overflow in another provider's wording");
-        }
-        if errors
-            .iter()
-            .any(|e| matches!(e, ScriptedError::Malformed(_)))
-        {
-            found.insert("malformed reply");
-        }
-        if errors.iter().any(|e| matches!(e, ScriptedError::Timeout)) {
-            found.insert("model timeout");
-        }
+        found.extend(kinds.iter().copied().filter(|kind| {
+            // Another wording counts only alone, so its effect is its own.
+            *kind != "overflow in another provider's wording" || !kinds.contains("model overflow")
+        }));
     }
     for source in &scenario.sources {
-        // A load that outlasts the timeout times out before it can fail otherwise.
-        let slow = source.latency >= source.timeout.unwrap_or(SOURCE_TIMEOUT_DEFAULT);
-        let times_out = slow || source.failure == Some(SourceFailure::Never);
-        match source.failure {
-            Some(SourceFailure::Error) if !slow => {
-                found.insert("source error");
-            }
-            Some(SourceFailure::NoList) if !slow => {
-                found.insert("source no list");
-            }
-            _ => {}
-        }
-        if times_out {
-            found.insert("source timeout");
-        }
-        if source.failure.is_some() || times_out {
-            found.insert(if source.omit_on_failure {
-                "OMIT source fails"
-            } else {
-                "FAIL source fails"
-            });
-        }
+        found.extend(source_faults(source));
         if source.blocks.iter().any(|block| block.required) {
             found.insert("required block");
         }
     }
-    // A prefix outside `sessions/` (the empty one included) fails workspace writes.
-    let workspace_fails =
-        |prefixes: &[String]| prefixes.iter().any(|p| !p.starts_with("sessions/"));
+    let workspace_fails = |prefixes: &[String]| prefixes.iter().any(|p| fails_workspace_writes(p));
     if workspace_fails(&scenario.fail_writes_under)
         || scenario.steps.iter().any(|step| {
             step.fail_writes_under
@@ -329,6 +290,53 @@ fn model_and_source_faults(scenario: &Scenario, found: &mut BTreeSet<&'static st
     {
         found.insert("workspace write failure");
     }
+}
+
+/// The model fault a scripted error is, if it is one of the schedule's.
+fn model_fault(error: &ScriptedError) -> Option<&'static str> {
+    match error {
+        ScriptedError::Overflow => Some("model overflow"),
+        ScriptedError::Raw { status, body }
+            if matches!(
+                classify("any", *status, body),
+                ModelError::ContextOverflow { .. }
+            ) =>
+        {
+            Some("overflow in another provider's wording")
+        }
+        ScriptedError::Malformed(_) => Some("malformed reply"),
+        ScriptedError::Timeout => Some("model timeout"),
+        _ => None,
+    }
+}
+
+/// The faults of one context source.
+fn source_faults(source: &SourceSpec) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    // A load that outlasts the timeout times out before it can fail otherwise.
+    let slow = source.latency >= source.timeout.unwrap_or(SOURCE_TIMEOUT_DEFAULT);
+    let times_out = slow || source.failure == Some(SourceFailure::Never);
+    match source.failure {
+        Some(SourceFailure::Error) if !slow => found.push("source error"),
+        Some(SourceFailure::NoList) if !slow => found.push("source no list"),
+        _ => {}
+    }
+    if times_out {
+        found.push("source timeout");
+    }
+    if source.failure.is_some() || times_out {
+        found.push(if source.omit_on_failure {
+            "OMIT source fails"
+        } else {
+            "FAIL source fails"
+        });
+    }
+    found
+}
+
+/// A write-failure prefix outside `sessions/` (the empty one included) fails workspace writes.
+fn fails_workspace_writes(prefix: &str) -> bool {
+    !prefix.starts_with("sessions/")
 }
 
 /// Every fault and feature the generator can draw (the rarest, a second restart, is left to
@@ -451,35 +459,14 @@ fn the_generator_draws_its_rare_features() {
 /// becomes a transient 503, a failing or slow source a healthy one, a workspace write failure
 /// goes), or `None` for the faults this does not know how to take out.
 fn without(fault: &str, mut scenario: Scenario) -> Option<Scenario> {
-    let model_fault = |error: &ScriptedError| match fault {
-        "model overflow" => matches!(error, ScriptedError::Overflow),
-        "overflow in another provider's wording" => {
-            matches!(error, ScriptedError::Raw { status, body }
-            if matches!(classify("any", *status, body), ModelError::ContextOverflow { .. }))
-        }
-        "malformed reply" => matches!(error, ScriptedError::Malformed(_)),
-        "model timeout" => matches!(error, ScriptedError::Timeout),
-        _ => false,
-    };
-    let source_fault = |source: &ctxbed::scenario::file::SourceSpec| {
-        let slow = source.latency >= source.timeout.unwrap_or(SOURCE_TIMEOUT_DEFAULT);
-        let failure = source.failure;
-        match fault {
-            "source error" => failure == Some(SourceFailure::Error),
-            "source no list" => failure == Some(SourceFailure::NoList),
-            "source timeout" => slow || failure == Some(SourceFailure::Never),
-            "OMIT source fails" => source.omit_on_failure && (slow || failure.is_some()),
-            "FAIL source fails" => !source.omit_on_failure && (slow || failure.is_some()),
-            _ => false,
-        }
-    };
     match fault {
         "model overflow"
         | "overflow in another provider's wording"
         | "malformed reply"
         | "model timeout" => {
             for turn in &mut scenario.mock.turns {
-                if matches!(&turn.action, TurnAction::Error(error) if model_fault(error)) {
+                if matches!(&turn.action, TurnAction::Error(error) if model_fault(error) == Some(fault))
+                {
                     turn.action = TurnAction::Error(ScriptedError::Transient(503));
                 }
             }
@@ -487,20 +474,19 @@ fn without(fault: &str, mut scenario: Scenario) -> Option<Scenario> {
         "source error" | "source no list" | "source timeout" | "OMIT source fails"
         | "FAIL source fails" => {
             for source in &mut scenario.sources {
-                if source_fault(source) {
+                if source_faults(source).contains(&fault) {
                     source.failure = None;
                     source.latency = Duration::ZERO;
                 }
             }
         }
         "workspace write failure" => {
-            let keep_sessions = |prefixes: &mut Vec<String>| {
-                prefixes.retain(|p| p.starts_with("sessions/"));
-            };
-            keep_sessions(&mut scenario.fail_writes_under);
+            scenario
+                .fail_writes_under
+                .retain(|p| !fails_workspace_writes(p));
             for step in &mut scenario.steps {
                 if let Some(prefixes) = &mut step.fail_writes_under {
-                    keep_sessions(prefixes);
+                    prefixes.retain(|p| !fails_workspace_writes(p));
                 }
             }
         }

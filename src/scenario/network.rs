@@ -126,9 +126,7 @@ impl NetworkSpec {
             millis(self.tick)
         )
     }
-}
 
-impl NetworkSpec {
     /// The first setting a scenario file could not hold, as the loader would refuse it: a
     /// duration over [`limits::LATENCY_MS_MAX`], a reversed latency range or partition, no
     /// attempt or too many, a retry delay capped below its start, a request number 0, a tick
@@ -137,11 +135,6 @@ impl NetworkSpec {
     pub fn refusal(&self) -> Option<String> {
         let attempts = self.retry_attempts;
         let tick = self.tick.as_millis();
-        let requests = self
-            .faults
-            .reset_requests
-            .iter()
-            .chain(&self.faults.cut_stream_requests);
         let durations = [
             self.latency_min,
             self.latency_max,
@@ -173,7 +166,13 @@ impl NetworkSpec {
             ))
         } else if self.retry_max < self.retry_base {
             Some("the retry delay is capped below where it starts".to_string())
-        } else if requests.into_iter().any(|n| *n == 0) {
+        } else if self
+            .faults
+            .reset_requests
+            .iter()
+            .chain(&self.faults.cut_stream_requests)
+            .any(|n| *n == 0)
+        {
             Some("request numbers count from 1".to_string())
         } else if self.partitions.iter().any(|(from, until)| from >= until) {
             Some("a partition must end after it starts".to_string())

@@ -183,6 +183,9 @@ pub(super) async fn simulate(
         )
     };
     let mut session_log = new_session_log(scenario, &storage, None);
+    // Each step records the session files' bytes around its call (for the I10 check).
+    let jsonl_log =
+        scenario.agent.session_log && scenario.agent.session_storage == SessionStorage::Jsonl;
     let mut agent = build(&session_log)?;
     if let Some(task) = &scenario.task {
         // Task state belongs to a session: the first step's.
@@ -309,8 +312,6 @@ pub(super) async fn simulate(
         for action in &spec.actions {
             before.push(apply_action(&agent, &runtime, action).await);
         }
-        let jsonl_log =
-            scenario.agent.session_log && scenario.agent.session_storage == SessionStorage::Jsonl;
         let mut session_files = BTreeMap::new();
         if jsonl_log {
             for (path, bytes) in session_file_bytes(&storage).await {

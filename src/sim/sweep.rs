@@ -32,6 +32,7 @@ use crate::limits;
 use crate::message::ContentPart;
 use crate::model::mock::TurnAction;
 use crate::scenario::file::{EstimatorChoice, Scenario, SessionStorage, load};
+use crate::scenario::network::NetworkSpec;
 use crate::scenario::runner::{RunOutput, run};
 use crate::scenario::write::write;
 use crate::task::TaskContextOptions;
@@ -607,24 +608,25 @@ fn network_faults(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenar
         return;
     };
     with(&|s| s.network = None);
-    for index in 0..network.faults.reset_requests.len() {
+    drop_each(network.faults.reset_requests.len(), with, |n| {
+        &mut n.faults.reset_requests
+    });
+    drop_each(network.faults.cut_stream_requests.len(), with, |n| {
+        &mut n.faults.cut_stream_requests
+    });
+    drop_each(network.partitions.len(), with, |n| &mut n.partitions);
+}
+
+/// One candidate per entry of a list in the network spec, without that entry.
+fn drop_each<T>(
+    count: usize,
+    with: &mut impl FnMut(&dyn Fn(&mut Scenario)),
+    list: fn(&mut NetworkSpec) -> &mut Vec<T>,
+) {
+    for index in 0..count {
         with(&|s| {
             if let Some(network) = &mut s.network {
-                network.faults.reset_requests.remove(index);
-            }
-        });
-    }
-    for index in 0..network.faults.cut_stream_requests.len() {
-        with(&|s| {
-            if let Some(network) = &mut s.network {
-                network.faults.cut_stream_requests.remove(index);
-            }
-        });
-    }
-    for index in 0..network.partitions.len() {
-        with(&|s| {
-            if let Some(network) = &mut s.network {
-                network.partitions.remove(index);
+                list(network).remove(index);
             }
         });
     }
