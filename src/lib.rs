@@ -14,6 +14,7 @@ pub mod provider;
 pub mod runtime;
 pub mod scenario;
 pub mod session;
+pub mod shared_vec;
 pub mod sim;
 pub mod task;
 pub mod tokens;

@@ -673,7 +673,7 @@ proptest! {
                 });
                 match outcome {
                     Ok(prepared) => (None, prepared.request.messages, prepared.manifest),
-                    Err(rejected) => (Some(rejected.error), Vec::new(), rejected.manifest),
+                    Err(rejected) => (Some(rejected.error), Default::default(), rejected.manifest),
                 }
             };
             let remembered = input(&cached);

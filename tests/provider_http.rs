@@ -118,7 +118,8 @@ fn prepared_request() -> ModelRequest {
                     },
                 ],
             ),
-        ],
+        ]
+        .into(),
         tools: vec![
             schema("execute", "Run a shell command.", "command"),
             schema("read_file", "Read a file.", "path"),
@@ -132,7 +133,7 @@ fn simple_request() -> ModelRequest {
     ModelRequest {
         call_id: "call-1".into(),
         purpose: Purpose::Reasoning,
-        messages: vec![Message::user("m1", "Hi")],
+        messages: vec![Message::user("m1", "Hi")].into(),
         tools: Default::default(),
         max_output_tokens: None,
     }

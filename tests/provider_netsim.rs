@@ -58,7 +58,7 @@ fn request() -> ModelRequest {
     ModelRequest {
         call_id: "c1".into(),
         purpose: Purpose::Reasoning,
-        messages: vec![Message::user("m1", "Is the build green?")],
+        messages: vec![Message::user("m1", "Is the build green?")].into(),
         tools: Default::default(),
         max_output_tokens: None,
     }

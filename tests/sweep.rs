@@ -925,7 +925,7 @@ fn the_todo_check_sees_a_list_lost_after_compaction() {
     // Hide every Todo line from the requests: the checker must notice.
     for step in &mut output.trace.steps {
         for request in &mut step.requests {
-            for message in &mut request.messages {
+            for message in request.messages.iter_mut() {
                 for part in &mut message.parts {
                     if let ContentPart::Text { text } = part {
                         *text = text.replace("- [", "- (");

@@ -20,6 +20,7 @@ use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{ModelError, ModelReply, ModelRequest, Purpose};
 use crate::runtime::RuntimeContext;
+use crate::shared_vec::SharedVec;
 use crate::session::{Payload, SessionLogKey, SessionRecord};
 use crate::tools::{Permission, ToolContext, ToolOutcome};
 
@@ -680,9 +681,9 @@ impl Call<'_> {
     /// sources, workspace material, budget, offload, compaction, projections or validation.
     fn plain_request(&self, request_id: &str) -> ModelRequest {
         let inner = self.inner;
-        let mut messages = Vec::with_capacity(self.history.len() + 1);
+        let mut messages = SharedVec::new();
         if let Some(prompt) = inner.sys_prompt.as_deref().filter(|p| !p.trim().is_empty()) {
-            messages.push(Message::system(crate::context::SYSTEM_MESSAGE_ID, prompt));
+            messages.push_back(Message::system(crate::context::SYSTEM_MESSAGE_ID, prompt));
         }
         messages.extend(self.history.iter().cloned());
         ModelRequest {

@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::context::block::{MaterialKind, Placement};
 use crate::message::{Message, Role};
 use crate::model::Purpose;
+use crate::shared_vec::SharedVec;
 
 /// The outcome of a preparation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub struct ContextManifest {
     pub exact: bool,
     /// Items are shared: successive steps' manifests hold the same item for an unchanged
     /// message, so a step does not copy the items of a long history.
-    pub items: Vec<Arc<ManifestItem>>,
+    pub items: SharedVec<Arc<ManifestItem>>,
     pub transforms: Vec<String>,
     pub validation: Validation,
     /// The task-state revision projected into the request, when task state is in use.
@@ -120,7 +121,7 @@ impl ContextManifest {
             conversation_allowance: -1,
             counting_method: "unavailable".to_string(),
             exact: false,
-            items: Vec::new(),
+            items: SharedVec::new(),
             transforms: Vec::new(),
             validation,
             task_revision: None,
@@ -220,7 +221,7 @@ impl Serialize for ContextManifest {
 }
 
 /// A manifest's shared items, serialised as a list of items.
-struct Items<'a>(&'a [Arc<ManifestItem>]);
+struct Items<'a>(&'a SharedVec<Arc<ManifestItem>>);
 
 impl Serialize for Items<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -316,7 +317,8 @@ mod tests {
             },
         ]
         .map(Arc::new)
-        .to_vec();
+        .into_iter()
+        .collect();
         manifest.transforms = vec!["omitted_for_budget:x".to_string()];
         manifest.task_revision = Some(3);
         manifest.policy_version = Some("p1".to_string());

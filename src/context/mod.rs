@@ -54,6 +54,7 @@ use omission::SelectionPolicy;
 
 use crate::message::Message;
 use crate::model::{ModelInfo, ModelRequest, Purpose};
+use crate::shared_vec::SharedVec;
 use crate::tokens::TokenEstimator;
 use crate::tools::ToolSchema;
 
@@ -368,7 +369,7 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
 fn validate(
     pairing: PairingCheck,
     parts: &Parts<'_>,
-    messages: &[Message],
+    messages: &SharedVec<Message>,
     conversation: Range<usize>,
     estimated: u64,
     limit: u64,
@@ -398,14 +399,14 @@ fn validate(
 /// otherwise (or with no remembered scan) the whole request is read.
 fn pairing_problem(
     parts: &Parts<'_>,
-    messages: &[Message],
+    messages: &SharedVec<Message>,
     conversation: Range<usize>,
 ) -> Option<PairingProblem> {
     let plain = |m: &Message| m.tool_calls().next().is_none() && m.tool_results().next().is_none();
     if let Some(scan) = parts.scan.pairing()
-        && messages[..conversation.start]
-            .iter()
-            .chain(&messages[conversation.end..])
+        && messages
+            .iter_range(0..conversation.start)
+            .chain(messages.iter_range(conversation.end..messages.len()))
             .all(plain)
     {
         return scan
@@ -416,7 +417,7 @@ fn pairing_problem(
 }
 
 struct Counted {
-    items: Vec<Arc<ManifestItem>>,
+    items: SharedVec<Arc<ManifestItem>>,
     estimated: u64,
 }
 
@@ -425,36 +426,34 @@ struct Counted {
 fn count(
     input: &PrepareInput<'_>,
     parts: &Parts<'_>,
-    messages: &[Message],
+    messages: &SharedVec<Message>,
     conversation: Range<usize>,
     kept: &[Material],
 ) -> Counted {
-    let mut items = Vec::with_capacity(messages.len() + kept.len() + input.tools.len());
-    let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS;
-    let mut add = |message: &Message, items: &mut Vec<Arc<ManifestItem>>| {
+    // The conversation's items are the scan's, shared; only the few items around them are new.
+    let mut items = parts.scan.items().clone();
+    let mut estimated = crate::tokens::REQUEST_OVERHEAD_TOKENS + parts.scan.tokens();
+    let mut item = |message: &Message| {
         let (tokens, content_hash) = input.estimator.message_tokens_and_hash(message);
         estimated += tokens;
-        items.push(Arc::new(ManifestItem::message(
-            message,
-            tokens,
-            content_hash,
-        )));
+        Arc::new(ManifestItem::message(message, tokens, content_hash))
     };
-    for message in &messages[..conversation.start] {
-        add(message, &mut items);
+    let before: Vec<_> = messages.iter_range(0..conversation.start).map(&mut item).collect();
+    let after: Vec<_> = messages
+        .iter_range(conversation.end..messages.len())
+        .map(&mut item)
+        .collect();
+    for item in before.into_iter().rev() {
+        items.push_front(item);
     }
-    items.extend_from_slice(parts.scan.items());
-    for message in &messages[conversation.end..] {
-        add(message, &mut items);
-    }
-    estimated += parts.scan.tokens();
+    items.extend(after);
     for placement in [
         Placement::System,
         Placement::Transient,
         Placement::Reference,
     ] {
         for material in render::ordered(kept, placement) {
-            items.push(Arc::new(ManifestItem {
+            items.push_back(Arc::new(ManifestItem {
                 kind: ItemKind::Material {
                     kind: material.kind,
                     placement: material.placement,
@@ -475,7 +474,7 @@ fn count(
             "{}\n{}\n{}",
             schema.name, schema.description, schema.parameters
         );
-        items.push(Arc::new(ManifestItem {
+        items.push_back(Arc::new(ManifestItem {
             kind: ItemKind::ToolSchema,
             id: schema.name.clone(),
             tokens,
@@ -491,7 +490,6 @@ fn count(
 struct Parts<'a> {
     system_prompt: Option<&'a str>,
     foreign_system: Vec<&'a Message>,
-    conversation: Vec<&'a Message>,
     projections: &'a [Message],
     /// The history as read: classes, tokens, items and pairing of its messages.
     scan: Rc<scanned::Scan>,
@@ -513,7 +511,6 @@ impl<'a> Parts<'a> {
         Parts {
             system_prompt,
             foreign_system: scan.foreign_system(history),
-            conversation: scan.conversation(history),
             projections,
             scan,
             rendered: RefCell::new(None),
@@ -563,12 +560,15 @@ impl<'a> Parts<'a> {
     }
 
     /// The request's messages, and where the conversation lies among them.
-    fn assemble(&self, materials: &[Material]) -> (Vec<Message>, Range<usize>) {
+    fn assemble(&self, materials: &[Material]) -> (SharedVec<Message>, Range<usize>) {
         let [system, transient, reference] = self.material_messages(materials);
-        let mut messages = Vec::with_capacity(self.conversation.len() + 3 + self.projections.len());
-        messages.extend(system);
-        let start = messages.len();
-        messages.extend(self.conversation.iter().map(|m| (*m).clone()));
+        // The conversation is the scan's, shared: laying a request out around it costs the
+        // same whatever its length.
+        let mut messages = self.scan.conversation().clone();
+        let start = usize::from(system.is_some());
+        if let Some(system) = system {
+            messages.push_front(system);
+        }
         let conversation = start..messages.len();
         messages.extend(transient);
         messages.extend(self.projections.iter().cloned());

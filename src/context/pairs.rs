@@ -39,9 +39,12 @@ pub enum PairingProblem {
 /// Checks the pairing rules: every call of an assistant message is answered by the tool
 /// messages immediately after it, and every tool result answers a call of that assistant message.
 /// Returns the first violation in message order.
-pub fn find_pairing_problem(messages: &[Message]) -> Option<PairingProblem> {
+pub fn find_pairing_problem<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+) -> Option<PairingProblem> {
+    let messages = messages.into_iter();
     // Borrowed ids: the check allocates only for the problem it reports.
-    let mut scan = PairingScan::<&str>::with_capacity(messages.len() / 2);
+    let mut scan = PairingScan::<&str>::with_capacity(messages.size_hint().0 / 2);
     for message in messages {
         if scan.feed(message).is_some() {
             break;

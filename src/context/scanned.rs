@@ -34,6 +34,7 @@ use super::pairs::PairingScan;
 use super::render;
 use crate::limits::{CONVERSATION_MEMO_ENTRIES_MAX, CONVERSATION_MEMO_MESSAGES_MAX};
 use crate::message::{Message, Role};
+use crate::shared_vec::SharedVec;
 use crate::tokens::TokenEstimator;
 
 /// What a history message is to the layout.
@@ -59,8 +60,10 @@ pub(super) struct Scan {
     classes: Vec<Class>,
     /// Positions of System messages in the history.
     system_at: Vec<usize>,
-    /// Per conversation message, in order.
-    items: Vec<Arc<ManifestItem>>,
+    /// The conversation messages, in order: shared with every request laid out around them.
+    conversation: SharedVec<Message>,
+    /// Per conversation message, in order: shared with every manifest that lists them.
+    items: SharedVec<Arc<ManifestItem>>,
     /// Tokens of the conversation messages (the sum of their items' tokens).
     tokens: u64,
     /// Pairing of the conversation on its own (indices from 0). Only a scan kept for later
@@ -75,7 +78,8 @@ impl Scan {
             handles: Vec::new(),
             classes: Vec::new(),
             system_at: Vec::new(),
-            items: Vec::new(),
+            conversation: SharedVec::new(),
+            items: SharedVec::new(),
             tokens: 0,
             pairing: remembered.then(PairingScan::default),
         }
@@ -116,6 +120,7 @@ impl Scan {
                 conversation += 1;
             }
         }
+        self.conversation.truncate(conversation);
         self.items.truncate(conversation);
         self.tokens = self.items.iter().map(|item| item.tokens).sum();
         self.pairing = Some(pairing);
@@ -137,7 +142,8 @@ impl Scan {
             match class {
                 Class::Conversation => {
                     let (tokens, content_hash) = estimator.message_tokens_and_hash(message);
-                    self.items.push(Arc::new(ManifestItem::message(
+                    self.conversation.push_back(message.clone());
+                    self.items.push_back(Arc::new(ManifestItem::message(
                         message,
                         tokens,
                         content_hash,
@@ -163,7 +169,7 @@ impl Scan {
     }
 
     /// The manifest item of each conversation message, in order.
-    pub(super) fn items(&self) -> &[Arc<ManifestItem>] {
+    pub(super) fn items(&self) -> &SharedVec<Arc<ManifestItem>> {
         &self.items
     }
 
@@ -173,18 +179,9 @@ impl Scan {
         self.pairing.as_ref()
     }
 
-    /// The conversation messages of `history`, which this scan has read.
-    pub(super) fn conversation<'a>(&self, history: &'a [Message]) -> Vec<&'a Message> {
-        debug_assert_eq!(history.len(), self.read());
-        let mut messages = Vec::with_capacity(self.items.len());
-        messages.extend(
-            history
-                .iter()
-                .zip(&self.classes)
-                .filter(|(_, class)| **class == Class::Conversation)
-                .map(|(message, _)| message),
-        );
-        messages
+    /// The conversation messages of the history this scan has read, in order.
+    pub(super) fn conversation(&self) -> &SharedVec<Message> {
+        &self.conversation
     }
 
     /// The System messages of `history` to merge, which this scan has read.
@@ -281,9 +278,9 @@ mod tests {
         (
             scan.tokens(),
             scan.items().to_vec(),
-            pairing_problem(scan, history),
-            scan.conversation(history)
-                .into_iter()
+            pairing_problem(scan),
+            scan.conversation()
+                .iter()
                 .map(|m| m.id.clone())
                 .collect::<Vec<_>>(),
             scan.foreign_system(history)
@@ -295,13 +292,11 @@ mod tests {
 
     /// The pairing problem as a preparation finds it: the remembered scan's, or a check of
     /// the conversation.
-    fn pairing_problem(scan: &Scan, history: &[Message]) -> Option<PairingProblem> {
+    fn pairing_problem(scan: &Scan) -> Option<PairingProblem> {
         match scan.pairing() {
             Some(pairing) => pairing.finish(),
             None => {
-                let conversation: Vec<Message> =
-                    scan.conversation(history).into_iter().cloned().collect();
-                find_pairing_problem(&conversation)
+                find_pairing_problem(scan.conversation())
             }
         }
     }
@@ -349,11 +344,11 @@ mod tests {
         let [call, result] = exchange(9);
         history.push(call);
         let open = scan(&history, &estimator);
-        assert!(pairing_problem(&open, &history).is_some());
+        assert!(pairing_problem(&open).is_some());
         drop(open);
         history.push(result);
         let closed = scan(&history, &estimator);
-        assert_eq!(pairing_problem(&closed, &history), None);
+        assert_eq!(pairing_problem(&closed), None);
         assert_eq!(
             outcome(&closed, &history),
             outcome(&fresh(&history), &history)
@@ -366,7 +361,7 @@ mod tests {
             outcome(&changed, &history),
             outcome(&fresh(&history), &history)
         );
-        assert!(pairing_problem(&changed, &history).is_some());
+        assert!(pairing_problem(&changed).is_some());
     }
 
     #[test]

@@ -33,7 +33,7 @@
 //! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
 //! let reply = runtime.block_on(model.call(&ModelRequest {
 //!     call_id: "c1".into(), purpose: Purpose::Reasoning,
-//!     messages: vec![Message::user("m1", "Hi")], tools: Default::default(), max_output_tokens: None,
+//!     messages: vec![Message::user("m1", "Hi")].into(), tools: Default::default(), max_output_tokens: None,
 //! })).unwrap();
 //! assert_eq!(reply.message.text(), "Done.");
 //! ```
@@ -541,7 +541,7 @@ mod tests {
             let request = ModelRequest {
                 call_id: format!("c{round}"),
                 purpose: Purpose::Reasoning,
-                messages: messages.clone(),
+                messages: messages.clone().into(),
                 tools: tools.clone().into(),
                 max_output_tokens: None,
             };
@@ -569,7 +569,7 @@ mod tests {
             let request = ModelRequest {
                 call_id: "c-call".into(),
                 purpose: Purpose::Reasoning,
-                messages: vec![message.clone()],
+                messages: vec![message.clone()].into(),
                 tools: Default::default(),
                 max_output_tokens: None,
             };
@@ -583,7 +583,7 @@ mod tests {
         let request = ModelRequest {
             call_id: "c-other".into(),
             purpose: Purpose::Reasoning,
-            messages: messages.clone(),
+            messages: messages.clone().into(),
             tools: vec![schema.clone(), other.clone()].into(),
             max_output_tokens: None,
         };

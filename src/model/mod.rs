@@ -18,6 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::message::Message;
+use crate::shared_vec::SharedVec;
 use crate::tools::ToolSchema;
 
 /// Why a request is prepared.
@@ -54,7 +55,9 @@ pub struct ModelRequest {
     /// The preparation this request came from.
     pub call_id: String,
     pub purpose: Purpose,
-    pub messages: Vec<Message>,
+    /// Shared with the conversation the preparation remembers, so a request over a long
+    /// history is laid out without copying it.
+    pub messages: SharedVec<Message>,
     /// Shared: every request of an agent holds the same schemas.
     pub tools: Arc<[ToolSchema]>,
     /// Output tokens requested, when the harness asks for a bound.

@@ -45,6 +45,7 @@ use super::reply::{error_in_body, malformed, parse_arguments, raw_snippet};
 use crate::limits::{TOOL_CALL_ARGUMENTS_BYTES_MAX, TOOL_CALLS_PER_REPLY_MAX};
 use crate::message::{ContentPart, Message, Role};
 use crate::model::{ModelError, ModelReply, ModelRequest, Usage};
+use crate::shared_vec::SharedVec;
 
 /// The name given to the error classifier.
 pub const PROVIDER: &str = "anthropic";
@@ -92,7 +93,7 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
 }
 
 /// Non-system messages as alternating user/assistant messages of content blocks.
-fn messages(messages: &[Message]) -> Vec<Value> {
+fn messages(messages: &SharedVec<Message>) -> Vec<Value> {
     let mut wire: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in messages {
         let (role, blocks) = match message.role {

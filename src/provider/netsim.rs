@@ -342,7 +342,7 @@ pub fn parse_request(json: &Value) -> ModelRequest {
     ModelRequest {
         call_id: String::new(),
         purpose: Purpose::Reasoning,
-        messages,
+        messages: messages.into(),
         tools,
         max_output_tokens,
     }

@@ -21,7 +21,7 @@
 //! use ctxbed::provider::{MaxTokensField, WireOptions};
 //! let request = ModelRequest {
 //!     call_id: "c1".into(), purpose: Purpose::Reasoning,
-//!     messages: vec![Message::system("s", "Be brief."), Message::user("u", "Hi")],
+//!     messages: vec![Message::system("s", "Be brief."), Message::user("u", "Hi")].into(),
 //!     tools: Default::default(), max_output_tokens: Some(64),
 //! };
 //! let options = WireOptions { model: "m".into(), stream: false, max_tokens_field: MaxTokensField::MaxTokens, max_output_tokens: None };

@@ -256,10 +256,10 @@ fn run_finished(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String
 /// The strict-provider rule, walked independently: each assistant message's calls are answered
 /// by the tool messages right after it, each result answers such a call, ids are non-blank and
 /// no call id repeats in the request.
-pub fn pairing_problem(messages: &[Message]) -> Option<String> {
+pub fn pairing_problem<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<String> {
     let mut waiting: Vec<&str> = Vec::new();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
-    for (index, message) in messages.iter().enumerate() {
+    for (index, message) in messages.into_iter().enumerate() {
         for part in &message.parts {
             match part {
                 ContentPart::ToolCall(call) if call.id.trim().is_empty() => {

@@ -210,12 +210,12 @@ mod tests {
         let mut request = ModelRequest {
             call_id: "call-1/r1".into(),
             purpose: Purpose::Reasoning,
-            messages: vec![Message::user("m1", "nothing here")],
+            messages: vec![Message::user("m1", "nothing here")].into(),
             tools: Default::default(),
             max_output_tokens: None,
         };
         assert_eq!(missing_item(&request, &items), Some(items[0].as_str()));
-        request.messages.push(Message::user(
+        request.messages.push_back(Message::user(
             "task_state",
             "<TASK_STATE>\n- [pending] a (high): A\n</TASK_STATE>",
         ));
