@@ -238,6 +238,11 @@ pub const CONVERSATION_MEMO_ENTRIES_MAX: usize = 4;
 /// (its handle, its manifest item and its call ids), so a full memo stays under 1 GB.
 pub const CONVERSATION_MEMO_MESSAGES_MAX: usize = 1_048_576;
 
+/// Changes a [`History`](crate::context::history::History) remembers the position of. A
+/// preparation whose remembered revision is further back compares its handles instead, so this
+/// bounds memory, not correctness; an agent's step makes a few changes (offloads, a receipt).
+pub const HISTORY_EDITS_KEPT: usize = 64;
+
 const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
 /// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
 /// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed

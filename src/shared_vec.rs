@@ -58,7 +58,11 @@ impl<T: Clone> SharedVec<T> {
     /// # Panics
     /// When the range reaches past the end.
     pub fn iter_range(&self, range: std::ops::Range<usize>) -> impl DoubleEndedIterator<Item = &T> {
-        assert!(range.end <= self.len(), "range {range:?} past the end ({})", self.len());
+        assert!(
+            range.end <= self.len(),
+            "range {range:?} past the end ({})",
+            self.len()
+        );
         range.map(|index| &self.0[index])
     }
 
@@ -242,7 +246,10 @@ mod tests {
         assert_eq!(front[0], "system");
         assert_eq!(front[1], "m0");
         assert_eq!(back[200], "tail");
-        assert_eq!(cut.to_vec(), (0..10).map(|i| format!("m{i}")).collect::<Vec<_>>());
+        assert_eq!(
+            cut.to_vec(),
+            (0..10).map(|i| format!("m{i}")).collect::<Vec<_>>()
+        );
         assert_eq!(changed[150], "rewritten");
         assert_ne!(changed, original);
         assert!(original.ptr_eq(&original.clone()));

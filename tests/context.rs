@@ -82,7 +82,7 @@ fn prepare_input<'a>(
         system_prompt: Some("Be careful."),
         materials,
         transforms: &[],
-        history,
+        history: history.into(),
         projections: &[],
         tools: &NO_TOOLS,
         estimator: &RatioEstimator,
@@ -102,8 +102,12 @@ fn rebuilding_from_a_previous_output_is_idempotent() {
     ];
     let history = vec![Message::user("u1", "Fix it.")];
     let first = prepare(&prepare_input(&materials, &history, &model)).expect("first");
-    let again =
-        prepare(&prepare_input(&materials, &first.request.messages.to_vec(), &model)).expect("again");
+    let again = prepare(&prepare_input(
+        &materials,
+        &first.request.messages.to_vec(),
+        &model,
+    ))
+    .expect("again");
     assert_eq!(first.request.messages, again.request.messages);
     let systems = again
         .request
@@ -117,8 +121,12 @@ fn rebuilding_from_a_previous_output_is_idempotent() {
         "policy",
         "Preserve the API and the format.",
     )];
-    let rebuilt =
-        prepare(&prepare_input(&edited, &first.request.messages.to_vec(), &model)).expect("edited");
+    let rebuilt = prepare(&prepare_input(
+        &edited,
+        &first.request.messages.to_vec(),
+        &model,
+    ))
+    .expect("edited");
     let system = rebuilt.request.messages[0].text();
     assert!(system.contains("Preserve the API and the format."));
     assert_eq!(system.matches("instruction/policy").count(), 1);

@@ -20,6 +20,7 @@ use ctxbed::compaction::config::TailBudget;
 use ctxbed::compaction::cut::{cut_index, is_pair_closed};
 use ctxbed::context::block::{ContextBlock, Material, MaterialKind, Placement};
 use ctxbed::context::budget::BudgetSettings;
+use ctxbed::context::history::{History, HistoryRef};
 use ctxbed::context::omission::{default_order, select, validate_order};
 use ctxbed::context::render::{self, material_message, system_message};
 use ctxbed::context::{PairingCheck, PrepareInput, prepare};
@@ -199,8 +200,55 @@ fn edit() -> impl Strategy<Value = Edit> {
     ]
 }
 
+/// A history an [`Edit`] applies to: a plain vector, or a [`History`] that records its changes.
+trait Editable: std::ops::Deref<Target = [Message]> + Extend<Message> {
+    fn push(&mut self, message: Message);
+    fn set(&mut self, index: usize, message: Message);
+    fn remove(&mut self, index: usize);
+    fn insert(&mut self, index: usize, message: Message);
+    fn truncate(&mut self, len: usize);
+}
+
+impl Editable for Vec<Message> {
+    fn push(&mut self, message: Message) {
+        Vec::push(self, message);
+    }
+    fn set(&mut self, index: usize, message: Message) {
+        self[index] = message;
+    }
+    fn remove(&mut self, index: usize) {
+        Vec::remove(self, index);
+    }
+    fn insert(&mut self, index: usize, message: Message) {
+        Vec::insert(self, index, message);
+    }
+    fn truncate(&mut self, len: usize) {
+        Vec::truncate(self, len);
+    }
+}
+
+impl Editable for History {
+    fn push(&mut self, message: Message) {
+        History::push(self, message);
+    }
+    fn set(&mut self, index: usize, message: Message) {
+        if let Some(slot) = self.get_mut(index) {
+            *slot = message;
+        }
+    }
+    fn remove(&mut self, index: usize) {
+        History::remove(self, index);
+    }
+    fn insert(&mut self, index: usize, message: Message) {
+        History::insert(self, index, message);
+    }
+    fn truncate(&mut self, len: usize) {
+        History::truncate(self, len);
+    }
+}
+
 /// Applies an edit; `serial` keeps new ids unique.
-fn apply(history: &mut Vec<Message>, edit: &Edit, serial: usize) {
+fn apply(history: &mut impl Editable, edit: &Edit, serial: usize) {
     let at = |position: usize, len: usize| if len == 0 { 0 } else { position % len };
     match edit {
         Edit::Append(exchanges) => {
@@ -239,7 +287,7 @@ fn apply(history: &mut Vec<Message>, edit: &Edit, serial: usize) {
             if !history.is_empty() {
                 let index = at(*position, history.len());
                 let id = history[index].id.clone();
-                history[index] = Message::user(id, format!("rewritten {serial}"));
+                history.set(index, Message::user(id, format!("rewritten {serial}")));
             }
         }
         Edit::Remove(position) => {
@@ -630,7 +678,9 @@ proptest! {
     /// preparation that reads everything afresh prepares: the same request, the same manifest
     /// and the same outcome. Both layouts are covered (with and without a System message and
     /// material after the conversation), and so is a projection holding a tool result, which
-    /// takes the whole-request pairing check.
+    /// takes the whole-request pairing check. The same edits go to a plain vector (whose
+    /// handles each step compares) and, built separately, to a [`History`] (whose recorded
+    /// changes let a step skip the comparison): all three preparations agree.
     #[test]
     fn a_remembered_conversation_prepares_what_a_fresh_read_does(
         edits in prop::collection::vec(edit(), 1..12),
@@ -651,11 +701,14 @@ proptest! {
         } else {
             Vec::new()
         };
-        let mut history = Vec::new();
+        let mut plain = Vec::new();
+        let mut tracked = History::new();
         for (serial, edit) in edits.iter().enumerate() {
-            apply(&mut history, edit, serial);
+            apply(&mut plain, edit, serial);
+            apply(&mut tracked, edit, serial);
+            prop_assert_eq!(&plain[..], &tracked[..]);
             // Both outcomes as one type (Ok or Err), compared whole.
-            let input = |estimator: &'_ dyn TokenEstimator| {
+            let input = |estimator: &'_ dyn TokenEstimator, history: HistoryRef<'_>| {
                 let outcome = prepare(&PrepareInput {
                     call_id: "c1",
                     purpose: Purpose::Reasoning,
@@ -663,7 +716,7 @@ proptest! {
                     system_prompt: prompt.then_some("Be careful."),
                     materials: &materials,
                     transforms: &[],
-                    history: &history,
+                    history,
                     projections: &projections,
                     tools: &Default::default(),
                     estimator,
@@ -676,9 +729,11 @@ proptest! {
                     Err(rejected) => (Some(rejected.error), Default::default(), rejected.manifest),
                 }
             };
-            let remembered = input(&cached);
-            let fresh = input(&ApproximateEstimator);
-            prop_assert_eq!(remembered, fresh, "after edit {} ({:?})", serial, edit);
+            let fresh = input(&ApproximateEstimator, (&plain).into());
+            let remembered = input(&cached, (&plain).into());
+            prop_assert_eq!(&remembered, &fresh, "plain, after edit {} ({:?})", serial, edit);
+            let remembered = input(&cached, (&tracked).into());
+            prop_assert_eq!(&remembered, &fresh, "tracked, after edit {} ({:?})", serial, edit);
         }
     }
 }

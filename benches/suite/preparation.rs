@@ -17,6 +17,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion};
 use ctxbed::context::block::{ContextBlock, Material};
 use ctxbed::context::budget::BudgetSettings;
+use ctxbed::context::history::{History, HistoryRef};
 use ctxbed::context::{PrepareInput, prepare};
 use ctxbed::message::{ContentPart, Message};
 use ctxbed::model::{ModelInfo, ModelRequest, Purpose};
@@ -87,7 +88,7 @@ fn sources(count: usize) -> Vec<Material> {
 fn step(
     model: &ModelInfo,
     materials: &[Material],
-    history: &[Message],
+    history: HistoryRef<'_>,
     estimator: &dyn TokenEstimator,
 ) -> i64 {
     prepared_request(model, materials, history, estimator).0
@@ -97,7 +98,7 @@ fn step(
 fn prepared_request(
     model: &ModelInfo,
     materials: &[Material],
-    history: &[Message],
+    history: HistoryRef<'_>,
     estimator: &dyn TokenEstimator,
 ) -> (i64, ModelRequest) {
     let input = PrepareInput {
@@ -134,21 +135,33 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
         &HISTORY_SIZES[..]
     };
     for &size in sizes {
-        let messages = history(size);
+        let messages = History::from(history(size));
         let mut group = criterion.benchmark_group(format!("prepare_step/{size}"));
         for source_count in SOURCE_COUNTS {
             let materials = sources(source_count);
             let estimator = CachedEstimator::new(ApproximateEstimator);
             // The previous step: every message counted and hashed once.
-            step(&model, &materials, &messages, &estimator);
+            step(&model, &materials, (&messages).into(), &estimator);
             let key = format!("prepare/{size}/{source_count}");
             record.bench(
                 &mut group,
                 BenchmarkId::new("sources", source_count),
                 &key,
-                || step(&model, &materials, black_box(&messages), &estimator),
+                || step(&model, &materials, black_box(&messages).into(), &estimator),
             );
         }
+        let materials = sources(10);
+        let estimator = CachedEstimator::new(ApproximateEstimator);
+        step(&model, &materials, (&messages).into(), &estimator);
+        record.bench(
+            &mut group,
+            BenchmarkId::from_parameter("slice"),
+            &format!("slice/{size}"),
+            || {
+                let slice: &[Message] = black_box(&messages);
+                step(&model, &materials, slice.into(), &estimator)
+            },
+        );
         if size <= UNCACHED_MESSAGES_MAX {
             let materials = sources(10);
             record.bench(
@@ -159,7 +172,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
                     step(
                         &model,
                         &materials,
-                        black_box(&messages),
+                        black_box(&messages).into(),
                         &ApproximateEstimator,
                     )
                 },
@@ -169,12 +182,12 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             &mut group,
             BenchmarkId::from_parameter("history_clone"),
             &format!("clone/{size}"),
-            || black_box(&messages).clone(),
+            || black_box(&messages).to_vec(),
         );
         let (_, request) = prepared_request(
             &model,
             &sources(10),
-            &messages,
+            (&messages).into(),
             &CachedEstimator::new(ApproximateEstimator),
         );
         let wire = WireOptions {

@@ -261,7 +261,7 @@ impl Call<'_> {
             system_prompt: inner.sys_prompt.as_deref(),
             materials: &inner.instructions,
             transforms: &[],
-            history: &history,
+            history: (&history).into(),
             projections: &[],
             tools: &Default::default(),
             estimator: estimator.as_ref(),

@@ -20,8 +20,8 @@ use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
 use crate::model::{ModelError, ModelReply, ModelRequest, Purpose};
 use crate::runtime::RuntimeContext;
-use crate::shared_vec::SharedVec;
 use crate::session::{Payload, SessionLogKey, SessionRecord};
+use crate::shared_vec::SharedVec;
 use crate::tools::{Permission, ToolContext, ToolOutcome};
 
 pub(super) type Sink<'a> = dyn FnMut(AgentEvent) + Send + 'a;
@@ -522,7 +522,7 @@ impl Call<'_> {
                 system_prompt: inner.sys_prompt.as_deref(),
                 materials: &materials,
                 transforms: &[],
-                history: &before.view,
+                history: (&before.view).into(),
                 projections: &before.transient,
                 tools: &tools,
                 estimator: inner.policy.estimator.as_ref(),
@@ -547,7 +547,7 @@ impl Call<'_> {
             system_prompt: inner.sys_prompt.as_deref(),
             materials: &materials,
             transforms: &transforms,
-            history: &projection.view,
+            history: (&projection.view).into(),
             projections: &projection.transient,
             tools: &tools,
             estimator: inner.policy.estimator.as_ref(),

@@ -19,7 +19,7 @@
 //! let history = vec![Message::user("u1", "Fix the export.")];
 //! let prepared = prepare(&PrepareInput {
 //!     call_id: "c1-r1", purpose: Purpose::Reasoning, model: &model,
-//!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: &history,
+//!     system_prompt: Some("Be careful."), materials: &[], transforms: &[], history: (&history).into(),
 //!     projections: &[], tools: &Default::default(),
 //!     estimator: &RatioEstimator, budget: BudgetSettings::default(), pairing: Default::default(),
 //!     selection: None,
@@ -30,6 +30,7 @@
 
 pub mod block;
 pub mod budget;
+pub mod history;
 pub mod manifest;
 pub mod offload;
 pub mod omission;
@@ -46,6 +47,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use budget::{BudgetSettings, InputBudget};
+use history::HistoryRef;
 use manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
 use pairs::{PairingProblem, find_pairing_problem};
 
@@ -71,8 +73,10 @@ pub struct PrepareInput<'a> {
     pub materials: &'a [Material],
     /// Transforms already applied while loading (source failures, workspace truncation).
     pub transforms: &'a [String],
-    /// The working conversation, oldest first.
-    pub history: &'a [Message],
+    /// The working conversation, oldest first: a slice or `Vec` (`(&messages).into()`), or a
+    /// [`History`](history::History), which tells the preparation what changed since the
+    /// last step so it need not compare the messages it has read before.
+    pub history: HistoryRef<'a>,
     /// Task and plan projections (`TASK_STATE`, `RUNTIME_STATE`), placed after the runtime
     /// material; never omitted, never committed.
     pub projections: &'a [Message],
@@ -178,10 +182,10 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     let mut transforms = input.transforms.to_vec();
     let repaired;
     let history = if input.pairing == PairingCheck::Repair {
-        let (messages, repairs) = pairs::repair(input.history);
+        let (messages, repairs) = pairs::repair(input.history.messages());
         transforms.extend(repairs);
         repaired = messages;
-        repaired.as_slice()
+        HistoryRef::from(&repaired)
     } else {
         input.history
     };
@@ -438,7 +442,10 @@ fn count(
         estimated += tokens;
         Arc::new(ManifestItem::message(message, tokens, content_hash))
     };
-    let before: Vec<_> = messages.iter_range(0..conversation.start).map(&mut item).collect();
+    let before: Vec<_> = messages
+        .iter_range(0..conversation.start)
+        .map(&mut item)
+        .collect();
     let after: Vec<_> = messages
         .iter_range(conversation.end..messages.len())
         .map(&mut item)
@@ -503,14 +510,14 @@ struct Parts<'a> {
 impl<'a> Parts<'a> {
     fn split(
         system_prompt: Option<&'a str>,
-        history: &'a [Message],
+        history: HistoryRef<'a>,
         projections: &'a [Message],
         estimator: &dyn TokenEstimator,
     ) -> Self {
         let scan = scanned::scan(history, estimator);
         Parts {
             system_prompt,
-            foreign_system: scan.foreign_system(history),
+            foreign_system: scan.foreign_system(history.messages()),
             projections,
             scan,
             rendered: RefCell::new(None),
@@ -596,8 +603,8 @@ mod tests {
         ];
         let history = [Message::user("u1", "Hi")];
         let estimator = crate::tokens::RatioEstimator;
-        let parts = Parts::split(Some("You help."), &history, &[], &estimator);
-        let fresh = Parts::split(Some("You help."), &history, &[], &estimator);
+        let parts = Parts::split(Some("You help."), (&history).into(), &[], &estimator);
+        let fresh = Parts::split(Some("You help."), (&history).into(), &[], &estimator);
         let subsets = [
             &materials[..],
             &materials[..1],

@@ -29,6 +29,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use super::history::HistoryRef;
 use super::manifest::ManifestItem;
 use super::pairs::PairingScan;
 use super::render;
@@ -69,6 +70,10 @@ pub(super) struct Scan {
     /// Pairing of the conversation on its own (indices from 0). Only a scan kept for later
     /// preparations has one; a one-off scan leaves pairing to a check of the request.
     pairing: Option<PairingScan<Box<str>>>,
+    /// The lineage and revision of the [`History`] this scan last read in full, when it read
+    /// one: the handles below the position the history reports changed since then are known
+    /// equal without comparing them.
+    seen: Option<(u64, u64)>,
 }
 
 impl Scan {
@@ -82,6 +87,7 @@ impl Scan {
             items: SharedVec::new(),
             tokens: 0,
             pairing: remembered.then(PairingScan::default),
+            seen: None,
         }
     }
 
@@ -96,13 +102,23 @@ impl Scan {
         self.classes.len()
     }
 
-    /// How many of the first messages of `history` this scan has read.
-    fn shared_prefix(&self, history: &[Message]) -> usize {
-        self.handles
-            .iter()
-            .zip(history)
-            .take_while(|(known, message)| known.shares_content(message))
-            .count()
+    /// How many of the first messages of `history` this scan has read. When `history` is the
+    /// [`History`] this scan last read, the messages below its first change since then are
+    /// taken as read without comparing them; the rest are compared handle by handle.
+    fn shared_prefix(&self, history: HistoryRef<'_>) -> usize {
+        let unchanged = match (history.tracked(), self.seen) {
+            (Some(tracked), Some((lineage, revision))) if tracked.lineage() == lineage => {
+                tracked.changed_since(revision).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        let unchanged = unchanged.min(self.read()).min(history.len());
+        unchanged
+            + self.handles[unchanged..]
+                .iter()
+                .zip(&history[unchanged..])
+                .take_while(|(known, message)| known.shares_content(message))
+                .count()
     }
 
     /// Forgets every message from position `keep` on; the tokens and the pairing of what is
@@ -202,14 +218,18 @@ thread_local! {
 
 /// The scan of `history`: read afresh, or, when the estimator remembers counts, continued from
 /// the remembered scan that shares the longest prefix with it.
-pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Scan> {
+pub(super) fn scan<'a>(
+    history: impl Into<HistoryRef<'a>>,
+    estimator: &dyn TokenEstimator,
+) -> Rc<Scan> {
+    let history = history.into();
     let method = estimator.method();
     if !estimator.caches_counts()
         || history.is_empty()
         || history.len() > CONVERSATION_MEMO_MESSAGES_MAX
     {
         let mut scan = Scan::new(method, false);
-        scan.extend(history, estimator);
+        scan.extend(history.messages(), estimator);
         return Rc::new(scan);
     }
     let remembered = MEMO.with_borrow_mut(|memo| take_closest(memo, history, method));
@@ -223,9 +243,15 @@ pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Sc
         }
         None => Rc::new(Scan::new(method, true)),
     };
-    if scan.read() < history.len() {
-        Rc::make_mut(&mut scan).extend(history, estimator);
+    let seen = history
+        .tracked()
+        .map(|tracked| (tracked.lineage(), tracked.revision()));
+    if scan.read() < history.len() || scan.seen != seen {
+        let inner = Rc::make_mut(&mut scan);
+        inner.extend(history.messages(), estimator);
+        inner.seen = seen;
     }
+    debug_assert_eq!(scan.read(), history.len());
     MEMO.with_borrow_mut(|memo| {
         memo.scans.insert(0, Rc::clone(&scan));
         memo.scans.truncate(CONVERSATION_MEMO_ENTRIES_MAX);
@@ -237,7 +263,7 @@ pub(super) fn scan(history: &[Message], estimator: &dyn TokenEstimator) -> Rc<Sc
 /// `history`, with that prefix's length.
 fn take_closest(
     memo: &mut Memo,
-    history: &[Message],
+    history: HistoryRef<'_>,
     method: &'static str,
 ) -> Option<(Rc<Scan>, usize)> {
     let first = history.first()?;
@@ -295,9 +321,7 @@ mod tests {
     fn pairing_problem(scan: &Scan) -> Option<PairingProblem> {
         match scan.pairing() {
             Some(pairing) => pairing.finish(),
-            None => {
-                find_pairing_problem(scan.conversation())
-            }
+            None => find_pairing_problem(scan.conversation()),
         }
     }
 
