@@ -1,11 +1,14 @@
 //! One reasoning step's preparation over long histories, with counts cached as in a run.
 //!
-//! The history is a user turn, then tool exchanges with 400-character log results; the
-//! sources are reference blocks of 500 characters of prose. The estimator is approx-v1 behind
-//! a `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
+//! The history is a user turn, then tool exchanges with 400-character log results, held in a
+//! `History` (which tells the preparation what changed since its last look); the sources are
+//! reference blocks of 500 characters of prose. The estimator is approx-v1 behind a
+//! `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
 //! (the previous step saw the same history), so a step counts and hashes nothing new.
-//! `uncached/N` is the same step with approx-v1 alone (no `CachedEstimator`), so every step
-//! counts and hashes every message; it runs with 10 sources up to 10,000 messages.
+//! `slice/N` is the step with 10 sources over the same messages as a plain slice, which the
+//! preparation recognises by comparing one handle per message. `uncached/N` is the step with
+//! approx-v1 alone (no `CachedEstimator`), so every step counts and hashes every message; it
+//! runs with 10 sources up to 10,000 messages.
 //!
 //! Two references in the same run: `history_clone/N` copies the history (messages share their
 //! content, so this is one reference-count increment per message), and `request_json/N`
@@ -218,10 +221,10 @@ impl Preparation {
             eprint!(" {sources} sources | × 100 msgs |");
         }
         eprintln!(
-            " history clone | request JSON | step ÷ JSON (10 sources) | uncached (10 sources) | uncached ÷ cached |"
+            " plain slice (10 sources) | slice ÷ History | history clone | request JSON | step ÷ JSON (10 sources) | uncached (10 sources) | uncached ÷ cached |"
         );
         eprintln!(
-            "| ---: |{} ---: | ---: | ---: | ---: | ---: |",
+            "| ---: |{} ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
             " ---: | ---: |".repeat(SOURCE_COUNTS.len())
         );
         for size in HISTORY_SIZES {
@@ -239,9 +242,12 @@ impl Preparation {
             let clone = seconds(format!("clone/{size}"));
             let json = seconds(format!("json/{size}"));
             let cached = seconds(format!("prepare/{size}/10"));
+            let slice = seconds(format!("slice/{size}"));
             let uncached = seconds(format!("uncached/{size}"));
             eprintln!(
-                " {} | {} | {} | {} | {} |",
+                " {} | {} | {} | {} | {} | {} | {} |",
+                record::time(slice),
+                record::ratio(slice, cached),
                 record::time(clone),
                 record::time(json),
                 record::ratio(cached, json),
@@ -249,12 +255,14 @@ impl Preparation {
                 record::ratio(uncached, cached),
             );
         }
-        eprintln!("\nper message: a step over N messages divided by N");
+        eprintln!(
+            "\nper message, plain slice (10 sources): the step over N messages less the step over a History, divided by N"
+        );
         for size in HISTORY_SIZES {
-            let per_message = self
-                .record
-                .seconds(&format!("prepare/{size}/10"))
-                .map(|s| s / size as f64);
+            let seconds = |key: String| self.record.seconds(&key);
+            let per_message = seconds(format!("slice/{size}"))
+                .zip(seconds(format!("prepare/{size}/10")))
+                .map(|(slice, history)| (slice - history).max(0.0) / size as f64);
             eprintln!("  {size:>7}: {}", record::time(per_message));
         }
     }
