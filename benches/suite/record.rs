@@ -85,8 +85,12 @@ pub fn ratio(numerator: Option<f64>, denominator: Option<f64>) -> String {
             let r = n / d;
             if r >= 10.0 {
                 format!("{r:.0}×")
-            } else {
+            } else if r >= 0.01 || r <= 0.0 {
                 format!("{r:.2}×")
+            } else {
+                // Two significant digits, so a small ratio does not print as 0.00×.
+                let digits = (-r.log10()).ceil() as usize + 1;
+                format!("{r:.digits$}×")
             }
         }
         _ => "-".to_string(),

@@ -152,17 +152,33 @@ pub(super) fn emit(inner: &AgentInner, sink: &mut Sink<'_>, kind: EventKind) {
     });
 }
 
+/// What a call starts from: the committed history and the version it descends from.
+pub(super) struct SessionStart {
+    pub(super) history: Vec<Message>,
+    pub(super) version: u64,
+}
+
+impl SessionStart {
+    /// Copies only what a call needs; the log's bookkeeping (one entry per message) stays put.
+    fn of(state: &SessionState) -> Self {
+        SessionStart {
+            history: state.history.clone(),
+            version: state.version,
+        }
+    }
+}
+
 /// The session's committed state: from memory, or restored from the session log the first time
 /// this agent sees the session (a new process over the same storage). The state is installed
-/// in memory before it is returned, so a session is restored once.
+/// in memory before the call's start is returned, so a session is restored once.
 pub(super) async fn session_state(
     inner: &AgentInner,
     key: &SessionKey,
     runtime: &RuntimeContext,
     sink: &mut Sink<'_>,
-) -> Result<SessionState, RestoreError> {
+) -> Result<SessionStart, RestoreError> {
     if let Some(state) = lock(&inner.sessions).get(key) {
-        return Ok(state.clone());
+        return Ok(SessionStart::of(state));
     }
     let log_key = SessionLogKey {
         agent_id: inner.agent_id.clone(),
@@ -176,7 +192,7 @@ pub(super) async fn session_state(
     let mut sessions = lock(&inner.sessions);
     if let Some(state) = sessions.get(key) {
         // Another call of this agent restored or created the session meanwhile.
-        return Ok(state.clone());
+        return Ok(SessionStart::of(state));
     }
     let state = match restored {
         Some(restored) => {
@@ -193,8 +209,9 @@ pub(super) async fn session_state(
         }
         None => SessionState::default(),
     };
-    sessions.insert(key.clone(), state.clone());
-    Ok(state)
+    let start = SessionStart::of(&state);
+    sessions.insert(key.clone(), state);
+    Ok(start)
 }
 
 /// Records what the session log lacks of a committed session state: each message that is new,
@@ -666,7 +683,11 @@ impl Call<'_> {
             manifest: manifest.clone(),
             error_kind,
         };
-        self.record("context/build", build_payload(&event));
+        if inner.session_log.is_some() {
+            // The record holds the whole manifest, one item per message: build it only when a
+            // log will keep it.
+            self.record("context/build", build_payload(&event));
+        }
         emit(
             inner,
             sink,
