@@ -257,8 +257,8 @@ mod tests {
             metadata: Default::default(),
         };
         let cjk = "\u{6587}".repeat(10); // 10 characters, 30 bytes
-        assert!(!longer_than(&result(&[cjk.clone()]), 10));
-        assert!(longer_than(&result(&[cjk.clone()]), 9));
+        assert!(!longer_than(&result(std::slice::from_ref(&cjk)), 10));
+        assert!(longer_than(&result(std::slice::from_ref(&cjk)), 9));
         assert!(longer_than(&result(&[cjk.clone(), "x".into()]), 10));
         assert!(!longer_than(&result(&["x".repeat(10)]), 10));
         assert!(longer_than(&result(&["x".repeat(6), "y".repeat(5)]), 10));
