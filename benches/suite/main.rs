@@ -13,6 +13,8 @@
 //! - [`preparation`]: one reasoning step's `context::prepare` over histories of 100 to 100,000
 //!   messages with 0, 10 and 100 source blocks, counts cached as in a run, next to the cost
 //!   of cloning the history (what building the request's message vector costs at least).
+//! - [`agent`]: one whole `HarnessAgent::call` over the same histories, with and without the
+//!   session log: what the harness does around `prepare`.
 //! - [`pipeline`]: the compaction cut and the aggregate prune, offloading a 10 MB tool result,
 //!   and one whole scenario run on the simulator.
 //!
@@ -22,6 +24,7 @@
 //! shared machine ratios travel better than absolute times. In `--test` mode the huge inputs
 //! are skipped and no table is printed.
 
+mod agent;
 mod estimation;
 mod pipeline;
 mod preparation;
@@ -45,11 +48,15 @@ fn main() {
     let preparation = parts
         .wanted("prepare_step")
         .then(|| preparation::run(&mut criterion, smoke_test));
+    let agent_steps = parts
+        .wanted("agent_step")
+        .then(|| agent::run(&mut criterion, smoke_test));
     let pipeline = pipeline::run(&mut criterion, &parts, smoke_test);
     criterion.final_summary();
     if !smoke_test {
         estimation.iter().for_each(estimation::Estimation::print);
         preparation.iter().for_each(preparation::Preparation::print);
+        agent_steps.iter().for_each(agent::AgentSteps::print);
         pipeline.print();
     }
 }

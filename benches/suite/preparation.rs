@@ -44,7 +44,7 @@ pub struct Preparation {
 /// A history of `count` messages: a user turn, then tool exchanges with 400-character results.
 /// Results repeat every 64 rounds (distinct ids, so every message is its own), which keeps
 /// the setup of 100,000 messages fast.
-fn history(count: usize) -> Vec<Message> {
+pub fn history(count: usize) -> Vec<Message> {
     let results: Vec<String> = (0..64)
         .map(|seed| generate_text(TextKind::Log, 400, seed))
         .collect();

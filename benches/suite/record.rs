@@ -39,6 +39,27 @@ impl Record {
         });
     }
 
+    /// Benchmarks a routine that times `iterations` iterations itself (to leave its setup
+    /// out), and keeps its total iterations and time.
+    pub fn bench_custom(
+        &self,
+        group: &mut BenchmarkGroup<'_, WallTime>,
+        id: BenchmarkId,
+        key: &str,
+        mut routine: impl FnMut(u64) -> Duration,
+    ) {
+        group.bench_function(id, |bencher| {
+            bencher.iter_custom(|iterations| {
+                let elapsed = routine(iterations);
+                let mut timings = self.timings.borrow_mut();
+                let total = timings.entry(key.to_string()).or_default();
+                total.0 += iterations;
+                total.1 += elapsed;
+                elapsed
+            })
+        });
+    }
+
     /// True when nothing was measured (a filter left every benchmark out).
     pub fn is_empty(&self) -> bool {
         self.timings.borrow().is_empty()
