@@ -1,7 +1,7 @@
 //! [`History`]: a working conversation that remembers where it last changed, so a preparation
 //! knows which of its messages it has read before without comparing them.
 //!
-//! A preparation remembers the conversations it read ([`scanned`](super::scanned)) and, at the
+//! A preparation remembers the conversations it read (`context::scanned`) and, at the
 //! next step, reads only the messages after the longest prefix it has already seen. Given a
 //! plain slice it must find that prefix by comparing one handle per message: cheap, but linear in
 //! the history. A `History` is a `Vec<Message>` whose every change other than an append goes
