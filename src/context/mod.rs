@@ -454,26 +454,7 @@ fn count(
         items.push_front(item);
     }
     items.extend(after);
-    for placement in [
-        Placement::System,
-        Placement::Transient,
-        Placement::Reference,
-    ] {
-        for material in render::ordered(kept, placement) {
-            items.push_back(Arc::new(ManifestItem {
-                kind: ItemKind::Material {
-                    kind: material.kind,
-                    placement: material.placement,
-                    revision: material.revision.clone(),
-                    required: material.required,
-                    priority: material.priority,
-                },
-                id: material.id.clone(),
-                tokens: input.estimator.text_tokens(&material.text),
-                content_hash: material.content_hash(),
-            }));
-        }
-    }
+    items.extend(parts.material_items(kept, input.estimator).iter().cloned());
     for schema in input.tools.iter() {
         let tokens = input.estimator.tool_schema_tokens(schema);
         estimated += tokens;
@@ -504,7 +485,7 @@ struct Parts<'a> {
     /// for. Omission measures the kept set, and the layout then renders the same set: the
     /// memo renders (and the estimator hashes) each set once. The materials all come from one
     /// input, so their ids name them.
-    rendered: RefCell<Option<(Vec<String>, rendered::Rendered)>>,
+    rendered: RefCell<Option<LastRendering>>,
 }
 
 impl<'a> Parts<'a> {
@@ -531,18 +512,70 @@ impl<'a> Parts<'a> {
                 .map(String::as_str)
                 .eq(materials.iter().map(|m| m.id.as_str()))
         };
-        if let Some((ids, messages)) = &*self.rendered.borrow()
-            && same(ids)
+        if let Some(last) = &*self.rendered.borrow()
+            && same(&last.ids)
         {
-            return messages.clone();
+            return last.messages.clone();
         }
-        let messages =
+        let (messages, slot) =
             rendered::rendered(self.system_prompt, materials, &self.foreign_system, || {
                 self.render_materials(materials)
             });
         let ids = materials.iter().map(|m| m.id.clone()).collect();
-        *self.rendered.borrow_mut() = Some((ids, messages.clone()));
+        *self.rendered.borrow_mut() = Some(LastRendering {
+            ids,
+            messages: messages.clone(),
+            items: slot,
+        });
         messages
+    }
+
+    /// The manifest items of the kept materials, in layout order (System, transient,
+    /// reference). With an estimator that caches counts they are remembered with the rendering
+    /// of exactly this set, so an unchanged set is not counted and hashed again at every step.
+    fn material_items(
+        &self,
+        kept: &[Material],
+        estimator: &dyn TokenEstimator,
+    ) -> Rc<[Arc<ManifestItem>]> {
+        let compute = || -> Rc<[Arc<ManifestItem>]> {
+            [
+                Placement::System,
+                Placement::Transient,
+                Placement::Reference,
+            ]
+            .into_iter()
+            .flat_map(|placement| render::ordered(kept, placement))
+            .map(|material| Arc::new(material_item(material, estimator)))
+            .collect()
+        };
+        if !estimator.caches_counts() {
+            return compute();
+        }
+        // The layout rendered exactly this set just before, so the memo holds its slot.
+        let slot = match &*self.rendered.borrow() {
+            Some(LastRendering {
+                ids,
+                items: Some(slot),
+                ..
+            }) if ids
+                .iter()
+                .map(String::as_str)
+                .eq(kept.iter().map(|m| m.id.as_str())) =>
+            {
+                Rc::clone(slot)
+            }
+            _ => return compute(),
+        };
+        let method = estimator.method();
+        if let Some((counted_by, items)) = &*slot.borrow()
+            && *counted_by == method
+        {
+            return Rc::clone(items);
+        }
+        let items = compute();
+        *slot.borrow_mut() = Some((method, Rc::clone(&items)));
+        items
     }
 
     fn render_materials(&self, materials: &[Material]) -> rendered::Rendered {
@@ -584,6 +617,30 @@ impl<'a> Parts<'a> {
     }
 }
 
+/// The material messages a preparation rendered last, by the ids of the materials they were
+/// rendered for, with the memo's slot for those materials' manifest items.
+struct LastRendering {
+    ids: Vec<String>,
+    messages: rendered::Rendered,
+    items: Option<rendered::ItemSlot>,
+}
+
+/// A material's manifest item: its kind and placement, its tokens and content hash.
+fn material_item(material: &Material, estimator: &dyn TokenEstimator) -> ManifestItem {
+    ManifestItem {
+        kind: ItemKind::Material {
+            kind: material.kind,
+            placement: material.placement,
+            revision: material.revision.clone(),
+            required: material.required,
+            priority: material.priority,
+        },
+        id: material.id.clone(),
+        tokens: estimator.text_tokens(&material.text),
+        content_hash: material.content_hash(),
+    }
+}
+
 fn to_signed(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
@@ -619,6 +676,75 @@ mod tests {
                 "{:?}",
                 subset.iter().map(|m| &m.id).collect::<Vec<_>>()
             );
+        }
+    }
+
+    /// Material items remembered with a rendering are handed out only for the counting method
+    /// that made them: each estimator's manifest lists its own counts, step after step.
+    #[test]
+    fn remembered_material_items_follow_the_counting_method() {
+        use crate::tokens::{ApproximateEstimator, CachedEstimator, RatioEstimator};
+        let materials = [
+            Material::instruction("rules", "Be brief and check every figure twice."),
+            Material::from_block("s", &ContextBlock::runtime("clock", "It is noon.")),
+            Material::from_block("s", &ContextBlock::reference("doc", "See the 2024 guide.")),
+        ];
+        let history = [Message::user("u1", "Hi")];
+        let model = ModelInfo {
+            name: "m".into(),
+            context_window: Some(100_000),
+            max_output_tokens: None,
+        };
+        let approx = CachedEstimator::new(ApproximateEstimator);
+        let ratio = CachedEstimator::new(RatioEstimator);
+        let material_items = |estimator: &dyn TokenEstimator| {
+            let prepared = prepare(&PrepareInput {
+                call_id: "c1",
+                purpose: Purpose::Reasoning,
+                model: &model,
+                system_prompt: Some("You help."),
+                materials: &materials,
+                transforms: &[],
+                history: (&history).into(),
+                projections: &[],
+                tools: &Default::default(),
+                estimator,
+                budget: BudgetSettings::default(),
+                pairing: PairingCheck::Strict,
+                selection: None,
+            })
+            .expect("prepares");
+            prepared
+                .manifest
+                .items
+                .iter()
+                .filter(|item| matches!(item.kind, ItemKind::Material { .. }))
+                .map(|item| (item.id.clone(), item.tokens, item.content_hash.clone()))
+                .collect::<Vec<_>>()
+        };
+        let fresh = |estimator: &dyn TokenEstimator| {
+            [
+                Placement::System,
+                Placement::Transient,
+                Placement::Reference,
+            ]
+            .into_iter()
+            .flat_map(|placement| render::ordered(&materials, placement))
+            .map(|material| {
+                let item = material_item(material, estimator);
+                (item.id, item.tokens, item.content_hash)
+            })
+            .collect::<Vec<_>>()
+        };
+        let (by_approx, by_ratio) = (fresh(&ApproximateEstimator), fresh(&RatioEstimator));
+        assert_eq!(by_approx.len(), 3);
+        assert_ne!(
+            by_approx, by_ratio,
+            "the two methods count these texts apart"
+        );
+        for _ in 0..2 {
+            assert_eq!(material_items(&approx), by_approx);
+            assert_eq!(material_items(&ratio), by_ratio);
         }
     }
 }

@@ -10,21 +10,33 @@
 //! A hit is a rendering of input equal in every field, so it is the rendering itself. The memo
 //! holds at most [`RENDER_MEMO_ENTRIES_MAX`] renderings per thread (the oldest replaced first),
 //! and never one whose materials exceed [`RENDER_MEMO_BYTES_MAX`] bytes.
+//!
+//! Each rendering also has a slot for the manifest items of its materials (their tokens and
+//! content hashes), filled by the first preparation that lists them with an estimator that
+//! caches counts and handed to later ones with the same counting method: the materials are equal
+//! in every field, so their items are too.
 
 use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
 
 use super::block::Material;
+use super::manifest::ManifestItem;
 use crate::limits::{RENDER_MEMO_BYTES_MAX, RENDER_MEMO_ENTRIES_MAX};
 use crate::message::Message;
 
 /// The three material messages of a layout: System, transient, reference.
 pub(super) type Rendered = [Option<Message>; 3];
 
+/// The manifest items of a rendering's materials, by the counting method that made them.
+pub(super) type ItemSlot = Rc<RefCell<Option<(&'static str, Rc<[Arc<ManifestItem>]>)>>>;
+
 struct Entry {
     prompt: Option<String>,
     materials: Vec<Material>,
     foreign_system: Vec<Message>,
     rendered: Rendered,
+    items: ItemSlot,
 }
 
 impl Entry {
@@ -51,32 +63,38 @@ thread_local! {
     static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
 }
 
-/// The rendering of this input: remembered, or made by `render` and remembered.
+/// The rendering of this input: remembered, or made by `render` and remembered; with the slot
+/// for its materials' manifest items when it is remembered.
 pub(super) fn rendered(
     prompt: Option<&str>,
     materials: &[Material],
     foreign_system: &[&Message],
     render: impl FnOnce() -> Rendered,
-) -> Rendered {
+) -> (Rendered, Option<ItemSlot>) {
     let found = MEMO.with_borrow(|memo| {
         memo.entries
             .iter()
             .find(|entry| entry.matches(prompt, materials, foreign_system))
-            .map(|entry| entry.rendered.clone())
+            .map(|entry| (entry.rendered.clone(), Rc::clone(&entry.items)))
     });
-    if let Some(rendered) = found {
-        return rendered;
+    if let Some((rendered, items)) = found {
+        return (rendered, Some(items));
     }
     let rendered = render();
     let bytes: usize = materials.iter().map(|m| m.text.len()).sum::<usize>()
         + prompt.map_or(0, str::len)
         + foreign_system.iter().map(|m| m.text().len()).sum::<usize>();
-    if bytes <= RENDER_MEMO_BYTES_MAX {
+    if bytes > RENDER_MEMO_BYTES_MAX {
+        return (rendered, None);
+    }
+    let items = ItemSlot::default();
+    {
         let entry = Entry {
             prompt: prompt.map(str::to_string),
             materials: materials.to_vec(),
             foreign_system: foreign_system.iter().map(|m| (*m).clone()).collect(),
             rendered: rendered.clone(),
+            items: Rc::clone(&items),
         };
         MEMO.with_borrow_mut(|memo| {
             if memo.entries.len() < RENDER_MEMO_ENTRIES_MAX {
@@ -88,7 +106,7 @@ pub(super) fn rendered(
             }
         });
     }
-    rendered
+    (rendered, Some(items))
 }
 
 #[cfg(test)]
@@ -105,6 +123,7 @@ mod tests {
                 .collect::<String>();
             [Some(Message::system("system", &text)), None, None]
         })
+        .0
     }
 
     #[test]
