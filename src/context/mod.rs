@@ -316,12 +316,12 @@ impl FixedCost {
 }
 
 /// Omission for budget, in the default or the custom order.
-fn select_materials(
-    input: &PrepareInput<'_>,
+fn select_materials<'a>(
+    input: &PrepareInput<'a>,
     parts: &Parts<'_>,
     fixed: u64,
     limit: u64,
-) -> Result<omission::Selection, omission::SelectionError> {
+) -> Result<omission::Selection<'a>, omission::SelectionError> {
     let order = match input.selection {
         Some(policy) => {
             let order = policy.omission_order(input.materials);
@@ -358,7 +358,7 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     } = FixedCost::of(input, &parts);
     let kept = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection.kept,
-        Err(_) => input.materials.to_vec(),
+        Err(_) => std::borrow::Cow::Borrowed(input.materials),
     };
     let material_tokens = parts.material_tokens(&kept, input.estimator) + projection_tokens;
     let allowance = budget

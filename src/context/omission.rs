@@ -10,6 +10,7 @@
 //! re-measure follows, and only if the item estimates were too optimistic does it measure again,
 //! one more omission at a time.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::block::{Material, MaterialKind, Placement};
@@ -49,8 +50,10 @@ pub enum SelectionError {
 
 /// The outcome of omission.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Selection {
-    pub kept: Vec<Material>,
+pub struct Selection<'a> {
+    /// The materials kept, in input order: the input itself when nothing was omitted (the
+    /// usual step), so keeping everything copies nothing.
+    pub kept: Cow<'a, [Material]>,
     /// Omitted ids, in omission order.
     pub omitted: Vec<String>,
 }
@@ -101,13 +104,13 @@ pub fn validate_order(order: &[String], materials: &[Material]) -> Result<(), Se
 /// Omits materials in `order` until `measure(kept) <= limit` or the order is exhausted.
 ///
 /// `measure` returns the full request estimate for a set of kept materials.
-pub fn select(
-    materials: &[Material],
+pub fn select<'a>(
+    materials: &'a [Material],
     order: &[String],
     limit: u64,
     estimator: &dyn TokenEstimator,
     mut measure: impl FnMut(&[Material]) -> u64,
-) -> Selection {
+) -> Selection<'a> {
     let mut estimate = measure(materials);
     let mut omitted: Vec<String> = Vec::new();
     let mut next = order.iter();
@@ -124,6 +127,12 @@ pub fn select(
         estimate = estimate.saturating_sub(cost);
         omitted.push(id.clone());
     }
+    if omitted.is_empty() {
+        return Selection {
+            kept: Cow::Borrowed(materials),
+            omitted,
+        };
+    }
     let keep = |omitted: &[String]| -> Vec<Material> {
         materials
             .iter()
@@ -132,16 +141,15 @@ pub fn select(
             .collect()
     };
     let mut kept = keep(&omitted);
-    if !omitted.is_empty() {
-        // Item estimates can be optimistic (envelopes, guidance); correct with exact measures.
-        let mut exact = measure(&kept);
-        while exact > limit {
-            let Some(id) = next.next() else { break };
-            omitted.push(id.clone());
-            kept = keep(&omitted);
-            exact = measure(&kept);
-        }
+    // Item estimates can be optimistic (envelopes, guidance); correct with exact measures.
+    let mut exact = measure(&kept);
+    while exact > limit {
+        let Some(id) = next.next() else { break };
+        omitted.push(id.clone());
+        kept = keep(&omitted);
+        exact = measure(&kept);
     }
+    let kept = Cow::Owned(kept);
     Selection { kept, omitted }
 }
 
