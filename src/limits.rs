@@ -238,6 +238,11 @@ pub const CONVERSATION_MEMO_ENTRIES_MAX: usize = 4;
 /// (its handle, its manifest item and its call ids), so a full memo stays under 1 GB.
 pub const CONVERSATION_MEMO_MESSAGES_MAX: usize = 1_048_576;
 
+/// Tool-schema lists one thread remembers the counts and manifest items of
+/// (`context::schemas`): an agent shares one list among all its requests, so a few cover a few
+/// agents taking turns.
+pub const SCHEMA_MEMO_ENTRIES_MAX: usize = 4;
+
 /// Changes a [`History`](crate::context::history::History) remembers the position of. A
 /// preparation whose remembered revision is further back compares its handles instead, so this
 /// bounds memory, not correctness; an agent's step makes a few changes (offloads, a receipt).

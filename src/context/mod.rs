@@ -38,6 +38,7 @@ pub mod pairs;
 pub mod render;
 mod rendered;
 mod scanned;
+mod schemas;
 pub mod source;
 pub mod workspace;
 
@@ -197,10 +198,11 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     );
     let FixedCost {
         conversation_tokens: _,
-        schema_tokens,
+        schemas,
         projection_tokens,
         fixed,
     } = FixedCost::of(input, &parts);
+    let schema_tokens = schemas.tokens;
     let selection = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection,
         Err(error) => {
@@ -229,6 +231,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         &messages,
         conversation.clone(),
         &selection.kept,
+        &schemas,
     );
     let material_messages = counted.estimated - fixed + projection_tokens;
     let allowance = budget
@@ -284,7 +287,8 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
 /// projections and the request overhead. None of it is ever omitted.
 struct FixedCost {
     conversation_tokens: u64,
-    schema_tokens: u64,
+    /// The tool schemas' tokens and manifest items.
+    schemas: Rc<schemas::Listed>,
     projection_tokens: u64,
     fixed: u64,
 }
@@ -293,11 +297,7 @@ impl FixedCost {
     fn of(input: &PrepareInput<'_>, parts: &Parts<'_>) -> Self {
         let estimator = input.estimator;
         let conversation_tokens = parts.scan.tokens();
-        let schema_tokens = input
-            .tools
-            .iter()
-            .map(|t| estimator.tool_schema_tokens(t))
-            .sum();
+        let schemas = schemas::listed(input.tools, estimator);
         let projection_tokens = input
             .projections
             .iter()
@@ -305,12 +305,12 @@ impl FixedCost {
             .sum();
         FixedCost {
             conversation_tokens,
-            schema_tokens,
-            projection_tokens,
             fixed: crate::tokens::REQUEST_OVERHEAD_TOKENS
                 + conversation_tokens
-                + schema_tokens
+                + schemas.tokens
                 + projection_tokens,
+            schemas,
+            projection_tokens,
         }
     }
 }
@@ -352,10 +352,11 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
     );
     let FixedCost {
         conversation_tokens,
-        schema_tokens,
+        schemas,
         projection_tokens,
         fixed,
     } = FixedCost::of(input, &parts);
+    let schema_tokens = schemas.tokens;
     let kept = match select_materials(input, &parts, fixed, budget.input_limit) {
         Ok(selection) => selection.kept,
         Err(_) => std::borrow::Cow::Borrowed(input.materials),
@@ -433,6 +434,7 @@ fn count(
     messages: &SharedVec<Message>,
     conversation: Range<usize>,
     kept: &[Material],
+    schemas: &schemas::Listed,
 ) -> Counted {
     // The conversation's items are the scan's, shared; only the few items around them are new.
     let mut items = parts.scan.items().clone();
@@ -455,20 +457,8 @@ fn count(
     }
     items.extend(after);
     items.extend(parts.material_items(kept, input.estimator).iter().cloned());
-    for schema in input.tools.iter() {
-        let tokens = input.estimator.tool_schema_tokens(schema);
-        estimated += tokens;
-        let serialised = format!(
-            "{}\n{}\n{}",
-            schema.name, schema.description, schema.parameters
-        );
-        items.push_back(Arc::new(ManifestItem {
-            kind: ItemKind::ToolSchema,
-            id: schema.name.clone(),
-            tokens,
-            content_hash: manifest::content_hash(serialised.as_bytes()),
-        }));
-    }
+    items.extend(schemas.items.iter().cloned());
+    estimated += schemas.tokens;
     Counted { items, estimated }
 }
 
