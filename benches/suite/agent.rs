@@ -4,16 +4,18 @@
 //! history of `preparation`: a user turn, then tool exchanges with 400-character results) and
 //! a model that answers at once without reading the request, so only the harness is measured:
 //! the user message, sources and workspace (none), offload's look at every result, the task
-//! projection, `prepare`, the commit, the manifest's delivery and the reply. Compaction is off,
-//! so the history keeps its length. Each batch of [`CALLS_PER_AGENT`] timed calls runs on a
-//! fresh agent after one untimed call (which logs the loaded history), so the history grows by
-//! at most 2 × `CALLS_PER_AGENT` messages while it is measured.
+//! projection, `prepare`, the commit, the manifest's delivery and the reply. In `no_log` and
+//! `log` compaction is off, so the history keeps its length. Each batch of [`CALLS_PER_AGENT`]
+//! timed calls runs on a fresh agent after one untimed call (which logs the loaded history), so
+//! the history grows by at most 2 × `CALLS_PER_AGENT` messages while it is measured.
 //!
 //! `no_log` runs without a session log; `log` with the default JSON-lines log in the in-memory
 //! workspace, which records every message once and every step's manifest (one item per
 //! message, as the specification asks), so a step with the log writes a record as long as the
 //! history. The log is measured up to 10,000 messages: at 100,000 one manifest is about 12 MB
-//! and a few calls reach the log's size limit.
+//! and a few calls reach the log's size limit. `default` is the agent as built by default:
+//! the log, and compaction on, so the untimed first call compacts the loaded history and the
+//! timed calls work on a short one while the log keeps every message.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,6 +36,29 @@ const HISTORY_SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
 const LOGGED_MESSAGES_MAX: usize = 10_000;
 /// Timed calls on one agent before a fresh one is built.
 const CALLS_PER_AGENT: u64 = 10;
+
+/// How the measured agent is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Setup {
+    /// Compaction off, no session log.
+    NoLog,
+    /// Compaction off, the default session log.
+    Log,
+    /// The defaults: compaction on, the session log.
+    Default,
+}
+
+impl Setup {
+    const ALL: [Setup; 3] = [Setup::NoLog, Setup::Log, Setup::Default];
+
+    fn name(self) -> &'static str {
+        match self {
+            Setup::NoLog => "no_log",
+            Setup::Log => "log",
+            Setup::Default => "default",
+        }
+    }
+}
 
 pub struct AgentSteps {
     record: Record,
@@ -56,20 +81,17 @@ impl Model for Answer {
     }
 }
 
-fn agent(log: bool) -> HarnessAgent {
+fn agent(setup: Setup) -> HarnessAgent {
     let model = Answer(ModelInfo {
         name: "answer".into(),
         context_window: Some(1_000_000_000),
         max_output_tokens: None,
     });
-    let builder = HarnessAgent::builder()
-        .name("bench")
-        .model(Arc::new(model))
-        .disable_compaction();
-    let builder = if log {
-        builder
-    } else {
-        builder.disable_session_log()
+    let builder = HarnessAgent::builder().name("bench").model(Arc::new(model));
+    let builder = match setup {
+        Setup::NoLog => builder.disable_compaction().disable_session_log(),
+        Setup::Log => builder.disable_compaction(),
+        Setup::Default => builder,
     };
     match builder.build() {
         Ok(agent) => agent,
@@ -81,7 +103,7 @@ fn agent(log: bool) -> HarnessAgent {
 fn timed_calls(
     runtime: &tokio::runtime::Runtime,
     messages: &[Message],
-    log: bool,
+    setup: Setup,
     iterations: u64,
 ) -> Duration {
     let mut total = Duration::ZERO;
@@ -89,7 +111,7 @@ fn timed_calls(
     while left > 0 {
         let batch = left.min(CALLS_PER_AGENT);
         total += runtime.block_on(async {
-            let agent = agent(log);
+            let agent = agent(setup);
             let context = RuntimeContext::new();
             agent.load_history(&context, messages.to_vec());
             call(&agent, &context).await;
@@ -127,16 +149,16 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> AgentSteps {
     for &size in sizes {
         let messages = history(size);
         let mut group = criterion.benchmark_group(format!("agent_step/{size}"));
-        for log in [false, true] {
-            if log && size > LOGGED_MESSAGES_MAX {
+        for setup in Setup::ALL {
+            if setup == Setup::Log && size > LOGGED_MESSAGES_MAX {
                 continue;
             }
-            let name = if log { "log" } else { "no_log" };
+            let name = setup.name();
             record.bench_custom(
                 &mut group,
                 BenchmarkId::from_parameter(name),
                 &format!("{name}/{size}"),
-                |iterations| timed_calls(&runtime, &messages, log, iterations),
+                |iterations| timed_calls(&runtime, &messages, setup, iterations),
             );
         }
         group.finish();
@@ -151,12 +173,12 @@ impl AgentSteps {
         }
         eprintln!("\n## One agent call (the harness around `prepare`), against 100 messages");
         eprintln!(
-            "| messages | no session log | × 100 msgs | per message | session log | × 100 msgs | per message |"
+            "| messages | no session log | × 100 msgs | per message | session log | × 100 msgs | per message | defaults (compaction, log) | × 100 msgs | per message |"
         );
-        eprintln!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+        eprintln!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         for size in HISTORY_SIZES {
             eprint!("| {size} |");
-            for name in ["no_log", "log"] {
+            for name in Setup::ALL.map(Setup::name) {
                 let at_size = self.record.seconds(&format!("{name}/{size}"));
                 let at_100 = self.record.seconds(&format!("{name}/100"));
                 eprint!(
