@@ -6,8 +6,10 @@
 //! the user message, sources and workspace (none), offload's look at every result, the task
 //! projection, `prepare`, the commit, the manifest's delivery and the reply. In `no_log` and
 //! `log` compaction is off, so the history keeps its length. Each batch of [`CALLS_PER_AGENT`]
-//! timed calls runs on a fresh agent after one untimed call (which logs the loaded history), so
-//! the history grows by at most 2 × `CALLS_PER_AGENT` messages while it is measured.
+//! timed calls runs on a fresh agent after [`WARM_UP_CALLS`] untimed ones (the first logs the
+//! loaded history; the later ones let the per-thread memos drop what the previous batch left
+//! in them, which would otherwise be freed inside the timed calls), so the history grows by at
+//! most 2 × (`WARM_UP_CALLS` + `CALLS_PER_AGENT`) messages while it is measured.
 //!
 //! `no_log` runs without a session log; `log` with the default JSON-lines log in the in-memory
 //! workspace, which records every message once and every step's manifest (one item per
@@ -36,6 +38,8 @@ const HISTORY_SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
 const LOGGED_MESSAGES_MAX: usize = 10_000;
 /// Timed calls on one agent before a fresh one is built.
 const CALLS_PER_AGENT: u64 = 10;
+/// Untimed calls on a fresh agent before its timed ones.
+const WARM_UP_CALLS: usize = 4;
 
 /// How the measured agent is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +118,9 @@ fn timed_calls(
             let agent = agent(setup);
             let context = RuntimeContext::new();
             agent.load_history(&context, messages.to_vec());
-            call(&agent, &context).await;
+            for _ in 0..WARM_UP_CALLS {
+                call(&agent, &context).await;
+            }
             let start = Instant::now();
             for _ in 0..batch {
                 call(&agent, &context).await;
