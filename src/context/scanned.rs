@@ -14,6 +14,11 @@
 //! (pruning, compaction) keeps what comes before the first difference and reads the rest; its
 //! pairing is read again from the start.
 //!
+//! Finding that prefix compares one handle per message. A history handed over as a
+//! [`History`](super::history::History) says instead where it changed since the scan last read
+//! it, so only the messages from there on are compared. A scan keeps its conversation and their
+//! manifest items as [`SharedVec`]s, which every request and manifest laid out from it share.
+//!
 //! Only estimators that remember counts
 //! ([`caches_counts`](crate::tokens::TokenEstimator::caches_counts)) use the memo, and scans are
 //! told apart by the estimator's method name: two estimators with one method name count alike.
