@@ -234,8 +234,8 @@ pub const RENDER_MEMO_BYTES_MAX: usize = 1 << 20;
 pub const CONVERSATION_MEMO_ENTRIES_MAX: usize = 4;
 
 /// Messages of the longest history a thread remembers across preparations; a longer one is read
-/// in full at every step. A remembered message costs about 150 bytes beyond the message itself
-/// (its handle, its manifest item and its call ids), so a full memo stays under 1 GB.
+/// in full at every step. A remembered message costs about 160 bytes beyond the message itself
+/// (two handles, its manifest item and its call ids), so a full memo stays under 1 GB.
 pub const CONVERSATION_MEMO_MESSAGES_MAX: usize = 1_048_576;
 
 /// Tool-schema lists one thread remembers the counts and manifest items of

@@ -24,6 +24,7 @@ use ctxbed::context::history::{History, HistoryRef};
 use ctxbed::context::omission::{default_order, select, validate_order};
 use ctxbed::context::render::{self, material_message, system_message};
 use ctxbed::context::{PairingCheck, PrepareInput, prepare};
+use ctxbed::limits::HISTORY_EDITS_KEPT;
 use ctxbed::message::{ContentPart, Message, Role};
 use ctxbed::model::{ModelInfo, Purpose};
 use ctxbed::session::jsonl::{JsonlSessionLog, decode, encode_record, session_path};
@@ -39,13 +40,22 @@ use serde_json::{Value, json};
 
 /// The default case count when `PROPTEST_CASES` is not set.
 const CASES_DEFAULT: u32 = 64;
+/// The case count of the remembered-conversation property when `PROPTEST_CASES` is not set:
+/// its failures need a few edits in a row between two preparations (a truncation, then an
+/// append), which 64 cases do not reliably reach.
+const CASES_REMEMBERED: u32 = 512;
 /// The fixed seed when `PROPTEST_RNG_SEED` is not set.
 const RNG_SEED_DEFAULT: u64 = 0x0c7b_ed00_8008;
 
 fn config() -> Config {
+    config_with(CASES_DEFAULT)
+}
+
+/// [`config`] with another default case count.
+fn config_with(cases: u32) -> Config {
     let mut config = Config::default();
     if std::env::var_os("PROPTEST_CASES").is_none() {
-        config.cases = CASES_DEFAULT;
+        config.cases = cases;
     }
     if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
         config.rng_seed = RngSeed::Fixed(RNG_SEED_DEFAULT);
@@ -184,8 +194,10 @@ enum Edit {
     Remove(usize),
     /// Insert a System message, or the rendering of an earlier preparation.
     InsertSystem(usize, bool),
-    /// Keep only this many messages.
+    /// Keep only this many messages (modulo the length plus one).
     Truncate(usize),
+    /// Rewrite the message at this position more times than a `History` remembers changes.
+    Churn(usize),
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
@@ -196,7 +208,8 @@ fn edit() -> impl Strategy<Value = Edit> {
         1 => any::<usize>().prop_map(Edit::Rewrite),
         1 => any::<usize>().prop_map(Edit::Remove),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(at, rendered)| Edit::InsertSystem(at, rendered)),
-        1 => (0usize..40).prop_map(Edit::Truncate),
+        2 => any::<usize>().prop_map(Edit::Truncate),
+        1 => any::<usize>().prop_map(Edit::Churn),
     ]
 }
 
@@ -306,7 +319,19 @@ fn apply(history: &mut impl Editable, edit: &Edit, serial: usize) {
             };
             history.insert(index, message);
         }
-        Edit::Truncate(keep) => history.truncate(*keep),
+        Edit::Truncate(keep) => history.truncate(keep % (history.len() + 1)),
+        Edit::Churn(position) => {
+            if !history.is_empty() {
+                let index = at(*position, history.len());
+                let id = history[index].id.clone();
+                for round in 0..=HISTORY_EDITS_KEPT {
+                    history.set(
+                        index,
+                        Message::user(id.clone(), format!("churn {serial} {round}")),
+                    );
+                }
+            }
+        }
     }
 }
 
@@ -673,6 +698,11 @@ proptest! {
         });
         outcome.map_err(TestCaseError::fail)?;
     }
+}
+
+proptest! {
+    #![proptest_config(config_with(CASES_REMEMBERED))]
+
     /// A preparation with a caching estimator remembers the conversation it read and, at the
     /// next step, reads only what changed; whatever the edits in between, it prepares what a
     /// preparation that reads everything afresh prepares: the same request, the same manifest
@@ -680,7 +710,9 @@ proptest! {
     /// material after the conversation), and so is a projection holding a tool result, which
     /// takes the whole-request pairing check. The same edits go to a plain vector (whose
     /// handles each step compares) and, built separately, to a [`History`] (whose recorded
-    /// changes let a step skip the comparison): all three preparations agree.
+    /// changes let a step skip the comparison): all three preparations agree. A preparation
+    /// follows every `every`-th edit, so several changes (and, with a churn, more than a
+    /// `History` remembers) fall between two of them.
     #[test]
     fn a_remembered_conversation_prepares_what_a_fresh_read_does(
         edits in prop::collection::vec(edit(), 1..12),
@@ -688,6 +720,7 @@ proptest! {
         transient in any::<bool>(),
         tool_projection in any::<bool>(),
         repair in any::<bool>(),
+        every in 1usize..5,
     ) {
         let model = ModelInfo { name: "m".into(), context_window: Some(1_000_000), max_output_tokens: None };
         let cached = CachedEstimator::new(ApproximateEstimator);
@@ -707,6 +740,9 @@ proptest! {
             apply(&mut plain, edit, serial);
             apply(&mut tracked, edit, serial);
             prop_assert_eq!(&plain[..], &tracked[..]);
+            if (serial + 1) % every != 0 && serial + 1 != edits.len() {
+                continue;
+            }
             // Both outcomes as one type (Ok or Err), compared whole.
             let input = |estimator: &'_ dyn TokenEstimator, history: HistoryRef<'_>| {
                 let outcome = prepare(&PrepareInput {

@@ -669,8 +669,9 @@ mod tests {
         }
     }
 
-    /// Material items remembered with a rendering are handed out only for the counting method
-    /// that made them: each estimator's manifest lists its own counts, step after step.
+    /// Material items remembered with a rendering are handed out again (the same items, not
+    /// recounted) to the next step with the same counting method, and only to it: each
+    /// estimator's manifest lists its own counts, step after step.
     #[test]
     fn remembered_material_items_follow_the_counting_method() {
         use crate::tokens::{ApproximateEstimator, CachedEstimator, RatioEstimator};
@@ -709,8 +710,17 @@ mod tests {
                 .items
                 .iter()
                 .filter(|item| matches!(item.kind, ItemKind::Material { .. }))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let listed = |items: Vec<Arc<ManifestItem>>| {
+            items
+                .iter()
                 .map(|item| (item.id.clone(), item.tokens, item.content_hash.clone()))
                 .collect::<Vec<_>>()
+        };
+        let same_items = |a: &[Arc<ManifestItem>], b: &[Arc<ManifestItem>]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
         };
         let fresh = |estimator: &dyn TokenEstimator| {
             [
@@ -732,9 +742,16 @@ mod tests {
             by_approx, by_ratio,
             "the two methods count these texts apart"
         );
+        let first = material_items(&approx);
+        let again = material_items(&approx);
+        assert!(
+            same_items(&first, &again),
+            "the second step reuses the items"
+        );
+        assert_eq!(listed(again), by_approx);
         for _ in 0..2 {
-            assert_eq!(material_items(&approx), by_approx);
-            assert_eq!(material_items(&ratio), by_ratio);
+            assert_eq!(listed(material_items(&approx)), by_approx);
+            assert_eq!(listed(material_items(&ratio)), by_ratio);
         }
     }
 }

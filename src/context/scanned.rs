@@ -126,8 +126,9 @@ impl Scan {
                 .count()
     }
 
-    /// Forgets every message from position `keep` on; the tokens and the pairing of what is
-    /// kept are read again from the kept items and handles.
+    /// Forgets every message from position `keep` on. The forgotten items' tokens are taken off
+    /// the total; the pairing of what is kept is read again from the kept handles (so a change
+    /// inside the remembered part costs a pass over the call and result ids before it).
     fn truncate(&mut self, keep: usize) {
         debug_assert!(self.remembered());
         self.handles.truncate(keep);
@@ -141,9 +142,18 @@ impl Scan {
                 conversation += 1;
             }
         }
+        let forgotten: u64 = self
+            .items
+            .iter_range(conversation..self.items.len())
+            .map(|item| item.tokens)
+            .sum();
+        self.tokens -= forgotten;
         self.conversation.truncate(conversation);
         self.items.truncate(conversation);
-        self.tokens = self.items.iter().map(|item| item.tokens).sum();
+        debug_assert_eq!(
+            self.tokens,
+            self.items.iter().map(|item| item.tokens).sum::<u64>()
+        );
         self.pairing = Some(pairing);
     }
 
@@ -272,19 +282,36 @@ fn take_closest(
     method: &'static str,
 ) -> Option<(Rc<Scan>, usize)> {
     let first = history.first()?;
-    let (position, shared) = memo
-        .scans
-        .iter()
-        .enumerate()
-        .filter(|(_, scan)| {
-            scan.method == method
-                && scan
-                    .handles
-                    .first()
-                    .is_some_and(|m| m.shares_content(first))
-        })
-        .map(|(position, scan)| (position, scan.shared_prefix(history)))
-        .max_by_key(|&(position, shared)| (shared, std::cmp::Reverse(position)))?;
+    // The scan this history was last read into comes first: its prefix is known without a
+    // comparison. A scan that could not share more than the best found is not compared at all,
+    // so a remembered fork of the history (a clone, a compaction's input) costs nothing once
+    // the right scan has answered.
+    let lineage = history.tracked().map(|tracked| tracked.lineage());
+    let mut order: Vec<usize> = (0..memo.scans.len()).collect();
+    order.sort_by_key(|&position| {
+        lineage.is_none() || memo.scans[position].seen.map(|(seen, _)| seen) != lineage
+    });
+    let mut best: Option<(usize, usize)> = None;
+    for position in order {
+        let scan = &memo.scans[position];
+        if scan.method != method
+            || !scan
+                .handles
+                .first()
+                .is_some_and(|m| m.shares_content(first))
+        {
+            continue;
+        }
+        let bound = scan.read().min(history.len());
+        if best.is_some_and(|(_, shared)| bound <= shared) {
+            continue;
+        }
+        let shared = scan.shared_prefix(history);
+        if best.is_none_or(|(_, known)| shared > known) {
+            best = Some((position, shared));
+        }
+    }
+    let (position, shared) = best?;
     Some((memo.scans.remove(position), shared))
 }
 

@@ -139,7 +139,12 @@ mod tests {
         let first = listed(&tools, &approx);
         assert!(Rc::ptr_eq(&first, &listed(&tools, &approx)), "remembered");
         let equal = schemas(&["read_file", "execute"]);
-        assert_eq!(*listed(&equal, &approx), *first);
+        let equal_listed = listed(&equal, &approx);
+        assert_eq!(*equal_listed, *first);
+        assert!(
+            !Rc::ptr_eq(&equal_listed, &first),
+            "an equal list at another address is listed afresh"
+        );
         for index in 0..SCHEMA_MEMO_ENTRIES_MAX + 2 {
             listed(&schemas(&[&format!("tool{index}")]), &approx);
         }
