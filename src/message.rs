@@ -106,6 +106,21 @@ impl ToolResult {
             })
             .sum()
     }
+
+    /// Whether the text outputs hold more than `chars` characters. A text holds no more
+    /// characters than bytes, so a result within `chars` bytes is answered without counting,
+    /// which matters to the passes that ask this of every result in a history.
+    pub fn text_longer_than(&self, chars: usize) -> bool {
+        let bytes: usize = self
+            .outputs
+            .iter()
+            .map(|output| match output {
+                ToolOutput::Text { text } => text.len(),
+                ToolOutput::Media { .. } => 0,
+            })
+            .sum();
+        bytes > chars && self.text_chars() > chars
+    }
 }
 
 /// The kind of a multimodal placeholder.
@@ -343,5 +358,38 @@ impl Message {
     /// True when the message carries at least one tool call.
     pub fn has_tool_calls(&self) -> bool {
         self.tool_calls().next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The length test counts characters, not bytes: the byte length only rules out a result
+    /// that cannot be long enough. Multi-byte text over the limit in bytes but not in
+    /// characters stays; text over it in characters goes, whatever its outputs.
+    #[test]
+    fn length_is_counted_in_characters() {
+        let result = |texts: &[String]| ToolResult {
+            call_id: "c".into(),
+            tool_name: "execute".into(),
+            outputs: texts
+                .iter()
+                .map(|text| ToolOutput::Text { text: text.clone() })
+                .chain([ToolOutput::Media {
+                    kind: MediaKind::Image,
+                    size_bytes: 1_000,
+                }])
+                .collect(),
+            is_error: false,
+            metadata: Default::default(),
+        };
+        let cjk = "\u{6587}".repeat(10); // 10 characters, 30 bytes
+        assert!(!result(std::slice::from_ref(&cjk)).text_longer_than(10));
+        assert!(result(std::slice::from_ref(&cjk)).text_longer_than(9));
+        assert!(result(&[cjk.clone(), "x".into()]).text_longer_than(10));
+        assert!(!result(&["x".repeat(10)]).text_longer_than(10));
+        assert!(result(&["x".repeat(6), "y".repeat(5)]).text_longer_than(10));
+        assert!(!result(&[]).text_longer_than(0));
     }
 }

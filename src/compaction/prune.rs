@@ -43,7 +43,7 @@ pub fn prune(
             }
             let prunable = !config.excluded_tools.contains(&result.tool_name)
                 && !result.metadata.contains_key(PRUNED_KEY)
-                && result.text_chars() > config.preview_chars;
+                && result.text_longer_than(config.preview_chars);
             if prunable {
                 candidates.push((index, part_index, tokens));
             }

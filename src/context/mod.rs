@@ -497,13 +497,8 @@ impl<'a> Parts<'a> {
 
     /// The System, transient and reference messages for a set of materials.
     fn material_messages(&self, materials: &[Material]) -> rendered::Rendered {
-        let same = |ids: &[String]| {
-            ids.iter()
-                .map(String::as_str)
-                .eq(materials.iter().map(|m| m.id.as_str()))
-        };
         if let Some(last) = &*self.rendered.borrow()
-            && same(&last.ids)
+            && last.is_for(materials)
         {
             return last.messages.clone();
         }
@@ -529,32 +524,20 @@ impl<'a> Parts<'a> {
         estimator: &dyn TokenEstimator,
     ) -> Rc<[Arc<ManifestItem>]> {
         let compute = || -> Rc<[Arc<ManifestItem>]> {
-            [
-                Placement::System,
-                Placement::Transient,
-                Placement::Reference,
-            ]
-            .into_iter()
-            .flat_map(|placement| render::ordered(kept, placement))
-            .map(|material| Arc::new(material_item(material, estimator)))
-            .collect()
+            render::in_layout_order(kept)
+                .map(|material| Arc::new(material_item(material, estimator)))
+                .collect()
         };
         if !estimator.caches_counts() {
             return compute();
         }
         // The layout rendered exactly this set just before, so the memo holds its slot.
         let slot = match &*self.rendered.borrow() {
-            Some(LastRendering {
-                ids,
-                items: Some(slot),
-                ..
-            }) if ids
-                .iter()
-                .map(String::as_str)
-                .eq(kept.iter().map(|m| m.id.as_str())) =>
-            {
-                Rc::clone(slot)
-            }
+            Some(
+                last @ LastRendering {
+                    items: Some(slot), ..
+                },
+            ) if last.is_for(kept) => Rc::clone(slot),
             _ => return compute(),
         };
         let method = estimator.method();
@@ -613,6 +596,17 @@ struct LastRendering {
     ids: Vec<String>,
     messages: rendered::Rendered,
     items: Option<rendered::ItemSlot>,
+}
+
+impl LastRendering {
+    /// Whether this rendering was made for `materials`. They all come from one input, so their
+    /// ids name them.
+    fn is_for(&self, materials: &[Material]) -> bool {
+        self.ids
+            .iter()
+            .map(String::as_str)
+            .eq(materials.iter().map(|m| m.id.as_str()))
+    }
 }
 
 /// A material's manifest item: its kind and placement, its tokens and content hash.
@@ -723,18 +717,12 @@ mod tests {
             a.len() == b.len() && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(a, b))
         };
         let fresh = |estimator: &dyn TokenEstimator| {
-            [
-                Placement::System,
-                Placement::Transient,
-                Placement::Reference,
-            ]
-            .into_iter()
-            .flat_map(|placement| render::ordered(&materials, placement))
-            .map(|material| {
-                let item = material_item(material, estimator);
-                (item.id, item.tokens, item.content_hash)
-            })
-            .collect::<Vec<_>>()
+            render::in_layout_order(&materials)
+                .map(|material| {
+                    let item = material_item(material, estimator);
+                    (item.id, item.tokens, item.content_hash)
+                })
+                .collect::<Vec<_>>()
         };
         let (by_approx, by_ratio) = (fresh(&ApproximateEstimator), fresh(&RatioEstimator));
         assert_eq!(by_approx.len(), 3);

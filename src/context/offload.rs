@@ -175,22 +175,7 @@ pub async fn collect(storage: &dyn Storage, written: &[WorkspacePath]) {
 fn eligible(result: &ToolResult, config: &OffloadConfig) -> bool {
     !result.metadata.contains_key(OFFLOAD_KEY)
         && !config.excluded_tools.contains(&result.tool_name)
-        && longer_than(result, config.max_result_chars)
-}
-
-/// Whether the result's text outputs hold more than `chars` characters. A text holds no more
-/// characters than bytes, so a result within `chars` bytes is answered without counting: every
-/// step asks this of every result in the history.
-fn longer_than(result: &ToolResult, chars: usize) -> bool {
-    let bytes: usize = result
-        .outputs
-        .iter()
-        .map(|output| match output {
-            ToolOutput::Text { text } => text.len(),
-            ToolOutput::Media { .. } => 0,
-        })
-        .sum();
-    bytes > chars && result.text_chars() > chars
+        && result.text_longer_than(config.max_result_chars)
 }
 
 fn replace_with_placeholder(
@@ -235,34 +220,6 @@ mod tests {
             "x".repeat(chars),
             false,
         )]
-    }
-
-    /// The length test counts characters, not bytes: the byte length only rules out a result
-    /// that cannot be long enough. Multi-byte text over the limit in bytes but not in
-    /// characters stays; text over it in characters goes, whatever its outputs.
-    #[test]
-    fn length_is_counted_in_characters() {
-        let result = |texts: &[String]| ToolResult {
-            call_id: "c".into(),
-            tool_name: "execute".into(),
-            outputs: texts
-                .iter()
-                .map(|text| ToolOutput::Text { text: text.clone() })
-                .chain([ToolOutput::Media {
-                    kind: crate::message::MediaKind::Image,
-                    size_bytes: 1_000,
-                }])
-                .collect(),
-            is_error: false,
-            metadata: Default::default(),
-        };
-        let cjk = "\u{6587}".repeat(10); // 10 characters, 30 bytes
-        assert!(!longer_than(&result(std::slice::from_ref(&cjk)), 10));
-        assert!(longer_than(&result(std::slice::from_ref(&cjk)), 9));
-        assert!(longer_than(&result(&[cjk.clone(), "x".into()]), 10));
-        assert!(!longer_than(&result(&["x".repeat(10)]), 10));
-        assert!(longer_than(&result(&["x".repeat(6), "y".repeat(5)]), 10));
-        assert!(!longer_than(&result(&[]), 0));
     }
 
     #[tokio::test]

@@ -68,6 +68,18 @@ pub fn ordered(materials: &[Material], placement: Placement) -> Vec<&Material> {
     selected
 }
 
+/// Every rendered material in layout order: System, then transient, then reference, each in
+/// [`ordered`] order. The manifest lists materials this way.
+pub fn in_layout_order(materials: &[Material]) -> impl Iterator<Item = &Material> {
+    [
+        Placement::System,
+        Placement::Transient,
+        Placement::Reference,
+    ]
+    .into_iter()
+    .flat_map(|placement| ordered(materials, placement))
+}
+
 /// The single System message, or `None` when there is no System input at all.
 pub fn system_message(
     prompt: Option<&str>,
