@@ -1,21 +1,15 @@
-//! ctxbed: a deterministic context-management harness for LLM agent loops, and a simulation and
-//! conformance test-bed around it.
+//! ctxbed: a deterministic simulation and conformance test-bed for LLM agent harnesses.
 //!
-//! See `ARCHITECTURE.md` for the map of modules and their invariants.
+//! This package holds what knows file formats and runs suites: the scenario and mock-model
+//! formats, the runner, traces and goldens, reports, `record`, the seed generator, the
+//! invariants checked over every run, sweeps, and the `ctxbed` command line. The harness itself
+//! is `ctxbed-harness`, the HTTP providers `ctxbed-providers`, the simulated world `ctxbed-sim`.
+//!
+//! See `ARCHITECTURE.md` for the map of crates and modules and their invariants.
 
-pub mod agent;
-pub mod compaction;
-pub mod context;
-pub mod format;
-pub mod limits;
-pub mod message;
-pub mod model;
-pub mod provider;
-pub mod runtime;
+pub mod generate;
+pub mod invariants;
+pub mod record;
 pub mod scenario;
-pub mod session;
-pub mod shared_vec;
-pub mod sim;
-pub mod task;
-pub mod tokens;
-pub mod tools;
+pub mod seed_times;
+pub mod sweep;

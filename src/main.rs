@@ -49,8 +49,8 @@ fn write_out(text: std::fmt::Arguments<'_>) {
 }
 
 use clap::{Parser, Subcommand};
-use ctxbed::provider::record::record;
-use ctxbed::provider::{ProviderConfig, ProviderKind};
+use ctxbed::record::record;
+use ctxbed_providers::{ProviderConfig, ProviderKind};
 use ctxbed::scenario::explain::{self, Selector};
 use ctxbed::scenario::file::{Layout, Scenario, load};
 use ctxbed::scenario::golden::GoldenMode;
@@ -58,8 +58,8 @@ use ctxbed::scenario::report;
 use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::suite::{Verdict, discover, run_file};
 use ctxbed::scenario::write::mock_toml;
-use ctxbed::sim::seed_times::SeedTimes;
-use ctxbed::sim::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
+use ctxbed::seed_times::SeedTimes;
+use ctxbed::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
 
 /// A sweep allocates many small, short-lived values; see the `mimalloc` feature.
 #[cfg(feature = "mimalloc")]
@@ -281,7 +281,7 @@ fn record_command(
     let turns = &recording.script.turns;
     let errors = turns
         .iter()
-        .filter(|turn| matches!(turn.action, ctxbed::model::mock::TurnAction::Error(_)))
+        .filter(|turn| matches!(turn.action, ctxbed_sim::mock::TurnAction::Error(_)))
         .count();
     outln!(
         "recorded {} turn(s), {errors} of them errors, to {}",

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ctxbed::agent::{AgentError, BuildError, EventKind, HarnessAgent};
-use ctxbed::model::ModelInfo;
-use ctxbed::model::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
-use ctxbed::runtime::RuntimeContext;
-use ctxbed::tools::{ScriptedOutput, ScriptedTool};
+use ctxbed_harness::agent::{AgentError, BuildError, EventKind, HarnessAgent};
+use ctxbed_harness::model::ModelInfo;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
+use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_sim::scripted::{ScriptedOutput, ScriptedTool};
 
 fn paused_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -229,7 +229,7 @@ fn the_step_limit_is_a_typed_error() {
 
 #[test]
 fn overflow_recovery_works_through_call_too() {
-    use ctxbed::model::mock::{ScriptedError, TurnCondition};
+    use ctxbed_sim::mock::{ScriptedError, TurnCondition};
     let runtime = paused_runtime();
     runtime.block_on(async {
         let overflow = MockTurn {
@@ -248,13 +248,13 @@ fn overflow_recovery_works_through_call_too() {
             .build()
             .expect("agent");
         let session = RuntimeContext::new().with_session("s");
-        let mut history = vec![ctxbed::message::Message::user("h0", "Investigate.")];
+        let mut history = vec![ctxbed_harness::message::Message::user("h0", "Investigate.")];
         for round in 0..6 {
-            history.push(ctxbed::message::Message::assistant(
+            history.push(ctxbed_harness::message::Message::assistant(
                 format!("a{round}"),
                 "A long reply about the export writer and its column order. ".repeat(10),
             ));
-            history.push(ctxbed::message::Message::user(
+            history.push(ctxbed_harness::message::Message::user(
                 format!("u{round}"),
                 "Go on.",
             ));
@@ -278,7 +278,7 @@ fn overflow_recovery_works_through_call_too() {
         let summaries = agent
             .history(&session)
             .iter()
-            .filter(|m| ctxbed::compaction::summary::is_summary(m))
+            .filter(|m| ctxbed_harness::compaction::summary::is_summary(m))
             .count();
         assert_eq!(
             summaries, 1,
@@ -289,7 +289,7 @@ fn overflow_recovery_works_through_call_too() {
 
 #[test]
 fn compaction_never_rewrites_durable_history() {
-    use ctxbed::compaction::config::CompactionConfig;
+    use ctxbed_harness::compaction::config::CompactionConfig;
     let runtime = paused_runtime();
     runtime.block_on(async {
         let replies = MockTurn {

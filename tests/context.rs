@@ -4,21 +4,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use ctxbed::agent::{AgentError, BuildError, ContextPolicy, HarnessAgent};
-use ctxbed::context::block::{ContextBlock, Material};
-use ctxbed::context::budget::BudgetSettings;
-use ctxbed::context::manifest::ContextManifest;
-use ctxbed::context::render::is_rendered;
-use ctxbed::context::source::{
+use ctxbed_harness::agent::{AgentError, BuildError, ContextPolicy, HarnessAgent};
+use ctxbed_harness::context::block::{ContextBlock, Material};
+use ctxbed_harness::context::budget::BudgetSettings;
+use ctxbed_harness::context::manifest::ContextManifest;
+use ctxbed_harness::context::render::is_rendered;
+use ctxbed_harness::context::source::{
     ContextRequest, ContextSource, RegistrationError, SourceError, SourceOptions, SourceRegistry,
     StaticSource, load_all,
 };
-use ctxbed::context::{PrepareInput, prepare};
-use ctxbed::message::Message;
-use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
-use ctxbed::model::{ModelInfo, Purpose};
-use ctxbed::runtime::RuntimeContext;
-use ctxbed::tokens::RatioEstimator;
+use ctxbed_harness::context::{PrepareInput, prepare};
+use ctxbed_harness::message::Message;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
+use ctxbed_harness::model::{ModelInfo, Purpose};
+use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_harness::tokens::RatioEstimator;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -67,7 +67,7 @@ impl ContextSource for CountingSource {
 }
 
 /// No tool schemas, for inputs that outlive the function building them.
-static NO_TOOLS: std::sync::LazyLock<std::sync::Arc<[ctxbed::tools::ToolSchema]>> =
+static NO_TOOLS: std::sync::LazyLock<std::sync::Arc<[ctxbed_harness::tools::ToolSchema]>> =
     std::sync::LazyLock::new(Default::default);
 
 fn prepare_input<'a>(
@@ -307,8 +307,8 @@ fn a_failed_build_is_reported_and_commits_nothing() {
         let session = RuntimeContext::new().with_session("s");
         let events = agent.stream_events("go", session.clone()).collect().await;
         let failed = events.iter().find_map(|event| match &event.kind {
-            ctxbed::agent::EventKind::Custom {
-                value: ctxbed::agent::events::CustomValue::ContextBuild(build),
+            ctxbed_harness::agent::EventKind::Custom {
+                value: ctxbed_harness::agent::events::CustomValue::ContextBuild(build),
                 ..
             } => Some(build.clone()),
             _ => None,
@@ -333,7 +333,7 @@ fn a_failed_build_is_reported_and_commits_nothing() {
 #[test]
 fn the_policy_version_names_the_settings_that_shape_preparation() {
     runtime().block_on(async {
-        let build = |builder: ctxbed::agent::HarnessAgentBuilder| {
+        let build = |builder: ctxbed_harness::agent::HarnessAgentBuilder| {
             builder
                 .model(replying_model(1))
                 .build()
@@ -359,10 +359,10 @@ fn the_policy_version_names_the_settings_that_shape_preparation() {
                 ..ContextPolicy::default()
             })),
             build(HarnessAgent::builder().context_policy(ContextPolicy {
-                estimator: Arc::new(ctxbed::tokens::ApproximateEstimator),
+                estimator: Arc::new(ctxbed_harness::tokens::ApproximateEstimator),
                 ..ContextPolicy::default()
             })),
-            build(HarnessAgent::builder().pairing_check(ctxbed::context::PairingCheck::Repair)),
+            build(HarnessAgent::builder().pairing_check(ctxbed_harness::context::PairingCheck::Repair)),
         ];
         for version in &changed {
             assert_ne!(*version, default);

@@ -5,9 +5,9 @@ mod support {
     pub mod estimator_corpus;
 }
 
-use ctxbed::message::Message;
-use ctxbed::sim::text::{TextKind, generate_text};
-use ctxbed::tokens::{
+use ctxbed_harness::message::Message;
+use ctxbed_sim::text::{TextKind, generate_text};
+use ctxbed_harness::tokens::{
     ApproximateEstimator, CachedEstimator, ExactEstimator, TokenEstimator, Vocabulary,
 };
 use rand_chacha::ChaCha8Rng;

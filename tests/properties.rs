@@ -16,21 +16,21 @@
 
 use std::sync::Arc;
 
-use ctxbed::compaction::config::TailBudget;
-use ctxbed::compaction::cut::{cut_index, is_pair_closed};
-use ctxbed::context::block::{ContextBlock, Material, MaterialKind, Placement};
-use ctxbed::context::budget::BudgetSettings;
-use ctxbed::context::history::{History, HistoryRef};
-use ctxbed::context::omission::{default_order, select, validate_order};
-use ctxbed::context::render::{self, material_message, system_message};
-use ctxbed::context::{PairingCheck, PrepareInput, prepare};
-use ctxbed::limits::HISTORY_EDITS_KEPT;
-use ctxbed::message::{ContentPart, Message, Role};
-use ctxbed::model::{ModelInfo, Purpose};
-use ctxbed::session::jsonl::{JsonlSessionLog, decode, encode_record, session_path};
-use ctxbed::session::{SessionLog, SessionLogKey, SessionRecord};
-use ctxbed::sim::storage::{MemoryStorage, Storage};
-use ctxbed::tokens::{
+use ctxbed_harness::compaction::config::TailBudget;
+use ctxbed_harness::compaction::cut::{cut_index, is_pair_closed};
+use ctxbed_harness::context::block::{ContextBlock, Material, MaterialKind, Placement};
+use ctxbed_harness::context::budget::BudgetSettings;
+use ctxbed_harness::context::history::{History, HistoryRef};
+use ctxbed_harness::context::omission::{default_order, select, validate_order};
+use ctxbed_harness::context::render::{self, material_message, system_message};
+use ctxbed_harness::context::{PairingCheck, PrepareInput, prepare};
+use ctxbed_harness::limits::HISTORY_EDITS_KEPT;
+use ctxbed_harness::message::{ContentPart, Message, Role};
+use ctxbed_harness::model::{ModelInfo, Purpose};
+use ctxbed_harness::session::jsonl::{JsonlSessionLog, decode, encode_record, session_path};
+use ctxbed_harness::session::{SessionLog, SessionLogKey, SessionRecord};
+use ctxbed_harness::storage::{MemoryStorage, Storage};
+use ctxbed_harness::tokens::{
     ApproximateEstimator, CachedEstimator, ExactEstimator, RatioEstimator, TokenEstimator,
     Vocabulary,
 };
@@ -267,7 +267,7 @@ fn apply(history: &mut impl Editable, edit: &Edit, serial: usize) {
         Edit::Append(exchanges) => {
             let mut added = self::history(exchanges);
             for (index, message) in added.iter_mut().enumerate() {
-                let data: &mut ctxbed::message::MessageData = message;
+                let data: &mut ctxbed_harness::message::MessageData = message;
                 data.id = format!("{serial}-{index}-{}", data.id);
                 for part in &mut data.parts {
                     match part {

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use ctxbed::message::{ContentPart, Message, Metadata, Role, ToolOutput, ToolResult};
-use ctxbed::model::{Model, ModelError, ModelRequest, Purpose, Usage};
-use ctxbed::provider::transport::ChunkStream;
-use ctxbed::provider::{
+use ctxbed_harness::message::{ContentPart, Message, Metadata, Role, ToolOutput, ToolResult};
+use ctxbed_harness::model::{Model, ModelError, ModelRequest, Purpose, Usage};
+use ctxbed_providers::transport::ChunkStream;
+use ctxbed_providers::{
     ApiKey, HttpProvider, HyperTransport, ProviderConfig, ProviderKind, ResponseBody, RetryPolicy,
     Transport, TransportError,
 };
-use ctxbed::tools::ToolSchema;
+use ctxbed_harness::tools::ToolSchema;
 use serde_json::json;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -113,7 +113,7 @@ fn prepared_request() -> ModelRequest {
                 vec![
                     ContentPart::text("Here is the screenshot."),
                     ContentPart::Media {
-                        kind: ctxbed::message::MediaKind::Image,
+                        kind: ctxbed_harness::message::MediaKind::Image,
                         size_bytes: 2048,
                     },
                 ],
@@ -215,7 +215,7 @@ async fn openai_streaming_request_asks_for_usage_and_the_configured_field() {
         .mount(&server)
         .await;
     let mut config = config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), true);
-    config.max_tokens_field = ctxbed::provider::MaxTokensField::MaxCompletionTokens;
+    config.max_tokens_field = ctxbed_providers::MaxTokensField::MaxCompletionTokens;
     let mut request = simple_request();
     request.max_output_tokens = Some(99);
     provider_with(config)
@@ -593,12 +593,12 @@ async fn error_for(
 fn assert_bounded(error: &ModelError) {
     let shown = error.to_string();
     assert!(
-        shown.chars().count() < 2 * ctxbed::limits::SNIPPET_CHARS_MAX + 200,
+        shown.chars().count() < 2 * ctxbed_harness::limits::SNIPPET_CHARS_MAX + 200,
         "unbounded error text: {} chars",
         shown.chars().count()
     );
     if let ModelError::MalformedReply { raw, .. } = error {
-        assert!(raw.chars().count() <= ctxbed::limits::PROVIDER_RAW_CHARS_MAX + 1);
+        assert!(raw.chars().count() <= ctxbed_harness::limits::PROVIDER_RAW_CHARS_MAX + 1);
     }
 }
 
@@ -815,7 +815,7 @@ async fn broken_streams_are_typed_errors() {
     // A line over the decoder's bound.
     let huge = format!(
         "data: {}\n\n",
-        "x".repeat(ctxbed::limits::SSE_LINE_BYTES_MAX + 10)
+        "x".repeat(ctxbed_harness::limits::SSE_LINE_BYTES_MAX + 10)
     );
     let (error, _) = error_for(ProviderKind::OpenAi, true, stream_response(huge)).await;
     assert_eq!(error.kind(), "malformed_reply", "{error:?}");
@@ -1244,7 +1244,7 @@ fn provider_retries_do_not_prepare_again_or_reload_sources() {
     let mut config = config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), false);
     config.retry.attempts_max = 4;
     let provider = Arc::new(provider_with(config));
-    let recorder = Arc::new(ctxbed::provider::record::RecordingModel::new(provider));
+    let recorder = Arc::new(ctxbed::record::RecordingModel::new(provider));
     let output = ctxbed::scenario::runner::run_live(&scenario, recorder).expect("runs");
     assert!(output.expectations_passed(), "{}", output.text);
     assert_eq!(runtime.block_on(received_count(&server)), 3);
@@ -1264,7 +1264,7 @@ async fn the_reqwest_transport_carries_the_same_streams() {
     let provider = HttpProvider::new(
         config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), true),
         Some(ApiKey::new(KEY)),
-        Arc::new(ctxbed::provider::transport::ReqwestTransport::default()),
+        Arc::new(ctxbed_providers::transport::ReqwestTransport::default()),
     )
     .expect("valid configuration");
     let reply = provider.call(&simple_request()).await.expect("a reply");

@@ -5,11 +5,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ctxbed::message::Message;
-use ctxbed::model::mock::{MockModel, MockScript, MockTurn, ScriptedError, TurnAction};
-use ctxbed::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose};
-use ctxbed::provider::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
-use ctxbed::provider::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
+use ctxbed_harness::message::Message;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedError, TurnAction};
+use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose};
+use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
+use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
 
 /// One network experiment: a script behind the host, faults, and the client's settings.
 struct Experiment {

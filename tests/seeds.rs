@@ -12,7 +12,7 @@
 //! A value that is not a number is an error, not a silent default. Names are zero-padded, so
 //! their order is the seeds' order and a partition by count is the same on every machine.
 
-use ctxbed::sim::sweep::check_seed;
+use ctxbed::sweep::check_seed;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// The allocator of `ctxbed sweep`, so a block costs here what it costs there.

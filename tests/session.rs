@@ -4,17 +4,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ctxbed::agent::{AgentError, EventKind, HarnessAgent, RestoreError};
-use ctxbed::message::Role;
-use ctxbed::model::ModelInfo;
-use ctxbed::model::mock::{MockModel, MockScript, MockTurn, TurnAction};
-use ctxbed::runtime::RuntimeContext;
-use ctxbed::session::jsonl::session_path;
-use ctxbed::session::{
+use ctxbed_harness::agent::{AgentError, EventKind, HarnessAgent, RestoreError};
+use ctxbed_harness::message::Role;
+use ctxbed_harness::model::ModelInfo;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
+use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_harness::session::jsonl::session_path;
+use ctxbed_harness::session::{
     JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey, durable_history,
 };
-use ctxbed::sim::storage::{MemoryStorage, Storage};
-use ctxbed::task::todo::{TodoItem, TodoPriority, TodoStatus};
+use ctxbed_harness::storage::{MemoryStorage, Storage};
+use ctxbed_harness::task::todo::{TodoItem, TodoPriority, TodoStatus};
 
 fn paused_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -176,7 +176,7 @@ fn a_corrupt_log_fails_the_call_with_a_clear_error_and_is_left_alone() {
         let log = Arc::new(MemorySessionLog::new());
         log.append(
             &key(),
-            ctxbed::session::SessionRecord {
+            ctxbed_harness::session::SessionRecord {
                 kind: "checkpoint".into(),
                 call_id: "call-1".into(),
                 payload: serde_json::json!({"history": ["m0001"], "messages_created": 1}).into(),
@@ -286,7 +286,7 @@ fn a_failed_log_write_fails_the_call_and_the_next_flush_makes_it_durable() {
 fn the_durable_history_check_holds_only_acknowledged_commits() {
     use ctxbed::scenario::file::load;
     use ctxbed::scenario::runner::run;
-    use ctxbed::sim::invariants::{ViolationKind, check};
+    use ctxbed::invariants::{ViolationKind, check};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let scenario =
         load(&root.join("scenarios/sessions/log-write-failure-restart.toml")).expect("scenario");

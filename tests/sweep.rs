@@ -9,27 +9,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use ctxbed::agent::events::{CustomValue, EventKind};
-use ctxbed::context::source::SOURCE_TIMEOUT_DEFAULT;
-use ctxbed::message::{ContentPart, Role, ToolOutput};
-use ctxbed::model::ModelError;
-use ctxbed::model::classify::classify;
-use ctxbed::model::mock::{ScriptedError, TurnAction};
-use ctxbed::provider::netsim::HostFaults;
+use ctxbed_harness::agent::events::{CustomValue, EventKind};
+use ctxbed_harness::context::source::SOURCE_TIMEOUT_DEFAULT;
+use ctxbed_harness::message::{ContentPart, Role, ToolOutput};
+use ctxbed_harness::model::ModelError;
+use ctxbed_harness::model::classify::classify;
+use ctxbed_sim::mock::{ScriptedError, TurnAction};
+use ctxbed_sim::netsim::HostFaults;
 use ctxbed::scenario::file::{
     ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, SourceSpec, TaskAction,
     TaskSpec, load,
 };
 use ctxbed::scenario::network::NetworkSpec;
 use ctxbed::scenario::runner::{RunOutput, run};
-use ctxbed::scenario::scripted::SourceFailure;
+use ctxbed_sim::scripted::SourceFailure;
 use ctxbed::scenario::write::write;
-use ctxbed::sim::generate::generate;
-use ctxbed::sim::invariants::{ViolationKind, check};
-use ctxbed::sim::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
-use ctxbed::task::plan::PlanMode;
-use ctxbed::task::requirements::{Decision, RequirementKind};
-use ctxbed::task::{TaskContextOptions, TaskScope};
+use ctxbed::generate::generate;
+use ctxbed::invariants::{ViolationKind, check};
+use ctxbed::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
+use ctxbed_harness::task::plan::PlanMode;
+use ctxbed_harness::task::requirements::{Decision, RequirementKind};
+use ctxbed_harness::task::{TaskContextOptions, TaskScope};
 
 /// Seeds of the file round-trip test.
 const ROUND_TRIP_SEEDS: u64 = 40;
@@ -573,7 +573,7 @@ fn the_faults_take_effect() {
         scenario.network.as_ref().is_some_and(|network| {
             let effect = format!(
                 "model did not answer within {}",
-                ctxbed::format::duration(network.request_timeout)
+                ctxbed_harness::format::duration(network.request_timeout)
             );
             run(&scenario).expect("runs").text.contains(&effect)
         })
@@ -1035,7 +1035,7 @@ fn the_append_only_check_sees_a_rewritten_log() {
 
 /// Copies the first 32 characters of a body that `pick` accepts into the first manifest of
 /// that body's step, and returns what the checker then reports.
-fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::sim::invariants::Violation> {
+fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::invariants::Violation> {
     let (scenario, mut output) = seed_with_todo_and_compaction();
     assert!(check(&scenario, &output).is_empty());
     let (step, head) = output

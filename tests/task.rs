@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
-use ctxbed::agent::{BuildError, HarnessAgent, HarnessAgentBuilder};
-use ctxbed::model::ModelInfo;
-use ctxbed::model::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
-use ctxbed::runtime::RuntimeContext;
-use ctxbed::task::todo::TodoStatus;
-use ctxbed::task::{BeginOutcome, TaskContextOptions, TaskScope};
-use ctxbed::tools::ToolRegistryError;
+use ctxbed_harness::agent::{BuildError, HarnessAgent, HarnessAgentBuilder};
+use ctxbed_harness::model::ModelInfo;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
+use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_harness::task::todo::TodoStatus;
+use ctxbed_harness::task::{BeginOutcome, TaskContextOptions, TaskScope};
+use ctxbed_harness::tools::ToolRegistryError;
 
 fn paused_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -68,9 +68,9 @@ fn task_tools_follow_the_task_list_and_the_latest_options() {
 
 #[test]
 fn a_user_tool_named_todo_write_is_a_build_error() {
-    let user_tool = ctxbed::tools::ScriptedTool::new(
+    let user_tool = ctxbed_sim::scripted::ScriptedTool::new(
         "todo_write",
-        ctxbed::tools::ScriptedOutput::Fixed("x".into()),
+        ctxbed_sim::scripted::ScriptedOutput::Fixed("x".into()),
     );
     let error = paused_runtime().block_on(async {
         HarnessAgent::builder()

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use criterion::{BenchmarkId, Criterion};
-use ctxbed::agent::HarnessAgent;
-use ctxbed::message::Message;
-use ctxbed::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
-use ctxbed::runtime::RuntimeContext;
+use ctxbed_harness::agent::HarnessAgent;
+use ctxbed_harness::message::Message;
+use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
+use ctxbed_harness::runtime::RuntimeContext;
 
 use crate::preparation::history;
 use crate::record::{self, Record};

@@ -16,7 +16,7 @@
 mod estimator_corpus;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use ctxbed::tokens::{
+use ctxbed_harness::tokens::{
     ApproximateEstimator, ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary,
 };
 use estimator_corpus::{self as corpus, Sample};

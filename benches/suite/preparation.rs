@@ -18,15 +18,15 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion};
-use ctxbed::context::block::{ContextBlock, Material};
-use ctxbed::context::budget::BudgetSettings;
-use ctxbed::context::history::{History, HistoryRef};
-use ctxbed::context::{PrepareInput, prepare};
-use ctxbed::message::{ContentPart, Message};
-use ctxbed::model::{ModelInfo, ModelRequest, Purpose};
-use ctxbed::provider::{MaxTokensField, WireOptions, openai};
-use ctxbed::sim::text::{TextKind, generate_text};
-use ctxbed::tokens::{ApproximateEstimator, CachedEstimator, TokenEstimator};
+use ctxbed_harness::context::block::{ContextBlock, Material};
+use ctxbed_harness::context::budget::BudgetSettings;
+use ctxbed_harness::context::history::{History, HistoryRef};
+use ctxbed_harness::context::{PrepareInput, prepare};
+use ctxbed_harness::message::{ContentPart, Message};
+use ctxbed_harness::model::{ModelInfo, ModelRequest, Purpose};
+use ctxbed_providers::{MaxTokensField, WireOptions, openai};
+use ctxbed_sim::text::{TextKind, generate_text};
+use ctxbed_harness::tokens::{ApproximateEstimator, CachedEstimator, TokenEstimator};
 
 use crate::record::{self, Record};
 

@@ -2,7 +2,7 @@
 //! recognised overflow is never transient.
 #![no_main]
 
-use ctxbed::model::classify::{classify, provider_message};
+use ctxbed_harness::model::classify::{classify, provider_message};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -3,8 +3,8 @@
 //! Any bytes give events or typed errors, never a panic.
 #![no_main]
 
-use ctxbed::provider::sse::SseDecoder;
-use ctxbed::provider::{anthropic, openai};
+use ctxbed_providers::sse::SseDecoder;
+use ctxbed_providers::{anthropic, openai};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,9 +5,9 @@
 
 use super::file::Expectation;
 use super::trace::StepRecord;
-use crate::agent::EventKind;
-use crate::context::manifest::ContextManifest;
-use crate::context::manifest::ItemKind;
+use ctxbed_harness::agent::EventKind;
+use ctxbed_harness::context::manifest::ContextManifest;
+use ctxbed_harness::context::manifest::ItemKind;
 
 /// The verdict of one assertion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,8 +353,8 @@ fn layout_tags(manifest: &ContextManifest) -> Vec<String> {
         .iter()
         .filter_map(|item| match &item.kind {
             ItemKind::Message { role, .. } => Some(match item.id.as_str() {
-                crate::context::render::TRANSIENT_MESSAGE_ID => "transient".to_string(),
-                crate::context::render::REFERENCE_MESSAGE_ID => "reference".to_string(),
+                ctxbed_harness::context::render::TRANSIENT_MESSAGE_ID => "transient".to_string(),
+                ctxbed_harness::context::render::REFERENCE_MESSAGE_ID => "reference".to_string(),
                 _ => role.as_str().to_string(),
             }),
             _ => None,
@@ -362,7 +362,7 @@ fn layout_tags(manifest: &ContextManifest) -> Vec<String> {
         .collect()
 }
 
-fn request_text(request: &crate::model::ModelRequest) -> String {
+fn request_text(request: &ctxbed_harness::model::ModelRequest) -> String {
     request
         .messages
         .iter()

@@ -26,9 +26,9 @@ use super::report::{
     validation_meaning,
 };
 use super::trace::Trace;
-use crate::context::manifest::ItemKind;
-use crate::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
-use crate::format::{duration, snippet};
+use ctxbed_harness::context::manifest::ItemKind;
+use ctxbed_harness::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
+use ctxbed_harness::format::{duration, snippet};
 
 /// The messages the layout adds around the conversation.
 const LAYOUT_MESSAGE_IDS: [&str; 3] = [
@@ -339,7 +339,7 @@ fn message_line(view: &MessageView, indent: &str, note: &str) -> String {
         format!(
             "{}  {}",
             view.parts,
-            snippet(note, crate::limits::SNIPPET_CHARS_MAX)
+            snippet(note, ctxbed_harness::limits::SNIPPET_CHARS_MAX)
         )
     };
     format!(
@@ -371,7 +371,7 @@ fn changed(preparation: &Preparation<'_>) -> String {
         let _ = writeln!(
             out,
             "  {}",
-            snippet(&view.raw, crate::limits::SNIPPET_CHARS_MAX)
+            snippet(&view.raw, ctxbed_harness::limits::SNIPPET_CHARS_MAX)
         );
         let _ = writeln!(out, "    {}", view.meaning);
         if let Some(figures) = &view.figures {

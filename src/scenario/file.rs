@@ -36,20 +36,20 @@ use toml::Spanned;
 use super::diagnostic::{Diagnostic, closest, from_toml};
 use super::mock_file::{Checker, parse_mock};
 use super::source::read_source;
-use crate::compaction::config::{CompactionConfig, PruneConfig, TruncateArgsConfig};
-use crate::context::PairingCheck;
-use crate::context::budget::BudgetSettings;
-use crate::context::offload::OffloadConfig;
-use crate::limits;
-use crate::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
-use crate::model::mock::MockScript;
-use crate::scenario::scripted::{BlockSpec, SourceFailure};
-use crate::sim::rng::SeedTree;
-use crate::sim::storage::WorkspacePath;
-use crate::sim::text::{TextKind, generate_text};
-use crate::task::plan::PlanMode;
-use crate::task::requirements::{Decision, RequirementKind};
-use crate::task::{TaskContextOptions, TaskScope};
+use ctxbed_harness::compaction::config::{CompactionConfig, PruneConfig, TruncateArgsConfig};
+use ctxbed_harness::context::PairingCheck;
+use ctxbed_harness::context::budget::BudgetSettings;
+use ctxbed_harness::context::offload::OffloadConfig;
+use ctxbed_harness::limits;
+use ctxbed_harness::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
+use ctxbed_sim::mock::MockScript;
+use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
+use ctxbed_sim::rng::SeedTree;
+use ctxbed_harness::storage::WorkspacePath;
+use ctxbed_sim::text::{TextKind, generate_text};
+use ctxbed_harness::task::plan::PlanMode;
+use ctxbed_harness::task::requirements::{Decision, RequirementKind};
+use ctxbed_harness::task::{TaskContextOptions, TaskScope};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -523,8 +523,8 @@ pub enum ToolOutputSpec {
     },
     /// Responses chosen by the call's arguments (a scripted shell).
     ByArguments {
-        responses: Vec<crate::tools::ScriptedResponse>,
-        fallback: crate::tools::ScriptedResponse,
+        responses: Vec<ctxbed_sim::scripted::ScriptedResponse>,
+        fallback: ctxbed_sim::scripted::ScriptedResponse,
     },
 }
 
@@ -1070,7 +1070,7 @@ fn tool_spec(
     let raw = spanned.get_ref();
     let field = format!("tools[{index}]");
     let name = raw.name.get_ref();
-    if !crate::tools::is_valid_tool_name(name) {
+    if !ctxbed_harness::tools::is_valid_tool_name(name) {
         let problem = checker
             .at(&raw.name, format!("invalid tool name `{name}`"))
             .field(format!("{field}.name"))
@@ -1091,14 +1091,14 @@ fn tool_spec(
         return None;
     }
     let output = if !raw.responses.is_empty() || raw.exit_code.is_some() {
-        let response = |r: &RawResponse| crate::tools::ScriptedResponse {
+        let response = |r: &RawResponse| ctxbed_sim::scripted::ScriptedResponse {
             when_args_contain: r.when_args_contain.clone(),
             text: r.text.clone(),
             exit_code: r.exit_code,
         };
         ToolOutputSpec::ByArguments {
             responses: raw.responses.iter().map(response).collect(),
-            fallback: crate::tools::ScriptedResponse {
+            fallback: ctxbed_sim::scripted::ScriptedResponse {
                 when_args_contain: String::new(),
                 text: raw.text.clone().unwrap_or_default(),
                 exit_code: raw.exit_code.unwrap_or(0),
@@ -1594,7 +1594,7 @@ fn instruction_specs(
     for (index, instruction) in raw.iter().enumerate() {
         let instruction = instruction.get_ref();
         let name = instruction.name.get_ref();
-        if !crate::context::source::is_valid_name(name) {
+        if !ctxbed_harness::context::source::is_valid_name(name) {
             let problem = checker
                 .at(
                     &instruction.name,
@@ -1622,7 +1622,7 @@ fn source_spec(
     let field = format!("sources[{index}]");
     let before = checker.problems.len();
     let name = raw.name.get_ref();
-    if !crate::context::source::is_valid_name(name) {
+    if !ctxbed_harness::context::source::is_valid_name(name) {
         let problem = checker
             .at(&raw.name, format!("invalid source name `{name}`"))
             .field(format!("{field}.name"))
@@ -1845,7 +1845,7 @@ fn compaction_config(
     if let Some(prompt) = &raw.summary_prompt {
         if prompt
             .get_ref()
-            .contains(crate::compaction::config::MESSAGES_PLACEHOLDER)
+            .contains(ctxbed_harness::compaction::config::MESSAGES_PLACEHOLDER)
         {
             config.summary_prompt = prompt.get_ref().clone();
         } else {
@@ -1871,7 +1871,7 @@ struct RawGenerated {
 
 /// Checks `agent.builtin_tools`: known names (with a did-you-mean), each listed once.
 fn builtin_tool_names(checker: &mut Checker<'_>, raw: &[Spanned<String>]) -> Vec<String> {
-    let known = crate::tools::builtin::BUILTIN_TOOL_NAMES;
+    let known = ctxbed_harness::tools::builtin::BUILTIN_TOOL_NAMES;
     let mut names: Vec<String> = Vec::new();
     for value in raw {
         let field = "agent.builtin_tools";

@@ -28,14 +28,14 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::diagnostic::{Diagnostic, closest, from_toml};
-use crate::limits;
-use crate::model::ModelInfo;
-use crate::model::Purpose;
-use crate::model::mock::{
+use ctxbed_harness::limits;
+use ctxbed_harness::model::ModelInfo;
+use ctxbed_harness::model::Purpose;
+use ctxbed_sim::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
 };
-use crate::model::provider::Provider;
-use crate::tokens::Vocabulary;
+use ctxbed_harness::model::provider::Provider;
+use ctxbed_harness::tokens::Vocabulary;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -18,7 +18,6 @@ pub mod mock_file;
 pub mod network;
 pub mod report;
 pub mod runner;
-pub mod scripted;
 pub mod source;
 pub mod suite;
 pub mod trace;

@@ -22,7 +22,7 @@
 //! [`HttpProvider`] over
 //! [`TurmoilTransport`], and the scenario's mock
 //! model answers from a provider host on the other side of the network
-//! ([`crate::provider::netsim`]). Host request numbers count every HTTP request, retries
+//! ([`ctxbed_sim::netsim`]). Host request numbers count every HTTP request, retries
 //! included. The summary model, when the scenario names one, stays in process.
 //!
 //! **Invariant:** the run is turmoil's simulation seeded by the scenario seed: the same seed
@@ -37,11 +37,11 @@ use toml::Spanned;
 use super::file::Scenario;
 use super::mock_file::Checker;
 use super::runner::{RunError, RunOutput};
-use crate::limits;
-use crate::model::mock::MockModel;
-use crate::provider::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
-use crate::provider::record::RecordingModel;
-use crate::provider::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
+use ctxbed_harness::limits;
+use ctxbed_sim::mock::MockModel;
+use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
+use crate::record::RecordingModel;
+use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
 
 /// The raw `[network]` table.
 #[derive(Debug, Deserialize)]
@@ -115,8 +115,8 @@ impl NetworkSpec {
             millis(self.latency_min),
             millis(self.latency_max),
             self.stream,
-            crate::format::duration(self.request_timeout),
-            crate::format::duration(self.connect_timeout),
+            ctxbed_harness::format::duration(self.request_timeout),
+            ctxbed_harness::format::duration(self.connect_timeout),
             self.retry_attempts,
             millis(self.retry_base),
             millis(self.retry_max),

@@ -36,12 +36,12 @@ pub use transform::Transform;
 
 use super::file::Scenario;
 use super::trace::{StepRecord, Trace};
-use crate::agent::events::{ContextBuildEvent, CustomValue, EventKind};
-use crate::context::budget::InputBudget;
-use crate::context::manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
-use crate::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
-use crate::message::Role;
-use crate::model::{ModelRequest, Purpose};
+use ctxbed_harness::agent::events::{ContextBuildEvent, CustomValue, EventKind};
+use ctxbed_harness::context::budget::InputBudget;
+use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
+use ctxbed_harness::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
+use ctxbed_harness::message::Role;
+use ctxbed_harness::model::{ModelRequest, Purpose};
 
 /// One request preparation of the run, with everything the report shows about it.
 #[derive(Debug, Clone)]
@@ -341,7 +341,7 @@ pub fn outcome_meaning(preparation: &Preparation<'_>) -> String {
         ModelOutcome::Replied { .. } => "the model replied (no usage reported)".to_string(),
         ModelOutcome::Failed { kind, message } => format!(
             "the model call failed with {kind}: {}",
-            crate::format::snippet(message, crate::limits::SNIPPET_CHARS_MAX)
+            ctxbed_harness::format::snippet(message, ctxbed_harness::limits::SNIPPET_CHARS_MAX)
         ),
         ModelOutcome::NotSent if preparation.build.status != "passed" => format!(
             "not sent: the preparation failed ({})",
@@ -367,7 +367,7 @@ pub fn escape(text: &str) -> String {
             '"' => escaped.push_str("&quot;"),
             '\'' => escaped.push_str("&#39;"),
             '\n' => escaped.push('\n'),
-            c if c.is_control() || crate::format::unusual_character(c).is_some() => {
+            c if c.is_control() || ctxbed_harness::format::unusual_character(c).is_some() => {
                 escaped.extend(c.escape_default());
             }
             _ => escaped.push(c),

@@ -14,26 +14,27 @@ use super::file::{
     ToolOutputSpec, ToolSpec,
 };
 use super::trace::{SessionFileBytes, StepRecord, Trace, render};
-use crate::agent::events::EventKind;
-use crate::agent::{AgentError, ContextPolicy, HarnessAgent, ReActAgent};
-use crate::context::budget::InputBudget;
-use crate::context::omission::FixedOrder;
-use crate::context::source::{FailurePolicy, SourceOptions};
-use crate::format::duration;
-use crate::limits;
-use crate::model::mock::{MockModel, SummaryMode};
-use crate::model::{Model, ModelRequest};
-use crate::runtime::RuntimeContext;
-use crate::scenario::scripted::{PlanModeTool, ScriptedSource, WritingTool};
-use crate::session::{JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey};
-use crate::sim::clock::{Clock, TokioClock};
-use crate::sim::rng::SeedTree;
-use crate::sim::storage::{MemoryStorage, Storage, WorkspacePath};
-use crate::tokens::{
+use ctxbed_harness::agent::events::EventKind;
+use ctxbed_harness::agent::{AgentError, ContextPolicy, HarnessAgent, ReActAgent};
+use ctxbed_harness::context::budget::InputBudget;
+use ctxbed_harness::context::omission::FixedOrder;
+use ctxbed_harness::context::source::{FailurePolicy, SourceOptions};
+use ctxbed_harness::format::duration;
+use ctxbed_harness::limits;
+use ctxbed_sim::mock::{MockModel, SummaryMode};
+use ctxbed_harness::model::{Model, ModelRequest};
+use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_sim::scripted::{PlanModeTool, ScriptedSource, WritingTool};
+use ctxbed_harness::session::{JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey};
+use ctxbed_harness::clock::{Clock, TokioClock};
+use ctxbed_sim::rng::SeedTree;
+use ctxbed_harness::storage::{MemoryStorage, Storage, WorkspacePath};
+use ctxbed_harness::tokens::{
     ApproximateEstimator, CachedEstimator, ExactEstimator, RatioEstimator, TokenEstimator,
     Vocabulary, shared_exact_counter,
 };
-use crate::tools::{DenyTools, ScriptedOutput, ScriptedTool, Tool};
+use ctxbed_harness::tools::{DenyTools, Tool};
+use ctxbed_sim::scripted::{ScriptedOutput, ScriptedTool};
 
 /// The result of one scenario run.
 #[derive(Debug, Clone)]
@@ -52,7 +53,7 @@ pub struct RunOutput {
 
 /// Session-log records by (user id, session id).
 pub type SessionLogs =
-    BTreeMap<(Option<String>, Option<String>), Vec<crate::session::SessionRecord>>;
+    BTreeMap<(Option<String>, Option<String>), Vec<ctxbed_harness::session::SessionRecord>>;
 
 impl RunOutput {
     /// True when every inline expectation held.
@@ -67,7 +68,7 @@ pub enum RunError {
     #[error("cannot start the simulated runtime: {0}")]
     Runtime(#[from] std::io::Error),
     #[error("cannot build the agent: {0}")]
-    Build(#[from] crate::agent::BuildError),
+    Build(#[from] ctxbed_harness::agent::BuildError),
     #[error("cannot seed the workspace: {0}")]
     Workspace(String),
     #[error("no built-in tool named `{0}`; see tools::builtin::BUILTIN_TOOL_NAMES")]
@@ -426,9 +427,9 @@ pub(super) async fn simulate(
             } else {
                 // The agent could not read the log back: what storage still holds is every
                 // line that reads as a record (the log itself is left as it was).
-                let path = crate::session::jsonl::session_path(&log_key);
+                let path = ctxbed_harness::session::jsonl::session_path(&log_key);
                 match storage.read(&path).await {
-                    Ok(Some(bytes)) => crate::session::jsonl::readable_records(&bytes),
+                    Ok(Some(bytes)) => ctxbed_harness::session::jsonl::readable_records(&bytes),
                     _ => Vec::new(),
                 }
             };
@@ -515,7 +516,7 @@ async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
 async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(WorkspacePath, Vec<u8>)> {
     let mut found = Vec::new();
     let files = storage
-        .list(&format!("{}/", crate::session::jsonl::SESSIONS_DIR))
+        .list(&format!("{}/", ctxbed_harness::session::jsonl::SESSIONS_DIR))
         .await
         .unwrap_or_default();
     for path in files {
@@ -585,7 +586,7 @@ fn spawn_writer(
         let appended = agent
             .append_message(&runtime, append.role, &append.text)
             .await;
-        let text = crate::format::quoted(&append.text, limits::TRACE_TEXT_CHARS_MAX);
+        let text = ctxbed_harness::format::quoted(&append.text, limits::TRACE_TEXT_CHARS_MAX);
         let line = match appended {
             Ok(id) => format!("concurrent_append {id} {} {text}", append.role.as_str()),
             Err(error) => format!(
@@ -623,14 +624,14 @@ async fn apply_action(
     action: &TaskAction,
 ) -> String {
     let state = agent.task_state(runtime);
-    let outcome = |result: Result<u64, crate::task::TaskError>| match result {
+    let outcome = |result: Result<u64, ctxbed_harness::task::TaskError>| match result {
         Ok(revision) => format!("ok, revision {revision}"),
         Err(error) => format!("{}: {error}", error.kind()),
     };
     match action {
         TaskAction::Propose { kind, text, source } => {
             let proposal =
-                crate::task::requirements::Proposal::new(*kind, text.clone(), source.clone());
+                ctxbed_harness::task::requirements::Proposal::new(*kind, text.clone(), source.clone());
             let result = state.with(|s| s.propose(proposal));
             let detail = match &result {
                 Ok(proposed) => format!(
@@ -677,8 +678,8 @@ async fn apply_action(
             passed,
             summary,
         } => {
-            let service = crate::task::verification::VerificationService::new(state);
-            let result = crate::task::verification::CheckResult {
+            let service = ctxbed_harness::task::verification::VerificationService::new(state);
+            let result = ctxbed_harness::task::verification::CheckResult {
                 passed: *passed,
                 summary: summary.clone(),
             };
@@ -880,9 +881,9 @@ fn header(scenario: &Scenario, policy_version: &str) -> Vec<String> {
             agent.model_timeout.map_or("none".to_string(), duration),
             estimator(agent.estimator).method(),
             match agent.pairing {
-                crate::context::PairingCheck::Strict => "strict",
-                crate::context::PairingCheck::Unchecked => "unchecked",
-                crate::context::PairingCheck::Repair => "repair",
+                ctxbed_harness::context::PairingCheck::Strict => "strict",
+                ctxbed_harness::context::PairingCheck::Unchecked => "unchecked",
+                ctxbed_harness::context::PairingCheck::Repair => "repair",
             },
             agent
                 .deny_tools
@@ -932,7 +933,7 @@ fn header(scenario: &Scenario, policy_version: &str) -> Vec<String> {
     if agent.react {
         lines.push("kind: react (the plain loop: no context pipeline)".to_string());
     }
-    if agent.task_list || agent.task_context != crate::task::TaskContextOptions::default() {
+    if agent.task_list || agent.task_context != ctxbed_harness::task::TaskContextOptions::default() {
         let options = agent.task_context;
         lines.push(format!(
             "task: todo_write={} include_requirements={} include_verification_results={} allow_requirement_proposals={}",
@@ -1058,7 +1059,7 @@ fn header(scenario: &Scenario, policy_version: &str) -> Vec<String> {
             duration(
                 source
                     .timeout
-                    .unwrap_or(crate::context::source::SOURCE_TIMEOUT_DEFAULT)
+                    .unwrap_or(ctxbed_harness::context::source::SOURCE_TIMEOUT_DEFAULT)
             ),
             if source.omit_on_failure {
                 "omit"
@@ -1098,12 +1099,12 @@ fn header(scenario: &Scenario, policy_version: &str) -> Vec<String> {
 fn builtin_tools(
     names: &[String],
     storage: Arc<MemoryStorage>,
-) -> Result<Vec<Arc<dyn crate::tools::Tool>>, RunError> {
+) -> Result<Vec<Arc<dyn ctxbed_harness::tools::Tool>>, RunError> {
     let storage: Arc<dyn Storage> = storage;
     names
         .iter()
         .map(|name| {
-            crate::tools::builtin::builtin_tool(name, storage.clone())
+            ctxbed_harness::tools::builtin::builtin_tool(name, storage.clone())
                 .ok_or_else(|| RunError::UnknownBuiltinTool(name.clone()))
         })
         .collect()

@@ -11,7 +11,7 @@ use super::diagnostic::Diagnostic;
 use super::file::{Layout, load};
 use super::golden::{self, GoldenMode, GoldenOutcome};
 use super::runner::run;
-use crate::limits;
+use ctxbed_harness::limits;
 
 /// The verdict on one scenario file.
 #[derive(Debug, Clone)]
@@ -115,7 +115,7 @@ fn verdict(scenario: &super::file::Scenario, layout: &Layout, mode: GoldenMode) 
             };
         }
     };
-    let mut reasons: Vec<String> = crate::sim::invariants::check(scenario, &first)
+    let mut reasons: Vec<String> = crate::invariants::check(scenario, &first)
         .iter()
         .map(|violation| format!("invariant broken: {violation}"))
         .collect();

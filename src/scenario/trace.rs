@@ -15,13 +15,13 @@ use std::time::Duration;
 
 use super::expect::Check;
 use super::file::StepSpec;
-use crate::agent::AgentError;
-use crate::agent::events::{AgentEvent, CustomValue, EventKind};
-use crate::context::manifest::{ContextManifest, ItemKind, ManifestItem};
-use crate::format::{duration, quoted};
-use crate::limits::TRACE_TEXT_CHARS_MAX;
-use crate::message::{Message, ToolOutput};
-use crate::model::ModelRequest;
+use ctxbed_harness::agent::AgentError;
+use ctxbed_harness::agent::events::{AgentEvent, CustomValue, EventKind};
+use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem};
+use ctxbed_harness::format::{duration, quoted};
+use ctxbed_harness::limits::TRACE_TEXT_CHARS_MAX;
+use ctxbed_harness::message::{Message, ToolOutput};
+use ctxbed_harness::model::ModelRequest;
 
 /// Everything recorded while running one scenario.
 #[derive(Debug, Clone)]
@@ -98,7 +98,7 @@ impl StepRecord {
     pub fn reasoning_manifests(&self) -> impl Iterator<Item = &ContextManifest> {
         self.manifests()
             .map(|(manifest, _)| manifest)
-            .filter(|manifest| manifest.purpose == crate::model::Purpose::Reasoning)
+            .filter(|manifest| manifest.purpose == ctxbed_harness::model::Purpose::Reasoning)
     }
 
     /// Number of reasoning model calls started in this step (summary calls excluded).
@@ -119,7 +119,7 @@ impl StepRecord {
     pub fn reasoning_requests(&self) -> Vec<&ModelRequest> {
         self.requests
             .iter()
-            .filter(|request| request.purpose == crate::model::Purpose::Reasoning)
+            .filter(|request| request.purpose == ctxbed_harness::model::Purpose::Reasoning)
             .collect()
     }
 
@@ -247,8 +247,8 @@ fn render_event(
                 torn.line,
                 torn.bytes,
                 match torn.reason {
-                    crate::session::jsonl::TornReason::NoNewline => "no newline",
-                    crate::session::jsonl::TornReason::InvalidRecord => "not a record",
+                    ctxbed_harness::session::jsonl::TornReason::NoNewline => "no newline",
+                    ctxbed_harness::session::jsonl::TornReason::InvalidRecord => "not a record",
                 }
             ))
         ),
@@ -293,7 +293,7 @@ fn render_event(
             "tool_call {} {} {}",
             call.id,
             call.name,
-            crate::format::snippet(&call.arguments.to_string(), TRACE_TEXT_CHARS_MAX)
+            ctxbed_harness::format::snippet(&call.arguments.to_string(), TRACE_TEXT_CHARS_MAX)
         ),
         EventKind::ToolResult { result, denied } => {
             let status = match (denied, result.is_error) {
@@ -324,7 +324,7 @@ fn render_event(
             Err(error) => format!(
                 "run_finished {call_id} error {}: {}",
                 error.kind(),
-                crate::format::snippet(&error.to_string(), crate::limits::SNIPPET_CHARS_MAX)
+                ctxbed_harness::format::snippet(&error.to_string(), ctxbed_harness::limits::SNIPPET_CHARS_MAX)
             ),
         },
     };
@@ -401,7 +401,7 @@ fn item_line(item: &ManifestItem) -> String {
                 item.tokens,
                 kind.as_str(),
                 placement.as_str(),
-                crate::format::snippet(revision, 24)
+                ctxbed_harness::format::snippet(revision, 24)
             );
             return line;
         }

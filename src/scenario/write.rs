@@ -1,7 +1,7 @@
 //! Writing a [`Scenario`] back to its file format: the scenario TOML and its mock-model files.
 //!
 //! The sweep uses this to turn a failing generated scenario into files that plain `ctxbed run`
-//! and `ctxbed show` reproduce. It covers what [`crate::sim::generate`] produces, fault schedule
+//! and `ctxbed show` reproduce. It covers what [`crate::generate`] produces, fault schedule
 //! included (restarts, concurrent appends, task actions before and during a call, JSON-lines
 //! session storage, write failures, the `[network]` table), plus the `[task]` table, task
 //! context options and plan modes. Anything the file format cannot say the same way (inline
@@ -14,7 +14,7 @@
 //!
 //! ```
 //! use ctxbed::scenario::write::scenario_toml;
-//! use ctxbed::sim::generate::generate;
+//! use ctxbed::generate::generate;
 //! let text = scenario_toml(&generate(3), "").unwrap();
 //! assert!(text.contains("seed = 3"));
 //! ```
@@ -29,15 +29,15 @@ use super::file::{
     SessionStorage, SourceSpec, StepSpec, TaskAction, TaskSpec, ToolOutputSpec, ToolSpec,
 };
 use super::network::NetworkSpec;
-use super::scripted::SourceFailure;
-use crate::compaction::config::CompactionConfig;
-use crate::context::PairingCheck;
-use crate::context::offload::OffloadConfig;
-use crate::message::{ContentPart, Message, Role, ToolOutput};
-use crate::model::Purpose;
-use crate::model::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
-use crate::task::plan::PlanMode;
-use crate::tokens::Vocabulary;
+use ctxbed_sim::scripted::SourceFailure;
+use ctxbed_harness::compaction::config::CompactionConfig;
+use ctxbed_harness::context::PairingCheck;
+use ctxbed_harness::context::offload::OffloadConfig;
+use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput};
+use ctxbed_harness::model::Purpose;
+use ctxbed_sim::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
+use ctxbed_harness::task::plan::PlanMode;
+use ctxbed_harness::tokens::Vocabulary;
 
 /// Why a scenario could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -377,7 +377,7 @@ fn agent(scenario: &Scenario) -> Result<Table, WriteError> {
         table.insert("task_list".into(), true.into());
     }
     let options = spec.task_context;
-    if options != crate::task::TaskContextOptions::default() {
+    if options != ctxbed_harness::task::TaskContextOptions::default() {
         let mut context = Table::new();
         for (key, on) in [
             ("include_requirements", options.include_requirements),

@@ -10,7 +10,7 @@ use super::{
     Entry, MessageView, ModelOutcome, Preparation, Segment, Transform, escape, outcome_meaning,
     preparations, validation_meaning,
 };
-use crate::format::duration;
+use ctxbed_harness::format::duration;
 use crate::scenario::file::Scenario;
 use crate::scenario::runner::RunOutput;
 
@@ -408,7 +408,7 @@ fn message_line(view: &MessageView, note: &str) -> String {
 }
 
 fn materials_and_schemas(preparation: &Preparation<'_>) -> String {
-    use crate::context::manifest::ItemKind;
+    use ctxbed_harness::context::manifest::ItemKind;
     let manifest = preparation.manifest();
     let mut rows = String::new();
     for item in &manifest.items {

@@ -183,7 +183,7 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
         preparation.number,
         y + 15,
         escape(label),
-        escape(&crate::format::snippet(label, ROW_LABEL_CHARS_MAX))
+        escape(&ctxbed_harness::format::snippet(label, ROW_LABEL_CHARS_MAX))
     );
     let bar_y = y + 1;
     let Some(breakdown) = preparation.breakdown else {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::context::block::{MaterialKind, Placement};
+use ctxbed_harness::context::block::{MaterialKind, Placement};
 
 fn check_transform(raw: &str, expected: Transform) {
     assert_eq!(Transform::parse(raw), expected, "parsing {raw:?}");

@@ -138,7 +138,7 @@ impl Transform {
 
     /// What the transform did, in words. Ids and paths are bounded and escaped like trace text.
     pub fn meaning(&self) -> String {
-        let shown = |text: &str| crate::format::snippet(text, ID_CHARS_MAX);
+        let shown = |text: &str| ctxbed_harness::format::snippet(text, ID_CHARS_MAX);
         match self {
             Transform::Offloaded { call_id, path } => format!(
                 "the result of tool call {} was over the offload limit: it was saved to {}, and \

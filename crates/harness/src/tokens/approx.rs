@@ -1,0 +1,500 @@
+//! The content-aware approximate estimator: one pass over the bytes, priced in milli-tokens.
+//!
+//! Byte-pair encoders such as o200k first split text into pieces with a regular expression
+//! (a word with one leading space or symbol, up to three digits, a run of punctuation with its
+//! trailing newlines, a run of whitespace) and then encode each piece on its own. On real text
+//! almost every piece is a single token; long words, long punctuation runs and non-Latin scripts
+//! cost more. [`ApproximateEstimator`] therefore counts *pieces* the way the o200k splitter
+//! would, without a regular expression, and adds per-character costs for CJK and other scripts:
+//!
+//! - [`TextFeatures`]: what one text contains — word, digit, punctuation, space and newline
+//!   pieces, letters deep inside long words, and non-ASCII characters by script.
+//! - [`Weights`] and [`WEIGHTS_V1`]: the integer milli-token price of each feature, calibrated
+//!   against exact o200k counts on the corpus in `tests/data/estimator/`.
+//!
+//! The scan reads 64 bytes at a time. `classify` turns a block into bit masks (letter, upper
+//! case, digit, space, newline, punctuation, non-ASCII): thirty-two bytes at once with AVX2
+//! when the processor has it (checked once per text), else sixteen at once with SSE2 on
+//! x86-64 and eight at once with word arithmetic elsewhere. Piece boundaries are then shifts
+//! and population counts on those masks, with one block of look-ahead. Ideographs, kana and
+//! CJK punctuation are counted from masks too; other non-ASCII characters are visited one by
+//! one, or a run of one script at a time where they are dense (`script`). Nothing is allocated and no float is used, and every way of classifying
+//! gives the same masks, so the count is the same on every machine; a plain per-byte reading
+//! of the same rules checks the block arithmetic in the tests.
+//!
+//! ```
+//! use ctxbed_harness::tokens::approx::ApproximateEstimator;
+//! use ctxbed_harness::tokens::TokenEstimator;
+//! let approx = ApproximateEstimator;
+//! assert!(!approx.exact());
+//! assert_eq!(approx.method(), "approx-v1");
+//! assert_eq!(approx.text_tokens(""), 0);
+//! assert_eq!(approx.text_tokens("hello world"), 2);
+//! let features = ApproximateEstimator::features("let total = 1200;");
+//! assert_eq!(features.word_piece_count, 2);
+//! assert_eq!(features.digit_piece_count, 2);
+//! ```
+
+mod classify;
+mod script;
+
+use self::classify::{BLOCK_BYTES, Baseline, Classifier, Masks, classify_with};
+use self::script::{SCRIPT_COUNT, Script, ScriptCounts};
+use super::TokenEstimator;
+
+/// What one text contains, as the approximate estimator sees it.
+///
+/// A *piece* follows the o200k pre-tokenizer: a word absorbs one space or one symbol before it,
+/// a punctuation run absorbs one space before it and the newlines after it, a run of spaces
+/// before a word or symbol leaves its last space to that word or symbol.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextFeatures {
+    /// Words: runs of letters or non-ASCII characters, split where lower case meets upper case.
+    pub word_piece_count: u64,
+    /// ASCII letters at position [`WORD_LONG_FROM`] or later inside a word piece.
+    pub word_long_letter_count: u64,
+    /// Groups of up to three digits.
+    pub digit_piece_count: u64,
+    /// Runs of ASCII punctuation and symbols not absorbed into the following word.
+    pub punctuation_piece_count: u64,
+    /// Punctuation characters at position [`PUNCTUATION_LONG_FROM`] or later inside a run.
+    pub punctuation_long_count: u64,
+    /// Runs of spaces and tabs that form a piece of their own.
+    pub space_piece_count: u64,
+    /// Runs of line breaks not absorbed by the punctuation before them.
+    pub newline_piece_count: u64,
+    /// CJK ideographs (U+3100–U+9FFF).
+    pub han_count: u64,
+    /// Hiragana and katakana (U+3040–U+30FF).
+    pub kana_count: u64,
+    /// Hangul syllables (U+A000–U+D7FF).
+    pub hangul_count: u64,
+    /// CJK symbols and punctuation (U+3000–U+303F) and full-width forms (U+FF00–U+FFFF).
+    pub cjk_punctuation_count: u64,
+    /// Accented and extended Latin letters and combining marks (U+00C0–U+036F).
+    pub latin_count: u64,
+    /// Greek (U+0370–U+03FF).
+    pub greek_count: u64,
+    /// Cyrillic (U+0400–U+052F).
+    pub cyrillic_count: u64,
+    /// Hebrew and Arabic (U+0580–U+06FF).
+    pub hebrew_arabic_count: u64,
+    /// Other two-byte characters: Armenian, Syriac, Thaana and the like (U+0530–U+057F,
+    /// U+0700–U+07FF).
+    pub other_two_byte_count: u64,
+    /// Indic scripts, Thai, Lao and Tibetan (U+0800–U+0FFF).
+    pub indic_count: u64,
+    /// Symbols and punctuation outside ASCII: Latin-1 signs (U+0080–U+00BF), dashes, curly
+    /// quotes, arrows, box drawing (U+2000–U+2FFF).
+    pub symbol_count: u64,
+    /// Other three-byte characters: Georgian, Ethiopic, Khmer, Vietnamese letters, private use.
+    pub other_three_byte_count: u64,
+    /// Four-byte characters: emoji and the supplementary planes.
+    pub four_byte_count: u64,
+}
+
+/// Price of each [`TextFeatures`] count, in milli-tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Weights {
+    /// Per [`TextFeatures::word_piece_count`].
+    pub word_piece: u64,
+    /// Per [`TextFeatures::word_long_letter_count`].
+    pub word_long_letter: u64,
+    /// Per [`TextFeatures::digit_piece_count`].
+    pub digit_piece: u64,
+    /// Per [`TextFeatures::punctuation_piece_count`].
+    pub punctuation_piece: u64,
+    /// Per [`TextFeatures::punctuation_long_count`].
+    pub punctuation_long: u64,
+    /// Per [`TextFeatures::space_piece_count`].
+    pub space_piece: u64,
+    /// Per [`TextFeatures::newline_piece_count`].
+    pub newline_piece: u64,
+    /// Per [`TextFeatures::han_count`].
+    pub han: u64,
+    /// Per [`TextFeatures::kana_count`].
+    pub kana: u64,
+    /// Per [`TextFeatures::hangul_count`].
+    pub hangul: u64,
+    /// Per [`TextFeatures::cjk_punctuation_count`].
+    pub cjk_punctuation: u64,
+    /// Per [`TextFeatures::latin_count`].
+    pub latin: u64,
+    /// Per [`TextFeatures::greek_count`].
+    pub greek: u64,
+    /// Per [`TextFeatures::cyrillic_count`].
+    pub cyrillic: u64,
+    /// Per [`TextFeatures::hebrew_arabic_count`].
+    pub hebrew_arabic: u64,
+    /// Per [`TextFeatures::other_two_byte_count`].
+    pub other_two_byte: u64,
+    /// Per [`TextFeatures::indic_count`].
+    pub indic: u64,
+    /// Per [`TextFeatures::symbol_count`].
+    pub symbol: u64,
+    /// Per [`TextFeatures::other_three_byte_count`].
+    pub other_three_byte: u64,
+    /// Per [`TextFeatures::four_byte_count`].
+    pub four_byte: u64,
+}
+
+/// Position inside a word piece (0-based) from which each further ASCII letter costs
+/// [`Weights::word_long_letter`]: short words are one token, long ones split.
+pub const WORD_LONG_FROM: u32 = 6;
+
+/// Position inside a punctuation run (0-based) from which each further character costs
+/// [`Weights::punctuation_long`]: `");` is one token, `"}]},` is not.
+pub const PUNCTUATION_LONG_FROM: u32 = 3;
+
+/// The weights of `approx-v1`, fitted against exact o200k counts (see `README.md`, "Token
+/// estimation", for the corpus and the measured error per kind of content).
+pub const WEIGHTS_V1: Weights = Weights {
+    word_piece: 1_000,
+    word_long_letter: 150,
+    digit_piece: 1_000,
+    punctuation_piece: 1_000,
+    punctuation_long: 1_150,
+    space_piece: 1_000,
+    newline_piece: 1_000,
+    han: 665,
+    kana: 700,
+    hangul: 300,
+    cjk_punctuation: 1_000,
+    latin: 350,
+    greek: 200,
+    cyrillic: 100,
+    hebrew_arabic: 100,
+    other_two_byte: 300,
+    indic: 120,
+    symbol: 900,
+    other_three_byte: 500,
+    four_byte: 1_000,
+};
+
+// Appending text must never lower a count. Appending can absorb a space or a symbol into the
+// piece that follows it (or a space into a newline run), so the piece that absorbs must cost
+// at least as much as the piece it absorbed.
+const _: () = assert!(WEIGHTS_V1.word_piece >= WEIGHTS_V1.punctuation_piece);
+const _: () = assert!(WEIGHTS_V1.punctuation_piece >= WEIGHTS_V1.space_piece);
+const _: () = assert!(WEIGHTS_V1.newline_piece >= WEIGHTS_V1.space_piece);
+const _: () = assert!(WORD_LONG_FROM >= 1 && WORD_LONG_FROM < 64);
+const _: () = assert!(PUNCTUATION_LONG_FROM >= 1 && PUNCTUATION_LONG_FROM < 64);
+
+/// Content-aware approximate counts: o200k-like pieces priced with [`WEIGHTS_V1`].
+///
+/// Deterministic (integer arithmetic only), allocation-free, monotone (appending text never
+/// lowers the count) and zero for the empty string.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproximateEstimator;
+
+impl ApproximateEstimator {
+    /// The features of one text, in one pass.
+    pub fn features(text: &str) -> TextFeatures {
+        scan(text.as_bytes())
+    }
+
+    /// Milli-tokens of the given features under the given weights.
+    pub fn price(features: &TextFeatures, weights: &Weights) -> u64 {
+        features.word_piece_count * weights.word_piece
+            + features.word_long_letter_count * weights.word_long_letter
+            + features.digit_piece_count * weights.digit_piece
+            + features.punctuation_piece_count * weights.punctuation_piece
+            + features.punctuation_long_count * weights.punctuation_long
+            + features.space_piece_count * weights.space_piece
+            + features.newline_piece_count * weights.newline_piece
+            + features.han_count * weights.han
+            + features.kana_count * weights.kana
+            + features.hangul_count * weights.hangul
+            + features.cjk_punctuation_count * weights.cjk_punctuation
+            + features.latin_count * weights.latin
+            + features.greek_count * weights.greek
+            + features.cyrillic_count * weights.cyrillic
+            + features.hebrew_arabic_count * weights.hebrew_arabic
+            + features.other_two_byte_count * weights.other_two_byte
+            + features.indic_count * weights.indic
+            + features.symbol_count * weights.symbol
+            + features.other_three_byte_count * weights.other_three_byte
+            + features.four_byte_count * weights.four_byte
+    }
+}
+
+impl TokenEstimator for ApproximateEstimator {
+    fn method(&self) -> &'static str {
+        "approx-v1"
+    }
+
+    fn exact(&self) -> bool {
+        false
+    }
+
+    fn text_tokens(&self, text: &str) -> u64 {
+        let features = Self::features(text);
+        Self::price(&features, &WEIGHTS_V1).div_ceil(1_000)
+    }
+}
+
+/// What a block passes to the next one: its masks and the masks derived from earlier blocks.
+#[derive(Debug, Clone, Copy, Default)]
+struct Carry {
+    masks: Masks,
+    word_continue: u64,
+    digit_group_start: u64,
+}
+
+fn scan(bytes: &[u8]) -> TextFeatures {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(avx2) = classify::Avx2::detect() {
+        // SAFETY: `avx2` proves that the processor has AVX2, POPCNT and BMI1.
+        return unsafe { scan_avx2(bytes, avx2) };
+    }
+    scan_with(Baseline, bytes)
+}
+
+/// The scan compiled for processors with AVX2, POPCNT and BMI1 (population counts become one
+/// instruction each).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,popcnt,bmi1")]
+fn scan_avx2(bytes: &[u8], avx2: classify::Avx2) -> TextFeatures {
+    scan_with(avx2, bytes)
+}
+
+/// The scan with one way of classifying blocks; inlined into each caller so that the
+/// caller's processor features apply to all of it.
+#[inline(always)]
+fn scan_with<C: Classifier>(classifier: C, bytes: &[u8]) -> TextFeatures {
+    let (blocks, rest) = bytes.as_chunks::<BLOCK_BYTES>();
+    let mut tail = [0u8; BLOCK_BYTES];
+    tail[..rest.len()].copy_from_slice(rest);
+    let tail_valid = (1u64 << rest.len()) - 1; // rest.len() < 64
+    let block_count = blocks.len() + usize::from(!rest.is_empty());
+    let block_at = |index: usize| match blocks.get(index) {
+        Some(block) => Some((block, u64::MAX)),
+        None if index == blocks.len() && !rest.is_empty() => Some((&tail, tail_valid)),
+        None => None,
+    };
+    let masks_of = |index: usize| match block_at(index) {
+        Some((block, valid)) => classify_with(classifier, block, valid),
+        None => Masks::default(),
+    };
+
+    let mut features = TextFeatures::default();
+    let mut script_counts = ScriptCounts::default();
+    let mut carry = Carry::default();
+    let mut current = masks_of(0);
+    for index in 0..block_count {
+        let next = masks_of(index + 1);
+        carry = count_pieces(&carry, &current, &next, &mut features);
+        if current.lead != 0
+            && let Some((block, _)) = block_at(index)
+        {
+            // Only leads 0xe3 and 0xef need the second byte; without them, the CJK masks have
+            // nothing to add to the runs.
+            if current.lead_e3_ef == 0 {
+                script_counts.add_runs(classifier, block, current.lead);
+            } else {
+                let next_byte = bytes
+                    .get((index + 1) * BLOCK_BYTES)
+                    .copied()
+                    .unwrap_or(0x80);
+                let common = classifier.leads(block);
+                script_counts.add_block(classifier, block, &common, next_byte, current.lead);
+            }
+        }
+        current = next;
+    }
+    add_scripts(&script_counts.finish(), &mut features);
+    features
+}
+
+fn add_scripts(counts: &[u64; SCRIPT_COUNT], features: &mut TextFeatures) {
+    let count = |script: Script| counts[script as usize];
+    features.han_count += count(Script::Han);
+    features.kana_count += count(Script::Kana);
+    features.hangul_count += count(Script::Hangul);
+    features.cjk_punctuation_count += count(Script::CjkPunctuation);
+    features.latin_count += count(Script::Latin);
+    features.greek_count += count(Script::Greek);
+    features.cyrillic_count += count(Script::Cyrillic);
+    features.hebrew_arabic_count += count(Script::HebrewArabic);
+    features.other_two_byte_count += count(Script::OtherTwoByte);
+    features.indic_count += count(Script::Indic);
+    features.symbol_count += count(Script::Symbol);
+    features.other_three_byte_count += count(Script::OtherThreeByte);
+    features.four_byte_count += count(Script::FourByte);
+}
+
+/// Bit `p` is set when byte `p - n` (counting into the previous block) is in the mask.
+#[inline(always)]
+fn preceded(current: u64, previous: u64, n: u32) -> u64 {
+    debug_assert!((1..64).contains(&n));
+    (current << n) | (previous >> (64 - n))
+}
+
+/// Bit `p` is set when byte `p + 1` (counting into the next block) is in the mask.
+#[inline(always)]
+fn followed(current: u64, next: u64) -> u64 {
+    (current >> 1) | (next << 63)
+}
+
+/// Counts the pieces of one block; returns what the next block needs to see.
+#[inline(always)]
+fn count_pieces(
+    carry: &Carry,
+    current: &Masks,
+    next: &Masks,
+    features: &mut TextFeatures,
+) -> Carry {
+    if current.high == u64::MAX {
+        return count_pieces_without_ascii(carry, current, features);
+    }
+    count_pieces_of_any_block(carry, current, next, features)
+}
+
+/// A block without ASCII (much of CJK text) continues a word or starts one at its first byte;
+/// it holds no other piece. The same as `count_pieces_of_any_block`, in a few instructions.
+#[inline(always)]
+fn count_pieces_without_ascii(
+    carry: &Carry,
+    current: &Masks,
+    features: &mut TextFeatures,
+) -> Carry {
+    let previous_wordish = carry.masks.letter | carry.masks.high;
+    let start = !(previous_wordish >> 63) & 1;
+    features.word_piece_count += start;
+    Carry {
+        masks: *current,
+        word_continue: !start,
+        digit_group_start: 0,
+    }
+}
+
+/// Counts the pieces of any block.
+#[inline(always)]
+fn count_pieces_of_any_block(
+    carry: &Carry,
+    current: &Masks,
+    next: &Masks,
+    features: &mut TextFeatures,
+) -> Carry {
+    let previous = &carry.masks;
+    let words = word_pieces(carry, current);
+    let digit_group_start = digit_groups(carry, current);
+    let next_wordish = followed(current.letter | current.high, next.letter | next.high);
+    let count = |mask: u64| u64::from(mask.count_ones());
+    features.word_piece_count += count(words.start);
+    features.word_long_letter_count += count(words.long);
+    features.digit_piece_count += count(digit_group_start);
+    let (space_pieces, space_splits) = space_pieces(previous, current, next, next_wordish);
+    features.space_piece_count += count(space_pieces) + count(space_splits);
+    let (punctuation_pieces, punctuation_long) =
+        punctuation_pieces(previous, current, next, next_wordish);
+    features.punctuation_piece_count += count(punctuation_pieces);
+    features.punctuation_long_count += count(punctuation_long);
+    features.newline_piece_count += count(newline_pieces(previous, current));
+    Carry {
+        masks: *current,
+        word_continue: words.continues,
+        digit_group_start,
+    }
+}
+
+/// Word-piece masks of one block.
+struct Words {
+    /// First character of each piece.
+    start: u64,
+    /// Every other character of a piece.
+    continues: u64,
+    /// ASCII letters at position `WORD_LONG_FROM` or later in their piece.
+    long: u64,
+}
+
+/// Words are runs of letters and non-ASCII characters, split where lower case meets upper.
+#[inline(always)]
+fn word_pieces(carry: &Carry, current: &Masks) -> Words {
+    let previous = &carry.masks;
+    let wordish = current.letter | current.high;
+    let previous_wordish = previous.letter | previous.high;
+    let lower = current.letter & !current.upper;
+    let previous_lower = previous.letter & !previous.upper;
+    let camel = current.upper & preceded(lower, previous_lower, 1);
+    let start = (wordish & !preceded(wordish, previous_wordish, 1)) | camel;
+    let continues = wordish & !start;
+    let mut long = current.letter & continues;
+    for n in 1..WORD_LONG_FROM {
+        long &= preceded(continues, carry.word_continue, n);
+    }
+    Words {
+        start,
+        continues,
+        long,
+    }
+}
+
+/// The last space of each run that is a piece, and of each run split in two.
+///
+/// A single space before a word or a symbol joins it; spaces before a line break join the
+/// break; a longer run before digits splits in two (the run but its last space, then that
+/// space).
+#[inline(always)]
+fn space_pieces(previous: &Masks, current: &Masks, next: &Masks, next_wordish: u64) -> (u64, u64) {
+    let space = current.space;
+    let start = space & !preceded(space, previous.space, 1);
+    let end = space & !followed(space, next.space);
+    let before_newline = followed(current.newline, next.newline);
+    let before_punctuation = followed(current.punctuation, next.punctuation);
+    let single_joined = start & (next_wordish | before_punctuation);
+    let pieces = end & !before_newline & !single_joined;
+    let splits = end & !start & followed(current.digit, next.digit);
+    (pieces, splits)
+}
+
+/// The first symbol of each punctuation piece, and symbols deep inside long runs.
+///
+/// One symbol alone before a word joins the word, unless a space already joined the symbol.
+#[inline(always)]
+fn punctuation_pieces(
+    previous: &Masks,
+    current: &Masks,
+    next: &Masks,
+    next_wordish: u64,
+) -> (u64, u64) {
+    let punctuation = current.punctuation;
+    let start = punctuation & !preceded(punctuation, previous.punctuation, 1);
+    let end = punctuation & !followed(punctuation, next.punctuation);
+    let after_space = preceded(current.space, previous.space, 1);
+    let joined = start & end & next_wordish & !after_space;
+    let mut long = punctuation;
+    for n in 1..=PUNCTUATION_LONG_FROM {
+        long &= preceded(punctuation, previous.punctuation, n);
+    }
+    (start & !joined, long)
+}
+
+/// The first line break of each run that is a piece: a run right after punctuation belongs
+/// to the punctuation's piece.
+#[inline(always)]
+fn newline_pieces(previous: &Masks, current: &Masks) -> u64 {
+    let newline = current.newline;
+    let start = newline & !preceded(newline, previous.newline, 1);
+    start & !preceded(current.punctuation, previous.punctuation, 1)
+}
+
+/// First digit of each group of up to three: the run's first digit, then every third one.
+#[inline(always)]
+fn digit_groups(carry: &Carry, current: &Masks) -> u64 {
+    let digit = current.digit;
+    let previous = carry.masks.digit;
+    let run_start = digit & !preceded(digit, previous, 1);
+    let continues_three = digit & preceded(digit, previous, 1) & preceded(digit, previous, 2);
+    let mut group_start = run_start;
+    loop {
+        let more = preceded(group_start, carry.digit_group_start, 3) & continues_three;
+        if more & !group_start == 0 {
+            return group_start;
+        }
+        group_start |= more;
+    }
+}
+
+#[cfg(test)]
+mod tests;

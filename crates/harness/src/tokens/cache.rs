@@ -1,0 +1,817 @@
+//! Incremental counting: per-message counts cached by content hash.
+//!
+//! Every reasoning step re-counts the whole conversation, but only the newest messages are new.
+//! [`CachedEstimator`] wraps any [`TokenEstimator`] and remembers each message's count twice:
+//!
+//! - by the address of the message's shared content, next to a copy of the message (`memo`):
+//!   a message seen before (the same content, shared by copy on write) is recognised by one
+//!   integer probe, with no reading, hashing or counting, and the memo also keeps the message's
+//!   manifest content hash ([`TokenEstimator::message_tokens_and_hash`]). A step over a long
+//!   history therefore hashes and counts only the new or changed messages.
+//! - under the SHA-256 of what is counted: the same content under another id (a copy, a
+//!   re-sent message) is counted once, and its manifest content hash computed once.
+//!
+//! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
+//! first; [`CacheStats`] reports hits, misses and size. Long texts counted by an exact
+//! estimator are remembered under their SHA-256 too (at most [`TEXT_CACHE_ENTRIES_MAX`]):
+//! materials are counted at every step. Tool schemas, which every request
+//! repeats, are remembered too (at most [`SCHEMA_CACHE_ENTRIES_MAX`], the oldest replaced
+//! first), matched field by field with the parameters' keys in the same order, since the
+//! order changes the printed text that is counted. The memo's copies share their content
+//! with the history, so they cost a handle each, but they keep a changed message's old version
+//! alive until its entry is evicted.
+//!
+//! The key covers the role, the name and every part (texts, ids, tool names, arguments,
+//! outputs, media kinds and sizes, error flags); it leaves out the message id and metadata, which
+//! no estimator counts. A wrapped estimator must count nothing else, which holds for the
+//! default [`TokenEstimator::message_tokens`].
+//!
+//! A `CachedEstimator` also tells preparation that counts are remembered
+//! ([`TokenEstimator::caches_counts`]): a preparation then remembers, per thread, the
+//! conversation it read and its counts, told apart by [`TokenEstimator::method`], so two
+//! estimators that share a method name must count alike.
+//!
+//! ```
+//! use ctxbed_harness::message::Message;
+//! use ctxbed_harness::tokens::TokenEstimator;
+//! use ctxbed_harness::tokens::approx::ApproximateEstimator;
+//! use ctxbed_harness::tokens::cache::CachedEstimator;
+//! let cached = CachedEstimator::new(ApproximateEstimator);
+//! let message = Message::user("m1", "Run the tests, then summarise the failures.");
+//! let first = cached.message_tokens(&message);
+//! assert_eq!(cached.message_tokens(&message), first);
+//! assert_eq!(cached.stats().hit_count, 1);
+//! assert_eq!(first, ApproximateEstimator.message_tokens(&message));
+//! ```
+//!
+//! [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+//! [`SCHEMA_CACHE_ENTRIES_MAX`]: crate::limits::SCHEMA_CACHE_ENTRIES_MAX
+//! [`TEXT_CACHE_ENTRIES_MAX`]: crate::limits::TEXT_CACHE_ENTRIES_MAX
+
+use std::collections::{BTreeMap, HashMap};
+use std::io;
+use std::sync::{Mutex, PoisonError};
+
+use sha2::{Digest, Sha256};
+
+use self::memo::Memo;
+use super::TokenEstimator;
+use crate::context::manifest::message_hash;
+use crate::limits::{
+    SCHEMA_CACHE_ENTRIES_MAX, TEXT_CACHE_BYTES_MIN, TEXT_CACHE_ENTRIES_MAX, TOKEN_CACHE_ENTRIES_MAX,
+};
+use crate::message::{ContentPart, Message, ToolOutput};
+use crate::tools::ToolSchema;
+
+/// Counters of one cache, for tests and diagnostics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered from the cache.
+    pub hit_count: u64,
+    /// Lookups that counted the message.
+    pub miss_count: u64,
+    /// Entries held now (at most the capacity).
+    pub entry_count: usize,
+}
+
+/// Wraps an estimator and caches its per-message counts; thread-safe.
+///
+/// Counts are exactly the wrapped estimator's: the cache changes the cost, never the result.
+#[derive(Debug)]
+pub struct CachedEstimator<E> {
+    inner: E,
+    cache: Mutex<State>,
+}
+
+/// The caches, under one lock.
+#[derive(Debug)]
+struct State {
+    by_content: Lru<Counted>,
+    /// Exact counts of texts (see [`CachedEstimator::text_tokens`]), by a hash of the text.
+    texts: Lru<u64>,
+    memo: Memo,
+    /// Schemas counted, with their counts; `schema_next` is the slot the next new one takes
+    /// once the list is full.
+    schemas: Vec<(ToolSchema, u64)>,
+    schema_next: usize,
+}
+
+impl<E: TokenEstimator> CachedEstimator<E> {
+    /// A cache of [`TOKEN_CACHE_ENTRIES_MAX`] messages around `inner`.
+    ///
+    /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+    pub fn new(inner: E) -> Self {
+        Self::with_capacity(inner, TOKEN_CACHE_ENTRIES_MAX)
+    }
+
+    /// A cache of `capacity` messages around `inner`.
+    ///
+    /// # Panics
+    /// When `capacity` is zero or above [`TOKEN_CACHE_ENTRIES_MAX`].
+    ///
+    /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+    pub fn with_capacity(inner: E, capacity: usize) -> Self {
+        assert!(capacity > 0, "a token cache holds at least one entry");
+        assert!(
+            capacity <= TOKEN_CACHE_ENTRIES_MAX,
+            "token cache capacity {capacity} is above limits::TOKEN_CACHE_ENTRIES_MAX"
+        );
+        CachedEstimator {
+            inner,
+            cache: Mutex::new(State {
+                by_content: Lru::new(capacity),
+                texts: Lru::new(TEXT_CACHE_ENTRIES_MAX),
+                memo: Memo::new(capacity),
+                schemas: Vec::new(),
+                schema_next: 0,
+            }),
+        }
+    }
+
+    /// The wrapped estimator.
+    pub fn inner(&self) -> &E {
+        &self.inner
+    }
+
+    /// Hits, misses and size so far.
+    pub fn stats(&self) -> CacheStats {
+        let state = self.state();
+        CacheStats {
+            hit_count: state.by_content.hit_count,
+            miss_count: state.by_content.miss_count,
+            entry_count: state.by_content.entries.len(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The count from the content-keyed cache, counting on a miss, and the manifest content
+    /// hash when `with_hash`. The hash is remembered beside the count only when it is a
+    /// function of what the key covers, that is when no tool result holds metadata (which the
+    /// hash covers and no estimator counts); otherwise it is computed each time.
+    fn by_content(&self, message: &Message, with_hash: bool) -> (u64, Option<String>) {
+        let key = message_key(message);
+        let remember_hash = with_hash && hash_is_keyed(message);
+        let cached = self.state().by_content.get(&key).map(|counted| {
+            let known = remember_hash
+                .then(|| counted.content_hash.clone())
+                .flatten();
+            (counted.tokens, known)
+        });
+        let content_hash = |known: Option<String>| {
+            with_hash.then(|| known.unwrap_or_else(|| message_hash(message)))
+        };
+        match cached {
+            Some((tokens, known)) if known.is_some() || !remember_hash => {
+                (tokens, content_hash(known))
+            }
+            cached => {
+                // The lock is not held while counting or hashing: two threads may count the
+                // same new message, and both store the same numbers.
+                let tokens = match cached {
+                    Some((tokens, _)) => tokens,
+                    None => self.inner.message_tokens(message),
+                };
+                let content_hash = content_hash(None);
+                let remembered = content_hash.clone().filter(|_| remember_hash);
+                self.state().by_content.insert(
+                    key,
+                    Counted {
+                        tokens,
+                        content_hash: remembered,
+                    },
+                );
+                (tokens, content_hash)
+            }
+        }
+    }
+}
+
+impl<E: TokenEstimator> TokenEstimator for CachedEstimator<E> {
+    fn method(&self) -> &'static str {
+        self.inner.method()
+    }
+
+    fn exact(&self) -> bool {
+        self.inner.exact()
+    }
+
+    /// A text of at least [`TEXT_CACHE_BYTES_MIN`] bytes counted by an exact estimator (a
+    /// tokenizer, far slower than hashing) is remembered under its SHA-256: materials are
+    /// counted at every step, and most are the same from step to step. Other texts are counted
+    /// each time.
+    ///
+    /// [`TEXT_CACHE_BYTES_MIN`]: crate::limits::TEXT_CACHE_BYTES_MIN
+    fn text_tokens(&self, text: &str) -> u64 {
+        if text.len() < TEXT_CACHE_BYTES_MIN || !self.inner.exact() {
+            return self.inner.text_tokens(text);
+        }
+        let key: Key = Sha256::digest(text.as_bytes()).into();
+        if let Some(&tokens) = self.state().texts.get(&key) {
+            return tokens;
+        }
+        let tokens = self.inner.text_tokens(text);
+        self.state().texts.insert(key, tokens);
+        tokens
+    }
+
+    fn caches_counts(&self) -> bool {
+        true
+    }
+
+    fn message_tokens(&self, message: &Message) -> u64 {
+        {
+            let mut state = self.state();
+            if let Some(tokens) = state.memo.tokens(message) {
+                state.by_content.hit_count += 1;
+                return tokens;
+            }
+        }
+        let (tokens, _) = self.by_content(message, false);
+        self.state().memo.insert(message, tokens, None);
+        tokens
+    }
+
+    fn message_tokens_and_hash(&self, message: &Message) -> (u64, String) {
+        let remembered = {
+            let mut state = self.state();
+            match state.memo.lookup(message) {
+                Some((tokens, Some(content_hash))) => {
+                    state.by_content.hit_count += 1;
+                    return (tokens, content_hash);
+                }
+                Some((tokens, None)) => {
+                    state.by_content.hit_count += 1;
+                    Some(tokens)
+                }
+                None => None,
+            }
+        };
+        let (tokens, content_hash) = match remembered {
+            Some(tokens) => (tokens, message_hash(message)),
+            None => {
+                let (tokens, content_hash) = self.by_content(message, true);
+                (
+                    tokens,
+                    content_hash.expect("by_content gives the hash when asked"),
+                )
+            }
+        };
+        self.state()
+            .memo
+            .insert(message, tokens, Some(content_hash.clone()));
+        (tokens, content_hash)
+    }
+
+    fn part_tokens(&self, part: &ContentPart) -> u64 {
+        self.inner.part_tokens(part)
+    }
+
+    fn tool_schema_tokens(&self, schema: &ToolSchema) -> u64 {
+        if let Some(tokens) = self.state().known_schema(schema) {
+            return tokens;
+        }
+        // The lock is not held while counting; another thread may have stored it meanwhile.
+        let tokens = self.inner.tool_schema_tokens(schema);
+        let mut state = self.state();
+        if state.known_schema(schema).is_some() {
+            return tokens;
+        }
+        if state.schemas.len() < SCHEMA_CACHE_ENTRIES_MAX {
+            state.schemas.push((schema.clone(), tokens));
+        } else {
+            let slot = state.schema_next;
+            state.schemas[slot] = (schema.clone(), tokens);
+            state.schema_next = (slot + 1) % SCHEMA_CACHE_ENTRIES_MAX;
+        }
+        tokens
+    }
+}
+
+impl State {
+    /// The remembered count of a schema that prints the same: name, description, and
+    /// parameters with their keys in the same order.
+    fn known_schema(&self, schema: &ToolSchema) -> Option<u64> {
+        self.schemas.iter().find_map(|(known, tokens)| {
+            (known.name == schema.name
+                && known.description == schema.description
+                && same_json_text(&known.parameters, &schema.parameters))
+            .then_some(*tokens)
+        })
+    }
+}
+
+/// JSON equality that also requires object keys in the same order: `Value`'s own equality
+/// ignores the order, but the printed text, and so its count, depends on it.
+pub fn same_json_text(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((xk, xv), (yk, yv))| xk == yk && same_json_text(xv, yv))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(xv, yv)| same_json_text(xv, yv))
+        }
+        _ => a == b,
+    }
+}
+
+mod memo;
+
+type Key = [u8; 32];
+
+/// What the content-keyed cache remembers of a message.
+#[derive(Debug, Clone)]
+struct Counted {
+    tokens: u64,
+    /// The manifest content hash, once a preparation asked for it.
+    content_hash: Option<String>,
+}
+
+/// A least-recently-used map from a content key to what was computed from the content.
+#[derive(Debug)]
+struct Lru<V> {
+    capacity: usize,
+    /// Key → (value, last use).
+    entries: HashMap<Key, (V, u64)>,
+    /// Last use → key; the first entry is the one to evict.
+    recency: BTreeMap<u64, Key>,
+    clock: u64,
+    hit_count: u64,
+    miss_count: u64,
+}
+
+impl<V> Lru<V> {
+    fn new(capacity: usize) -> Self {
+        Lru {
+            capacity,
+            entries: HashMap::new(),
+            recency: BTreeMap::new(),
+            clock: 0,
+            hit_count: 0,
+            miss_count: 0,
+        }
+    }
+
+    fn get(&mut self, key: &Key) -> Option<&V> {
+        self.clock += 1;
+        let Some((value, last_use)) = self.entries.get_mut(key) else {
+            self.miss_count += 1;
+            return None;
+        };
+        self.recency.remove(last_use);
+        *last_use = self.clock;
+        self.recency.insert(self.clock, *key);
+        self.hit_count += 1;
+        Some(value)
+    }
+
+    fn insert(&mut self, key: Key, value: V) {
+        self.clock += 1;
+        if let Some((_, last_use)) = self.entries.insert(key, (value, self.clock)) {
+            self.recency.remove(&last_use);
+        } else if self.entries.len() > self.capacity
+            && let Some((_, oldest)) = self.recency.pop_first()
+        {
+            self.entries.remove(&oldest);
+        }
+        self.recency.insert(self.clock, key);
+        assert_eq!(self.entries.len(), self.recency.len());
+        assert!(self.entries.len() <= self.capacity);
+    }
+}
+
+/// Whether a message's manifest content hash ([`message_hash`]: its role and parts) is a
+/// function of its [`message_key`]: the key leaves out tool results' metadata.
+fn hash_is_keyed(message: &Message) -> bool {
+    message.parts.iter().all(|part| match part {
+        ContentPart::ToolResult(result) => result.metadata.is_empty(),
+        _ => true,
+    })
+}
+
+/// SHA-256 over everything an estimator counts in a message, each field length-prefixed.
+fn message_key(message: &Message) -> Key {
+    let mut hasher = Sha256::new();
+    hasher.update(message.role.as_str().as_bytes());
+    hash_optional(&mut hasher, message.name.as_deref());
+    hasher.update((message.parts.len() as u64).to_le_bytes());
+    for part in &message.parts {
+        hash_part(&mut hasher, part);
+    }
+    hasher.finalize().into()
+}
+
+fn hash_part(hasher: &mut Sha256, part: &ContentPart) {
+    match part {
+        ContentPart::Text { text } => {
+            hasher.update([1]);
+            hash_str(hasher, text);
+        }
+        ContentPart::Thinking { text } => {
+            hasher.update([2]);
+            hash_str(hasher, text);
+        }
+        ContentPart::ToolCall(call) => {
+            hasher.update([3]);
+            hash_str(hasher, &call.id);
+            hash_str(hasher, &call.name);
+            hash_json(hasher, &call.arguments);
+        }
+        ContentPart::ToolResult(result) => {
+            hasher.update([4]);
+            hash_str(hasher, &result.call_id);
+            hash_str(hasher, &result.tool_name);
+            hasher.update([u8::from(result.is_error)]);
+            hasher.update((result.outputs.len() as u64).to_le_bytes());
+            for output in &result.outputs {
+                match output {
+                    ToolOutput::Text { text } => {
+                        hasher.update([1]);
+                        hash_str(hasher, text);
+                    }
+                    ToolOutput::Media { kind, size_bytes } => {
+                        hasher.update([2]);
+                        hash_str(hasher, kind.as_str());
+                        hasher.update(size_bytes.to_le_bytes());
+                    }
+                }
+            }
+        }
+        ContentPart::Media { kind, size_bytes } => {
+            hasher.update([5]);
+            hash_str(hasher, kind.as_str());
+            hasher.update(size_bytes.to_le_bytes());
+        }
+    }
+}
+
+fn hash_str(hasher: &mut Sha256, text: &str) {
+    hasher.update((text.len() as u64).to_le_bytes());
+    hasher.update(text.as_bytes());
+}
+
+fn hash_optional(hasher: &mut Sha256, text: Option<&str>) {
+    match text {
+        Some(text) => {
+            hasher.update([1]);
+            hash_str(hasher, text);
+        }
+        None => hasher.update([0]),
+    }
+}
+
+/// Hashes the JSON text the estimator counts, without building the string. A terminator
+/// byte keeps the field boundary, since JSON text cannot contain a raw 0x00.
+fn hash_json(hasher: &mut Sha256, value: &serde_json::Value) {
+    struct HashWriter<'a>(&'a mut Sha256);
+    impl io::Write for HashWriter<'_> {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let written = serde_json::to_writer(HashWriter(hasher), value);
+    assert!(
+        written.is_ok(),
+        "a JSON value always serialises into a writer that never fails"
+    );
+    hasher.update([0]);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::message::{MediaKind, Role};
+    use crate::tokens::RatioEstimator;
+
+    /// Counts how often the wrapped estimator really counts a message.
+    #[derive(Default)]
+    struct Counting {
+        message_count: AtomicU64,
+    }
+
+    impl TokenEstimator for Counting {
+        fn method(&self) -> &'static str {
+            "counting"
+        }
+        fn exact(&self) -> bool {
+            false
+        }
+        fn text_tokens(&self, text: &str) -> u64 {
+            RatioEstimator.text_tokens(text)
+        }
+        fn message_tokens(&self, message: &Message) -> u64 {
+            self.message_count.fetch_add(1, Ordering::Relaxed);
+            let mut total = crate::tokens::MESSAGE_OVERHEAD_TOKENS;
+            for part in &message.parts {
+                total += self.part_tokens(part);
+            }
+            total
+        }
+    }
+
+    #[test]
+    fn schemas_are_counted_once_by_name_description_and_printed_parameters() {
+        use serde_json::json;
+        let cached = CachedEstimator::new(crate::tokens::ExactEstimator::new(
+            crate::tokens::Vocabulary::O200k,
+        ));
+        let schema = |name: &str, parameters: serde_json::Value| ToolSchema {
+            name: name.to_string(),
+            description: "Runs a command.".to_string(),
+            parameters,
+        };
+        let ordered = schema("execute", json!({"a": "x", "bb": {"c": [1, 2]}}));
+        // Equal as values, printed in another order.
+        let reordered = schema("execute", json!({"bb": {"c": [1, 2]}, "a": "x"}));
+        assert_eq!(ordered.parameters, reordered.parameters);
+        for _ in 0..2 {
+            for one in [&ordered, &reordered] {
+                assert_eq!(
+                    cached.tool_schema_tokens(one),
+                    cached.inner().tool_schema_tokens(one)
+                );
+            }
+        }
+        assert_eq!(
+            cached.state().schemas.len(),
+            2,
+            "one entry per printed form"
+        );
+        // More schemas than the cache holds: still the inner counts, and the cache stays bounded.
+        for index in 0..(SCHEMA_CACHE_ENTRIES_MAX * 2 + 3) {
+            let one = schema(&format!("tool_{index}"), json!({"n": index}));
+            assert_eq!(
+                cached.tool_schema_tokens(&one),
+                cached.inner().tool_schema_tokens(&one)
+            );
+        }
+        assert_eq!(cached.state().schemas.len(), SCHEMA_CACHE_ENTRIES_MAX);
+        assert!(!same_json_text(&json!([1, 2]), &json!([2, 1])));
+        assert!(same_json_text(
+            &json!({"a": [1, {"b": null}]}),
+            &json!({"a": [1, {"b": null}]})
+        ));
+    }
+
+    /// An exact estimator that counts how often it really counts a text.
+    #[derive(Default)]
+    struct CountingTexts {
+        text_count: AtomicU64,
+    }
+
+    impl TokenEstimator for CountingTexts {
+        fn method(&self) -> &'static str {
+            "counting_texts"
+        }
+        fn exact(&self) -> bool {
+            true
+        }
+        fn text_tokens(&self, text: &str) -> u64 {
+            self.text_count.fetch_add(1, Ordering::Relaxed);
+            RatioEstimator.text_tokens(text)
+        }
+    }
+
+    #[test]
+    fn long_texts_of_an_exact_estimator_are_counted_once() {
+        let cached = CachedEstimator::new(CountingTexts::default());
+        let texts = |n: u64| cached.inner().text_count.load(Ordering::Relaxed) - n;
+        let long = "Deploys happen on Fridays. ".repeat(10);
+        assert!(long.len() >= TEXT_CACHE_BYTES_MIN);
+        let first = cached.text_tokens(&long);
+        assert_eq!(first, RatioEstimator.text_tokens(&long));
+        assert_eq!(cached.text_tokens(&long.clone()), first, "the same content");
+        assert_eq!(texts(0), 1, "counted once");
+        // A changed text is counted again; a short one every time.
+        let changed = long.replacen("Fridays", "Mondays", 1);
+        assert_eq!(
+            cached.text_tokens(&changed),
+            RatioEstimator.text_tokens(&changed)
+        );
+        assert_eq!(texts(0), 2);
+        for _ in 0..2 {
+            cached.text_tokens("short");
+        }
+        assert_eq!(texts(0), 4);
+        // Texts beyond the bound still count right, and the cache stays bounded.
+        for index in 0..(TEXT_CACHE_ENTRIES_MAX + 5) {
+            let text = format!("{long}{index}");
+            assert_eq!(cached.text_tokens(&text), RatioEstimator.text_tokens(&text));
+        }
+        assert_eq!(cached.state().texts.entries.len(), TEXT_CACHE_ENTRIES_MAX);
+        // An estimator that is not exact is never cached: counting is as cheap as hashing.
+        let approximate = CachedEstimator::new(Counting::default());
+        approximate.text_tokens(&long);
+        assert!(approximate.state().texts.entries.is_empty());
+    }
+
+    fn counted(cached: &CachedEstimator<Counting>) -> u64 {
+        cached.inner().message_count.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_hit_returns_the_same_count_without_counting_again() {
+        let cached = CachedEstimator::new(Counting::default());
+        let message = Message::user("m1", "Check that the export fix works.");
+        let first = cached.message_tokens(&message);
+        let second = cached.message_tokens(&message);
+        assert_eq!(first, second);
+        assert_eq!(counted(&cached), 1);
+        let stats = cached.stats();
+        assert_eq!(
+            (stats.hit_count, stats.miss_count, stats.entry_count),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_changed_message_is_counted_again() {
+        let cached = CachedEstimator::new(Counting::default());
+        let message = Message::user("m1", "short");
+        let before = cached.message_tokens(&message);
+        let mut changed = message.clone();
+        changed
+            .parts
+            .push(ContentPart::text(" and now much longer than before"));
+        let after = cached.message_tokens(&changed);
+        assert_eq!(counted(&cached), 2);
+        assert!(after > before);
+        assert_eq!(after, Counting::default().message_tokens(&changed));
+    }
+
+    #[test]
+    fn every_counted_field_is_in_the_key() {
+        let call = Message::assistant_tool_calls(
+            "m2",
+            vec![ContentPart::tool_call(
+                "c1",
+                "execute",
+                serde_json::json!({"command": "ls"}),
+            )],
+        );
+        let mut other_arguments = call.clone();
+        other_arguments.parts[0] =
+            ContentPart::tool_call("c1", "execute", serde_json::json!({"command": "ls -la"}));
+        let result = Message::tool_result("m3", "c1", "execute", "README.md", false);
+        let mut as_error = result.clone();
+        as_error.parts = Message::tool_result("m3", "c1", "execute", "README.md", true)
+            .parts
+            .clone();
+        let media = |size_bytes| {
+            Message::new(
+                "m4",
+                Role::User,
+                vec![ContentPart::Media {
+                    kind: MediaKind::Image,
+                    size_bytes,
+                }],
+            )
+        };
+        let mut named = Message::user("m5", "hi");
+        named.name = Some("alice".to_string());
+        let variants = [
+            call,
+            other_arguments,
+            result,
+            as_error,
+            media(10),
+            media(11),
+            Message::user("m5", "hi"),
+            named,
+            Message::new("m5", Role::Assistant, vec![ContentPart::text("hi")]),
+        ];
+        let keys: std::collections::BTreeSet<Key> = variants.iter().map(message_key).collect();
+        assert_eq!(keys.len(), variants.len());
+    }
+
+    #[test]
+    fn the_id_is_not_in_the_key() {
+        let cached = CachedEstimator::new(Counting::default());
+        cached.message_tokens(&Message::user("m1", "same words"));
+        cached.message_tokens(&Message::user("m9", "same words"));
+        assert_eq!(counted(&cached), 1);
+    }
+
+    #[test]
+    fn the_least_recently_used_entry_is_evicted() {
+        let cached = CachedEstimator::with_capacity(Counting::default(), 2);
+        let a = Message::user("a", "alpha");
+        let b = Message::user("b", "beta");
+        let c = Message::user("c", "gamma");
+        cached.message_tokens(&a);
+        cached.message_tokens(&b);
+        cached.message_tokens(&c); // evicts a, the oldest
+        assert_eq!(cached.stats().entry_count, 2);
+        assert_eq!(counted(&cached), 3);
+        cached.message_tokens(&c);
+        cached.message_tokens(&b);
+        assert_eq!(counted(&cached), 3);
+        cached.message_tokens(&a);
+        assert_eq!(counted(&cached), 4);
+    }
+
+    #[test]
+    fn tokens_and_hash_match_the_uncached_ones_and_follow_changes() {
+        let cached = CachedEstimator::new(Counting::default());
+        let message = Message::tool_result("m1", "c1", "execute", "12 passed", false);
+        let expected = (
+            Counting::default().message_tokens(&message),
+            message_hash(&message),
+        );
+        assert_eq!(cached.message_tokens_and_hash(&message), expected);
+        assert_eq!(cached.message_tokens_and_hash(&message), expected);
+        assert_eq!(cached.message_tokens(&message), expected.0);
+        assert_eq!(counted(&cached), 1);
+        // The same id with other content (a pruned result, say) is counted and hashed anew.
+        let pruned = Message::tool_result("m1", "c1", "execute", "[pruned]", false);
+        let (tokens, hash) = cached.message_tokens_and_hash(&pruned);
+        assert_eq!(counted(&cached), 2);
+        assert_eq!(hash, message_hash(&pruned));
+        assert_ne!(hash, expected.1);
+        assert_eq!(tokens, Counting::default().message_tokens(&pruned));
+        // A copy that shares no content with the first (another run's message, say) takes
+        // count and hash from the content cache.
+        let copy = Message::tool_result("m9", "c1", "execute", "12 passed", false);
+        assert!(cached.state().memo.lookup(&copy).is_none());
+        assert_eq!(cached.message_tokens_and_hash(&copy), expected);
+        assert_eq!(counted(&cached), 2);
+        let key = message_key(&copy);
+        let remembered = cached.state().by_content.entries[&key].0.clone();
+        assert_eq!(
+            remembered.content_hash.as_deref(),
+            Some(expected.1.as_str())
+        );
+        // Tool-result metadata is in the hash and not in the key: such a message's hash is
+        // computed each time, never taken from another message with the same key.
+        let mut marked = copy.clone();
+        if let Some(ContentPart::ToolResult(result)) = marked.parts.first_mut() {
+            result.metadata.insert("offloaded".into(), "true".into());
+        }
+        assert_eq!(message_key(&marked), key);
+        let (tokens, hash) = cached.message_tokens_and_hash(&marked);
+        assert_eq!(tokens, expected.0);
+        assert_eq!(hash, message_hash(&marked));
+        assert_ne!(hash, expected.1);
+        let unmarked = Message::tool_result("m10", "c1", "execute", "12 passed", false);
+        assert_eq!(cached.message_tokens_and_hash(&unmarked), expected);
+    }
+
+    #[test]
+    fn a_step_over_a_long_history_counts_only_new_messages() {
+        let cached = CachedEstimator::new(Counting::default());
+        let mut history: Vec<Message> = (0..500)
+            .map(|index| Message::user(format!("m{index}"), format!("message number {index}")))
+            .collect();
+        let first = cached.request_tokens(&history, &[]);
+        assert_eq!(counted(&cached), 500);
+        history.push(Message::user("m500", "one more"));
+        let second = cached.request_tokens(&history, &[]);
+        assert_eq!(counted(&cached), 501);
+        assert_eq!(second, Counting::default().request_tokens(&history, &[]));
+        assert!(second > first);
+    }
+
+    #[test]
+    fn threads_share_one_cache() {
+        let cached = Arc::new(CachedEstimator::new(RatioEstimator));
+        let messages: Vec<Message> = (0..64)
+            .map(|index| Message::user(format!("m{index}"), "x".repeat(index)))
+            .collect();
+        let expected: Vec<u64> = messages
+            .iter()
+            .map(|m| RatioEstimator.message_tokens(m))
+            .collect();
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let cached = Arc::clone(&cached);
+                let messages = messages.clone();
+                std::thread::spawn(move || {
+                    messages
+                        .iter()
+                        .map(|m| cached.message_tokens(m))
+                        .collect::<Vec<u64>>()
+                })
+            })
+            .collect();
+        for handle in handles {
+            let Ok(counts) = handle.join() else {
+                panic!("a counting thread panicked");
+            };
+            assert_eq!(counts, expected);
+        }
+        assert_eq!(cached.stats().entry_count, 64);
+    }
+}

@@ -1,0 +1,648 @@
+//! Real model providers over HTTP: [`HttpProvider`] implements [`Model`] for the
+//! OpenAI-compatible Chat Completions API ([`openai`]) and the Anthropic Messages API
+//! ([`anthropic`]).
+//!
+//! The pieces, each its own module:
+//! - [`transport`]: the [`Transport`] trait over plain `http` types and the default
+//!   plain-HTTP [`HyperTransport`];
+//! - [`sse`]: a bounded server-sent-events decoder;
+//! - [`openai`] and [`anthropic`]: exact request bodies, lenient reply parsing and streamed
+//!   reply reassembly;
+//! - [`reply`]: tool-call arguments, errors inside a 200 body, bounded raw snippets;
+//! - [`retry`]: bounded exponential backoff with seeded jitter;
+//!
+//! The simulated network (a transport over turmoil's TCP, a provider host serving a mock model)
+//! lives in `ctxbed-sim`; recording real answers as mock-model turns lives in `ctxbed`.
+//!
+//! Failed answers go through the shared classifier ([`ctxbed_harness::model::classify`]): the status and
+//! body become a [`ModelError`] (overflow with parsed sizes, pairing rejection, rate limit with
+//! `Retry-After`, 401/403 rejected, 5xx transient). A refused or reset connection and a stream
+//! cut before its terminator are [`ModelError::Transient`]; a reply that cannot be read is
+//! [`ModelError::MalformedReply`] with a bounded raw snippet; no time limit met is
+//! [`ModelError::Timeout`]. Transient faults and rate limits are retried ([`RetryPolicy`]);
+//! overflow, pairing, rejected and malformed answers never are.
+//!
+//! **Invariant:** the API key never leaves the provider. It is read from the environment
+//! variable the configuration names, sent only in the request's authentication header, shown
+//! as `<redacted>` by `Debug`, and replaced by `<redacted>` in any server text that quotes it
+//! before that text reaches an error.
+//!
+//! **Invariant:** all waiting (timeouts, backoff) goes through `tokio::time`, and all jitter
+//! comes from a ChaCha8 stream seeded by the configuration, so on a paused clock a run is
+//! reproducible.
+//!
+//! ```no_run
+//! use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind};
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut config = ProviderConfig::new(ProviderKind::OpenAi, "http://127.0.0.1:8080/v1", "qwen2.5-7b");
+//! config.api_key_env = Some("LLAMA_API_KEY".into());
+//! let provider = HttpProvider::from_env(config)?;
+//! # Ok(()) }
+//! ```
+
+pub mod anthropic;
+pub mod openai;
+pub mod reply;
+pub mod retry;
+pub mod sse;
+pub mod transport;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tracing::Instrument;
+
+pub use retry::RetryPolicy;
+pub use transport::{HyperTransport, ResponseBody, Transport, TransportError};
+
+use ctxbed_harness::limits::{PROVIDER_ERROR_BODY_BYTES_MAX, PROVIDER_REPLY_BYTES_MAX};
+use ctxbed_harness::message::ContentPart;
+use ctxbed_harness::model::classify::classify;
+use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
+use sse::SseDecoder;
+
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, vLLM, llama.cpp, Ollama, …).
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// The name used on the command line and given to the classifier.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Option<Self> {
+        [ProviderKind::OpenAi, ProviderKind::Anthropic]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+}
+
+/// The request field that carries the output bound (Chat Completions only; Anthropic always
+/// sends `max_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    /// `max_tokens`: what local servers and older models read.
+    MaxTokens,
+    /// `max_completion_tokens`: what newer OpenAI models require.
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    /// The JSON field name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// What the wire formats need besides the request itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireOptions {
+    /// The provider's model name.
+    pub model: String,
+    /// Ask for a streamed reply.
+    pub stream: bool,
+    pub max_tokens_field: MaxTokensField,
+    /// The output bound sent when the request carries none (Anthropic requires one).
+    pub max_output_tokens: Option<u64>,
+}
+
+/// How to reach one model. Holds the *name* of the key's environment variable, never the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// For OpenAI-compatible servers the URL up to `/chat/completions` (usually ending in
+    /// `/v1`); for Anthropic the URL up to `/v1/messages`.
+    pub base_url: String,
+    /// The provider's model name.
+    pub model: String,
+    /// The environment variable holding the API key; `None` sends no key (local servers).
+    pub api_key_env: Option<String>,
+    /// Ask for streamed replies.
+    pub stream: bool,
+    pub max_tokens_field: MaxTokensField,
+    /// Output bound sent when a request carries none; Anthropic needs one (default 4096).
+    pub max_output_tokens: Option<u64>,
+    /// The model's context window, when known (reported by [`Model::info`]).
+    pub context_window: Option<u64>,
+    /// Time one attempt may take, from sending to the last byte of the reply.
+    pub request_timeout: Duration,
+    /// Longest silence between two chunks of a reply.
+    pub read_timeout: Duration,
+    /// `anthropic-version` header value.
+    pub anthropic_version: String,
+    pub retry: RetryPolicy,
+}
+
+impl ProviderConfig {
+    /// Defaults: streaming, `max_tokens`, 10 minutes per attempt, 2 minutes of silence, the
+    /// default retry policy (seed 0), and for Anthropic an output bound of 4096.
+    pub fn new(kind: ProviderKind, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ProviderConfig {
+            kind,
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key_env: None,
+            stream: true,
+            max_tokens_field: MaxTokensField::MaxTokens,
+            max_output_tokens: (kind == ProviderKind::Anthropic).then_some(4_096),
+            context_window: None,
+            request_timeout: Duration::from_secs(600),
+            read_timeout: Duration::from_secs(120),
+            anthropic_version: "2023-06-01".to_string(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match self.kind {
+            ProviderKind::OpenAi => format!("{base}/chat/completions"),
+            ProviderKind::Anthropic => format!("{base}/v1/messages"),
+        }
+    }
+
+    fn wire_options(&self) -> WireOptions {
+        WireOptions {
+            model: self.model.clone(),
+            stream: self.stream,
+            max_tokens_field: self.max_tokens_field,
+            max_output_tokens: self.max_output_tokens,
+        }
+    }
+}
+
+/// An API key. `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    /// Replaces every occurrence of the key in `text` with `<redacted>`.
+    pub fn redact(&self, text: &str) -> String {
+        if self.0.is_empty() {
+            text.to_string()
+        } else {
+            text.replace(&self.0, "<redacted>")
+        }
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Why a provider could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The configured environment variable is not set (its value is never shown).
+    #[error(
+        "the API key variable `{variable}` is not set (or not UTF-8); export it, or omit the key option for a server that needs none"
+    )]
+    MissingKey { variable: String },
+    /// The base URL is not a usable URL.
+    #[error("base URL `{url}` is not usable: {reason}")]
+    BadUrl { url: String, reason: String },
+    /// A value cannot be sent as an HTTP header (the key's value is never shown).
+    #[error("the {what} holds characters an HTTP header cannot carry")]
+    BadHeader { what: String },
+}
+
+fn auth_header(
+    kind: ProviderKind,
+    key: &ApiKey,
+) -> Result<(http::HeaderName, http::HeaderValue), ProviderError> {
+    let (name, value) = match kind {
+        ProviderKind::OpenAi => (http::header::AUTHORIZATION, format!("Bearer {}", key.0)),
+        ProviderKind::Anthropic => (http::HeaderName::from_static("x-api-key"), key.0.clone()),
+    };
+    let mut value = http::HeaderValue::from_str(&value).map_err(|_| ProviderError::BadHeader {
+        what: "API key".into(),
+    })?;
+    value.set_sensitive(true);
+    Ok((name, value))
+}
+
+/// A model behind an HTTP API.
+pub struct HttpProvider {
+    config: ProviderConfig,
+    key: Option<ApiKey>,
+    /// The authentication header, marked sensitive.
+    auth_header: Option<(http::HeaderName, http::HeaderValue)>,
+    version_header: Option<http::HeaderValue>,
+    uri: http::Uri,
+    transport: Arc<dyn Transport>,
+    info: ModelInfo,
+    retry: retry::Backoff,
+    /// Ids given to tool calls that arrived without one.
+    missing_ids: AtomicU64,
+}
+
+impl std::fmt::Debug for HttpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider")
+            .field("config", &self.config)
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpProvider {
+    /// A provider over the default transport (plain-HTTP [`HyperTransport`]; with the `tls`
+    /// feature, reqwest for `https` URLs), its key read from the variable the configuration
+    /// names.
+    ///
+    /// # Errors
+    /// The key variable is named but not set, or the base URL is not usable.
+    pub fn from_env(config: ProviderConfig) -> Result<Self, ProviderError> {
+        let key = match &config.api_key_env {
+            Some(variable) => Some(ApiKey::new(std::env::var(variable).map_err(|_| {
+                ProviderError::MissingKey {
+                    variable: variable.clone(),
+                }
+            })?)),
+            None => None,
+        };
+        let transport = config
+            .endpoint()
+            .parse::<http::Uri>()
+            .map(|uri| transport::default_transport(&uri))
+            .unwrap_or_else(|_| Arc::new(HyperTransport::new()));
+        Self::new(config, key, transport)
+    }
+
+    /// A provider over any transport with an explicit key.
+    ///
+    /// # Errors
+    /// The base URL is not usable.
+    pub fn new(
+        config: ProviderConfig,
+        key: Option<ApiKey>,
+        transport: Arc<dyn Transport>,
+    ) -> Result<Self, ProviderError> {
+        let endpoint = config.endpoint();
+        let uri: http::Uri =
+            endpoint
+                .parse()
+                .map_err(|error: http::uri::InvalidUri| ProviderError::BadUrl {
+                    url: config.base_url.clone(),
+                    reason: error.to_string(),
+                })?;
+        if uri.scheme().is_none() || uri.host().is_none() {
+            return Err(ProviderError::BadUrl {
+                url: config.base_url.clone(),
+                reason: "it needs a scheme and a host, like http://127.0.0.1:8080/v1".into(),
+            });
+        }
+        let auth_header = key
+            .as_ref()
+            .map(|key| auth_header(config.kind, key))
+            .transpose()?;
+        let version_header = match config.kind {
+            ProviderKind::OpenAi => None,
+            ProviderKind::Anthropic => Some(
+                http::HeaderValue::from_str(&config.anthropic_version).map_err(|_| {
+                    ProviderError::BadHeader {
+                        what: "anthropic-version".into(),
+                    }
+                })?,
+            ),
+        };
+        let info = ModelInfo {
+            name: config.model.clone(),
+            context_window: config.context_window,
+            max_output_tokens: config.max_output_tokens,
+        };
+        Ok(HttpProvider {
+            retry: retry::Backoff::new(config.retry.clone()),
+            config,
+            key,
+            auth_header,
+            version_header,
+            uri,
+            transport,
+            info,
+            missing_ids: AtomicU64::new(0),
+        })
+    }
+
+    /// The configuration (without the key).
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    /// The exact request body this provider sends for `request`.
+    pub fn request_body(&self, request: &ModelRequest) -> serde_json::Value {
+        let options = self.config.wire_options();
+        match self.config.kind {
+            ProviderKind::OpenAi => openai::request_body(request, &options),
+            ProviderKind::Anthropic => anthropic::request_body(request, &options),
+        }
+    }
+
+    fn http_request(&self, body: Bytes) -> http::Request<Bytes> {
+        use http::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
+        let mut request = http::Request::new(body);
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let accept = if self.config.stream {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        if let Some(version) = &self.version_header {
+            headers.insert("anthropic-version", version.clone());
+        }
+        if let Some((name, value)) = &self.auth_header {
+            headers.insert(name.clone(), value.clone());
+        }
+        request
+    }
+
+    /// One attempt, bounded by the request timeout.
+    async fn attempt(&self, body: &Bytes) -> Result<ModelReply, ModelError> {
+        let limit = self.config.request_timeout;
+        match tokio::time::timeout(limit, self.exchange(body.clone())).await {
+            Ok(result) => result,
+            Err(_) => Err(ModelError::Timeout { after: limit }),
+        }
+    }
+
+    async fn exchange(&self, body: Bytes) -> Result<ModelReply, ModelError> {
+        let response = self
+            .transport
+            .send(self.http_request(body))
+            .await
+            .map_err(transport_fault)?;
+        let (parts, mut body) = response.into_parts();
+        if !parts.status.is_success() {
+            let (bytes, _cut) = self
+                .read_body(&mut body, PROVIDER_ERROR_BODY_BYTES_MAX)
+                .await?;
+            let text = String::from_utf8_lossy(&bytes);
+            let mut error = classify(self.config.kind.as_str(), parts.status.as_u16(), &text);
+            if let ModelError::RateLimited { retry_after, .. } = &mut error {
+                *retry_after = retry::retry_after(&parts.headers);
+            }
+            return Err(error);
+        }
+        let event_stream = parts
+            .headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if event_stream {
+            self.read_stream(body).await
+        } else {
+            let (bytes, cut) = self.read_body(&mut body, PROVIDER_REPLY_BYTES_MAX).await?;
+            if cut {
+                return Err(reply::malformed(
+                    format!(
+                        "the reply exceeds limits::PROVIDER_REPLY_BYTES_MAX ({PROVIDER_REPLY_BYTES_MAX} bytes)"
+                    ),
+                    &bytes,
+                ));
+            }
+            match self.config.kind {
+                ProviderKind::OpenAi => openai::parse_reply(&bytes),
+                ProviderKind::Anthropic => anthropic::parse_reply(&bytes),
+            }
+        }
+    }
+
+    /// The next chunk, bounded by the read timeout.
+    async fn next_chunk(&self, body: &mut ResponseBody) -> Result<Option<Bytes>, ModelError> {
+        let limit = self.config.read_timeout;
+        match tokio::time::timeout(limit, body.next_chunk()).await {
+            Err(_) => Err(ModelError::Timeout { after: limit }),
+            Ok(None) => Ok(None),
+            Ok(Some(Ok(chunk))) => Ok(Some(chunk)),
+            Ok(Some(Err(error))) => Err(transport_fault(error)),
+        }
+    }
+
+    /// The whole body, at most `max_bytes` of it; the flag says whether it was cut.
+    async fn read_body(
+        &self,
+        body: &mut ResponseBody,
+        max_bytes: usize,
+    ) -> Result<(Vec<u8>, bool), ModelError> {
+        let mut bytes = Vec::new();
+        while let Some(chunk) = self.next_chunk(body).await? {
+            let room = max_bytes - bytes.len();
+            if chunk.len() > room {
+                bytes.extend_from_slice(&chunk[..room]);
+                return Ok((bytes, true));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok((bytes, false))
+    }
+
+    async fn read_stream(&self, mut body: ResponseBody) -> Result<ModelReply, ModelError> {
+        let mut decoder = SseDecoder::new();
+        let mut assembler = Assembler::new(self.config.kind);
+        let mut received = 0usize;
+        loop {
+            let Some(chunk) = self.next_chunk(&mut body).await? else {
+                if let Some(event) = decoder.finish().map_err(sse_fault)? {
+                    assembler.event(&event)?;
+                }
+                return assembler.finish();
+            };
+            received += chunk.len();
+            if received > PROVIDER_REPLY_BYTES_MAX {
+                return Err(reply::malformed(
+                    format!(
+                        "the streamed reply exceeds limits::PROVIDER_REPLY_BYTES_MAX ({PROVIDER_REPLY_BYTES_MAX} bytes)"
+                    ),
+                    &chunk,
+                ));
+            }
+            for event in decoder.push(&chunk).map_err(sse_fault)? {
+                if assembler.event(&event)? {
+                    return assembler.finish();
+                }
+            }
+        }
+    }
+
+    /// Gives tool calls that arrived without an id one that is unique for this provider.
+    fn fill_missing_ids(&self, reply: &mut ModelReply) {
+        for part in &mut reply.message.parts {
+            if let ContentPart::ToolCall(call) = part
+                && call.id.is_empty()
+            {
+                let number = self.missing_ids.fetch_add(1, Ordering::Relaxed) + 1;
+                call.id = format!("call_missing_{number:04}");
+            }
+        }
+    }
+
+    /// The error with every quotation of the key replaced.
+    fn redact(&self, error: ModelError) -> ModelError {
+        let Some(key) = &self.key else {
+            return error;
+        };
+        match error {
+            ModelError::ContextOverflow {
+                provider,
+                status,
+                body,
+                actual_tokens,
+                max_tokens,
+            } => ModelError::ContextOverflow {
+                provider,
+                status,
+                body: key.redact(&body),
+                actual_tokens,
+                max_tokens,
+            },
+            ModelError::PairingRejected {
+                provider,
+                status,
+                body,
+            } => ModelError::PairingRejected {
+                provider,
+                status,
+                body: key.redact(&body),
+            },
+            ModelError::MalformedReply { detail, raw } => ModelError::MalformedReply {
+                detail: key.redact(&detail),
+                raw: key.redact(&raw),
+            },
+            ModelError::Transient { status, body } => ModelError::Transient {
+                status,
+                body: key.redact(&body),
+            },
+            ModelError::RateLimited { retry_after, body } => ModelError::RateLimited {
+                retry_after,
+                body: key.redact(&body),
+            },
+            ModelError::Rejected { status, body } => ModelError::Rejected {
+                status,
+                body: key.redact(&body),
+            },
+            other @ (ModelError::Timeout { .. } | ModelError::ScriptExhausted { .. }) => other,
+        }
+    }
+}
+
+#[async_trait]
+impl Model for HttpProvider {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let body = Bytes::from(self.request_body(request).to_string());
+        let span = tracing::debug_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.system = self.config.kind.as_str(),
+            gen_ai.request.model = self.config.model.as_str(),
+        );
+        self.call_with_retries(&body).instrument(span).await
+    }
+}
+
+impl HttpProvider {
+    /// Attempts until a reply or a final error; retried errors never leave this loop.
+    async fn call_with_retries(&self, body: &Bytes) -> Result<ModelReply, ModelError> {
+        let mut attempt = 1;
+        loop {
+            match self.attempt(body).await {
+                Ok(mut reply) => {
+                    self.fill_missing_ids(&mut reply);
+                    return Ok(reply);
+                }
+                Err(error) => match self.retry.delay(&error, attempt) {
+                    Some(delay) => {
+                        tracing::debug!(
+                            attempt,
+                            kind = error.kind(),
+                            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                            "retrying"
+                        );
+                        tokio::time::sleep(delay).await;
+                        attempt += 1;
+                    }
+                    None => return Err(self.redact(error)),
+                },
+            }
+        }
+    }
+}
+
+/// The streamed-reply assembler of either wire format.
+enum Assembler {
+    OpenAi(openai::StreamAssembler),
+    Anthropic(anthropic::StreamAssembler),
+}
+
+impl Assembler {
+    fn new(kind: ProviderKind) -> Self {
+        match kind {
+            ProviderKind::OpenAi => Assembler::OpenAi(openai::StreamAssembler::default()),
+            ProviderKind::Anthropic => Assembler::Anthropic(anthropic::StreamAssembler::default()),
+        }
+    }
+
+    fn event(&mut self, event: &sse::SseEvent) -> Result<bool, ModelError> {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.event(&event.data),
+            Assembler::Anthropic(assembler) => assembler.event(event.event.as_deref(), &event.data),
+        }
+    }
+
+    fn finish(self) -> Result<ModelReply, ModelError> {
+        match self {
+            Assembler::OpenAi(assembler) => assembler.finish(),
+            Assembler::Anthropic(assembler) => assembler.finish(),
+        }
+    }
+}
+
+fn transport_fault(error: TransportError) -> ModelError {
+    match error {
+        TransportError::Unsupported(reason) => ModelError::Rejected {
+            status: 0,
+            body: reason,
+        },
+        other => ModelError::Transient {
+            status: None,
+            body: other.to_string(),
+        },
+    }
+}
+
+fn sse_fault(error: sse::SseError) -> ModelError {
+    ModelError::MalformedReply {
+        detail: error.to_string(),
+        raw: error.snippet().to_string(),
+    }
+}

@@ -1,0 +1,174 @@
+//! Reply pieces shared by the wire formats: tool-call arguments, errors inside a 200 body, and
+//! bounded raw snippets.
+//!
+//! Parsing is lenient where servers differ harmlessly (empty arguments mean `{}`; arguments
+//! sent as an object instead of a string are taken as they are) and strict where the reply
+//! cannot be used (arguments that are not JSON are a [`ModelError::MalformedReply`], never a
+//! tool call with made-up arguments).
+
+use serde_json::Value;
+
+use ctxbed_harness::limits::PROVIDER_RAW_CHARS_MAX;
+use ctxbed_harness::model::ModelError;
+use ctxbed_harness::model::classify::classify;
+
+/// At most [`PROVIDER_RAW_CHARS_MAX`] characters of what the server sent, for an error.
+pub fn raw_snippet(bytes: &[u8]) -> String {
+    let head = &bytes[..bytes.len().min(4 * PROVIDER_RAW_CHARS_MAX)];
+    let text = String::from_utf8_lossy(head);
+    let mut cut: String = text.chars().take(PROVIDER_RAW_CHARS_MAX).collect();
+    if head.len() < bytes.len() || text.chars().nth(PROVIDER_RAW_CHARS_MAX).is_some() {
+        cut.push('…');
+    }
+    cut
+}
+
+/// A [`ModelError::MalformedReply`] quoting a bounded snippet of `raw`.
+pub fn malformed(detail: impl Into<String>, raw: &[u8]) -> ModelError {
+    ModelError::MalformedReply {
+        detail: detail.into(),
+        raw: raw_snippet(raw),
+    }
+}
+
+/// Parses one tool call's arguments as the server sent them.
+///
+/// # Errors
+/// [`ModelError::MalformedReply`] when the text is not JSON or not a JSON object.
+pub fn parse_arguments(name: &str, id: &str, arguments: &Value) -> Result<Value, ModelError> {
+    let text = match arguments {
+        Value::Object(_) => return Ok(arguments.clone()),
+        Value::Null => return Ok(Value::Object(serde_json::Map::new())),
+        Value::String(text) => text,
+        other => {
+            return Err(malformed(
+                format!("tool call `{name}` ({id}) has arguments that are not an object"),
+                other.to_string().as_bytes(),
+            ));
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(malformed(
+            format!("tool call `{name}` ({id}) has arguments that are not a JSON object"),
+            text.as_bytes(),
+        )),
+        Err(error) => Err(malformed(
+            format!("tool call `{name}` ({id}) has arguments that are not valid JSON: {error}"),
+            text.as_bytes(),
+        )),
+    }
+}
+
+/// The error a successful-status body carries instead of a reply, if any: a top-level `error`
+/// (OpenAI-compatible servers and gateways) or `"type": "error"` / `"object": "error"`.
+/// A numeric `code` between 400 and 599 stands for the status the server did not send.
+pub fn error_in_body(provider: &str, json: &Value, raw: &str) -> Option<ModelError> {
+    let is_error = json.get("error").is_some_and(|e| !e.is_null())
+        || json.get("type").and_then(Value::as_str) == Some("error")
+        || json.get("object").and_then(Value::as_str) == Some("error");
+    if !is_error {
+        return None;
+    }
+    let code = json
+        .get("error")
+        .and_then(|error| error.get("code"))
+        .or_else(|| json.get("code"))
+        .and_then(Value::as_u64)
+        .and_then(|code| u16::try_from(code).ok())
+        .filter(|code| (400..600).contains(code));
+    let status = code.or_else(|| anthropic_status(json)).unwrap_or(200);
+    Some(classify(provider, status, raw))
+}
+
+/// The HTTP status that goes with an Anthropic error type (used for errors sent mid-stream,
+/// which carry a type but no status).
+fn anthropic_status(json: &Value) -> Option<u16> {
+    let kind = json.get("error")?.get("type")?.as_str()?;
+    Some(match kind {
+        "invalid_request_error" => 400,
+        "authentication_error" => 401,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "request_too_large" => 413,
+        "rate_limit_error" => 429,
+        "overloaded_error" => 529,
+        // `api_error` and types added later: a fault on the server's side.
+        _ => 500,
+    })
+}
+
+/// The text of an OpenAI-style `content`: a string, or an array of text parts.
+pub fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.concat())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_are_lenient_where_harmless_and_strict_where_not() {
+        assert_eq!(parse_arguments("t", "c", &json!("")).unwrap(), json!({}));
+        assert_eq!(parse_arguments("t", "c", &json!(null)).unwrap(), json!({}));
+        assert_eq!(
+            parse_arguments("t", "c", &json!({"a": 1})).unwrap(),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            parse_arguments("t", "c", &json!("{\"a\":1}")).unwrap(),
+            json!({"a": 1})
+        );
+        let error = parse_arguments("execute", "call_9", &json!("{\"command\": \"ls")).unwrap_err();
+        let ModelError::MalformedReply { detail, raw } = &error else {
+            panic!("{error:?}");
+        };
+        assert!(detail.contains("`execute` (call_9)"), "{detail}");
+        assert_eq!(raw, "{\"command\": \"ls");
+        assert_eq!(
+            parse_arguments("t", "c", &json!("[1]")).unwrap_err().kind(),
+            "malformed_reply"
+        );
+    }
+
+    #[test]
+    fn raw_snippets_are_bounded() {
+        let long = "x".repeat(10 * PROVIDER_RAW_CHARS_MAX);
+        let snippet = raw_snippet(long.as_bytes());
+        assert_eq!(snippet.chars().count(), PROVIDER_RAW_CHARS_MAX + 1);
+        assert!(snippet.ends_with('…'));
+        assert_eq!(raw_snippet(b"short"), "short");
+    }
+
+    #[test]
+    fn errors_in_a_success_body_are_classified() {
+        let body = r#"{"error":{"message":"Rate limit exceeded","code":429}}"#;
+        let json: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            error_in_body("openai", &json, body).unwrap().kind(),
+            "rate_limited"
+        );
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let json: Value = serde_json::from_str(body).unwrap();
+        assert_eq!(
+            error_in_body("anthropic", &json, body).unwrap().kind(),
+            "transient"
+        );
+        let json = json!({"choices": [], "error": null});
+        assert!(error_in_body("openai", &json, "").is_none());
+    }
+}

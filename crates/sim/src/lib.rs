@@ -1,0 +1,20 @@
+//! ctxbed-sim: the simulated world a harness runs in.
+//!
+//! The harness never knows it is simulated: it reads time through
+//! [`ctxbed_harness::clock::Clock`] (tokio's clock, paused in every scenario, so a ten-minute
+//! latency costs microseconds) and storage through [`ctxbed_harness::storage::Storage`]. This
+//! crate supplies the rest of a deterministic world: [`rng`] (one seed tree per run, one ChaCha8
+//! stream per consumer), [`text`] (generated text of exact length per kind), [`mock`] (scripted
+//! model providers that count every request exactly and answer in real provider wordings),
+//! [`scripted`] (tools and context sources with scripted output, latency and failures) and
+//! [`netsim`] (HTTP over turmoil's simulated network, with a provider host serving a mock
+//! model). Workspace storage needs no simulation: the harness's own `MemoryStorage` (with
+//! injectable write failures) serves every scenario.
+//!
+//! **Invariant:** nothing here reads the wall clock or an unseeded random source.
+
+pub mod mock;
+pub mod netsim;
+pub mod rng;
+pub mod scripted;
+pub mod text;

@@ -1,0 +1,819 @@
+//! The invariant checker: an independent look at every preparation, request and commit of a run.
+//!
+//! [`check`] reads a finished [`RunOutput`] — the events of each step, the requests the mock
+//! model received, each step's committed history and the final workspace — and reports every
+//! broken invariant as a typed [`Violation`]. It shares no code path with the harness: pairing is
+//! its own walk (not `context::pairs`), protected materials come from the scenario spec, and
+//! offloaded files are compared with the tool output the trace recorded. [`check_determinism`]
+//! compares two runs of the same scenario. The SPEC rows I1–I10 name what each kind guards;
+//! the checks against the session log (I5) and the Todo list (I6) live in `durable`, the check
+//! that session log files only grow (I10) in `append_only`.
+//!
+//! ```
+//! use ctxbed::scenario::runner::run;
+//! use ctxbed::generate::generate;
+//! use ctxbed::invariants::{check, check_determinism};
+//! let scenario = generate(11);
+//! let (first, second) = (run(&scenario).unwrap(), run(&scenario).unwrap());
+//! assert!(check(&scenario, &first).is_empty());
+//! assert!(check_determinism(&first, &second).is_none());
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use ctxbed_harness::agent::AgentError;
+use ctxbed_harness::agent::events::EventKind;
+use ctxbed_harness::context::PairingCheck;
+use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, Validation};
+use ctxbed_harness::context::offload::OFFLOAD_KEY;
+use ctxbed_harness::context::render::MATERIAL_KEY;
+use ctxbed_harness::message::{ContentPart, Message, Role};
+use ctxbed_harness::model::ModelRequest;
+use crate::scenario::file::Scenario;
+use crate::scenario::runner::RunOutput;
+use crate::scenario::trace::StepRecord;
+use ctxbed_harness::storage::WorkspacePath;
+
+mod append_only;
+mod durable;
+
+/// What broke. Each kind names the SPEC invariant it guards ([`ViolationKind::invariant`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ViolationKind {
+    /// A request reached the model with an unpaired tool call or result (I1).
+    UnpairedRequest,
+    /// A passed preparation's estimate is over its input limit (I2).
+    OverBudgetPassed,
+    /// A manifest's totals disagree with its items, or its items with the request sent (I2).
+    ManifestMismatch,
+    /// Required or System material was omitted for budget, or an instruction is missing from a
+    /// passed reasoning request (I3).
+    ProtectedOmitted,
+    /// An offload placeholder points to a missing file or one without the full text (I4).
+    BrokenOffload,
+    /// A committed message vanished from its session without a recorded compaction (I5).
+    CommittedMessageLost,
+    /// A reasoning request after a successful `todo_write` does not show every Todo item (I6).
+    TodoLost,
+    /// Rendered material (transient, reference or System) entered committed history (I7).
+    MaterialInHistory,
+    /// A manifest holds message body text (I8).
+    ManifestLeak,
+    /// Two runs of one seed rendered different traces (I9).
+    Nondeterministic,
+    /// A call changed a session log's committed lines, or touched a log it could not restore
+    /// because it is corrupt (I10).
+    SessionLogRewritten,
+    /// A step's events end without `run_finished`: the harness task died (a panic).
+    RunNotFinished,
+    /// A step ran into the runner's virtual-time limit.
+    StepHung,
+    /// Running the scenario panicked outside the harness task.
+    Panic,
+    /// The runner could not set the scenario up (a generator or loader bug).
+    RunFailed,
+}
+
+impl ViolationKind {
+    /// Every kind, in report order.
+    pub const ALL: [ViolationKind; 15] = [
+        ViolationKind::UnpairedRequest,
+        ViolationKind::OverBudgetPassed,
+        ViolationKind::ManifestMismatch,
+        ViolationKind::ProtectedOmitted,
+        ViolationKind::BrokenOffload,
+        ViolationKind::CommittedMessageLost,
+        ViolationKind::TodoLost,
+        ViolationKind::MaterialInHistory,
+        ViolationKind::ManifestLeak,
+        ViolationKind::Nondeterministic,
+        ViolationKind::SessionLogRewritten,
+        ViolationKind::RunNotFinished,
+        ViolationKind::StepHung,
+        ViolationKind::Panic,
+        ViolationKind::RunFailed,
+    ];
+
+    /// The kind's stable name, as reports and summaries show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ViolationKind::UnpairedRequest => "unpaired_request",
+            ViolationKind::OverBudgetPassed => "over_budget_passed",
+            ViolationKind::ManifestMismatch => "manifest_mismatch",
+            ViolationKind::ProtectedOmitted => "protected_omitted",
+            ViolationKind::BrokenOffload => "broken_offload",
+            ViolationKind::CommittedMessageLost => "committed_message_lost",
+            ViolationKind::TodoLost => "todo_lost",
+            ViolationKind::MaterialInHistory => "material_in_history",
+            ViolationKind::ManifestLeak => "manifest_leak",
+            ViolationKind::Nondeterministic => "nondeterministic",
+            ViolationKind::SessionLogRewritten => "session_log_rewritten",
+            ViolationKind::RunNotFinished => "run_not_finished",
+            ViolationKind::StepHung => "step_hung",
+            ViolationKind::Panic => "panic",
+            ViolationKind::RunFailed => "run_failed",
+        }
+    }
+
+    /// The SPEC invariant row this kind guards (`-` for run-level failures).
+    pub fn invariant(self) -> &'static str {
+        match self {
+            ViolationKind::UnpairedRequest => "I1",
+            ViolationKind::OverBudgetPassed | ViolationKind::ManifestMismatch => "I2",
+            ViolationKind::ProtectedOmitted => "I3",
+            ViolationKind::BrokenOffload => "I4",
+            ViolationKind::CommittedMessageLost => "I5",
+            ViolationKind::TodoLost => "I6",
+            ViolationKind::MaterialInHistory => "I7",
+            ViolationKind::ManifestLeak => "I8",
+            ViolationKind::Nondeterministic => "I9",
+            ViolationKind::SessionLogRewritten => "I10",
+            ViolationKind::RunNotFinished
+            | ViolationKind::StepHung
+            | ViolationKind::Panic
+            | ViolationKind::RunFailed => "-",
+        }
+    }
+}
+
+impl std::fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One broken invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub kind: ViolationKind,
+    /// The 1-based step, when the violation belongs to one.
+    pub step: Option<usize>,
+    /// What exactly was seen (ids, paths, counts; bounded).
+    pub detail: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.kind, self.kind.invariant())?;
+        if let Some(step) = self.step {
+            write!(f, " at step {step}")?;
+        }
+        write!(f, ": {}", self.detail)
+    }
+}
+
+/// Characters of a message body whose head and tail windows are looked for in manifests.
+/// Shorter bodies ("ok", "Done.") could match ids or names by accident.
+pub const LEAK_WINDOW_CHARS: usize = 32;
+
+/// Checks one run of `scenario` against every invariant except determinism.
+pub fn check(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let plain = scenario.agent.react;
+    for step in &output.trace.steps {
+        let mut report = |kind: ViolationKind, detail: String| {
+            found.push(Violation {
+                kind,
+                step: Some(step.index),
+                detail: ctxbed_harness::format::snippet(&detail, ctxbed_harness::limits::SNIPPET_CHARS_MAX),
+            });
+        };
+        run_finished(step, &mut report);
+        if !plain && scenario.agent.pairing != PairingCheck::Unchecked {
+            for request in &step.requests {
+                if let Some(problem) = pairing_problem(&request.messages) {
+                    report(
+                        ViolationKind::UnpairedRequest,
+                        format!("request {}: {problem}", request.call_id),
+                    );
+                }
+            }
+        }
+        let manifests: Vec<(&ContextManifest, &str)> = step.manifests().collect();
+        for (manifest, status) in &manifests {
+            budget(manifest, status, &mut report);
+            protected(scenario, manifest, &mut report);
+        }
+        if !plain {
+            requests_match(step, &manifests, &mut report);
+        }
+        no_leak(step, &manifests, &mut report);
+        no_material(step, &mut report);
+    }
+    found.extend(offloads(scenario, output));
+    found.extend(nothing_lost(scenario, output));
+    found.extend(durable::durable_history(scenario, output));
+    found.extend(durable::todo_survives(scenario, output));
+    found.extend(append_only::session_logs_only_grow(scenario, output));
+    found
+}
+
+/// Two runs of one scenario must render the same bytes.
+pub fn check_determinism(first: &RunOutput, second: &RunOutput) -> Option<Violation> {
+    if first.text == second.text {
+        return None;
+    }
+    let line = first
+        .text
+        .lines()
+        .zip(second.text.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| first.text.lines().count().min(second.text.lines().count()));
+    Some(Violation {
+        kind: ViolationKind::Nondeterministic,
+        step: None,
+        detail: format!("the two traces first differ at line {}", line + 1),
+    })
+}
+
+fn run_finished(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String)) {
+    if step.events.is_empty() {
+        report(
+            ViolationKind::StepHung,
+            format!(
+                "no event within {} h of virtual time",
+                ctxbed_harness::limits::STEP_VIRTUAL_TIME_MAX_SECONDS / 3_600
+            ),
+        );
+        return;
+    }
+    let finished = step
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::RunFinished { .. }))
+        .count();
+    if finished != 1 || matches!(step.outcome, Err(AgentError::Interrupted)) {
+        report(
+            ViolationKind::RunNotFinished,
+            format!(
+                "{finished} run_finished events in {} (the harness task stopped early)",
+                step.events.len()
+            ),
+        );
+    }
+}
+
+/// The strict-provider rule, walked independently: each assistant message's calls are answered
+/// by the tool messages right after it, each result answers such a call, ids are non-blank and
+/// no call id repeats in the request.
+pub fn pairing_problem<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<String> {
+    let mut waiting: Vec<&str> = Vec::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    for (index, message) in messages.into_iter().enumerate() {
+        for part in &message.parts {
+            match part {
+                ContentPart::ToolCall(call) if call.id.trim().is_empty() => {
+                    return Some(format!("message {index} has a call with a blank id"));
+                }
+                ContentPart::ToolCall(call) if !seen.insert(call.id.as_str()) => {
+                    return Some(format!("call id `{}` repeats at message {index}", call.id));
+                }
+                _ => {}
+            }
+        }
+        if message.role == Role::Tool {
+            for result in message.tool_results() {
+                match waiting.iter().position(|id| *id == result.call_id) {
+                    Some(at) => {
+                        waiting.remove(at);
+                    }
+                    None => {
+                        return Some(format!(
+                            "result `{}` at message {index} answers no open call",
+                            result.call_id
+                        ));
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some(id) = waiting.first() {
+            return Some(format!("call `{id}` has no result before message {index}"));
+        }
+        if message.role == Role::Assistant {
+            waiting = message.tool_calls().map(|call| call.id.as_str()).collect();
+        } else if message.tool_results().next().is_some() {
+            return Some(format!(
+                "message {index} carries a result outside a tool message"
+            ));
+        }
+    }
+    waiting
+        .first()
+        .map(|id| format!("call `{id}` has no result at the end of the request"))
+}
+
+fn budget(
+    manifest: &ContextManifest,
+    status: &str,
+    report: &mut impl FnMut(ViolationKind, String),
+) {
+    let passed = manifest.validation == Validation::Passed;
+    if passed != (status == "passed") {
+        report(
+            ViolationKind::ManifestMismatch,
+            format!(
+                "{}: event status {status} with validation {}",
+                manifest.call_id,
+                manifest.validation.as_str()
+            ),
+        );
+    }
+    if !passed {
+        return;
+    }
+    let estimated = manifest.estimated_input_tokens;
+    let limit = manifest.input_limit;
+    if estimated < 0 || limit < 0 || estimated > limit {
+        report(
+            ViolationKind::OverBudgetPassed,
+            format!(
+                "{}: passed with {estimated} of {limit} tokens",
+                manifest.call_id
+            ),
+        );
+    }
+    // The whole estimate is the request overhead, every message and every schema; material
+    // items only say what the messages hold.
+    let items: u64 = manifest
+        .items
+        .iter()
+        .filter(|item| !matches!(item.kind, ItemKind::Material { .. }))
+        .map(|item| item.tokens)
+        .sum();
+    let total = items + ctxbed_harness::tokens::REQUEST_OVERHEAD_TOKENS;
+    if i64::try_from(total).ok() != Some(estimated) {
+        report(
+            ViolationKind::ManifestMismatch,
+            format!(
+                "{}: items add up to {total} tokens, the estimate is {estimated}",
+                manifest.call_id
+            ),
+        );
+    }
+}
+
+/// Ids a scenario protects from omission: instructions, `AGENTS.md` and required blocks.
+fn protected_ids(scenario: &Scenario) -> BTreeSet<String> {
+    let mut ids: BTreeSet<String> = scenario
+        .instructions
+        .iter()
+        .map(|i| format!("instruction/{}", i.name))
+        .collect();
+    ids.insert("workspace:AGENTS.md".to_string());
+    for source in &scenario.sources {
+        for block in source.blocks.iter().filter(|b| b.required) {
+            ids.insert(format!("source/{}/{}", source.name, block.id));
+        }
+    }
+    ids
+}
+
+fn protected(
+    scenario: &Scenario,
+    manifest: &ContextManifest,
+    report: &mut impl FnMut(ViolationKind, String),
+) {
+    let protected = protected_ids(scenario);
+    for transform in &manifest.transforms {
+        if let Some(id) = transform.strip_prefix("omitted_for_budget:")
+            && (protected.contains(id) || id.starts_with("instruction/"))
+        {
+            report(
+                ViolationKind::ProtectedOmitted,
+                format!("{}: `{id}` omitted for budget", manifest.call_id),
+            );
+        }
+    }
+    let reasoning = manifest.purpose == ctxbed_harness::model::Purpose::Reasoning;
+    if !reasoning || manifest.validation != Validation::Passed {
+        return;
+    }
+    for instruction in &scenario.instructions {
+        let id = format!("instruction/{}", instruction.name);
+        if !instruction.text.trim().is_empty() && manifest.material(&id).is_none() {
+            report(
+                ViolationKind::ProtectedOmitted,
+                format!(
+                    "{}: instruction `{id}` is not in the request",
+                    manifest.call_id
+                ),
+            );
+        }
+    }
+}
+
+/// Every request the model received was described by a passed manifest of the same id: its
+/// message items are the request's messages, its schema items the request's tools.
+fn requests_match(
+    step: &StepRecord,
+    manifests: &[(&ContextManifest, &str)],
+    report: &mut impl FnMut(ViolationKind, String),
+) {
+    for request in &step.requests {
+        let Some((manifest, _)) = manifests
+            .iter()
+            .find(|(m, status)| m.call_id == request.call_id && *status == "passed")
+        else {
+            report(
+                ViolationKind::ManifestMismatch,
+                format!("request {} has no passed manifest", request.call_id),
+            );
+            continue;
+        };
+        let described: Vec<(String, Option<Role>)> = manifest
+            .items
+            .iter()
+            .filter_map(|item| match &item.kind {
+                ItemKind::Message { role, .. } => Some((item.id.clone(), Some(*role))),
+                ItemKind::ToolSchema => Some((item.id.clone(), None)),
+                ItemKind::Material { .. } => None,
+            })
+            .collect();
+        let sent: Vec<(String, Option<Role>)> = request
+            .messages
+            .iter()
+            .map(|m| (m.id.clone(), Some(m.role)))
+            .chain(request.tools.iter().map(|t| (t.name.clone(), None)))
+            .collect();
+        if described != sent {
+            report(
+                ViolationKind::ManifestMismatch,
+                format!(
+                    "request {}: the manifest lists {} messages and schemas, the model got {}",
+                    request.call_id,
+                    described.len(),
+                    sent.len()
+                ),
+            );
+        }
+    }
+}
+
+/// Head and tail windows of every long body the step's requests and commits hold.
+fn body_windows(step: &StepRecord) -> BTreeSet<String> {
+    let mut windows = BTreeSet::new();
+    let mut add = |text: &str| {
+        // Only the two ends are read: a body may be megabytes.
+        let head: String = text.chars().take(LEAK_WINDOW_CHARS).collect();
+        if head.chars().count() < LEAK_WINDOW_CHARS {
+            return;
+        }
+        let mut tail: Vec<char> = text.chars().rev().take(LEAK_WINDOW_CHARS).collect();
+        tail.reverse();
+        windows.insert(head);
+        windows.insert(tail.into_iter().collect());
+    };
+    let requests = step
+        .requests
+        .iter()
+        .flat_map(|r: &ModelRequest| &r.messages);
+    for message in requests.chain(&step.committed_history) {
+        for part in &message.parts {
+            match part {
+                ContentPart::Text { text } | ContentPart::Thinking { text } => add(text),
+                ContentPart::ToolCall(call) => add(&call.arguments.to_string()),
+                ContentPart::ToolResult(result) => add(&result.text()),
+                ContentPart::Media { .. } => {}
+            }
+        }
+    }
+    windows
+}
+
+fn no_leak(
+    step: &StepRecord,
+    manifests: &[(&ContextManifest, &str)],
+    report: &mut impl FnMut(ViolationKind, String),
+) {
+    if manifests.is_empty() {
+        return;
+    }
+    let windows = body_windows(step);
+    if windows.is_empty() {
+        return;
+    }
+    let known: HashSet<&str, foldhash::fast::RandomState> =
+        windows.iter().map(String::as_str).collect();
+    for (manifest, _) in manifests {
+        // Every window of every string (and key) of the manifest's JSON, read unescaped, is
+        // looked up among the bodies' windows. That is the whole of the JSON text a body could
+        // show in: outside strings there are only punctuation, numbers and literals, never 32
+        // characters in a row, and a body with a quote or a newline shows escaped in the text.
+        let json = manifest.to_json();
+        let mut leaked: BTreeSet<&str> = BTreeSet::new();
+        for_each_string(&json, &mut |string| {
+            leaked.extend(windows_of(string).filter_map(|w| known.get(w).copied()));
+        });
+        // Name the first window in order, whichever was seen first.
+        if let Some(window) = leaked.first() {
+            report(
+                ViolationKind::ManifestLeak,
+                format!("{} holds body text {window:?}", manifest.call_id),
+            );
+            return;
+        }
+    }
+}
+
+/// Every substring of `text` that is [`LEAK_WINDOW_CHARS`] characters long.
+fn windows_of(text: &str) -> Box<dyn Iterator<Item = &str> + '_> {
+    if text.len() < LEAK_WINDOW_CHARS {
+        // Fewer bytes than the window has characters.
+        return Box::new(std::iter::empty());
+    }
+    if text.is_ascii() {
+        let count = text.len() - LEAK_WINDOW_CHARS + 1;
+        return Box::new((0..count).map(move |start| &text[start..start + LEAK_WINDOW_CHARS]));
+    }
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(at, _)| at)
+        .chain([text.len()])
+        .collect();
+    let count = bounds.len().saturating_sub(LEAK_WINDOW_CHARS);
+    Box::new((0..count).map(move |start| &text[bounds[start]..bounds[start + LEAK_WINDOW_CHARS]]))
+}
+
+/// Shows `visit` every key and string of a JSON value.
+fn for_each_string<'a>(value: &'a serde_json::Value, visit: &mut impl FnMut(&'a str)) {
+    match value {
+        serde_json::Value::String(text) => visit(text),
+        serde_json::Value::Array(items) => {
+            items.iter().for_each(|item| for_each_string(item, visit))
+        }
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                visit(key);
+                for_each_string(item, visit);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn no_material(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String)) {
+    // The second path compares texts; a System message holding only the prompt is no rendered
+    // material (a user may well type the prompt's words), so only tagged messages count.
+    let rendered: BTreeSet<String> = step
+        .requests
+        .iter()
+        .flat_map(|r| &r.messages)
+        .filter(|m| m.metadata.contains_key(MATERIAL_KEY))
+        .map(Message::text)
+        .filter(|text| {
+            ["<context_item", "<instruction", "<guidance>"]
+                .iter()
+                .any(|tag| text.contains(tag))
+        })
+        .collect();
+    for message in &step.committed_history {
+        if message.metadata.contains_key(MATERIAL_KEY) {
+            report(
+                ViolationKind::MaterialInHistory,
+                format!("committed message `{}` is rendered material", message.id),
+            );
+        } else if rendered.contains(&message.text()) {
+            report(
+                ViolationKind::MaterialInHistory,
+                format!(
+                    "committed message `{}` repeats a rendered material message",
+                    message.id
+                ),
+            );
+        }
+    }
+}
+
+/// The full text of every tool result the run saw, by call id: the scenario's history and every
+/// `tool_result` event.
+fn originals(scenario: &Scenario, output: &RunOutput) -> BTreeMap<String, Vec<String>> {
+    let mut texts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let history = scenario.history.iter().flat_map(|h| &h.messages);
+    for result in history.flat_map(Message::tool_results) {
+        texts
+            .entry(result.call_id.clone())
+            .or_default()
+            .push(result.text());
+    }
+    for event in output.trace.steps.iter().flat_map(|s| &s.events) {
+        if let EventKind::ToolResult { result, .. } = &event.kind {
+            texts
+                .entry(result.call_id.clone())
+                .or_default()
+                .push(result.text());
+        }
+    }
+    texts
+}
+
+fn offloads(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
+    let originals = originals(scenario, output);
+    let mut found = Vec::new();
+    let mut checked: BTreeSet<(String, String)> = BTreeSet::new();
+    for step in &output.trace.steps {
+        let requests = step.requests.iter().flat_map(|r| &r.messages);
+        for message in requests.chain(&step.committed_history) {
+            for result in message.tool_results() {
+                let Some(marker) = result.metadata.get(OFFLOAD_KEY) else {
+                    continue;
+                };
+                let path = marker["path"].as_str().unwrap_or_default().to_string();
+                if !checked.insert((result.call_id.clone(), path.clone())) {
+                    continue;
+                }
+                let known = originals.get(&result.call_id).map(Vec::as_slice);
+                if let Some(detail) = offload_problem(output, &path, marker, known) {
+                    found.push(Violation {
+                        kind: ViolationKind::BrokenOffload,
+                        step: Some(step.index),
+                        detail: format!("result `{}`: {detail}", result.call_id),
+                    });
+                }
+            }
+        }
+    }
+    found
+}
+
+fn offload_problem(
+    output: &RunOutput,
+    path: &str,
+    marker: &serde_json::Value,
+    originals: Option<&[String]>,
+) -> Option<String> {
+    let Ok(checked) = WorkspacePath::parse(path) else {
+        return Some(format!(
+            "the placeholder's path {path:?} is not a workspace path"
+        ));
+    };
+    let Some(bytes) = output.workspace.get(&checked) else {
+        return Some(format!("`{path}` is not in the workspace"));
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Some(format!("`{path}` is not UTF-8"));
+    };
+    let chars = text.chars().count() as u64;
+    if marker["chars"].as_u64() != Some(chars) {
+        return Some(format!(
+            "`{path}` holds {chars} characters, the placeholder says {}",
+            marker["chars"]
+        ));
+    }
+    match originals {
+        Some(originals) if !originals.iter().any(|original| original == text) => Some(format!(
+            "`{path}` does not hold the result's original text ({chars} characters)"
+        )),
+        _ => None,
+    }
+}
+
+/// Between two steps of one session, an acknowledged committed message disappears only through
+/// a compaction recorded in the later step's manifests.
+///
+/// Acknowledged means durable as far as the agent said: a step with a `session_log_failed`
+/// event acknowledged nothing, so its commits are not held against later steps (a restart may
+/// lose them; the next acknowledged step of the session holds its history again). History the
+/// application loaded is held from the start, except across a restart that comes before any
+/// acknowledged step of its session with JSON-lines storage: until then no call has written it.
+/// A step that could not restore its session is not compared.
+fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
+    type Key = (Option<String>, Option<String>);
+    let mut acknowledged: BTreeMap<Key, Vec<String>> = BTreeMap::new();
+    let mut loaded_unconfirmed: BTreeSet<Key> = BTreeSet::new();
+    let mut compacted_since: BTreeSet<Key> = BTreeSet::new();
+    let first = scenario.steps.first();
+    for history in &scenario.history {
+        let key = (
+            history
+                .user
+                .clone()
+                .or_else(|| first.and_then(|s| s.user.clone())),
+            history
+                .session
+                .clone()
+                .or_else(|| first.and_then(|s| s.session.clone())),
+        );
+        acknowledged
+            .entry(key.clone())
+            .or_default()
+            .extend(history.messages.iter().map(|m| m.id.clone()));
+        loaded_unconfirmed.insert(key);
+    }
+    let mut found = Vec::new();
+    for step in &output.trace.steps {
+        let key = (step.spec.user.clone(), step.spec.session.clone());
+        if step.spec.restart.is_some()
+            && scenario.agent.session_storage == crate::scenario::file::SessionStorage::Jsonl
+        {
+            // A restart before any call wrote the loaded history to storage may lose it (an
+            // in-memory log survives restarts whole).
+            for unconfirmed in std::mem::take(&mut loaded_unconfirmed) {
+                acknowledged.remove(&unconfirmed);
+            }
+        }
+        if matches!(step.outcome, Err(AgentError::Restore(_))) {
+            // The call could not read its session back: it has no working history to compare
+            // and committed nothing. The log it could not read is held unchanged by I10.
+            continue;
+        }
+        let now: BTreeSet<&str> = step
+            .committed_history
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect();
+        let compacted = step.manifests().any(|(manifest, _)| {
+            manifest
+                .transforms
+                .iter()
+                .any(|t| t.starts_with("history_compaction:"))
+        });
+        // A compaction in an unacknowledged step since the baseline explains a loss too.
+        let compacted = compacted || compacted_since.contains(&key);
+        if let Some(before) = acknowledged.get(&key)
+            && !compacted
+            && let Some(lost) = before.iter().find(|id| !now.contains(id.as_str()))
+        {
+            found.push(Violation {
+                kind: ViolationKind::CommittedMessageLost,
+                step: Some(step.index),
+                detail: format!("committed message `{lost}` is gone and nothing was compacted"),
+            });
+        }
+        if step.session_log_failed() {
+            if compacted {
+                compacted_since.insert(key);
+            }
+        } else {
+            compacted_since.remove(&key);
+            loaded_unconfirmed.remove(&key);
+            acknowledged.insert(
+                key,
+                step.committed_history
+                    .iter()
+                    .map(|m| m.id.clone())
+                    .collect(),
+            );
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_every_run_of_32_characters() {
+        let by_rule = |text: &str| -> Vec<String> {
+            let chars: Vec<char> = text.chars().collect();
+            chars
+                .windows(LEAK_WINDOW_CHARS)
+                .map(|w| w.iter().collect())
+                .collect()
+        };
+        let ascii = "abcdefghijklmnopqrstuvwxyz0123456789";
+        let mixed = "报告 abcdefghijklmnopqrstuvwxyz0123456789 é";
+        for text in [
+            "",
+            "short",
+            &ascii[..31],
+            &ascii[..32],
+            ascii,
+            mixed,
+            "报告报告",
+        ] {
+            let windows: Vec<String> = windows_of(text).map(str::to_string).collect();
+            assert_eq!(windows, by_rule(text), "{text:?}");
+        }
+        assert_eq!(windows_of(ascii).count(), 5);
+    }
+
+    #[test]
+    fn the_pairing_walk_finds_each_problem() {
+        let call = |id: &str| {
+            Message::assistant_tool_calls(
+                "a",
+                vec![ContentPart::tool_call(id, "execute", serde_json::json!({}))],
+            )
+        };
+        let result = |id: &str| Message::tool_result("t", id, "execute", "ok", false);
+        let user = Message::user("u", "go");
+        assert_eq!(
+            pairing_problem(&[user.clone(), call("c1"), result("c1")]),
+            None
+        );
+        assert!(pairing_problem(&[call("c1"), user.clone()]).is_some());
+        assert!(pairing_problem(&[call("c1")]).is_some());
+        assert!(pairing_problem(&[user.clone(), result("c1")]).is_some());
+        assert!(pairing_problem(&[call("c1"), result("c1"), result("c1")]).is_some());
+        assert!(pairing_problem(&[call("c1"), result("c1"), call("c1"), result("c1")]).is_some());
+        assert!(pairing_problem(&[call(" "), result(" ")]).is_some());
+    }
+
+    #[test]
+    fn kinds_have_unique_names() {
+        let names: BTreeSet<&str> = ViolationKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), ViolationKind::ALL.len());
+    }
+}
