@@ -13,14 +13,14 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ctxbed_harness::context::manifest::content_hash;
+use ctxbed::generate::generate;
 use ctxbed::scenario::file::load;
 use ctxbed::scenario::runner::run;
 use ctxbed::scenario::suite::discover;
-use ctxbed::generate::generate;
 use ctxbed::sweep::check_seed;
-use ctxbed_sim::text::{TextKind, generate_text};
+use ctxbed_harness::context::manifest::content_hash;
 use ctxbed_harness::tokens::{ExactEstimator, TokenEstimator, Vocabulary};
+use ctxbed_sim::text::{TextKind, generate_text};
 
 /// The allocator of the `ctxbed` binary, so the figures are those of `ctxbed sweep`.
 #[cfg(feature = "mimalloc")]

@@ -60,19 +60,19 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
+use crate::limits;
+use crate::scenario::file::{
+    AgentSpec, EstimatorChoice, InstructionSpec, Scenario, SourceSpec, StepSpec, ToolOutputSpec,
+    ToolSpec,
+};
 use ctxbed_harness::compaction::config::{
     CompactionConfig, DEFAULT_SUMMARY_PROMPT, MESSAGES_PLACEHOLDER, PruneConfig, TruncateArgsConfig,
 };
 use ctxbed_harness::context::PairingCheck;
 use ctxbed_harness::context::budget::BudgetSettings;
 use ctxbed_harness::context::offload::OffloadConfig;
-use ctxbed_harness::limits;
-use crate::scenario::file::{
-    AgentSpec, EstimatorChoice, InstructionSpec, Scenario, SourceSpec, StepSpec, ToolOutputSpec,
-    ToolSpec,
-};
-use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
 use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
 use ctxbed_sim::text::{TextKind, generate_text};
 
 mod faults;

@@ -21,6 +21,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use crate::scenario::file::Scenario;
+use crate::scenario::runner::RunOutput;
+use crate::scenario::trace::StepRecord;
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::context::PairingCheck;
@@ -29,9 +32,6 @@ use ctxbed_harness::context::offload::OFFLOAD_KEY;
 use ctxbed_harness::context::render::MATERIAL_KEY;
 use ctxbed_harness::message::{ContentPart, Message, Role};
 use ctxbed_harness::model::ModelRequest;
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::RunOutput;
-use crate::scenario::trace::StepRecord;
 use ctxbed_harness::storage::WorkspacePath;
 
 mod append_only;
@@ -175,7 +175,10 @@ pub fn check(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
             found.push(Violation {
                 kind,
                 step: Some(step.index),
-                detail: ctxbed_harness::format::snippet(&detail, ctxbed_harness::limits::SNIPPET_CHARS_MAX),
+                detail: ctxbed_harness::format::snippet(
+                    &detail,
+                    ctxbed_harness::limits::SNIPPET_CHARS_MAX,
+                ),
             });
         };
         run_finished(step, &mut report);
@@ -232,7 +235,7 @@ fn run_finished(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String
             ViolationKind::StepHung,
             format!(
                 "no event within {} h of virtual time",
-                ctxbed_harness::limits::STEP_VIRTUAL_TIME_MAX_SECONDS / 3_600
+                ctxbed_sim::limits::STEP_VIRTUAL_TIME_MAX_SECONDS / 3_600
             ),
         );
         return;

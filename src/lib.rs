@@ -9,6 +9,7 @@
 
 pub mod generate;
 pub mod invariants;
+pub mod limits;
 pub mod record;
 pub mod scenario;
 pub mod seed_times;

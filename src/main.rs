@@ -50,7 +50,6 @@ fn write_out(text: std::fmt::Arguments<'_>) {
 
 use clap::{Parser, Subcommand};
 use ctxbed::record::record;
-use ctxbed_providers::{ProviderConfig, ProviderKind};
 use ctxbed::scenario::explain::{self, Selector};
 use ctxbed::scenario::file::{Layout, Scenario, load};
 use ctxbed::scenario::golden::GoldenMode;
@@ -60,6 +59,7 @@ use ctxbed::scenario::suite::{Verdict, discover, run_file};
 use ctxbed::scenario::write::mock_toml;
 use ctxbed::seed_times::SeedTimes;
 use ctxbed::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
+use ctxbed_providers::{ProviderConfig, ProviderKind};
 
 /// A sweep allocates many small, short-lived values; see the `mimalloc` feature.
 #[cfg(feature = "mimalloc")]

@@ -15,15 +15,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 
-use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderError, ProviderKind};
+use crate::scenario::file::Scenario;
+use crate::scenario::runner::{ObservedModel, RunError, RunOutput, run_live};
 use ctxbed_harness::message::ContentPart;
+use ctxbed_harness::model::provider::Provider;
+use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
+use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderError, ProviderKind};
 use ctxbed_sim::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction,
 };
-use ctxbed_harness::model::provider::Provider;
-use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::{ObservedModel, RunError, RunOutput, run_live};
 
 /// A finished recording: the mock model that replays it and the live run's output.
 #[derive(Debug)]

@@ -28,14 +28,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::generate::{GENERATOR_VERSION, generate};
 use super::invariants::{self, Violation, ViolationKind};
-use ctxbed_harness::limits;
-use ctxbed_harness::message::ContentPart;
-use ctxbed_sim::mock::TurnAction;
 use crate::scenario::file::{EstimatorChoice, Scenario, SessionStorage, load};
 use crate::scenario::network::NetworkSpec;
 use crate::scenario::runner::{RunOutput, run};
 use crate::scenario::write::write;
+use ctxbed_harness::limits;
+use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::task::TaskContextOptions;
+use ctxbed_sim::mock::TurnAction;
 
 /// Which seeds this process runs: those with `seed % total == index`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -340,10 +340,10 @@ fn handle_failure(
         failure.not_written = Some("no output directory".to_string());
         return failure;
     };
-    if write_slot >= limits::SWEEP_FAILURES_WRITTEN_MAX {
+    if write_slot >= crate::limits::SWEEP_FAILURES_WRITTEN_MAX {
         failure.not_written = Some(format!(
             "more than {} failing seeds; rerun this seed alone",
-            limits::SWEEP_FAILURES_WRITTEN_MAX
+            crate::limits::SWEEP_FAILURES_WRITTEN_MAX
         ));
         return failure;
     }
@@ -353,7 +353,7 @@ fn handle_failure(
     };
     let kinds: BTreeSet<ViolationKind> = failure.violations.iter().map(|v| v.kind).collect();
     if config.shrink {
-        let (shrunk, runs) = shrink(scenario, &kinds, limits::SHRINK_CHECKS_MAX);
+        let (shrunk, runs) = shrink(scenario, &kinds, crate::limits::SHRINK_CHECKS_MAX);
         failure.shrink_runs = runs;
         failure.shrunk = check_scenario(&shrunk);
         scenario = shrunk;

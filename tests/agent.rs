@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use ctxbed_harness::agent::{AgentError, BuildError, EventKind, HarnessAgent};
 use ctxbed_harness::model::ModelInfo;
-use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
 use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
 use ctxbed_sim::scripted::{ScriptedOutput, ScriptedTool};
 
 fn paused_runtime() -> tokio::runtime::Runtime {

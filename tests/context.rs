@@ -15,10 +15,10 @@ use ctxbed_harness::context::source::{
 };
 use ctxbed_harness::context::{PrepareInput, prepare};
 use ctxbed_harness::message::Message;
-use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
 use ctxbed_harness::model::{ModelInfo, Purpose};
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::tokens::RatioEstimator;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -362,7 +362,10 @@ fn the_policy_version_names_the_settings_that_shape_preparation() {
                 estimator: Arc::new(ctxbed_harness::tokens::ApproximateEstimator),
                 ..ContextPolicy::default()
             })),
-            build(HarnessAgent::builder().pairing_check(ctxbed_harness::context::PairingCheck::Repair)),
+            build(
+                HarnessAgent::builder()
+                    .pairing_check(ctxbed_harness::context::PairingCheck::Repair),
+            ),
         ];
         for version in &changed {
             assert_ne!(*version, default);

@@ -6,10 +6,10 @@ mod support {
 }
 
 use ctxbed_harness::message::Message;
-use ctxbed_sim::text::{TextKind, generate_text};
 use ctxbed_harness::tokens::{
     ApproximateEstimator, CachedEstimator, ExactEstimator, TokenEstimator, Vocabulary,
 };
+use ctxbed_sim::text::{TextKind, generate_text};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use support::estimator_corpus::{self as corpus, REQUIRED_CATEGORIES};

@@ -14,12 +14,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use ctxbed_harness::message::{ContentPart, Message, Metadata, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{Model, ModelError, ModelRequest, Purpose, Usage};
+use ctxbed_harness::tools::ToolSchema;
 use ctxbed_providers::transport::ChunkStream;
 use ctxbed_providers::{
     ApiKey, HttpProvider, HyperTransport, ProviderConfig, ProviderKind, ResponseBody, RetryPolicy,
     Transport, TransportError,
 };
-use ctxbed_harness::tools::ToolSchema;
 use serde_json::json;
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -598,7 +598,7 @@ fn assert_bounded(error: &ModelError) {
         shown.chars().count()
     );
     if let ModelError::MalformedReply { raw, .. } = error {
-        assert!(raw.chars().count() <= ctxbed_harness::limits::PROVIDER_RAW_CHARS_MAX + 1);
+        assert!(raw.chars().count() <= ctxbed_providers::limits::PROVIDER_RAW_CHARS_MAX + 1);
     }
 }
 
@@ -815,7 +815,7 @@ async fn broken_streams_are_typed_errors() {
     // A line over the decoder's bound.
     let huge = format!(
         "data: {}\n\n",
-        "x".repeat(ctxbed_harness::limits::SSE_LINE_BYTES_MAX + 10)
+        "x".repeat(ctxbed_providers::limits::SSE_LINE_BYTES_MAX + 10)
     );
     let (error, _) = error_for(ProviderKind::OpenAi, true, stream_response(huge)).await;
     assert_eq!(error.kind(), "malformed_reply", "{error:?}");

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ctxbed_harness::message::Message;
-use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedError, TurnAction};
 use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose};
-use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedError, TurnAction};
+use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
 
 /// One network experiment: a script behind the host, faults, and the client's settings.
 struct Experiment {

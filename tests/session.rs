@@ -7,7 +7,6 @@ use std::time::Duration;
 use ctxbed_harness::agent::{AgentError, EventKind, HarnessAgent, RestoreError};
 use ctxbed_harness::message::Role;
 use ctxbed_harness::model::ModelInfo;
-use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::session::jsonl::session_path;
 use ctxbed_harness::session::{
@@ -15,6 +14,7 @@ use ctxbed_harness::session::{
 };
 use ctxbed_harness::storage::{MemoryStorage, Storage};
 use ctxbed_harness::task::todo::{TodoItem, TodoPriority, TodoStatus};
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
 
 fn paused_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -284,9 +284,9 @@ fn a_failed_log_write_fails_the_call_and_the_next_flush_makes_it_durable() {
 
 #[test]
 fn the_durable_history_check_holds_only_acknowledged_commits() {
+    use ctxbed::invariants::{ViolationKind, check};
     use ctxbed::scenario::file::load;
     use ctxbed::scenario::runner::run;
-    use ctxbed::invariants::{ViolationKind, check};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let scenario =
         load(&root.join("scenarios/sessions/log-write-failure-restart.toml")).expect("scenario");

@@ -9,27 +9,27 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
-use ctxbed_harness::agent::events::{CustomValue, EventKind};
-use ctxbed_harness::context::source::SOURCE_TIMEOUT_DEFAULT;
-use ctxbed_harness::message::{ContentPart, Role, ToolOutput};
-use ctxbed_harness::model::ModelError;
-use ctxbed_harness::model::classify::classify;
-use ctxbed_sim::mock::{ScriptedError, TurnAction};
-use ctxbed_sim::netsim::HostFaults;
+use ctxbed::generate::generate;
+use ctxbed::invariants::{ViolationKind, check};
 use ctxbed::scenario::file::{
     ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, SourceSpec, TaskAction,
     TaskSpec, load,
 };
 use ctxbed::scenario::network::NetworkSpec;
 use ctxbed::scenario::runner::{RunOutput, run};
-use ctxbed_sim::scripted::SourceFailure;
 use ctxbed::scenario::write::write;
-use ctxbed::generate::generate;
-use ctxbed::invariants::{ViolationKind, check};
 use ctxbed::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
+use ctxbed_harness::agent::events::{CustomValue, EventKind};
+use ctxbed_harness::context::source::SOURCE_TIMEOUT_DEFAULT;
+use ctxbed_harness::message::{ContentPart, Role, ToolOutput};
+use ctxbed_harness::model::ModelError;
+use ctxbed_harness::model::classify::classify;
 use ctxbed_harness::task::plan::PlanMode;
 use ctxbed_harness::task::requirements::{Decision, RequirementKind};
 use ctxbed_harness::task::{TaskContextOptions, TaskScope};
+use ctxbed_sim::mock::{ScriptedError, TurnAction};
+use ctxbed_sim::netsim::HostFaults;
+use ctxbed_sim::scripted::SourceFailure;
 
 /// Seeds of the file round-trip test.
 const ROUND_TRIP_SEEDS: u64 = 40;

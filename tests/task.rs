@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use ctxbed_harness::agent::{BuildError, HarnessAgent, HarnessAgentBuilder};
 use ctxbed_harness::model::ModelInfo;
-use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::task::todo::TodoStatus;
 use ctxbed_harness::task::{BeginOutcome, TaskContextOptions, TaskScope};
 use ctxbed_harness::tools::ToolRegistryError;
+use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, ScriptedCall, TurnAction};
 
 fn paused_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

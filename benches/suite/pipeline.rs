@@ -10,16 +10,16 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion};
+use ctxbed::scenario::file::load;
+use ctxbed::scenario::runner::run as run_scenario;
 use ctxbed_harness::compaction::config::{PruneConfig, TailBudget};
 use ctxbed_harness::compaction::cut::cut_index;
 use ctxbed_harness::compaction::prune::prune;
 use ctxbed_harness::context::offload::{OffloadConfig, offload};
 use ctxbed_harness::message::{ContentPart, Message};
-use ctxbed::scenario::file::load;
-use ctxbed::scenario::runner::run as run_scenario;
 use ctxbed_harness::storage::MemoryStorage;
-use ctxbed_sim::text::{TextKind, generate_text};
 use ctxbed_harness::tokens::{RatioEstimator, TokenEstimator};
+use ctxbed_sim::text::{TextKind, generate_text};
 
 use crate::Parts;
 use crate::record::{self, Record};

@@ -24,9 +24,9 @@ use ctxbed_harness::context::history::{History, HistoryRef};
 use ctxbed_harness::context::{PrepareInput, prepare};
 use ctxbed_harness::message::{ContentPart, Message};
 use ctxbed_harness::model::{ModelInfo, ModelRequest, Purpose};
+use ctxbed_harness::tokens::{ApproximateEstimator, CachedEstimator, TokenEstimator};
 use ctxbed_providers::{MaxTokensField, WireOptions, openai};
 use ctxbed_sim::text::{TextKind, generate_text};
-use ctxbed_harness::tokens::{ApproximateEstimator, CachedEstimator, TokenEstimator};
 
 use crate::record::{self, Record};
 

@@ -10,12 +10,12 @@
 use std::time::Duration;
 
 use super::Draw;
-use ctxbed_harness::context::source::SourceOptions;
-use ctxbed_harness::message::Role;
 use crate::scenario::file::{
     AgentSpec, ConcurrentAppend, Restart, SessionStorage, SourceSpec, StepSpec, TaskAction,
     TaskSpec,
 };
+use ctxbed_harness::context::source::SourceOptions;
+use ctxbed_harness::message::Role;
 use ctxbed_harness::task::TaskScope;
 use ctxbed_harness::task::requirements::{Decision, RequirementKind};
 

@@ -2,8 +2,8 @@
 //! and tiny to huge results, media, a foreign System message, and rarely an unpaired exchange.
 
 use super::{Draw, model};
-use ctxbed_harness::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
 use crate::scenario::file::{HistorySpec, StepSpec};
+use ctxbed_harness::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
 
 /// One committed history for the first step's session: rounds of user text, assistant text,
 /// tool exchanges (parallel calls, tiny to huge results), media, a foreign System message, and

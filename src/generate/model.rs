@@ -5,17 +5,17 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{Draw, model_name};
-use ctxbed_harness::limits;
+use crate::limits;
+use crate::scenario::file::AgentSpec;
 use ctxbed_harness::model::ModelInfo;
 use ctxbed_harness::model::Purpose;
-use ctxbed_sim::mock::{
-    MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
-};
 use ctxbed_harness::model::provider::Provider;
-use crate::scenario::file::AgentSpec;
 use ctxbed_harness::task::requirements::{PROPOSE_REQUIREMENT_TOOL, RequirementKind};
 use ctxbed_harness::task::todo::TODO_WRITE_TOOL;
 use ctxbed_harness::tokens::Vocabulary;
+use ctxbed_sim::mock::{
+    MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
+};
 
 /// Reasoning turns before the final one, at most.
 const TURNS_MAX: u64 = 10;

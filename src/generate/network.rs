@@ -9,8 +9,8 @@
 use std::time::Duration;
 
 use super::Draw;
-use ctxbed_sim::netsim::HostFaults;
 use crate::scenario::network::NetworkSpec;
+use ctxbed_sim::netsim::HostFaults;
 
 /// Host request numbers a fault may name: the first few requests, retries included.
 const FAULTY_REQUESTS_MAX: u64 = 6;

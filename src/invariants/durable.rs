@@ -18,11 +18,11 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, ViolationKind};
+use crate::scenario::file::Scenario;
+use crate::scenario::runner::RunOutput;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::message::{ContentPart, Message, ToolOutput};
 use ctxbed_harness::model::{ModelRequest, Purpose};
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::RunOutput;
 use ctxbed_harness::task::todo::TODO_WRITE_TOOL;
 
 /// (user id, session id), as the runner keys session logs.
@@ -83,7 +83,9 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
 
 /// Every logged version of each message id, in log order. A record that is not a message is
 /// kept under the empty id, so it cannot stand in for any message.
-fn message_records(records: &[ctxbed_harness::session::SessionRecord]) -> BTreeMap<String, Vec<Message>> {
+fn message_records(
+    records: &[ctxbed_harness::session::SessionRecord],
+) -> BTreeMap<String, Vec<Message>> {
     let mut versions: BTreeMap<String, Vec<Message>> = BTreeMap::new();
     for record in records.iter().filter(|r| r.kind == MESSAGE_RECORD) {
         match record.payload.parse::<Message>() {

@@ -27,7 +27,9 @@ use super::report::{
 };
 use super::trace::Trace;
 use ctxbed_harness::context::manifest::ItemKind;
-use ctxbed_harness::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
+use ctxbed_harness::context::render::{
+    REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID,
+};
 use ctxbed_harness::format::{duration, snippet};
 
 /// The messages the layout adds around the conversation.

@@ -42,14 +42,14 @@ use ctxbed_harness::context::budget::BudgetSettings;
 use ctxbed_harness::context::offload::OffloadConfig;
 use ctxbed_harness::limits;
 use ctxbed_harness::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
-use ctxbed_sim::mock::MockScript;
-use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
-use ctxbed_sim::rng::SeedTree;
 use ctxbed_harness::storage::WorkspacePath;
-use ctxbed_sim::text::{TextKind, generate_text};
 use ctxbed_harness::task::plan::PlanMode;
 use ctxbed_harness::task::requirements::{Decision, RequirementKind};
 use ctxbed_harness::task::{TaskContextOptions, TaskScope};
+use ctxbed_sim::mock::MockScript;
+use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
+use ctxbed_sim::text::{TextKind, generate_text};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -1230,14 +1230,14 @@ fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<StepSpec> {
             .help("add `[[steps]]` with `input = \"...\"` (and optionally `user`, `session`)"),
         );
     }
-    if raw.len() > limits::SCENARIO_STEPS_MAX {
+    if raw.len() > crate::limits::SCENARIO_STEPS_MAX {
         checker.problems.push(
             Diagnostic::file_level(
                 checker.file,
                 format!(
                     "{} steps; at most {}",
                     raw.len(),
-                    limits::SCENARIO_STEPS_MAX
+                    crate::limits::SCENARIO_STEPS_MAX
                 ),
             )
             .field("steps"),
@@ -1407,14 +1407,14 @@ fn history_spec(
 ) -> Option<HistorySpec> {
     let raw = spanned.get_ref();
     let field = format!("history[{index}]");
-    if raw.messages.len() > limits::HISTORY_MESSAGES_MAX {
+    if raw.messages.len() > crate::limits::HISTORY_MESSAGES_MAX {
         let problem = checker
             .at(
                 spanned,
                 format!(
                     "{} messages; at most {}",
                     raw.messages.len(),
-                    limits::HISTORY_MESSAGES_MAX
+                    crate::limits::HISTORY_MESSAGES_MAX
                 ),
             )
             .field(format!("{field}.messages"));
@@ -1432,11 +1432,14 @@ fn history_spec(
     if let Some(rounds) = &raw.rounds {
         let rounds_field = format!("{field}.rounds");
         let count = checker.count(rounds, &rounds_field, 0)?;
-        if count > u64::from(limits::HISTORY_ROUNDS_MAX) {
+        if count > u64::from(crate::limits::HISTORY_ROUNDS_MAX) {
             let problem = checker
                 .at(
                     rounds,
-                    format!("{count} rounds; at most {}", limits::HISTORY_ROUNDS_MAX),
+                    format!(
+                        "{count} rounds; at most {}",
+                        crate::limits::HISTORY_ROUNDS_MAX
+                    ),
                 )
                 .field(rounds_field);
             checker.problems.push(problem);
@@ -1631,7 +1634,9 @@ fn source_spec(
     }
     let timeout = raw.timeout_ms.as_ref().and_then(|value| {
         let millis = checker.count(value, &format!("{field}.timeout_ms"), 1)?;
-        Some(Duration::from_millis(millis.min(limits::LATENCY_MS_MAX)))
+        Some(Duration::from_millis(
+            millis.min(crate::limits::LATENCY_MS_MAX),
+        ))
     });
     let omit = raw.on_failure.as_ref().map_or(Some(false), |value| {
         checker.choice(

@@ -31,11 +31,11 @@ use super::diagnostic::{Diagnostic, closest, from_toml};
 use ctxbed_harness::limits;
 use ctxbed_harness::model::ModelInfo;
 use ctxbed_harness::model::Purpose;
+use ctxbed_harness::model::provider::Provider;
+use ctxbed_harness::tokens::Vocabulary;
 use ctxbed_sim::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
 };
-use ctxbed_harness::model::provider::Provider;
-use ctxbed_harness::tokens::Vocabulary;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -148,14 +148,14 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
                 _ => None,
             })
         });
-    if raw.turns.len() > limits::MOCK_TURNS_MAX {
+    if raw.turns.len() > crate::limits::MOCK_TURNS_MAX {
         checker.problems.push(
             Diagnostic::file_level(
                 file,
                 format!(
                     "{} turns; at most {} are allowed",
                     raw.turns.len(),
-                    limits::MOCK_TURNS_MAX
+                    crate::limits::MOCK_TURNS_MAX
                 ),
             )
             .field("turns"),
@@ -227,13 +227,13 @@ impl Checker<'_> {
         let Some(millis) = self.count(value, field, 0) else {
             return Duration::ZERO;
         };
-        if millis > limits::LATENCY_MS_MAX {
+        if millis > crate::limits::LATENCY_MS_MAX {
             let problem = self
                 .at(
                     value,
                     format!(
                         "`{field}` is {millis} ms; at most {} ms (ten hours) is allowed",
-                        limits::LATENCY_MS_MAX
+                        crate::limits::LATENCY_MS_MAX
                     ),
                 )
                 .field(field);
@@ -277,7 +277,7 @@ impl Checker<'_> {
         let times = match &turn.times {
             Some(value) => {
                 let times = self.count(value, &format!("{field}.times"), 1)?;
-                u32::try_from(times.min(limits::MOCK_TURNS_MAX as u64)).unwrap_or(1)
+                u32::try_from(times.min(crate::limits::MOCK_TURNS_MAX as u64)).unwrap_or(1)
             }
             None => 1,
         };

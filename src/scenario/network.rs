@@ -37,11 +37,11 @@ use toml::Spanned;
 use super::file::Scenario;
 use super::mock_file::Checker;
 use super::runner::{RunError, RunOutput};
-use ctxbed_harness::limits;
-use ctxbed_sim::mock::MockModel;
-use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
+use crate::limits;
 use crate::record::RecordingModel;
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
+use ctxbed_sim::mock::MockModel;
+use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
 
 /// The raw `[network]` table.
 #[derive(Debug, Deserialize)]
@@ -159,10 +159,10 @@ impl NetworkSpec {
             ))
         } else if self.latency_min > self.latency_max {
             Some("the latency range is reversed".to_string())
-        } else if attempts == 0 || attempts > limits::PROVIDER_ATTEMPTS_MAX {
+        } else if attempts == 0 || attempts > ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX {
             Some(format!(
                 "{attempts} retry attempts; 1 to {}",
-                limits::PROVIDER_ATTEMPTS_MAX
+                ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX
             ))
         } else if self.retry_max < self.retry_base {
             Some("the retry delay is capped below where it starts".to_string())
@@ -244,13 +244,13 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             let attempts = checker
                 .count(value, "network.retry.attempts", 1)
                 .unwrap_or(1);
-            if attempts > u64::from(limits::PROVIDER_ATTEMPTS_MAX) {
+            if attempts > u64::from(ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX) {
                 let problem = checker
                     .at(
                         value,
                         format!(
-                            "{attempts} attempts; at most {} (limits::PROVIDER_ATTEMPTS_MAX)",
-                            limits::PROVIDER_ATTEMPTS_MAX
+                            "{attempts} attempts; at most {} (ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX)",
+                            ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX
                         ),
                     )
                     .field("network.retry.attempts")

@@ -39,7 +39,9 @@ use super::trace::{StepRecord, Trace};
 use ctxbed_harness::agent::events::{ContextBuildEvent, CustomValue, EventKind};
 use ctxbed_harness::context::budget::InputBudget;
 use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
-use ctxbed_harness::context::render::{REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID};
+use ctxbed_harness::context::render::{
+    REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID,
+};
 use ctxbed_harness::message::Role;
 use ctxbed_harness::model::{ModelRequest, Purpose};
 

@@ -14,26 +14,26 @@ use super::file::{
     ToolOutputSpec, ToolSpec,
 };
 use super::trace::{SessionFileBytes, StepRecord, Trace, render};
+use crate::limits;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::agent::{AgentError, ContextPolicy, HarnessAgent, ReActAgent};
+use ctxbed_harness::clock::{Clock, TokioClock};
 use ctxbed_harness::context::budget::InputBudget;
 use ctxbed_harness::context::omission::FixedOrder;
 use ctxbed_harness::context::source::{FailurePolicy, SourceOptions};
 use ctxbed_harness::format::duration;
-use ctxbed_harness::limits;
-use ctxbed_sim::mock::{MockModel, SummaryMode};
 use ctxbed_harness::model::{Model, ModelRequest};
 use ctxbed_harness::runtime::RuntimeContext;
-use ctxbed_sim::scripted::{PlanModeTool, ScriptedSource, WritingTool};
 use ctxbed_harness::session::{JsonlSessionLog, MemorySessionLog, SessionLog, SessionLogKey};
-use ctxbed_harness::clock::{Clock, TokioClock};
-use ctxbed_sim::rng::SeedTree;
 use ctxbed_harness::storage::{MemoryStorage, Storage, WorkspacePath};
 use ctxbed_harness::tokens::{
     ApproximateEstimator, CachedEstimator, ExactEstimator, RatioEstimator, TokenEstimator,
     Vocabulary, shared_exact_counter,
 };
 use ctxbed_harness::tools::{DenyTools, Tool};
+use ctxbed_sim::mock::{MockModel, SummaryMode};
+use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::scripted::{PlanModeTool, ScriptedSource, WritingTool};
 use ctxbed_sim::scripted::{ScriptedOutput, ScriptedTool};
 
 /// The result of one scenario run.
@@ -351,7 +351,7 @@ pub(super) async fn simulate(
             })
             .collect();
         let stream = agent.stream_events(spec.input.clone(), runtime.clone());
-        let limit = Duration::from_secs(limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
+        let limit = Duration::from_secs(ctxbed_sim::limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
         let (events, timed_out) = match tokio::time::timeout(limit, stream.collect()).await {
             Ok(events) => (events, false),
             Err(_) => (Vec::new(), true),
@@ -516,7 +516,10 @@ async fn tear_session_files(storage: &MemoryStorage) -> Vec<String> {
 async fn session_file_bytes(storage: &MemoryStorage) -> Vec<(WorkspacePath, Vec<u8>)> {
     let mut found = Vec::new();
     let files = storage
-        .list(&format!("{}/", ctxbed_harness::session::jsonl::SESSIONS_DIR))
+        .list(&format!(
+            "{}/",
+            ctxbed_harness::session::jsonl::SESSIONS_DIR
+        ))
         .await
         .unwrap_or_default();
     for path in files {
@@ -630,8 +633,11 @@ async fn apply_action(
     };
     match action {
         TaskAction::Propose { kind, text, source } => {
-            let proposal =
-                ctxbed_harness::task::requirements::Proposal::new(*kind, text.clone(), source.clone());
+            let proposal = ctxbed_harness::task::requirements::Proposal::new(
+                *kind,
+                text.clone(),
+                source.clone(),
+            );
             let result = state.with(|s| s.propose(proposal));
             let detail = match &result {
                 Ok(proposed) => format!(
@@ -933,7 +939,8 @@ fn header(scenario: &Scenario, policy_version: &str) -> Vec<String> {
     if agent.react {
         lines.push("kind: react (the plain loop: no context pipeline)".to_string());
     }
-    if agent.task_list || agent.task_context != ctxbed_harness::task::TaskContextOptions::default() {
+    if agent.task_list || agent.task_context != ctxbed_harness::task::TaskContextOptions::default()
+    {
         let options = agent.task_context;
         lines.push(format!(
             "task: todo_write={} include_requirements={} include_verification_results={} allow_requirement_proposals={}",

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::diagnostic::Diagnostic;
-use ctxbed_harness::limits;
+use crate::limits;
 
 /// Reads a scenario or mock-model file. `label` is the path as the user should see it.
 ///

@@ -11,7 +11,7 @@ use super::diagnostic::Diagnostic;
 use super::file::{Layout, load};
 use super::golden::{self, GoldenMode, GoldenOutcome};
 use super::runner::run;
-use ctxbed_harness::limits;
+use crate::limits;
 
 /// The verdict on one scenario file.
 #[derive(Debug, Clone)]

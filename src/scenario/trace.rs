@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use super::expect::Check;
 use super::file::StepSpec;
+use crate::limits::TRACE_TEXT_CHARS_MAX;
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::{AgentEvent, CustomValue, EventKind};
 use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem};
 use ctxbed_harness::format::{duration, quoted};
-use ctxbed_harness::limits::TRACE_TEXT_CHARS_MAX;
 use ctxbed_harness::message::{Message, ToolOutput};
 use ctxbed_harness::model::ModelRequest;
 
@@ -324,7 +324,10 @@ fn render_event(
             Err(error) => format!(
                 "run_finished {call_id} error {}: {}",
                 error.kind(),
-                ctxbed_harness::format::snippet(&error.to_string(), ctxbed_harness::limits::SNIPPET_CHARS_MAX)
+                ctxbed_harness::format::snippet(
+                    &error.to_string(),
+                    ctxbed_harness::limits::SNIPPET_CHARS_MAX
+                )
             ),
         },
     };

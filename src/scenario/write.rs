@@ -29,15 +29,15 @@ use super::file::{
     SessionStorage, SourceSpec, StepSpec, TaskAction, TaskSpec, ToolOutputSpec, ToolSpec,
 };
 use super::network::NetworkSpec;
-use ctxbed_sim::scripted::SourceFailure;
 use ctxbed_harness::compaction::config::CompactionConfig;
 use ctxbed_harness::context::PairingCheck;
 use ctxbed_harness::context::offload::OffloadConfig;
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput};
 use ctxbed_harness::model::Purpose;
-use ctxbed_sim::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
 use ctxbed_harness::task::plan::PlanMode;
 use ctxbed_harness::tokens::Vocabulary;
+use ctxbed_sim::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
+use ctxbed_sim::scripted::SourceFailure;
 
 /// Why a scenario could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! Every maximum in ctxbed, in one place, each with the reason it exists.
+//! Every maximum of the harness, in one place, each with the reason it exists.
 //!
 //! Hitting a limit is a typed error that names the limit and how to raise it; nothing in the
 //! harness or the simulator loops, queues or reads without one of these bounds.
@@ -14,49 +14,16 @@ pub const STEPS_PER_CALL_MAX: u32 = 1_024;
 /// Tool calls one model reply may carry. Real providers cap parallel calls far lower.
 pub const TOOL_CALLS_PER_REPLY_MAX: usize = 128;
 
-/// Largest scenario or mock-model file we read, in bytes. Scenarios are hand-written.
-pub const SCENARIO_FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
-
-/// Turns in one mock-model script (after `times` expansion is counted).
-pub const MOCK_TURNS_MAX: usize = 10_000;
-
-/// Steps in one scenario.
-pub const SCENARIO_STEPS_MAX: usize = 1_000;
-
-/// Generated history rounds in one scenario `[[history]]` entry.
-pub const HISTORY_ROUNDS_MAX: u32 = 100_000;
-
-/// Characters a scripted tool may generate for one result (a 10 MB result is a real case).
-pub const TOOL_RESULT_CHARS_MAX: usize = 64 * 1024 * 1024;
-
-/// Simulated latency of any one operation. Ten hours is far past any real timeout.
-pub const LATENCY_MS_MAX: u64 = 10 * 60 * 60 * 1_000;
-
-/// The coarsest tick of a simulated network: a second already delivers every message on a
-/// whole-second boundary, coarser than any latency or timeout worth simulating.
-pub const NETWORK_TICK_MS_MAX: u64 = 1_000;
-
 /// Characters of provider body or model reply quoted in an error or a trace line.
 pub const SNIPPET_CHARS_MAX: usize = 240;
 
-/// Characters of a text shown inline in a trace line before it is elided.
-pub const TRACE_TEXT_CHARS_MAX: usize = 72;
-
-/// Files under `scenarios/` that one `ctxbed run` will visit.
-pub const SCENARIO_FILES_MAX: usize = 100_000;
-
 const _: () = assert!(STEPS_PER_CALL_DEFAULT <= STEPS_PER_CALL_MAX);
-const _: () = assert!(TRACE_TEXT_CHARS_MAX <= SNIPPET_CHARS_MAX);
-
-/// Virtual time one scenario step may take before the runner stops it. Far beyond any script,
-/// so that a source that never completes cannot hang a run.
-pub const STEP_VIRTUAL_TIME_MAX_SECONDS: u64 = 48 * 60 * 60;
-
-/// Messages one scenario `[[history]]` entry may list inline.
-pub const HISTORY_MESSAGES_MAX: usize = 10_000;
 
 /// Summary requests per compaction: the first, then smaller ones after a summariser overflow.
 pub const SUMMARY_ATTEMPTS_MAX: u32 = 3;
+
+/// Characters a scripted tool may generate for one result (a 10 MB result is a real case).
+pub const TOOL_RESULT_CHARS_MAX: usize = 64 * 1024 * 1024;
 
 /// Characters of a workspace path. Real file systems stop near 4,096 bytes; a longer "path" is
 /// a model pasting content into the wrong argument.
@@ -144,11 +111,17 @@ pub const SESSION_QUERY_CHARS_MAX: usize = 1_000;
 pub const SESSION_SEARCH_RESULTS_MAX: usize = 20;
 
 const _: () = assert!(SESSION_HISTORY_DEFAULT <= SESSION_HISTORY_MAX);
+
 const _: () = assert!(READ_FILE_LINES_DEFAULT <= READ_FILE_LINES_MAX);
+
 const _: () = assert!(WRITE_FILE_CHARS_MAX <= WORKSPACE_FILE_BYTES_MAX);
+
 const _: () = assert!(EDIT_TEXT_CHARS_MAX <= WRITE_FILE_CHARS_MAX);
+
 const _: () = assert!(EDIT_MATCHES_LISTED_MAX <= EDIT_MATCHES_COUNTED_MAX);
+
 const _: () = assert!(MEMORY_SEARCH_RESULTS_DEFAULT <= MEMORY_SEARCH_RESULTS_MAX);
+
 const _: () = assert!(MEMORY_FACT_CHARS_MAX <= MEMORY_FILE_CHARS_MAX);
 
 /// Items in one Todo list. A working list the model keeps current at every step; a longer list
@@ -194,8 +167,11 @@ pub const SESSION_NAME_CHARS_MAX: usize = 96;
 pub const SESSION_LOG_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 const _: () = assert!(TASK_NAME_CHARS_MAX <= TODO_CONTENT_CHARS_MAX);
+
 const _: () = assert!(TODO_CONTENT_CHARS_MAX <= TASK_OBJECTIVE_CHARS_MAX);
+
 const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
+
 /// Per-message token counts one `CachedEstimator` keeps (least recently used evicted first).
 /// Enough for the longest inline history and for working histories of 100,000 messages and
 /// more; an entry is about 250 bytes with both of its maps (messages themselves are shared with
@@ -251,54 +227,3 @@ pub const SCHEMA_MEMO_ENTRIES_MAX: usize = 4;
 /// preparation whose remembered revision is further back compares its handles instead, so this
 /// bounds memory, not correctness; an agent's step makes a few changes (offloads, a receipt).
 pub const HISTORY_EDITS_KEPT: usize = 64;
-
-const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
-/// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
-/// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed
-/// from stalling a sweep.
-pub const SHRINK_CHECKS_MAX: u32 = 400;
-
-/// Failing seeds one sweep shrinks and writes out. A bug that fails every seed should produce a
-/// handful of reproductions, not thousands of files; the rest are listed by seed.
-pub const SWEEP_FAILURES_WRITTEN_MAX: u64 = 20;
-
-/// Bytes of one server-sent-events line from a model provider. A streamed chunk is a few
-/// hundred bytes; a line this long is a broken or hostile server, not a token delta.
-pub const SSE_LINE_BYTES_MAX: usize = 1024 * 1024;
-
-/// Bytes of one server-sent event's joined `data` lines. A non-streaming reply in one event
-/// (some servers do that) still fits.
-pub const SSE_EVENT_BYTES_MAX: usize = 4 * 1024 * 1024;
-
-/// Bytes of one provider answer read from the network, streamed or not. Far above any reply
-/// a context window allows; more is a server that never stops.
-pub const PROVIDER_REPLY_BYTES_MAX: usize = 32 * 1024 * 1024;
-
-/// Bytes of a provider's error body that are read and kept. Real error bodies are under 2 KB;
-/// an HTML error page from a proxy can be larger and is cut here.
-pub const PROVIDER_ERROR_BODY_BYTES_MAX: usize = 64 * 1024;
-
-/// Characters of a raw reply kept in a `MalformedReply` error: enough to see what the server
-/// sent, small enough for a log line.
-pub const PROVIDER_RAW_CHARS_MAX: usize = 2_000;
-
-/// Bytes of one tool call's streamed arguments, reassembled from deltas.
-pub const TOOL_CALL_ARGUMENTS_BYTES_MAX: usize = 4 * 1024 * 1024;
-
-/// Attempts of one model request (the first plus retries of transient faults). Retrying a
-/// fault more often than this turns a provider outage into a hung agent.
-pub const PROVIDER_ATTEMPTS_MAX: u32 = 10;
-
-/// Longest wait between two attempts, whether from backoff or a server's `Retry-After`.
-/// A server asking for more is not waited for: its rate-limit error is returned.
-pub const RETRY_DELAY_MS_MAX: u64 = 5 * 60 * 1_000;
-
-const _: () = assert!(SSE_LINE_BYTES_MAX <= SSE_EVENT_BYTES_MAX);
-const _: () = assert!(SSE_EVENT_BYTES_MAX <= PROVIDER_REPLY_BYTES_MAX);
-const _: () = assert!(TOOL_CALL_ARGUMENTS_BYTES_MAX <= PROVIDER_REPLY_BYTES_MAX);
-const _: () = assert!(PROVIDER_ERROR_BODY_BYTES_MAX <= PROVIDER_REPLY_BYTES_MAX);
-
-/// Simulated seconds one network scenario may run (turmoil's simulation duration). Each
-/// simulated millisecond is a step of every simulated host, so this bound is far below the
-/// in-process runner's per-step limit; network scenarios are short.
-pub const NETWORK_SIMULATION_SECONDS_MAX: u64 = 60 * 60;

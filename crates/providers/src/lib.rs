@@ -41,6 +41,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod limits;
 pub mod openai;
 pub mod reply;
 pub mod retry;
@@ -58,7 +59,7 @@ use tracing::Instrument;
 pub use retry::RetryPolicy;
 pub use transport::{HyperTransport, ResponseBody, Transport, TransportError};
 
-use ctxbed_harness::limits::{PROVIDER_ERROR_BODY_BYTES_MAX, PROVIDER_REPLY_BYTES_MAX};
+use crate::limits::{PROVIDER_ERROR_BODY_BYTES_MAX, PROVIDER_REPLY_BYTES_MAX};
 use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::model::classify::classify;
 use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};

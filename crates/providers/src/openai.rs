@@ -40,8 +40,9 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::WireOptions;
+use crate::limits::TOOL_CALL_ARGUMENTS_BYTES_MAX;
 use crate::reply::{content_text, error_in_body, malformed, parse_arguments, raw_snippet};
-use ctxbed_harness::limits::{TOOL_CALL_ARGUMENTS_BYTES_MAX, TOOL_CALLS_PER_REPLY_MAX};
+use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput};
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Usage};
 

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use ctxbed_harness::limits::PROVIDER_RAW_CHARS_MAX;
+use crate::limits::PROVIDER_RAW_CHARS_MAX;
 use ctxbed_harness::model::ModelError;
 use ctxbed_harness::model::classify::classify;
 

@@ -30,7 +30,7 @@ use std::time::Duration;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
-use ctxbed_harness::limits::{PROVIDER_ATTEMPTS_MAX, RETRY_DELAY_MS_MAX};
+use crate::limits::{PROVIDER_ATTEMPTS_MAX, RETRY_DELAY_MS_MAX};
 use ctxbed_harness::model::ModelError;
 
 /// How often and how patiently to retry.

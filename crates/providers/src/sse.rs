@@ -23,7 +23,7 @@
 //! assert!(decoder.finish().unwrap().is_none());
 //! ```
 
-use ctxbed_harness::limits::{PROVIDER_RAW_CHARS_MAX, SSE_EVENT_BYTES_MAX, SSE_LINE_BYTES_MAX};
+use crate::limits::{PROVIDER_RAW_CHARS_MAX, SSE_EVENT_BYTES_MAX, SSE_LINE_BYTES_MAX};
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

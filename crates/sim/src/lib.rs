@@ -13,6 +13,7 @@
 //!
 //! **Invariant:** nothing here reads the wall clock or an unseeded random source.
 
+pub mod limits;
 pub mod mock;
 pub mod netsim;
 pub mod rng;

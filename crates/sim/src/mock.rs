@@ -45,11 +45,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use ctxbed_harness::model::classify::classify;
-use ctxbed_harness::model::provider::Provider;
-use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose, Usage};
 use ctxbed_harness::context::pairs::{PairingProblem, find_pairing_problem};
 use ctxbed_harness::message::{ContentPart, Message, Role};
+use ctxbed_harness::model::classify::classify;
+use ctxbed_harness::model::provider::Provider;
+use ctxbed_harness::model::{
+    Model, ModelError, ModelInfo, ModelReply, ModelRequest, Purpose, Usage,
+};
 use ctxbed_harness::tokens::cache::same_json_text;
 use ctxbed_harness::tokens::{
     CachedEstimator, ExactEstimator, REQUEST_OVERHEAD_TOKENS, TokenEstimator, Vocabulary,
@@ -507,7 +509,10 @@ pub fn summarize(request: &ModelRequest) -> String {
         if message.role == Role::User {
             let text = message.text();
             let first = text.lines().next().unwrap_or("");
-            lines.push(format!("- user: {}", ctxbed_harness::format::snippet(first, 80)));
+            lines.push(format!(
+                "- user: {}",
+                ctxbed_harness::format::snippet(first, 80)
+            ));
         }
     }
     lines.join("\n")

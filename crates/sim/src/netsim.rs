@@ -29,12 +29,14 @@ use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
-use ctxbed_providers::transport::{ResponseBody, Transport, TransportError, error_chain, incoming_body};
-use ctxbed_harness::limits::PROVIDER_REPLY_BYTES_MAX;
-use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use crate::mock::MockModel;
+use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose};
 use ctxbed_harness::tools::ToolSchema;
+use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
+use ctxbed_providers::transport::{
+    ResponseBody, Transport, TransportError, error_chain, incoming_body,
+};
 
 /// HTTP/1.1 over turmoil's simulated TCP.
 #[derive(Debug, Clone)]
@@ -243,7 +245,7 @@ async fn error_response(error: ModelError) -> http::Response<HostBody> {
             // The script says the provider never answers in time: hold the request open until
             // the client gives up (bounded so a simulation always ends).
             tokio::time::sleep(Duration::from_secs(
-                ctxbed_harness::limits::STEP_VIRTUAL_TIME_MAX_SECONDS,
+                crate::limits::STEP_VIRTUAL_TIME_MAX_SECONDS,
             ))
             .await;
             full(504, r#"{"error":{"message":"gateway timeout"}}"#.into())

@@ -324,4 +324,3 @@ impl Tool for ScriptedTool {
         ToolOutcome::text(text)
     }
 }
-

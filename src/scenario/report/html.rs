@@ -10,9 +10,9 @@ use super::{
     Entry, MessageView, ModelOutcome, Preparation, Segment, Transform, escape, outcome_meaning,
     preparations, validation_meaning,
 };
-use ctxbed_harness::format::duration;
 use crate::scenario::file::Scenario;
 use crate::scenario::runner::RunOutput;
+use ctxbed_harness::format::duration;
 
 /// Conversations longer than this show their head and tail, the middle folded.
 const CONVERSATION_ENTRIES_SHOWN_MAX: usize = 24;

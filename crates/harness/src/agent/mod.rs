@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::clock::{Clock, TokioClock};
 use crate::compaction::config::{CompactionConfig, ConfigError};
 use crate::context::block::Material;
 use crate::context::budget::BudgetSettings;
@@ -49,7 +50,6 @@ use crate::message::{ContentPart, Message, Role};
 use crate::model::{Model, ModelError};
 use crate::runtime::RuntimeContext;
 use crate::session::{JsonlSessionLog, SessionLog, SessionLogKey, SessionRecord};
-use crate::clock::{Clock, TokioClock};
 use crate::storage::{MemoryStorage, Storage, WorkspacePath};
 use crate::task::{
     BeginOutcome, SharedTaskState, TaskContextOptions, TaskError, TaskScope, TaskSetup, TaskStates,

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::Bench;
 use crate::limits::READ_FILE_CHARS_MAX;
-use ctxbed_sim::text::{TextKind, generate_text};
 use crate::tools::read::{Page, PageRequest, page};
+use ctxbed_sim::text::{TextKind, generate_text};
 
 /// Follows `next` from the first page to the end; returns the concatenated pages.
 fn read_all(text: &str, lines_max: usize, chars_max: usize) -> String {

@@ -1,0 +1,51 @@
+//! Every maximum of the test-bed (scenario and mock-model files, generated histories, traces,
+//! sweeps and the simulated network), each with the reason it exists. The harness's own limits
+//! are in `ctxbed_harness::limits`, the providers' in `ctxbed_providers::limits`.
+
+use ctxbed_harness::limits::{SNIPPET_CHARS_MAX, TOKEN_CACHE_ENTRIES_MAX};
+
+/// Largest scenario or mock-model file we read, in bytes. Scenarios are hand-written.
+pub const SCENARIO_FILE_BYTES_MAX: u64 = 4 * 1024 * 1024;
+
+/// Turns in one mock-model script (after `times` expansion is counted).
+pub const MOCK_TURNS_MAX: usize = 10_000;
+
+/// Steps in one scenario.
+pub const SCENARIO_STEPS_MAX: usize = 1_000;
+
+/// Generated history rounds in one scenario `[[history]]` entry.
+pub const HISTORY_ROUNDS_MAX: u32 = 100_000;
+
+/// Simulated latency of any one operation. Ten hours is far past any real timeout.
+pub const LATENCY_MS_MAX: u64 = 10 * 60 * 60 * 1_000;
+
+/// The coarsest tick of a simulated network: a second already delivers every message on a
+/// whole-second boundary, coarser than any latency or timeout worth simulating.
+pub const NETWORK_TICK_MS_MAX: u64 = 1_000;
+
+/// Characters of a text shown inline in a trace line before it is elided.
+pub const TRACE_TEXT_CHARS_MAX: usize = 72;
+
+/// Files under `scenarios/` that one `ctxbed run` will visit.
+pub const SCENARIO_FILES_MAX: usize = 100_000;
+
+const _: () = assert!(TRACE_TEXT_CHARS_MAX <= SNIPPET_CHARS_MAX);
+
+/// Messages one scenario `[[history]]` entry may list inline.
+pub const HISTORY_MESSAGES_MAX: usize = 10_000;
+
+const _: () = assert!(TOKEN_CACHE_ENTRIES_MAX >= HISTORY_MESSAGES_MAX);
+
+/// Scenario checks (two runs each) the sweep's shrinker spends on one failing seed. Greedy
+/// shrinking of a generated scenario settles in far fewer; the bound keeps a pathological seed
+/// from stalling a sweep.
+pub const SHRINK_CHECKS_MAX: u32 = 400;
+
+/// Failing seeds one sweep shrinks and writes out. A bug that fails every seed should produce a
+/// handful of reproductions, not thousands of files; the rest are listed by seed.
+pub const SWEEP_FAILURES_WRITTEN_MAX: u64 = 20;
+
+/// Simulated seconds one network scenario may run (turmoil's simulation duration). Each
+/// simulated millisecond is a step of every simulated host, so this bound is far below the
+/// in-process runner's per-step limit; network scenarios are short.
+pub const NETWORK_SIMULATION_SECONDS_MAX: u64 = 60 * 60;
