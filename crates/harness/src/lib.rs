@@ -28,3 +28,8 @@ pub mod storage;
 pub mod task;
 pub mod tokens;
 pub mod tools;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -647,3 +647,8 @@ fn sse_fault(error: sse::SseError) -> ModelError {
         raw: error.snippet().to_string(),
     }
 }
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -19,3 +19,8 @@ pub mod netsim;
 pub mod rng;
 pub mod scripted;
 pub mod text;
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
