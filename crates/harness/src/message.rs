@@ -66,6 +66,15 @@ pub enum ToolOutput {
     Media { kind: MediaKind, size_bytes: u64 },
 }
 
+/// What the model is told about a tool (the tools module registers and runs tools). Counted in the input budget exactly as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+}
+
 /// The result of executing one tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
@@ -359,6 +368,19 @@ impl Message {
     pub fn has_tool_calls(&self) -> bool {
         self.tool_calls().next().is_some()
     }
+}
+
+/// The short content hash used in manifests and message ids.
+pub fn content_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The content hash of a message's parts (id and metadata excluded).
+pub fn message_hash(message: &Message) -> String {
+    let serialised = serde_json::to_vec(&(&message.role, &message.parts)).unwrap_or_default();
+    content_hash(&serialised)
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ pub use cache::CachedEstimator;
 use std::sync::{Arc, OnceLock};
 
 use crate::message::{ContentPart, Message, ToolOutput};
-use crate::tools::ToolSchema;
+use crate::message::ToolSchema;
 
 /// Fixed cost of one message (role markers and separators).
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
@@ -78,13 +78,13 @@ pub trait TokenEstimator: Send + Sync {
     }
 
     /// Tokens of one message and its manifest content hash
-    /// ([`message_hash`](crate::context::manifest::message_hash)), for the preparation's
+    /// ([`message_hash`](crate::message::message_hash)), for the preparation's
     /// manifest. The default computes both; [`CachedEstimator`] remembers them per message, so
     /// a step over a long history hashes only the new messages.
     fn message_tokens_and_hash(&self, message: &Message) -> (u64, String) {
         (
             self.message_tokens(message),
-            crate::context::manifest::message_hash(message),
+            crate::message::message_hash(message),
         )
     }
 

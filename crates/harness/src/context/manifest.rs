@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
@@ -130,17 +129,7 @@ impl ContextManifest {
     }
 }
 
-/// The short content hash used in manifests and message ids.
-pub fn content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The content hash of a message's parts (id and metadata excluded).
-pub fn message_hash(message: &Message) -> String {
-    let serialised = serde_json::to_vec(&(&message.role, &message.parts)).unwrap_or_default();
-    content_hash(&serialised)
-}
+pub use crate::message::{content_hash, message_hash};
 
 /// Names of a message's part kinds, in order, for the manifest and trace.
 pub fn part_kinds(message: &Message) -> Vec<&'static str> {

@@ -59,7 +59,7 @@ use crate::message::Message;
 use crate::model::{ModelInfo, ModelRequest, Purpose};
 use crate::shared_vec::SharedVec;
 use crate::tokens::TokenEstimator;
-use crate::tools::ToolSchema;
+use crate::message::ToolSchema;
 
 pub use render::SYSTEM_MESSAGE_ID;
 

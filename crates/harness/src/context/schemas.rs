@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::manifest::{self, ItemKind, ManifestItem};
 use crate::limits::SCHEMA_MEMO_ENTRIES_MAX;
 use crate::tokens::TokenEstimator;
-use crate::tools::ToolSchema;
+use crate::message::ToolSchema;
 
 /// The schemas of one request, counted and listed.
 #[derive(Debug, PartialEq)]

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 
 use crate::message::Message;
 use crate::shared_vec::SharedVec;
-use crate::tools::ToolSchema;
+use crate::message::ToolSchema;
 
 /// Why a request is prepared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -56,7 +56,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Loaded, Payload, SessionLog, SessionLogKey, SessionRecord};
-use crate::context::manifest::content_hash;
+use crate::message::content_hash;
 use crate::limits::{SESSION_LOG_BYTES_MAX, SESSION_NAME_CHARS_MAX};
 use crate::storage::{Revision, Storage, StorageError, WorkspacePath};
 

@@ -42,7 +42,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::Value;
 
 use crate::message::{Metadata, ToolCall, ToolOutput};
 use crate::runtime::RuntimeContext;
@@ -54,14 +53,7 @@ pub mod read;
 pub mod session;
 pub mod workspace;
 
-/// What the model is told about a tool. Counted in the input budget exactly as sent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSchema {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Value,
-}
+pub use crate::message::ToolSchema;
 
 /// What a tool returns: outputs, an error flag and metadata.
 #[derive(Debug, Clone, PartialEq, Default)]
