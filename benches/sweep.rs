@@ -16,7 +16,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxbed::generate::generate;
 use ctxbed::scenario::file::load;
 use ctxbed::scenario::runner::run;
-use ctxbed::scenario::suite::discover;
+use ctxbed::suite::discover;
 use ctxbed::sweep::check_seed;
 use ctxbed_harness::context::manifest::content_hash;
 use ctxbed_harness::tokens::{ExactEstimator, TokenEstimator, Vocabulary};

@@ -13,4 +13,5 @@ pub mod limits;
 pub mod record;
 pub mod scenario;
 pub mod seed_times;
+pub mod suite;
 pub mod sweep;

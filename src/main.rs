@@ -55,9 +55,9 @@ use ctxbed::scenario::file::{Layout, Scenario, load};
 use ctxbed::scenario::golden::GoldenMode;
 use ctxbed::scenario::report;
 use ctxbed::scenario::runner::{RunOutput, run};
-use ctxbed::scenario::suite::{Verdict, discover, run_file};
 use ctxbed::scenario::write::mock_toml;
 use ctxbed::seed_times::SeedTimes;
+use ctxbed::suite::{Verdict, discover, run_file};
 use ctxbed::sweep::{Progress, Shard, SweepConfig, SweepReport, sweep};
 use ctxbed_providers::{ProviderConfig, ProviderKind};
 

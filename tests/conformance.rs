@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use ctxbed::scenario::file::load;
 use ctxbed::scenario::golden::{self, GoldenMode, GoldenOutcome};
-use ctxbed::scenario::suite::{Verdict, discover, run_file};
+use ctxbed::suite::{Verdict, discover, run_file};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {

@@ -1244,7 +1244,7 @@ fn provider_retries_do_not_prepare_again_or_reload_sources() {
     let mut config = config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), false);
     config.retry.attempts_max = 4;
     let provider = Arc::new(provider_with(config));
-    let recorder = Arc::new(ctxbed::record::RecordingModel::new(provider));
+    let recorder = Arc::new(ctxbed_sim::recording::RecordingModel::new(provider));
     let output = ctxbed::scenario::runner::run_live(&scenario, recorder).expect("runs");
     assert!(output.expectations_passed(), "{}", output.text);
     assert_eq!(runtime.block_on(received_count(&server)), 3);

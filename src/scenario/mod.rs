@@ -19,6 +19,5 @@ pub mod network;
 pub mod report;
 pub mod runner;
 pub mod source;
-pub mod suite;
 pub mod trace;
 pub mod write;

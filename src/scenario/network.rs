@@ -38,10 +38,10 @@ use super::file::Scenario;
 use super::mock_file::Checker;
 use super::runner::{RunError, RunOutput};
 use crate::limits;
-use crate::record::RecordingModel;
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
 use ctxbed_sim::mock::MockModel;
 use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
+use ctxbed_sim::recording::RecordingModel;
 
 /// The raw `[network]` table.
 #[derive(Debug, Deserialize)]

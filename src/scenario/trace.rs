@@ -57,11 +57,11 @@ pub struct StepRecord {
     /// Session-log records written during the step, by kind, in first-seen order.
     pub session_records: Vec<(String, u64)>,
     /// The step's session's committed working history after the step (not rendered; for
-    /// checkers such as `sim::invariants`).
+    /// checkers such as `crate::invariants`).
     pub committed_history: Vec<Message>,
     /// The bytes of every JSON-lines session file just before the call (after the runner's
     /// restart, damage and application actions) and after the step, by path (not rendered; for
-    /// checkers such as `sim::invariants`). Empty unless the session log is JSON lines.
+    /// checkers such as `crate::invariants`). Empty unless the session log is JSON lines.
     pub session_files: BTreeMap<String, SessionFileBytes>,
 }
 

@@ -29,8 +29,8 @@ pub use cache::CachedEstimator;
 
 use std::sync::{Arc, OnceLock};
 
-use crate::message::{ContentPart, Message, ToolOutput};
 use crate::message::ToolSchema;
+use crate::message::{ContentPart, Message, ToolOutput};
 
 /// Fixed cost of one message (role markers and separators).
 pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;

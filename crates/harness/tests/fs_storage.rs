@@ -69,7 +69,10 @@ fn files_are_written_read_listed_and_removed_on_disk() {
             .write(&path("notes/a.md"), b"ay".to_vec())
             .await
             .unwrap();
-        storage.write(&path("top.md"), b"top".to_vec()).await.unwrap();
+        storage
+            .write(&path("top.md"), b"top".to_vec())
+            .await
+            .unwrap();
         assert_eq!(
             std::fs::read_to_string(fixture.workspace.join("notes/a.md")).unwrap(),
             "ay"
@@ -93,9 +96,15 @@ fn files_are_written_read_listed_and_removed_on_disk() {
         assert_eq!(storage.list("zzz/").await.unwrap(), vec![]);
         storage.remove(&path("notes/a.md")).await.unwrap();
         storage.remove(&path("notes/a.md")).await.unwrap(); // missing is fine
-        assert_eq!(storage.list("notes/").await.unwrap(), vec![path("notes/b.md")]);
+        assert_eq!(
+            storage.list("notes/").await.unwrap(),
+            vec![path("notes/b.md")]
+        );
         // Replacing a file leaves no temporary file behind.
-        storage.write(&path("top.md"), b"new".to_vec()).await.unwrap();
+        storage
+            .write(&path("top.md"), b"new".to_vec())
+            .await
+            .unwrap();
         let names: Vec<String> = std::fs::read_dir(&fixture.workspace)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().into_string().unwrap())
@@ -129,7 +138,10 @@ fn a_link_pointing_outside_is_refused_for_every_operation() {
         );
         assert!(storage.list("escape/").await.is_err());
         // Listings skip links altogether.
-        storage.write(&path("docs/real.md"), b"r".to_vec()).await.unwrap();
+        storage
+            .write(&path("docs/real.md"), b"r".to_vec())
+            .await
+            .unwrap();
         assert_eq!(storage.list("").await.unwrap(), vec![path("docs/real.md")]);
     });
     // Nothing outside changed, and nothing was created there.
@@ -142,7 +154,13 @@ fn a_link_pointing_outside_is_refused_for_every_operation() {
 
 #[test]
 fn paths_that_leave_the_workspace_never_parse() {
-    for bad in ["../outside/secret.txt", "/etc/passwd", "a//b", "a\\b", "./x"] {
+    for bad in [
+        "../outside/secret.txt",
+        "/etc/passwd",
+        "a//b",
+        "a\\b",
+        "./x",
+    ] {
         assert!(WorkspacePath::parse(bad).is_err(), "{bad}");
     }
 }
@@ -152,14 +170,20 @@ fn a_failed_write_leaves_the_file_as_it_was() {
     let fixture = Fixture::new();
     let storage = fixture.storage();
     block_on(async {
-        storage.write(&path("d/f.txt"), b"kept".to_vec()).await.unwrap();
+        storage
+            .write(&path("d/f.txt"), b"kept".to_vec())
+            .await
+            .unwrap();
         // A directory where the file should go makes the rename fail.
         std::fs::create_dir_all(fixture.workspace.join("blocked")).unwrap();
         let error = storage
             .write(&path("blocked"), b"x".to_vec())
             .await
             .unwrap_err();
-        assert!(matches!(error, StorageError::WriteFailed { .. }), "{error:?}");
+        assert!(
+            matches!(error, StorageError::WriteFailed { .. }),
+            "{error:?}"
+        );
         assert!(fixture.workspace.join("blocked").is_dir());
         assert_eq!(
             storage.read(&path("d/f.txt")).await.unwrap().as_deref(),

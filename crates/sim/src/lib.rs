@@ -6,7 +6,7 @@
 //! crate supplies the rest of a deterministic world: [`rng`] (one seed tree per run, one ChaCha8
 //! stream per consumer), [`text`] (generated text of exact length per kind), [`mock`] (scripted
 //! model providers that count every request exactly and answer in real provider wordings),
-//! [`scripted`] (tools and context sources with scripted output, latency and failures) and
+//! [`recording`] (a wrapper that keeps a real model's answers as mock turns), [`scripted`] (tools and context sources with scripted output, latency and failures) and
 //! [`netsim`] (HTTP over turmoil's simulated network, with a provider host serving a mock
 //! model). Workspace storage needs no simulation: the harness's own `MemoryStorage` (with
 //! injectable write failures) serves every scenario.
@@ -16,6 +16,7 @@
 pub mod limits;
 pub mod mock;
 pub mod netsim;
+pub mod recording;
 pub mod rng;
 pub mod scripted;
 pub mod text;

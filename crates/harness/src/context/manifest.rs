@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 

@@ -56,10 +56,10 @@ use block::{Material, Placement};
 use omission::SelectionPolicy;
 
 use crate::message::Message;
+use crate::message::ToolSchema;
 use crate::model::{ModelInfo, ModelRequest, Purpose};
 use crate::shared_vec::SharedVec;
 use crate::tokens::TokenEstimator;
-use crate::message::ToolSchema;
 
 pub use render::SYSTEM_MESSAGE_ID;
 

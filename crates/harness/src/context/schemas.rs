@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use super::manifest::{self, ItemKind, ManifestItem};
 use crate::limits::SCHEMA_MEMO_ENTRIES_MAX;
-use crate::tokens::TokenEstimator;
 use crate::message::ToolSchema;
+use crate::tokens::TokenEstimator;
 
 /// The schemas of one request, counted and listed.
 #[derive(Debug, PartialEq)]

@@ -17,8 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::message::Message;
-use crate::shared_vec::SharedVec;
 use crate::message::ToolSchema;
+use crate::shared_vec::SharedVec;
 
 /// Why a request is prepared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

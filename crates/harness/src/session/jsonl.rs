@@ -56,8 +56,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{Loaded, Payload, SessionLog, SessionLogKey, SessionRecord};
-use crate::message::content_hash;
 use crate::limits::{SESSION_LOG_BYTES_MAX, SESSION_NAME_CHARS_MAX};
+use crate::message::content_hash;
 use crate::storage::{Revision, Storage, StorageError, WorkspacePath};
 
 /// The workspace directory holding session logs.

@@ -56,12 +56,12 @@ use sha2::{Digest, Sha256};
 
 use self::memo::Memo;
 use super::TokenEstimator;
-use crate::message::message_hash;
 use crate::limits::{
     SCHEMA_CACHE_ENTRIES_MAX, TEXT_CACHE_BYTES_MIN, TEXT_CACHE_ENTRIES_MAX, TOKEN_CACHE_ENTRIES_MAX,
 };
-use crate::message::{ContentPart, Message, ToolOutput};
 use crate::message::ToolSchema;
+use crate::message::message_hash;
+use crate::message::{ContentPart, Message, ToolOutput};
 
 /// Counters of one cache, for tests and diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

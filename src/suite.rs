@@ -1,17 +1,18 @@
 //! Running many scenario files: discovery, the per-file verdict and the summary.
 //!
 //! Every scenario is run twice and the two renderings must be byte-identical before the golden
-//! is consulted; the first run must also keep every invariant `sim::invariants` checks. A file that does not load is reported with its diagnostics and the others
+//! is consulted; the first run must also keep every invariant [`crate::invariants`] checks. A file
+//! that does not load is reported with its diagnostics and the others
 //! still run.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::diagnostic::Diagnostic;
-use super::file::{Layout, load};
-use super::golden::{self, GoldenMode, GoldenOutcome};
-use super::runner::run;
 use crate::limits;
+use crate::scenario::diagnostic::Diagnostic;
+use crate::scenario::file::{Layout, load};
+use crate::scenario::golden::{self, GoldenMode, GoldenOutcome};
+use crate::scenario::runner::run;
 
 /// The verdict on one scenario file.
 #[derive(Debug, Clone)]
@@ -102,7 +103,11 @@ pub fn run_file(path: &Path, mode: GoldenMode) -> FileReport {
     }
 }
 
-fn verdict(scenario: &super::file::Scenario, layout: &Layout, mode: GoldenMode) -> Verdict {
+fn verdict(
+    scenario: &crate::scenario::file::Scenario,
+    layout: &Layout,
+    mode: GoldenMode,
+) -> Verdict {
     let rerun = format!(
         "rerun: ctxbed show {} (seed {})",
         scenario.label, scenario.seed

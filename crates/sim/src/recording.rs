@@ -1,0 +1,197 @@
+//! [`RecordingModel`]: a model wrapper that keeps, for every request, the mock-model turn that
+//! would give the same answer: the reply (thinking, text, tool calls with the provider's own call
+//! ids) or the error (the provider's real status and body, which a mock replays through the same
+//! classifier).
+//!
+//! Errors without an HTTP body are recorded as the nearest scripted error: a timeout as
+//! `timeout` after the same time, a malformed reply as `malformed` with its raw snippet, a
+//! connection fault (no status) as `transient` with status 503.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+
+use crate::mock::{MockTurn, ScriptedCall, ScriptedError, TurnAction};
+use ctxbed_harness::message::ContentPart;
+use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
+
+/// A model wrapper that records each answer as a [`MockTurn`].
+pub struct RecordingModel {
+    inner: Arc<dyn Model>,
+    turns: Mutex<Vec<MockTurn>>,
+    received: Mutex<Vec<ModelRequest>>,
+}
+
+impl std::fmt::Debug for RecordingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingModel")
+            .field("model", &self.inner.info().name)
+            .field("turns", &lock(&self.turns).len())
+            .finish()
+    }
+}
+
+impl RecordingModel {
+    /// Records the answers of `inner`.
+    pub fn new(inner: Arc<dyn Model>) -> Self {
+        RecordingModel {
+            inner,
+            turns: Mutex::new(Vec::new()),
+            received: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The turns recorded so far, in request order.
+    pub fn turns(&self) -> Vec<MockTurn> {
+        lock(&self.turns).clone()
+    }
+
+    /// Every request received since the last call, in order.
+    pub fn take_received(&self) -> Vec<ModelRequest> {
+        std::mem::take(&mut *lock(&self.received))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The turn that replays `outcome`.
+pub fn turn_for(outcome: &Result<ModelReply, ModelError>) -> MockTurn {
+    match outcome {
+        Ok(reply) => MockTurn::new(reply_action(reply)),
+        Err(ModelError::Timeout { after }) => {
+            let mut turn = MockTurn::new(TurnAction::Error(ScriptedError::Timeout));
+            turn.latency = *after;
+            turn
+        }
+        Err(error) => MockTurn::new(TurnAction::Error(scripted_error(error))),
+    }
+}
+
+fn reply_action(reply: &ModelReply) -> TurnAction {
+    let mut thinking: Option<String> = None;
+    let mut text: Option<String> = None;
+    let mut tool_calls = Vec::new();
+    let append = |slot: &mut Option<String>, piece: &str| match slot {
+        Some(existing) => {
+            existing.push('\n');
+            existing.push_str(piece);
+        }
+        None => *slot = Some(piece.to_string()),
+    };
+    for part in &reply.message.parts {
+        match part {
+            ContentPart::Text { text: piece } => append(&mut text, piece),
+            ContentPart::Thinking { text: piece } => append(&mut thinking, piece),
+            ContentPart::ToolCall(call) => tool_calls.push(ScriptedCall {
+                id: Some(call.id.clone()),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }),
+            ContentPart::ToolResult(_) | ContentPart::Media { .. } => {}
+        }
+    }
+    if thinking.is_none() && text.is_none() && tool_calls.is_empty() {
+        // An empty reply replays as an empty text.
+        text = Some(String::new());
+    }
+    TurnAction::Reply {
+        thinking,
+        text,
+        tool_calls,
+    }
+}
+
+fn scripted_error(error: &ModelError) -> ScriptedError {
+    let raw = |status: u16, body: &str| ScriptedError::Raw {
+        status,
+        body: body.to_string(),
+    };
+    match error {
+        // A refusal before any HTTP exchange (status 0) has no status a mock can send.
+        ModelError::Rejected { status, body } if !(100..=599).contains(status) => {
+            ScriptedError::Malformed(body.clone())
+        }
+        ModelError::ContextOverflow { status, body, .. }
+        | ModelError::PairingRejected { status, body, .. }
+        | ModelError::Rejected { status, body } => raw(*status, body),
+        ModelError::Transient {
+            status: Some(status),
+            body,
+        } => raw(*status, body),
+        ModelError::RateLimited { body, .. } => raw(429, body),
+        ModelError::Transient { status: None, .. } => ScriptedError::Transient(503),
+        ModelError::MalformedReply { raw, .. } => ScriptedError::Malformed(raw.clone()),
+        ModelError::Timeout { .. } => ScriptedError::Timeout,
+        ModelError::ScriptExhausted { .. } => ScriptedError::Transient(503),
+    }
+}
+
+#[async_trait]
+impl Model for RecordingModel {
+    fn info(&self) -> &ModelInfo {
+        self.inner.info()
+    }
+
+    async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        lock(&self.received).push(request.clone());
+        let outcome = self.inner.call(request).await;
+        lock(&self.turns).push(turn_for(&outcome));
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxbed_harness::message::{Message, Role};
+    use std::time::Duration;
+
+    #[test]
+    fn replies_and_errors_become_turns() {
+        let reply = ModelReply {
+            message: Message::new(
+                "",
+                Role::Assistant,
+                vec![
+                    ContentPart::Thinking { text: "hmm".into() },
+                    ContentPart::text("Let me look."),
+                    ContentPart::tool_call("call_7", "execute", serde_json::json!({"c": "ls"})),
+                ],
+            ),
+            usage: None,
+        };
+        let TurnAction::Reply {
+            thinking,
+            text,
+            tool_calls,
+        } = turn_for(&Ok(reply)).action
+        else {
+            panic!("not a reply");
+        };
+        assert_eq!(thinking.as_deref(), Some("hmm"));
+        assert_eq!(text.as_deref(), Some("Let me look."));
+        assert_eq!(tool_calls[0].id.as_deref(), Some("call_7"));
+
+        let overflow = ModelError::ContextOverflow {
+            provider: "openai".into(),
+            status: 400,
+            body: "{\"error\":{}}".into(),
+            actual_tokens: None,
+            max_tokens: None,
+        };
+        assert_eq!(
+            turn_for(&Err(overflow)).action,
+            TurnAction::Error(ScriptedError::Raw {
+                status: 400,
+                body: "{\"error\":{}}".into()
+            })
+        );
+        let timeout = turn_for(&Err(ModelError::Timeout {
+            after: Duration::from_secs(3),
+        }));
+        assert_eq!(timeout.latency, Duration::from_secs(3));
+        assert_eq!(timeout.action, TurnAction::Error(ScriptedError::Timeout));
+    }
+}
