@@ -31,6 +31,13 @@ pub enum RecordError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Run(#[from] RunError),
+    /// A request reached no model; nothing is written, since the file would hold a made-up turn.
+    #[error(
+        "request {request} got no answer from the server: {error}; nothing was recorded. Check that the \
+         server is running at the base URL, the URL's scheme (https needs a build with `--features tls`), \
+         and the network path to it"
+    )]
+    NoAnswer { request: usize, error: String },
 }
 
 /// Runs `scenario` against the provider `config` describes, and returns its answers as the
@@ -43,7 +50,9 @@ pub enum RecordError {
 /// (`summaries = "scripted"`), since the real provider answered them too.
 ///
 /// # Errors
-/// The key variable is missing, the URL is unusable, or the scenario could not be set up.
+/// The key variable is missing, the URL is unusable, the scenario could not be set up, or a
+/// request got no answer at all (refused connection, unsupported scheme): a model's own errors
+/// (a real 500, a real overflow) are recorded, a connection that never carried one is not.
 pub fn record(
     scenario: &Scenario,
     mut config: ProviderConfig,
@@ -58,6 +67,12 @@ pub fn record(
     let provider = Arc::new(HttpProvider::from_env(config)?);
     let recorder = Arc::new(RecordingModel::new(provider));
     let output = run_live(scenario, recorder.clone())?;
+    if let Some(first) = recorder.no_answers().into_iter().next() {
+        return Err(RecordError::NoAnswer {
+            request: first.request,
+            error: first.error.to_string(),
+        });
+    }
     let script = MockScript {
         info: ModelInfo {
             name: name.to_string(),

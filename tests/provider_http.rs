@@ -1070,6 +1070,53 @@ input = "And the import?"
 
 const PLACEHOLDER_MOCK: &str = "window = 8000\n[[turns]]\nreply = \"unused\"\n";
 
+/// Runs `ctxbed record` on the record scenario against `base_url`; returns the exit status,
+/// standard error and whether the output file exists.
+fn record_against(base_url: &str) -> (std::process::ExitStatus, String, bool) {
+    let root = tempfile::tempdir().expect("temporary directory");
+    std::fs::create_dir_all(root.path().join("scenarios")).expect("mkdir");
+    std::fs::create_dir_all(root.path().join("mock-models")).expect("mkdir");
+    let scenario_path = root.path().join("scenarios/record-me.toml");
+    std::fs::write(&scenario_path, RECORD_SCENARIO).expect("write");
+    std::fs::write(
+        root.path().join("mock-models/placeholder.toml"),
+        PLACEHOLDER_MOCK,
+    )
+    .expect("write");
+    let recorded = root.path().join("mock-models/recorded.toml");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .arg("record")
+        .arg(&scenario_path)
+        .args(["--provider", "openai", "--model", "test-model"])
+        .args(["--base-url", base_url, "-o"])
+        .arg(&recorded)
+        .output()
+        .expect("ctxbed runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status, stderr, recorded.exists())
+}
+
+#[test]
+fn record_against_a_closed_port_fails_and_writes_nothing() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    for url in [
+        format!("http://127.0.0.1:{port}/v1"),
+        format!("https://127.0.0.1:{port}/v1"),
+    ] {
+        let (status, stderr, written) = record_against(&url);
+        assert!(!status.success(), "{url}: {stderr}");
+        assert!(!written, "{url}: a file was written");
+        assert!(
+            stderr.contains("got no answer from the server"),
+            "{url}: {stderr}"
+        );
+        assert!(stderr.contains("nothing was recorded"), "{url}: {stderr}");
+    }
+}
+
 #[test]
 fn record_writes_a_mock_model_that_replays_under_the_runner() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -1083,7 +1130,10 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
     runtime.block_on(async {
         Mock::given(method("POST"))
             .and(header("authorization", format!("Bearer {KEY}").as_str()))
-            .respond_with(json_response(200, &tool_call.to_string()))
+            .respond_with(
+                json_response(200, &tool_call.to_string())
+                    .set_delay(std::time::Duration::from_millis(20)),
+            )
             .up_to_n_times(1)
             .with_priority(1)
             .mount(&server)
@@ -1148,6 +1198,13 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
         "{stdout}\n{text}"
     );
     assert_eq!(text.matches("[[turns]]").count(), received, "{text}");
+    // Each turn keeps the time its answer took: at least the server's 20 ms delay on the first.
+    let first_latency: u64 = text
+        .lines()
+        .find_map(|line| line.strip_prefix("latency_ms = "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no latency recorded:\n{text}"));
+    assert!(first_latency >= 20, "{first_latency} ms\n{text}");
     for shown in [&stdout, &stderr, &text.as_str().into()] {
         assert!(!shown.contains(KEY), "key shown in: {shown}");
     }

@@ -3,11 +3,15 @@
 //! ids) or the error (the provider's real status and body, which a mock replays through the same
 //! classifier).
 //!
-//! Errors without an HTTP body are recorded as the nearest scripted error: a timeout as
-//! `timeout` after the same time, a malformed reply as `malformed` with its raw snippet, a
-//! connection fault (no status) as `transient` with status 503.
+//! Each answer keeps the time it took (whole milliseconds) as the turn's latency, so a replay
+//! takes the same simulated time. Errors without an HTTP body are recorded as the nearest
+//! scripted error: a timeout as `timeout` after the same time, a malformed reply as `malformed`
+//! with its raw snippet. An exchange that got no HTTP status at all (a refused or reset
+//! connection, an unsupported scheme) is not an answer of the model: it is kept apart as a
+//! [`NoAnswer`], and a recording with one is not to be written.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -20,6 +24,17 @@ pub struct RecordingModel {
     inner: Arc<dyn Model>,
     turns: Mutex<Vec<MockTurn>>,
     received: Mutex<Vec<ModelRequest>>,
+    no_answers: Mutex<Vec<NoAnswer>>,
+}
+
+/// A request that reached no model: the connection failed, or the request was refused before
+/// any HTTP exchange (e.g. an `https` URL on a build without TLS).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoAnswer {
+    /// 1-based position of the request among all the wrapper received.
+    pub request: usize,
+    /// What went wrong, as the provider reported it.
+    pub error: ModelError,
 }
 
 impl std::fmt::Debug for RecordingModel {
@@ -38,12 +53,18 @@ impl RecordingModel {
             inner,
             turns: Mutex::new(Vec::new()),
             received: Mutex::new(Vec::new()),
+            no_answers: Mutex::new(Vec::new()),
         }
     }
 
     /// The turns recorded so far, in request order.
     pub fn turns(&self) -> Vec<MockTurn> {
         lock(&self.turns).clone()
+    }
+
+    /// The requests that got no answer from any model, in order.
+    pub fn no_answers(&self) -> Vec<NoAnswer> {
+        lock(&self.no_answers).clone()
     }
 
     /// Every request received since the last call, in order.
@@ -54,6 +75,16 @@ impl RecordingModel {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// True when `error` came from a model (or the server in front of it) rather than from a
+/// connection that never carried an HTTP exchange.
+fn is_answer(error: &ModelError) -> bool {
+    match error {
+        ModelError::Transient { status, .. } => status.is_some(),
+        ModelError::Rejected { status, .. } => (100..=599).contains(status),
+        _ => true,
+    }
 }
 
 /// The turn that replays `outcome`.
@@ -136,8 +167,27 @@ impl Model for RecordingModel {
 
     async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         lock(&self.received).push(request.clone());
+        let started = tokio::time::Instant::now();
         let outcome = self.inner.call(request).await;
-        lock(&self.turns).push(turn_for(&outcome));
+        let elapsed = started.elapsed();
+        if let Err(error) = &outcome
+            && !is_answer(error)
+        {
+            let recorded = lock(&self.turns).len();
+            let mut no_answers = lock(&self.no_answers);
+            let request = recorded + no_answers.len() + 1;
+            no_answers.push(NoAnswer {
+                request,
+                error: error.clone(),
+            });
+            return outcome;
+        }
+        let mut turn = turn_for(&outcome);
+        if !matches!(outcome, Err(ModelError::Timeout { .. })) {
+            turn.latency =
+                Duration::from_millis(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        }
+        lock(&self.turns).push(turn);
         outcome
     }
 }
