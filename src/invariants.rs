@@ -7,7 +7,7 @@
 //! offloaded files are compared with the tool output the trace recorded. [`check_determinism`]
 //! compares two runs of the same scenario. The SPEC rows I1–I10 name what each kind guards;
 //! the checks against the session log (I5) and the Todo list (I6) live in `durable`, the check
-//! that session log files only grow (I10) in `append_only`.
+//! that session log files only grow (I10) in `append_only`, the offload check (I4) in `offload`.
 //!
 //! ```
 //! use ctxbed::scenario::runner::run;
@@ -27,15 +27,15 @@ use crate::scenario::trace::StepRecord;
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::context::PairingCheck;
+use ctxbed_harness::context::Transform;
 use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, Validation};
-use ctxbed_harness::context::offload::OFFLOAD_KEY;
 use ctxbed_harness::context::render::MATERIAL_KEY;
 use ctxbed_harness::message::{ContentPart, Message, Role};
 use ctxbed_harness::model::ModelRequest;
-use ctxbed_harness::storage::WorkspacePath;
 
 mod append_only;
 mod durable;
+mod offload;
 
 /// What broke. Each kind names the SPEC invariant it guards ([`ViolationKind::invariant`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -203,7 +203,7 @@ pub fn check(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
         no_leak(step, &manifests, &mut report);
         no_material(step, &mut report);
     }
-    found.extend(offloads(scenario, output));
+    found.extend(offload::offloads(scenario, output));
     found.extend(nothing_lost(scenario, output));
     found.extend(durable::durable_history(scenario, output));
     found.extend(durable::todo_survives(scenario, output));
@@ -379,7 +379,7 @@ fn protected(
 ) {
     let protected = protected_ids(scenario);
     for transform in &manifest.transforms {
-        if let Some(id) = transform.strip_prefix("omitted_for_budget:")
+        if let Transform::OmittedForBudget { item_id: id } = transform
             && (protected.contains(id) || id.starts_with("instruction/"))
         {
             report(
@@ -588,89 +588,6 @@ fn no_material(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String)
     }
 }
 
-/// The full text of every tool result the run saw, by call id: the scenario's history and every
-/// `tool_result` event.
-fn originals(scenario: &Scenario, output: &RunOutput) -> BTreeMap<String, Vec<String>> {
-    let mut texts: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let history = scenario.history.iter().flat_map(|h| &h.messages);
-    for result in history.flat_map(Message::tool_results) {
-        texts
-            .entry(result.call_id.clone())
-            .or_default()
-            .push(result.text());
-    }
-    for event in output.trace.steps.iter().flat_map(|s| &s.events) {
-        if let EventKind::ToolResult { result, .. } = &event.kind {
-            texts
-                .entry(result.call_id.clone())
-                .or_default()
-                .push(result.text());
-        }
-    }
-    texts
-}
-
-fn offloads(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
-    let originals = originals(scenario, output);
-    let mut found = Vec::new();
-    let mut checked: BTreeSet<(String, String)> = BTreeSet::new();
-    for step in &output.trace.steps {
-        let requests = step.requests.iter().flat_map(|r| &r.messages);
-        for message in requests.chain(&step.committed_history) {
-            for result in message.tool_results() {
-                let Some(marker) = result.metadata.get(OFFLOAD_KEY) else {
-                    continue;
-                };
-                let path = marker["path"].as_str().unwrap_or_default().to_string();
-                if !checked.insert((result.call_id.clone(), path.clone())) {
-                    continue;
-                }
-                let known = originals.get(&result.call_id).map(Vec::as_slice);
-                if let Some(detail) = offload_problem(output, &path, marker, known) {
-                    found.push(Violation {
-                        kind: ViolationKind::BrokenOffload,
-                        step: Some(step.index),
-                        detail: format!("result `{}`: {detail}", result.call_id),
-                    });
-                }
-            }
-        }
-    }
-    found
-}
-
-fn offload_problem(
-    output: &RunOutput,
-    path: &str,
-    marker: &serde_json::Value,
-    originals: Option<&[String]>,
-) -> Option<String> {
-    let Ok(checked) = WorkspacePath::parse(path) else {
-        return Some(format!(
-            "the placeholder's path {path:?} is not a workspace path"
-        ));
-    };
-    let Some(bytes) = output.workspace.get(&checked) else {
-        return Some(format!("`{path}` is not in the workspace"));
-    };
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Some(format!("`{path}` is not UTF-8"));
-    };
-    let chars = text.chars().count() as u64;
-    if marker["chars"].as_u64() != Some(chars) {
-        return Some(format!(
-            "`{path}` holds {chars} characters, the placeholder says {}",
-            marker["chars"]
-        ));
-    }
-    match originals {
-        Some(originals) if !originals.iter().any(|original| original == text) => Some(format!(
-            "`{path}` does not hold the result's original text ({chars} characters)"
-        )),
-        _ => None,
-    }
-}
-
 /// Between two steps of one session, an acknowledged committed message disappears only through
 /// a compaction recorded in the later step's manifests.
 ///
@@ -729,7 +646,7 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
             manifest
                 .transforms
                 .iter()
-                .any(|t| t.starts_with("history_compaction:"))
+                .any(|t| matches!(t, Transform::HistoryCompaction { .. }))
         });
         // A compaction in an unacknowledged step since the baseline explains a loss too.
         let compacted = compacted || compacted_since.contains(&key);

@@ -20,6 +20,7 @@ use ctxbed::scenario::runner::{RunOutput, run};
 use ctxbed::scenario::write::write;
 use ctxbed::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
 use ctxbed_harness::agent::events::{CustomValue, EventKind};
+use ctxbed_harness::context::Transform;
 use ctxbed_harness::context::source::SOURCE_TIMEOUT_DEFAULT;
 use ctxbed_harness::message::{ContentPart, Role, ToolOutput};
 use ctxbed_harness::model::ModelError;
@@ -904,7 +905,7 @@ fn seed_with_todo_and_compaction() -> (ctxbed::scenario::file::Scenario, RunOutp
                         .manifest
                         .transforms
                         .iter()
-                        .any(|t| t.starts_with("history_compaction:")) =>
+                        .any(|t| matches!(t, Transform::HistoryCompaction { .. })) =>
                 {
                     compacted_after = true;
                 }
@@ -1060,7 +1061,10 @@ fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::invariants::Violation> 
             ..
         } = &mut event.kind
         {
-            build.manifest.transforms.push(format!("note:{head}"));
+            build
+                .manifest
+                .transforms
+                .push(Transform::HistoryCompactionFailed { reason: head });
             break;
         }
     }

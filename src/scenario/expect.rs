@@ -257,12 +257,13 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
                 format!("{materials:?}"),
             );
         }
+        // Expectations name a transform by its full text form, as traces print it.
+        let recorded: Vec<String> = manifest.transforms.iter().map(|t| t.to_string()).collect();
         for transform in &expectation.transforms_include {
-            let found = manifest.transforms.contains(transform);
             push(
                 format!("{at} transform {transform}"),
-                found,
-                format!("{:?}", manifest.transforms),
+                recorded.contains(transform),
+                format!("{recorded:?}"),
             );
         }
         for (id, revision) in &expectation.item_revisions {

@@ -290,7 +290,7 @@ fn entry_first_id(entry: &Entry) -> &str {
     }
 }
 
-fn entry_lines(entry: &Entry, compacted: Option<u64>) -> String {
+fn entry_lines(entry: &Entry, compacted: Option<usize>) -> String {
     match entry {
         Entry::Message(view) => message_line(view, "  ", ""),
         Entry::Summary(view) => {
@@ -373,7 +373,10 @@ fn changed(preparation: &Preparation<'_>) -> String {
         let _ = writeln!(
             out,
             "  {}",
-            snippet(&view.raw, ctxbed_harness::limits::SNIPPET_CHARS_MAX)
+            snippet(
+                &view.transform.to_string(),
+                ctxbed_harness::limits::SNIPPET_CHARS_MAX
+            )
         );
         let _ = writeln!(out, "    {}", view.meaning);
         if let Some(figures) = &view.figures {

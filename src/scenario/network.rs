@@ -249,7 +249,7 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
                     .at(
                         value,
                         format!(
-                            "{attempts} attempts; at most {} (ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX)",
+                            "{attempts} attempts; at most {} (limits::PROVIDER_ATTEMPTS_MAX)",
                             ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX
                         ),
                     )

@@ -3,8 +3,8 @@
 //! [`preparations`] turns a [`Trace`] and its [`Scenario`] into one [`Preparation`] per
 //! `context_build` event (reasoning and summary purposes, in run order): the budget split into
 //! [`Segment`]s, the input limit with the output reserve and safety margin around it, each
-//! transform parsed into a [`Transform`] with its meaning in words and the token figures the trace
-//! holds, and the kept conversation as [`Entry`]s (tool calls grouped with their results, the
+//! recorded [`Transform`] with its [`meaning`] in words and the token figures the trace holds,
+//! and the kept conversation as [`Entry`]s (tool calls grouped with their results, the
 //! compaction summary marked). [`html`] renders a self-contained page from it (inline CSS and
 //! SVG, no script, no network); [`svg`] is the overview chart alone. `scenario::explain` prints
 //! the same view as text.
@@ -30,9 +30,10 @@ mod transform;
 
 use std::time::Duration;
 
+pub use ctxbed_harness::context::transform::Transform;
 pub use html::html;
 pub use svg::svg;
-pub use transform::Transform;
+pub use transform::meaning;
 
 use super::file::Scenario;
 use super::trace::{StepRecord, Trace};
@@ -220,7 +221,6 @@ pub enum ModelOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransformView {
     /// As the manifest records it.
-    pub raw: String,
     pub transform: Transform,
     /// What happened, in words.
     pub meaning: String,
@@ -295,7 +295,9 @@ pub fn preparations<'a>(trace: &'a Trace, scenario: &Scenario) -> Vec<Preparatio
             preparation.transforms = manifest
                 .transforms
                 .iter()
-                .map(|raw| transform_view(raw, &preparation, &preparations, step, request))
+                .map(|transform| {
+                    transform_view(transform, &preparation, &preparations, step, request)
+                })
                 .collect();
             preparations.push(preparation);
         }
@@ -505,19 +507,16 @@ fn message_view(
 }
 
 fn transform_view(
-    raw: &str,
+    transform: &Transform,
     preparation: &Preparation<'_>,
     earlier: &[Preparation<'_>],
     step: &StepRecord,
     request: Option<&ModelRequest>,
 ) -> TransformView {
-    let transform = Transform::parse(raw);
-    let figures = figures(&transform, preparation, earlier, step, request);
     TransformView {
-        raw: raw.to_string(),
-        meaning: transform.meaning(),
-        transform,
-        figures,
+        meaning: meaning(transform),
+        figures: figures(transform, preparation, earlier, step, request),
+        transform: transform.clone(),
     }
 }
 
@@ -554,10 +553,15 @@ fn figures(
                 now.total()
             ))
         }
-        Transform::ToolOutputPrune { before, after, .. } => {
-            Some(format!("pruned results {before} → {after} tok"))
-        }
-        Transform::Offloaded { call_id, .. } | Transform::OffloadFailed { call_id } => {
+        Transform::ToolOutputPrune {
+            tokens_before,
+            tokens_after,
+            ..
+        } => Some(format!(
+            "pruned results {tokens_before} → {tokens_after} tok"
+        )),
+        Transform::ToolResultOffload { call_id, .. }
+        | Transform::ToolResultOffloadFailed { call_id } => {
             offload_figures(call_id, step, request, &preparation.build.manifest)
         }
         Transform::OmittedForBudget { item_id } => earlier.iter().rev().find_map(|before| {

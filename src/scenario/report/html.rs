@@ -284,7 +284,7 @@ fn transforms_table(preparation: &Preparation<'_>) -> String {
         let _ = writeln!(
             out,
             "<div class=\"transform\"><code>{}</code><div>{}</div>{figures}</div>",
-            escape(&view.raw),
+            escape(&view.transform.to_string()),
             escape(&view.meaning)
         );
     }
@@ -331,7 +331,7 @@ fn conversation(preparation: &Preparation<'_>) -> String {
     out
 }
 
-fn entry_html(entry: &Entry, compacted: Option<u64>) -> String {
+fn entry_html(entry: &Entry, compacted: Option<usize>) -> String {
     match entry {
         Entry::Message(view) => format!(
             "<div class=\"message role-{}\">{}</div>\n",

@@ -1,4 +1,4 @@
-//! Unit tests of the report view: transform parsing, the budget split, conversation grouping,
+//! Unit tests of the report view: transform meanings, the budget split, conversation grouping,
 //! escaping, and the page's self-containment on a real run.
 
 use std::sync::Arc;
@@ -6,123 +6,99 @@ use std::sync::Arc;
 use super::*;
 use ctxbed_harness::context::block::{MaterialKind, Placement};
 
-fn check_transform(raw: &str, expected: Transform) {
-    assert_eq!(Transform::parse(raw), expected, "parsing {raw:?}");
-    assert!(!expected.meaning().is_empty());
+fn meaning_of(text: &str) -> String {
+    meaning(
+        &text
+            .parse::<Transform>()
+            .expect("a transform the stages record"),
+    )
 }
 
 #[test]
-fn every_transform_kind_in_the_goldens_parses() {
-    let text = |value: &str| value.to_string();
-    check_transform(
-        "tool_result_offload:call_0001:large_tool_results/agent/call_0001-9458d160fc6fa70e",
-        Transform::Offloaded {
-            call_id: text("call_0001"),
-            path: text("large_tool_results/agent/call_0001-9458d160fc6fa70e"),
-        },
-    );
-    check_transform(
-        "tool_result_offload:../../../etc/passwd:large_tool_results/agent/_etc_passwd-4c",
-        Transform::Offloaded {
-            call_id: text("../../../etc/passwd"),
-            path: text("large_tool_results/agent/_etc_passwd-4c"),
-        },
-    );
-    check_transform(
-        "tool_result_offload_failed:call_0001",
-        Transform::OffloadFailed {
-            call_id: text("call_0001"),
-        },
-    );
-    check_transform(
-        "omitted_for_budget:workspace:MEMORY.md",
-        Transform::OmittedForBudget {
-            item_id: text("workspace:MEMORY.md"),
-        },
-    );
-    check_transform(
-        "source_unavailable:source/hung/:timeout",
-        Transform::SourceUnavailable {
-            source: text("hung"),
-            reason: text("timeout"),
-        },
-    );
-    check_transform(
-        "history_compaction:17 messages -> 1 summary",
-        Transform::HistoryCompaction { messages: 17 },
-    );
-    check_transform(
-        "history_compaction_failed:blank_summary",
-        Transform::HistoryCompactionFailed {
-            reason: text("blank_summary"),
-        },
-    );
-    check_transform(
-        "history_compaction_skipped:nothing_before_the_tail",
-        Transform::HistoryCompactionSkipped {
-            reason: text("nothing_before_the_tail"),
-        },
-    );
-    check_transform(
-        "compaction_tail:keep_messages (token cap is 0)",
-        Transform::CompactionTail {
-            note: text("keep_messages (token cap is 0)"),
-        },
-    );
-    check_transform(
-        "tool_output_prune:8 results, 64000 -> 6512 tokens",
-        Transform::ToolOutputPrune {
-            results: 8,
-            before: 64_000,
-            after: 6_512,
-        },
-    );
-    check_transform(
-        "argument_truncation:1",
-        Transform::ArgumentTruncation { messages: 1 },
-    );
-    check_transform("memory_flush:2 facts", Transform::MemoryFlush { facts: 2 });
-    check_transform(
-        "tool_pairs_repaired:dropped_result:toolu_lost",
-        Transform::DroppedOrphanResult {
-            call_id: text("toolu_lost"),
-        },
-    );
-    check_transform(
-        "tool_pairs_repaired:closed_call:toolu_open",
-        Transform::ClosedOpenCall {
-            call_id: text("toolu_open"),
-        },
-    );
-    check_transform("tool_pairs_unchecked", Transform::PairsUnchecked);
-    check_transform(
-        "workspace_skipped:workspace:knowledge/format.md",
-        Transform::WorkspaceSkipped {
-            item_id: text("workspace:knowledge/format.md"),
-        },
-    );
-    check_transform(
-        "workspace_truncated:workspace:MEMORY.md",
-        Transform::WorkspaceTruncated {
-            item_id: text("workspace:MEMORY.md"),
-        },
-    );
+fn every_recorded_transform_kind_has_a_meaning() {
+    for (text, shown) in [
+        (
+            "tool_result_offload:call_0001:large_tool_results/agent/call_0001-9458d160fc6fa70e",
+            "tool call call_0001 was over the offload limit: it was saved to \
+             large_tool_results/agent/call_0001-9458d160fc6fa70e",
+        ),
+        (
+            "tool_result_offload:../../../etc/passwd:large_tool_results/agent/_etc_passwd-4c",
+            "tool call ../../../etc/passwd was over",
+        ),
+        (
+            "tool_result_offload_failed:call_0001",
+            "the result of tool call call_0001 failed",
+        ),
+        (
+            "omitted_for_budget:workspace:MEMORY.md",
+            "optional material workspace:MEMORY.md was left out",
+        ),
+        (
+            "source_unavailable:source/hung/:timeout",
+            "context source hung did not load (timeout)",
+        ),
+        (
+            "history_compaction:17 messages -> 1 summary",
+            "replaced the 17 oldest",
+        ),
+        (
+            "history_compaction_failed:blank_summary",
+            "failed (blank_summary)",
+        ),
+        (
+            "history_compaction_skipped:nothing_before_the_tail",
+            "nothing to summarise (nothing_before_the_tail)",
+        ),
+        (
+            "compaction_tail:keep_messages (token cap is 0)",
+            "counted in messages: keep_messages (token cap is 0)",
+        ),
+        (
+            "tool_output_prune:8 results, 64000 -> 6512 tokens",
+            "8 older tool results were pruned",
+        ),
+        ("argument_truncation:1", "truncated in 1 older message(s)"),
+        ("memory_flush:2 facts", "2 fact(s)"),
+        ("memory_flush_failed:write", "to memory failed"),
+        (
+            "tool_pairs_repaired:dropped_result:toolu_lost",
+            "a tool result for toolu_lost had no call",
+        ),
+        (
+            "tool_pairs_repaired:closed_call:toolu_open",
+            "tool call toolu_open had no result",
+        ),
+        ("tool_pairs_unchecked", "tool pairing was not checked"),
+        (
+            "workspace_skipped:workspace:knowledge/format.md",
+            "workspace file workspace:knowledge/format.md was skipped",
+        ),
+        (
+            "workspace_truncated:workspace:MEMORY.md",
+            "workspace file workspace:MEMORY.md was cut",
+        ),
+        (
+            "todo_receipt_shortened:m3",
+            "receipt in message m3 was shortened",
+        ),
+        ("todo_list_projected:4", "the Todo list of revision 4"),
+    ] {
+        let words = meaning_of(text);
+        assert!(words.contains(shown), "{text}: {words}");
+    }
 }
 
 #[test]
-fn unknown_or_malformed_transforms_are_other() {
-    check_transform("brand_new_stage:x", Transform::Other);
-    check_transform("history_compaction:many messages", Transform::Other);
-    check_transform("tool_output_prune:8 results", Transform::Other);
-    check_transform("tool_result_offload:no-path", Transform::Other);
-    assert_eq!(
-        Transform::name("history_compaction:3 messages -> 1 summary"),
-        "history_compaction"
-    );
-    assert_eq!(
-        Transform::name("tool_pairs_unchecked"),
-        "tool_pairs_unchecked"
-    );
+fn ids_in_meanings_are_escaped_and_bounded() {
+    let words = meaning(&Transform::OmittedForBudget {
+        item_id: "source/docs/\u{202e}evil".to_string(),
+    });
+    assert!(words.contains("source/docs/\\u{202e}evil"), "{words}");
+    let words = meaning(&Transform::ToolPairsClosedCall {
+        call_id: "c".repeat(10_000),
+    });
+    assert!(words.len() < 1_000, "{words}");
 }
 
 fn message(id: &str, role: Role, parts: &[&'static str], tokens: u64) -> ManifestItem {

@@ -16,7 +16,7 @@ use crate::compaction::prune::prune;
 use crate::compaction::summary::{extract_facts, prompt, summary_message};
 use crate::compaction::truncate::truncate_args;
 use crate::context::budget::InputBudget;
-use crate::context::{PrepareInput, prepare};
+use crate::context::{PrepareInput, Transform, prepare};
 use crate::limits;
 use crate::message::Message;
 use crate::model::{ModelError, Purpose};
@@ -32,7 +32,7 @@ pub(super) struct Force {
 /// What the stage did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Reduced {
-    pub transforms: Vec<String>,
+    pub transforms: Vec<Transform>,
     /// A summary replaced a prefix.
     pub summarised: bool,
 }
@@ -75,16 +75,17 @@ impl Call<'_> {
             if count > 0 {
                 reduced
                     .transforms
-                    .push(format!("argument_truncation:{count}"));
+                    .push(Transform::ArgumentTruncation { messages: count });
             }
         }
         if let Some(prune_config) = &config.prune
             && let Some(pruned) = prune(&mut self.history, prune_config, estimator.as_ref())
         {
-            reduced.transforms.push(format!(
-                "tool_output_prune:{} results, {} -> {} tokens",
-                pruned.results, pruned.tokens_before, pruned.tokens_after
-            ));
+            reduced.transforms.push(Transform::ToolOutputPrune {
+                results: pruned.results,
+                tokens_before: pruned.tokens_before,
+                tokens_after: pruned.tokens_after,
+            });
         }
         let tokens = tokens_of(&self.history);
         let triggered = self.history.len() >= config.trigger_messages
@@ -94,9 +95,7 @@ impl Call<'_> {
         }
         let mut budget = config.tail_budget(allowance);
         if config.keep_tokens.is_none() && matches!(budget, TailBudget::Messages(_)) {
-            reduced
-                .transforms
-                .push("compaction_tail:keep_messages (token cap is 0)".to_string());
+            reduced.transforms.push(Transform::CompactionTailInMessages);
         }
         if let Some(force) = force {
             // The provider's limit may be far below ours: keep at most half of what it would
@@ -121,9 +120,7 @@ impl Call<'_> {
             "the compaction cut splits a tool exchange"
         );
         if cut == 0 {
-            reduced
-                .transforms
-                .push("history_compaction_skipped:nothing_before_the_tail".to_string());
+            reduced.transforms.push(Transform::HistoryCompactionSkipped);
             return reduced;
         }
         self.record(
@@ -144,7 +141,7 @@ impl Call<'_> {
                 let after = tokens_of(&self.history);
                 reduced
                     .transforms
-                    .push(format!("history_compaction:{cut} messages -> 1 summary"));
+                    .push(Transform::HistoryCompaction { messages: cut });
                 reduced.summarised = true;
                 self.record(
                     "compaction/end",
@@ -156,9 +153,9 @@ impl Call<'_> {
                 );
             }
             Err(reason) => {
-                reduced
-                    .transforms
-                    .push(format!("history_compaction_failed:{reason}"));
+                reduced.transforms.push(Transform::HistoryCompactionFailed {
+                    reason: reason.clone(),
+                });
                 self.record(
                     "compaction/end",
                     json!({
@@ -349,15 +346,15 @@ impl Call<'_> {
 
     /// Best-effort: appends new facts from the prefix (earlier summaries excluded) to the memory
     /// store (`memory/facts.md`); a failure is a transform and never blocks compaction.
-    async fn flush_memory(&self, cut: usize) -> Vec<String> {
+    async fn flush_memory(&self, cut: usize) -> Vec<Transform> {
         let facts = extract_facts(&self.history[..cut]);
         if facts.is_empty() {
             return Vec::new();
         }
         match flush_facts(self.inner.workspace.as_ref(), &facts).await {
             Ok(0) => Vec::new(),
-            Ok(count) => vec![format!("memory_flush:{count} facts")],
-            Err(_) => vec!["memory_flush_failed:write".to_string()],
+            Ok(count) => vec![Transform::MemoryFlush { facts: count }],
+            Err(_) => vec![Transform::MemoryFlushFailed],
         }
     }
 }

@@ -18,6 +18,8 @@ use crate::message::{Message, Role};
 use crate::model::Purpose;
 use crate::shared_vec::SharedVec;
 
+pub use crate::context::transform::{Transform, TransformParseError};
+
 /// The outcome of a preparation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Validation {
@@ -91,7 +93,8 @@ pub struct ContextManifest {
     /// Items are shared: successive steps' manifests hold the same item for an unchanged
     /// message, so a step does not copy the items of a long history.
     pub items: SharedVec<Arc<ManifestItem>>,
-    pub transforms: Vec<String>,
+    /// What the stages changed, in the order they recorded it.
+    pub transforms: Vec<Transform>,
     pub validation: Validation,
     /// The task-state revision projected into the request, when task state is in use.
     pub task_revision: Option<u64>,
@@ -307,7 +310,9 @@ mod tests {
         .map(Arc::new)
         .into_iter()
         .collect();
-        manifest.transforms = vec!["omitted_for_budget:x".to_string()];
+        manifest.transforms = vec![Transform::OmittedForBudget {
+            item_id: "x".to_string(),
+        }];
         manifest.task_revision = Some(3);
         manifest.policy_version = Some("p1".to_string());
         assert_eq!(

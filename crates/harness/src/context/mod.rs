@@ -40,6 +40,7 @@ mod rendered;
 mod scanned;
 mod schemas;
 pub mod source;
+pub mod transform;
 pub mod workspace;
 
 use std::cell::RefCell;
@@ -62,6 +63,7 @@ use crate::shared_vec::SharedVec;
 use crate::tokens::TokenEstimator;
 
 pub use render::SYSTEM_MESSAGE_ID;
+pub use transform::Transform;
 
 /// Everything one preparation reads.
 pub struct PrepareInput<'a> {
@@ -73,7 +75,7 @@ pub struct PrepareInput<'a> {
     /// Instructions, workspace material and source blocks for this step.
     pub materials: &'a [Material],
     /// Transforms already applied while loading (source failures, workspace truncation).
-    pub transforms: &'a [String],
+    pub transforms: &'a [Transform],
     /// The working conversation, oldest first: a slice or `Vec` (`(&messages).into()`), or a
     /// [`History`](history::History), which tells the preparation what changed since the
     /// last step so it need not compare the messages it has read before.
@@ -222,7 +224,9 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         selection
             .omitted
             .iter()
-            .map(|id| format!("omitted_for_budget:{id}")),
+            .map(|id| Transform::OmittedForBudget {
+                item_id: id.clone(),
+            }),
     );
     let (messages, conversation) = parts.assemble(&selection.kept);
     let counted = count(
@@ -385,7 +389,7 @@ fn validate(
             pairing_problem(parts, messages, conversation)
         }
         PairingCheck::Unchecked => {
-            manifest.transforms.push("tool_pairs_unchecked".to_string());
+            manifest.transforms.push(Transform::ToolPairsUnchecked);
             None
         }
     };

@@ -22,6 +22,7 @@ use std::collections::BTreeSet;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::context::transform::Transform;
 use crate::message::{ContentPart, Message, ToolOutput, ToolResult};
 use crate::storage::{Storage, WorkspacePath};
 
@@ -68,9 +69,9 @@ impl Default for OffloadConfig {
 /// What one offload pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OffloadOutcome {
-    /// `tool_result_offload:<call id>:<path>` per offloaded result, and
-    /// `tool_result_offload_failed:<call id>` per failed write.
-    pub transforms: Vec<String>,
+    /// [`Transform::ToolResultOffload`] per offloaded result, and
+    /// [`Transform::ToolResultOffloadFailed`] per failed write.
+    pub transforms: Vec<Transform>,
     /// Files written in this pass (removed again if the preparation is rejected).
     pub written: Vec<WorkspacePath>,
 }
@@ -144,18 +145,19 @@ pub async fn offload(
             match storage.write(&path, text.clone().into_bytes()).await {
                 Ok(()) => {
                     replace_with_placeholder(result, &text, &path, config);
-                    outcome
-                        .transforms
-                        .push(format!("tool_result_offload:{}:{path}", result.call_id));
+                    outcome.transforms.push(Transform::ToolResultOffload {
+                        call_id: result.call_id.clone(),
+                        path: path.clone(),
+                    });
                     if !existed {
                         outcome.written.push(path);
                     }
                 }
                 Err(error) => {
                     tracing::warn!(call_id = %result.call_id, %error, "offload write failed; keeping the original");
-                    outcome
-                        .transforms
-                        .push(format!("tool_result_offload_failed:{}", result.call_id));
+                    outcome.transforms.push(Transform::ToolResultOffloadFailed {
+                        call_id: result.call_id.clone(),
+                    });
                 }
             }
         }
@@ -238,7 +240,10 @@ mod tests {
         let path = &outcome.written[0];
         assert_eq!(
             outcome.transforms,
-            vec![format!("tool_result_offload:call_1:{path}")]
+            vec![Transform::ToolResultOffload {
+                call_id: "call_1".to_string(),
+                path: path.clone(),
+            }]
         );
         let stored = storage.read(path).await.unwrap().unwrap();
         assert_eq!(
@@ -269,7 +274,9 @@ mod tests {
         let outcome = offload(&mut failing, &storage, &config, "a").await;
         assert_eq!(
             outcome.transforms,
-            vec!["tool_result_offload_failed:call_1"]
+            vec![Transform::ToolResultOffloadFailed {
+                call_id: "call_1".to_string(),
+            }]
         );
         assert_eq!(
             failing[0].tool_results().next().unwrap().text_chars(),

@@ -15,6 +15,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use crate::context::transform::Transform;
 use crate::message::{Message, Role};
 
 /// True when an id is empty or only whitespace (what `trim().is_empty()` says, reading only
@@ -339,8 +340,8 @@ pub const REPAIRED_RESULT_TEXT: &str =
 
 /// The opt-in repair: drops tool results that answer no call and closes calls that have no
 /// result with a stable synthetic error result. Returns the repaired messages and one transform
-/// per change (`tool_pairs_repaired:dropped_result:<id>`, `tool_pairs_repaired:closed_call:<id>`).
-pub fn repair(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
+/// per change ([`Transform::ToolPairsDroppedResult`], [`Transform::ToolPairsClosedCall`]).
+pub fn repair(messages: &[Message]) -> (Vec<Message>, Vec<Transform>) {
     let mut repaired: Vec<Message> = Vec::with_capacity(messages.len());
     let mut transforms = Vec::new();
     let mut open: Vec<(String, String)> = Vec::new();
@@ -355,10 +356,9 @@ pub fn repair(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
                             true
                         }
                         None => {
-                            transforms.push(format!(
-                                "tool_pairs_repaired:dropped_result:{}",
-                                result.call_id
-                            ));
+                            transforms.push(Transform::ToolPairsDroppedResult {
+                                call_id: result.call_id.clone(),
+                            });
                             false
                         }
                     }
@@ -386,10 +386,12 @@ pub fn repair(messages: &[Message]) -> (Vec<Message>, Vec<String>) {
 fn close_open_calls(
     open: &mut Vec<(String, String)>,
     repaired: &mut Vec<Message>,
-    transforms: &mut Vec<String>,
+    transforms: &mut Vec<Transform>,
 ) {
     for (call_id, name) in open.drain(..) {
-        transforms.push(format!("tool_pairs_repaired:closed_call:{call_id}"));
+        transforms.push(Transform::ToolPairsClosedCall {
+            call_id: call_id.clone(),
+        });
         repaired.push(Message::tool_result(
             format!("repair-{call_id}"),
             call_id,
@@ -424,8 +426,12 @@ mod repair_tests {
         assert_eq!(
             transforms,
             vec![
-                "tool_pairs_repaired:dropped_result:c9",
-                "tool_pairs_repaired:closed_call:c2"
+                Transform::ToolPairsDroppedResult {
+                    call_id: "c9".to_string()
+                },
+                Transform::ToolPairsClosedCall {
+                    call_id: "c2".to_string()
+                },
             ]
         );
         assert_eq!(find_pairing_problem(&repaired), None);

@@ -35,6 +35,7 @@ use async_trait::async_trait;
 use futures_util::FutureExt;
 
 use super::block::{ContextBlock, Material};
+use super::transform::Transform;
 use crate::model::Purpose;
 
 /// Default time a source may take.
@@ -215,7 +216,7 @@ impl SourceRegistry {
 }
 
 /// Why loading failed in a way the failure policy decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailureKind {
     Timeout,
     Error,
@@ -223,6 +224,21 @@ pub enum FailureKind {
 }
 
 impl FailureKind {
+    /// Every kind.
+    pub const ALL: [FailureKind; 3] = [
+        FailureKind::Timeout,
+        FailureKind::Error,
+        FailureKind::NoList,
+    ];
+
+    /// The kind [`as_str`](FailureKind::as_str) names, if any.
+    pub fn from_name(name: &str) -> Option<FailureKind> {
+        FailureKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+
+    /// The kind's stable name: `timeout`, `error` or `no_list`.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::Timeout => "timeout",
@@ -252,8 +268,8 @@ pub enum SourceLoadError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Loaded {
     pub materials: Vec<Material>,
-    /// `source_unavailable:source/<name>/:<kind>` for each omitted failure.
-    pub transforms: Vec<String>,
+    /// [`Transform::SourceUnavailable`] for each omitted failure.
+    pub transforms: Vec<Transform>,
 }
 
 /// Loads every source once, sequentially, each under its timeout.
@@ -301,11 +317,10 @@ pub async fn load_all(
                 );
             }
             Err((kind, message)) => match entry.options.on_failure {
-                FailurePolicy::Omit => loaded.transforms.push(format!(
-                    "source_unavailable:source/{}/:{}",
-                    entry.name,
-                    kind.as_str()
-                )),
+                FailurePolicy::Omit => loaded.transforms.push(Transform::SourceUnavailable {
+                    source_name: entry.name.clone(),
+                    kind,
+                }),
                 FailurePolicy::Fail => {
                     return Err(SourceLoadError::Failed {
                         source_name: entry.name.clone(),

@@ -11,6 +11,7 @@
 
 use super::block::{Material, MaterialKind, Placement};
 use crate::context::manifest::content_hash;
+use crate::context::transform::Transform;
 use crate::storage::{Storage, WorkspacePath};
 use crate::tokens::TokenEstimator;
 
@@ -31,7 +32,8 @@ pub const KNOWLEDGE_FILES_MAX: usize = 64;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkspaceMaterial {
     pub materials: Vec<Material>,
-    pub transforms: Vec<String>,
+    /// [`Transform::WorkspaceSkipped`] and [`Transform::WorkspaceTruncated`], per file.
+    pub transforms: Vec<Transform>,
 }
 
 /// Reads the workspace material for one call.
@@ -84,12 +86,16 @@ pub async fn load(
         };
         let id = format!("workspace:{file}");
         if remaining == 0 {
-            result.transforms.push(format!("workspace_skipped:{id}"));
+            result
+                .transforms
+                .push(Transform::WorkspaceSkipped { item_id: id });
             continue;
         }
         let tokens = estimator.text_tokens(&text);
         let text = if tokens > remaining {
-            result.transforms.push(format!("workspace_truncated:{id}"));
+            result.transforms.push(Transform::WorkspaceTruncated {
+                item_id: id.clone(),
+            });
             truncate_to_tokens(&text, remaining, estimator)
         } else {
             text
@@ -162,8 +168,12 @@ mod tests {
         assert_eq!(
             loaded.transforms,
             vec![
-                "workspace_truncated:workspace:MEMORY.md",
-                "workspace_skipped:workspace:knowledge/a.md"
+                Transform::WorkspaceTruncated {
+                    item_id: "workspace:MEMORY.md".to_string()
+                },
+                Transform::WorkspaceSkipped {
+                    item_id: "workspace:knowledge/a.md".to_string()
+                },
             ]
         );
         let used: u64 = loaded

@@ -44,6 +44,7 @@ use super::todo::{TODO_REVISION_KEY, TODO_WRITE_TOOL, one_line as inline, receip
 use super::verification::{Freshness, VerificationReport};
 use crate::context::block::Placement;
 use crate::context::render::{MATERIAL_KEY, escape};
+use crate::context::transform::Transform;
 use crate::message::{ContentPart, Message, ToolOutput, ToolResult};
 use crate::model::Purpose;
 
@@ -69,9 +70,9 @@ pub struct Projection {
     pub transient: Vec<Message>,
     /// The task revision projected; `None` for a `SUMMARY` preparation.
     pub revision: Option<u64>,
-    /// What changed, for the manifest: `todo_receipt_shortened:<message id>` and
-    /// `todo_list_projected:<revision>` (the list was reconstructed from state).
-    pub transforms: Vec<String>,
+    /// What changed, for the manifest: [`Transform::TodoReceiptShortened`] per shortened
+    /// receipt and [`Transform::TodoListProjected`] (the list was reconstructed from state).
+    pub transforms: Vec<Transform>,
 }
 
 /// Projects `state` over `conversation` for one preparation.
@@ -87,6 +88,7 @@ pub struct Projection {
 /// Two receipts: the older becomes a note, the current one stays, so no `TASK_STATE` is needed.
 ///
 /// ```
+/// use ctxbed_harness::context::Transform;
 /// use ctxbed_harness::message::Message;
 /// use ctxbed_harness::model::Purpose;
 /// use ctxbed_harness::task::projection::project;
@@ -111,7 +113,7 @@ pub struct Projection {
 /// assert_eq!(projection.view[2], conversation[2]);
 /// assert!(projection.transient.is_empty());
 /// assert_eq!(projection.revision, Some(2));
-/// assert_eq!(projection.transforms, ["todo_receipt_shortened:m3"]);
+/// assert_eq!(projection.transforms, [Transform::TodoReceiptShortened { message_id: "m3".into() }]);
 /// ```
 pub fn project(
     state: &TaskContextState,
@@ -130,7 +132,7 @@ pub fn project(
     let mut transient = Vec::new();
     if let Some(task) = task_state_text(state, options, receipts.current_visible) {
         if let (Some(revision), false) = (state.todo_revision(), receipts.current_visible) {
-            transforms.push(format!("todo_list_projected:{revision}"));
+            transforms.push(Transform::TodoListProjected { revision });
         }
         transient.push(transient_message(TASK_STATE_MESSAGE_ID, "task_state", task));
     }
@@ -167,7 +169,7 @@ pub fn receipt_note(revision: Option<u64>) -> String {
 struct Receipts {
     view: Vec<Message>,
     current_visible: bool,
-    transforms: Vec<String>,
+    transforms: Vec<Transform>,
 }
 
 /// Shortens every successful `todo_write` result except the newest one whose text is the
@@ -215,7 +217,9 @@ fn shorten_receipts(state: &TaskContextState, conversation: &[Message]) -> Recei
             continue;
         }
         result.outputs = vec![ToolOutput::Text { text: note }];
-        let transform = format!("todo_receipt_shortened:{}", view[*index].id);
+        let transform = Transform::TodoReceiptShortened {
+            message_id: view[*index].id.clone(),
+        };
         if !transforms.contains(&transform) {
             transforms.push(transform);
         }

@@ -128,7 +128,12 @@ fn describe(projection: &Projection) -> String {
             ));
         }
     }
-    lines.push(format!("transforms: {}", projection.transforms.join(", ")));
+    let transforms: Vec<String> = projection
+        .transforms
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+    lines.push(format!("transforms: {}", transforms.join(", ")));
     for message in &projection.transient {
         lines.push(message.text());
     }
