@@ -102,7 +102,13 @@ impl HarnessAgentBuilder {
         self
     }
 
-    /// Workspace storage (in memory when not set).
+    /// Workspace storage: the files the built-in tools read and write, offloaded tool results,
+    /// `AGENTS.md`/`MEMORY.md`/`knowledge/` material and, by default, the session logs.
+    ///
+    /// Give [`FsStorage::open`](crate::storage::FsStorage::open) to keep them in a directory.
+    /// Without this setting the workspace is a [`MemoryStorage`]: everything in it is lost
+    /// with the agent, and a later agent cannot restore the sessions (`build` says so in a
+    /// `tracing` event).
     pub fn workspace(mut self, storage: Arc<dyn Storage>) -> Self {
         self.workspace = Some(storage);
         self
@@ -315,10 +321,14 @@ impl HarnessAgentBuilder {
         if let Some(compaction) = &self.compaction {
             compaction.validate()?;
         }
-        let workspace = self
-            .workspace
-            .clone()
-            .unwrap_or_else(|| Arc::new(MemoryStorage::new()));
+        let workspace = self.workspace.clone().unwrap_or_else(|| {
+            tracing::info!(
+                agent = %self.name,
+                "no workspace storage set: files, offloaded results and session logs are kept in \
+                 memory and lost with the agent; set `workspace(FsStorage::open(dir)?)` to keep them"
+            );
+            Arc::new(MemoryStorage::new())
+        });
         // The embedded default: one JSON-lines file per session in the workspace.
         let session_log: Option<Arc<dyn SessionLog>> = self.session_log_enabled.then(|| {
             self.session_log.clone().unwrap_or_else(|| {
