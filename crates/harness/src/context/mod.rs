@@ -4,8 +4,14 @@
 //! message, the conversation, transient state and references ([`render`]) from the materials
 //! loaded for this step (instructions, [`workspace`] files once per call, [`source`] blocks once
 //! per step), counts the request, computes the input limit, validates tool pairing and then the
-//! whole budget, and records a [`manifest::ContextManifest`]. Later stages (offload, omission,
-//! compaction, projections) plug in between layout and validation.
+//! whole budget, and records a [`manifest::ContextManifest`]; optional material is omitted there
+//! while the request is over budget ([`omission`]).
+//!
+//! The stages that do I/O or call a model run before it, in the agent's step
+//! (`agent::run`'s `Call::prepare`, the pipeline's top function): [`source::load_all`] loads the
+//! dynamic sources, [`offload`] moves oversized tool results to the workspace, compaction
+//! reduces the conversation within [`conversation_allowance`], and the task projection adds
+//! transient state; their transforms are handed to `prepare` and recorded in its manifest.
 //!
 //! **Invariant:** `prepare` does no I/O and reads no clock; it is a function of its input.
 //!
