@@ -24,6 +24,7 @@ use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderError, ProviderKind
 use ctxbed_sim::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction,
 };
+use ctxbed_sim::rng::Stream;
 
 /// A finished recording: the mock model that replays it and the live run's output.
 #[derive(Debug)]
@@ -48,7 +49,8 @@ pub enum RecordError {
 /// mock model `name`.
 ///
 /// Each request is sent once (`config.retry` is overridden to one attempt), so every error
-/// the provider returns is recorded as it happened; the jitter seed is the scenario's. The
+/// the provider returns is recorded as it happened; the jitter seed is the scenario's
+/// retry-jitter stream's. The
 /// recorded model keeps the scenario mock's window, output limit, tokenizer and strictness,
 /// imitates the recorded provider, and answers summary requests from its script
 /// (`summaries = "scripted"`), since the real provider answered them too.
@@ -61,7 +63,7 @@ pub fn record(
     name: &str,
 ) -> Result<Recording, RecordError> {
     config.retry.attempts_max = 1;
-    config.retry.seed = scenario.seed;
+    config.retry.seed = scenario.seed.stream(Stream::RetryJitter).seed();
     if config.context_window.is_none() {
         config.context_window = scenario.mock.info.context_window;
     }
