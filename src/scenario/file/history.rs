@@ -97,7 +97,7 @@ pub(super) fn history_spec(
 }
 
 /// Appends one generated tool exchange: an assistant call and its result.
-pub(super) fn generated_round(
+fn generated_round(
     messages: &mut Vec<Message>,
     history: SeedStream,
     entry: usize,
@@ -116,7 +116,7 @@ pub(super) fn generated_round(
 }
 
 /// One history message; generated text is seeded by `text_key` in the history stream.
-pub(super) fn history_message(
+fn history_message(
     checker: &mut Checker<'_>,
     history: SeedStream,
     text_key: &str,
