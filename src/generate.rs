@@ -38,7 +38,8 @@
 //! each later call of a damaged session fails to restore it (I10 holds the agent to leaving
 //! the file as it is).
 //!
-//! Every concern draws from its own ChaCha8 stream ([`SeedTree::fork`]), so changing how one part
+//! Every concern draws from its own ChaCha8 stream of the generator's stream of the seed tree
+//! ([`SeedStream::fork`]; the tree goes into the scenario for its runs), so changing how one part
 //! is generated leaves the others as they were. Scenarios stay small (a few requests of a few
 //! thousand tokens) so that a sweep runs about a thousand per second per core in release.
 //!
@@ -49,7 +50,7 @@
 //! ```
 //! use ctxbed::generate::generate;
 //! let scenario = generate(7);
-//! assert_eq!(scenario.seed, 7);
+//! assert_eq!(scenario.seed.seed(), 7);
 //! assert!(!scenario.steps.is_empty());
 //! assert_eq!(format!("{:?}", generate(7)), format!("{scenario:?}"));
 //! ```
@@ -71,7 +72,7 @@ use ctxbed_harness::compaction::config::{
 use ctxbed_harness::context::PairingCheck;
 use ctxbed_harness::context::budget::BudgetSettings;
 use ctxbed_harness::context::offload::OffloadConfig;
-use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::rng::{SeedStream, SeedTree, Stream};
 use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
 use ctxbed_sim::text::{TextKind, generate_text};
 
@@ -108,79 +109,68 @@ pub fn model_name(seed: u64) -> String {
 /// Never for any seed; the asserts check that the generator keeps to the scenario rules.
 pub fn generate(seed: u64) -> Scenario {
     let tree = SeedTree::new(seed);
-    let tools = tools(&mut Draw::new(&tree, "generate/tools"));
-    let builtin_tools = builtin_tools(&mut Draw::new(&tree, "generate/builtin"), &tools);
-    let steps = steps(&mut Draw::new(&tree, "generate/steps"));
+    let draws = tree.stream(Stream::Generator);
+    let tools = tools(&mut Draw::new(&draws, "/tools"));
+    let builtin_tools = builtin_tools(&mut Draw::new(&draws, "/builtin"), &tools);
+    let steps = steps(&mut Draw::new(&draws, "/steps"));
     let mut tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     tool_names.extend(builtin_tools.iter().cloned());
     let agent = agent(
-        &mut Draw::new(&tree, "generate/agent"),
-        &tree,
+        &mut Draw::new(&draws, "/agent"),
+        &draws,
         seed,
         &tools,
         builtin_tools,
     );
-    let mut mock = mock_script(&mut Draw::new(&tree, "generate/model"), seed, &tool_names);
-    let mut workspace = Draw::new(&tree, "generate/workspace");
+    let mut mock = mock_script(&mut Draw::new(&draws, "/model"), seed, &tool_names);
+    let mut workspace = Draw::new(&draws, "/workspace");
     let workspace_files = workspace_files(&mut workspace);
     let mut fail_writes_under = fail_writes_under(&mut workspace);
-    let sources = sources(&mut Draw::new(&tree, "generate/sources"));
+    let sources = sources(&mut Draw::new(&draws, "/sources"));
     let mut agent = agent;
     agent.omission_order = omission_order(
-        &mut Draw::new(&tree, "generate/omission"),
+        &mut Draw::new(&draws, "/omission"),
         &sources,
         &workspace_files,
     );
-    model::task_list(
-        &mut Draw::new(&tree, "generate/task"),
-        &mut agent,
-        &mut mock,
-    );
+    model::task_list(&mut Draw::new(&draws, "/task"), &mut agent, &mut mock);
     let mut steps = steps;
     faults::sessions(
-        &mut Draw::new(&tree, "generate/sessions"),
+        &mut Draw::new(&draws, "/sessions"),
         &mut agent,
         &mut steps,
         &mut fail_writes_under,
     );
     let window = faults::preparation_window(&sources);
-    faults::concurrent_append(&mut Draw::new(&tree, "generate/append"), &mut steps, window);
+    faults::concurrent_append(&mut Draw::new(&draws, "/append"), &mut steps, window);
     let mut task = faults::task_actions(
-        &mut Draw::new(&tree, "generate/task-actions"),
+        &mut Draw::new(&draws, "/task-actions"),
         &mut agent,
         &mut steps,
         window,
     );
-    faults::more_restarts(
-        &mut Draw::new(&tree, "generate/restarts"),
-        &agent,
-        &mut steps,
-    );
+    faults::more_restarts(&mut Draw::new(&draws, "/restarts"), &agent, &mut steps);
     faults::corrupt_restart(
-        &mut Draw::new(&tree, "generate/corrupt-restart"),
+        &mut Draw::new(&draws, "/corrupt-restart"),
         &agent,
         &mut steps,
     );
     let mut tools = tools;
     plan::plan_mode(
-        &mut Draw::new(&tree, "generate/plan"),
+        &mut Draw::new(&draws, "/plan"),
         &agent,
         &mut task,
         &mut steps,
         &mut tools,
     );
     model::session_tools(
-        &mut Draw::new(&tree, "generate/session-tools"),
+        &mut Draw::new(&draws, "/session-tools"),
         &mut agent,
         &mut mock,
     );
-    approximate_estimator(&mut Draw::new(&tree, "generate/estimator"), &mut agent);
-    model::requirement_proposals(
-        &mut Draw::new(&tree, "generate/proposals"),
-        &mut agent,
-        &mut mock,
-    );
-    application_writes(&mut Draw::new(&tree, "generate/app-writes"), &mut steps);
+    approximate_estimator(&mut Draw::new(&draws, "/estimator"), &mut agent);
+    model::requirement_proposals(&mut Draw::new(&draws, "/proposals"), &mut agent, &mut mock);
+    application_writes(&mut Draw::new(&draws, "/app-writes"), &mut steps);
     for step in &mut steps {
         // The runner writes these before the step; a failing prefix would stop the run.
         step.workspace_writes.retain(|path, _| {
@@ -189,23 +179,23 @@ pub fn generate(seed: u64) -> Scenario {
                 .any(|p| path.starts_with(p.as_str()))
         });
     }
-    let mut history = history(&mut Draw::new(&tree, "generate/history"), &tool_names);
+    let mut history = history(&mut Draw::new(&draws, "/history"), &tool_names);
     history.extend(second_session_history(
-        &mut Draw::new(&tree, "generate/history-2"),
+        &mut Draw::new(&draws, "/history-2"),
         &steps,
         &tool_names,
     ));
     let scenario = Scenario {
         task,
-        network: network::network(&mut Draw::new(&tree, "generate/network")),
+        network: network::network(&mut Draw::new(&draws, "/network")),
         name: format!("{NAME_PREFIX}/seed-{seed}"),
         label: format!("{NAME_PREFIX}/seed-{seed}.toml"),
         description: format!("Generated by `ctxbed sweep` from seed {seed}"),
-        seed,
+        seed: tree,
         agent,
         mock,
         tools,
-        instructions: instructions(&mut Draw::new(&tree, "generate/instructions")),
+        instructions: instructions(&mut Draw::new(&draws, "/instructions")),
         sources,
         workspace_files,
         fail_writes_under,
@@ -225,8 +215,8 @@ pub fn generate(seed: u64) -> Scenario {
 struct Draw(ChaCha8Rng);
 
 impl Draw {
-    fn new(tree: &SeedTree, concern: &str) -> Self {
-        Draw(tree.fork(concern))
+    fn new(draws: &SeedStream, concern: &str) -> Self {
+        Draw(draws.fork(concern))
     }
 
     /// Uniform in `0..n` (0 when `n` is 0).
@@ -369,7 +359,7 @@ fn builtin_tools(draw: &mut Draw, tools: &[ToolSpec]) -> Vec<String> {
 
 fn agent(
     draw: &mut Draw,
-    tree: &SeedTree,
+    draws: &SeedStream,
     seed: u64,
     tools: &[ToolSpec],
     builtin_tools: Vec<String>,
@@ -381,7 +371,7 @@ fn agent(
     }
     let compaction = compaction(draw);
     let summary_model = (compaction.is_some() && draw.percent(20))
-        .then(|| model::summary_script(&mut Draw::new(tree, "generate/summary-model"), seed));
+        .then(|| model::summary_script(&mut Draw::new(draws, "/summary-model"), seed));
     AgentSpec {
         task_list: false,
         task_context: ctxbed_harness::task::TaskContextOptions::default(),

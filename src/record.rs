@@ -13,6 +13,7 @@ use ctxbed_harness::model::{ModelInfo, ModelRequest};
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderError, ProviderKind};
 use ctxbed_sim::mock::{MockScript, SummaryMode};
 use ctxbed_sim::recording::RecordingModel;
+use ctxbed_sim::rng::Stream;
 
 /// A finished recording: the mock model that replays it and the live run's output.
 #[derive(Debug)]
@@ -44,7 +45,8 @@ pub enum RecordError {
 /// mock model `name`.
 ///
 /// Each request is sent once (`config.retry` is overridden to one attempt), so every error
-/// the provider returns is recorded as it happened; the jitter seed is the scenario's. The
+/// the provider returns is recorded as it happened; the jitter seed is the scenario's
+/// retry-jitter stream's. The
 /// recorded model keeps the scenario mock's window, output limit, tokenizer and strictness,
 /// imitates the recorded provider, and answers summary requests from its script
 /// (`summaries = "scripted"`), since the real provider answered them too.
@@ -59,7 +61,7 @@ pub fn record(
     name: &str,
 ) -> Result<Recording, RecordError> {
     config.retry.attempts_max = 1;
-    config.retry.seed = scenario.seed;
+    config.retry.seed = scenario.seed.stream(Stream::RetryJitter).seed();
     if config.context_window.is_none() {
         config.context_window = scenario.mock.info.context_window;
     }

@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use super::diagnostic::{Diagnostic, from_toml};
 use super::mock_file::Checker;
 use super::source::read_source;
-use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::rng::{SeedTree, Stream};
 
 use agent::agent_spec;
 pub use checked::{
@@ -183,12 +183,17 @@ pub fn parse_scenario(
         .collect::<Vec<_>>();
     check_unique_sources(&mut checker, &raw.sources);
     let mut workspace_files = workspace_files(&mut checker, &raw.workspace);
-    generated_files(&mut checker, &seeds, &raw.workspace, &mut workspace_files);
+    generated_files(
+        &mut checker,
+        seeds.stream(Stream::Workspace),
+        &raw.workspace,
+        &mut workspace_files,
+    );
     let history = raw
         .history
         .iter()
         .enumerate()
-        .filter_map(|(i, h)| history_spec(&mut checker, &seeds, i, h))
+        .filter_map(|(i, h)| history_spec(&mut checker, seeds.stream(Stream::History), i, h))
         .collect();
     let steps = steps(&mut checker, &raw.steps);
     let task = raw.task.as_ref().map(|t| task_spec(&mut checker, t));
@@ -215,7 +220,7 @@ pub fn parse_scenario(
         name: layout.name.clone(),
         label: label.to_string(),
         description: raw.description.unwrap_or_default(),
-        seed,
+        seed: seeds,
         agent,
         mock,
         tools,

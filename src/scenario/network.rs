@@ -25,8 +25,9 @@
 //! ([`ctxbed_sim::netsim`]). Host request numbers count every HTTP request, retries
 //! included. The summary model, when the scenario names one, stays in process.
 //!
-//! **Invariant:** the run is turmoil's simulation seeded by the scenario seed: the same seed
-//! gives the same latencies, faults and trace.
+//! **Invariant:** the run is turmoil's simulation seeded by the scenario's network stream, and
+//! the provider's retry jitter by its retry-jitter stream ([`Stream`]): the same seed gives the
+//! same latencies, faults and trace.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -42,6 +43,7 @@ use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind, RetryPolicy};
 use ctxbed_sim::mock::MockModel;
 use ctxbed_sim::netsim::{HostFaults, ProviderHost, TurmoilTransport, serve};
 use ctxbed_sim::recording::RecordingModel;
+use ctxbed_sim::rng::Stream;
 
 /// The raw `[network]` table.
 #[derive(Debug, Deserialize)]
@@ -373,7 +375,7 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
 /// [`limits::NETWORK_SIMULATION_SECONDS_MAX`].
 pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<RunOutput, RunError> {
     let mut sim = turmoil::Builder::new()
-        .rng_seed(scenario.seed)
+        .rng_seed(scenario.seed.stream(Stream::Network).seed())
         .min_message_latency(network.latency_min)
         .max_message_latency(network.latency_max)
         .tick_duration(network.tick)
@@ -403,7 +405,7 @@ pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<RunOu
         attempts_max: network.retry_attempts,
         base_delay: network.retry_base,
         max_delay: network.retry_max,
-        seed: scenario.seed,
+        seed: scenario.seed.stream(Stream::RetryJitter).seed(),
     };
     let transport = TurmoilTransport {
         connect_timeout: network.connect_timeout,

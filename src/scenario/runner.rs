@@ -1,8 +1,8 @@
 //! Runs a checked scenario on the simulated runtime and records its trace.
 //!
-//! One current-thread tokio runtime with paused time per run; one
-//! [`SeedTree`](ctxbed_sim::rng::SeedTree) from the scenario's seed, forked per concern;
-//! in-memory workspace storage. Each step is an agent call consumed through `stream_events`, so
+//! One current-thread tokio runtime with paused time per run; the scenario's one
+//! [`SeedTree`](ctxbed_sim::rng::SeedTree), each consumer drawing from its own named
+//! [stream](ctxbed_sim::rng::Stream); in-memory workspace storage. Each step is an agent call consumed through `stream_events`, so
 //! the trace is exactly what a streaming client sees.
 //!
 //! The run's world and its set-up before the first step are in `world`, one step in `step`,

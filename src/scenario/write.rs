@@ -108,7 +108,7 @@ pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, Write
     if !scenario.expectations.is_empty() {
         return Err(unsupported("inline expectations"));
     }
-    let seed = i64::try_from(scenario.seed)
+    let seed = i64::try_from(scenario.seed.seed())
         .map_err(|_| unsupported(format!("seed {} (above i64::MAX)", scenario.seed)))?;
     let mut root = Table::new();
     root.insert("description".into(), scenario.description.clone().into());

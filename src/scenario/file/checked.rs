@@ -13,6 +13,7 @@ use ctxbed_harness::task::plan::PlanMode;
 use ctxbed_harness::task::requirements::{Decision, RequirementKind};
 use ctxbed_harness::task::{TaskContextOptions, TaskScope};
 use ctxbed_sim::mock::MockScript;
+use ctxbed_sim::rng::SeedTree;
 use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
 use ctxbed_sim::text::TextKind;
 
@@ -282,7 +283,9 @@ pub struct Scenario {
     /// The file as the user should see it.
     pub label: String,
     pub description: String,
-    pub seed: u64,
+    /// The root of every random draw of the scenario's runs, built once from the file's
+    /// `seed` (which it shows as); each consumer draws from its own stream of it.
+    pub seed: SeedTree,
     pub agent: AgentSpec,
     pub mock: MockScript,
     pub tools: Vec<ToolSpec>,

@@ -2,7 +2,7 @@
 //! generated tool rounds, their text seeded per message.
 
 use ctxbed_harness::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
-use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::rng::SeedStream;
 use ctxbed_sim::text::{TextKind, generate_text};
 use toml::Spanned;
 
@@ -13,7 +13,7 @@ use crate::scenario::mock_file::Checker;
 
 pub(super) fn history_spec(
     checker: &mut Checker<'_>,
-    seeds: &SeedTree,
+    history: SeedStream,
     index: usize,
     spanned: &Spanned<RawHistory>,
 ) -> Option<HistorySpec> {
@@ -37,7 +37,8 @@ pub(super) fn history_spec(
     for (position, message) in raw.messages.iter().enumerate() {
         let id = format!("h{:04}", messages.len() + 1);
         let field = format!("{field}.messages[{position}]");
-        if let Some(message) = history_message(checker, seeds, &field, id, message) {
+        let text_key = format!("[{index}].messages[{position}]/{id}");
+        if let Some(message) = history_message(checker, history, &text_key, &field, id, message) {
             messages.push(message);
         }
     }
@@ -77,7 +78,15 @@ pub(super) fn history_spec(
             &format!("{field}.tool.content"),
         )?;
         for round in 0..count {
-            generated_round(&mut messages, seeds, index, round, &tool.name, chars, kind);
+            generated_round(
+                &mut messages,
+                history,
+                index,
+                round,
+                &tool.name,
+                chars,
+                kind,
+            );
         }
     }
     Some(HistorySpec {
@@ -88,9 +97,9 @@ pub(super) fn history_spec(
 }
 
 /// Appends one generated tool exchange: an assistant call and its result.
-pub(super) fn generated_round(
+fn generated_round(
     messages: &mut Vec<Message>,
-    seeds: &SeedTree,
+    history: SeedStream,
     entry: usize,
     round: u64,
     tool: &str,
@@ -101,18 +110,16 @@ pub(super) fn generated_round(
     let call = ContentPart::tool_call(call_id.clone(), tool, serde_json::json!({ "round": round }));
     let call_message_id = format!("h{:04}", messages.len() + 1);
     messages.push(Message::assistant_tool_calls(call_message_id, vec![call]));
-    let text = generate_text(
-        kind,
-        chars,
-        seeds.seed_for(&format!("history/{entry}/{round}")),
-    );
+    let text = generate_text(kind, chars, history.seed_for(&format!("/{entry}/{round}")));
     let result_id = format!("h{:04}", messages.len() + 1);
     messages.push(Message::tool_result(result_id, call_id, tool, text, false));
 }
 
-pub(super) fn history_message(
+/// One history message; generated text is seeded by `text_key` in the history stream.
+fn history_message(
     checker: &mut Checker<'_>,
-    seeds: &SeedTree,
+    history: SeedStream,
+    text_key: &str,
     field: &str,
     id: String,
     spanned: &Spanned<RawMessage>,
@@ -130,11 +137,7 @@ pub(super) fn history_message(
         Some(value) => {
             let chars = result_chars(checker, value, &format!("{field}.chars"))?;
             let kind = text_kind(checker, raw.content.as_ref(), &format!("{field}.content"))?;
-            Some(generate_text(
-                kind,
-                chars,
-                seeds.seed_for(&format!("{field}/{id}")),
-            ))
+            Some(generate_text(kind, chars, history.seed_for(text_key)))
         }
         None => raw.text.clone(),
     };

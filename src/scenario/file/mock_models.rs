@@ -59,7 +59,7 @@ pub(super) fn load_mock(
     }
 }
 
-pub(super) fn known_models(layout: &Layout) -> Vec<String> {
+fn known_models(layout: &Layout) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(layout.root.join("mock-models")) else {
         return Vec::new();
     };

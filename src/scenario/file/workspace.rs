@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use ctxbed_harness::storage::WorkspacePath;
-use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::rng::SeedStream;
 use ctxbed_sim::text::generate_text;
 
 use super::raw::RawWorkspace;
@@ -33,10 +33,10 @@ pub(super) fn workspace_files(
 }
 
 /// Adds `[workspace.generated]` files: deterministic text of an exact length per path, e.g.
-/// `"big.log" = { chars = 200000, content = "log" }`, seeded by the scenario seed and the path.
+/// `"big.log" = { chars = 200000, content = "log" }`, seeded per path from the workspace stream.
 pub(super) fn generated_files(
     checker: &mut Checker<'_>,
-    seeds: &SeedTree,
+    workspace: SeedStream,
     raw: &RawWorkspace,
     files: &mut BTreeMap<String, String>,
 ) {
@@ -74,7 +74,7 @@ pub(super) fn generated_files(
         ) else {
             continue;
         };
-        let seed = seeds.seed_for(&format!("workspace/{checked}"));
+        let seed = workspace.seed_for(&format!("/{checked}"));
         files.insert(checked.to_string(), generate_text(kind, chars, seed));
     }
 }

@@ -15,7 +15,7 @@ use ctxbed_harness::tokens::{
 };
 use ctxbed_harness::tools::{DenyTools, Tool};
 use ctxbed_sim::mock::MockModel;
-use ctxbed_sim::rng::SeedTree;
+use ctxbed_sim::rng::{SeedStream, Stream};
 use ctxbed_sim::scripted::{PlanModeTool, WritingTool};
 use ctxbed_sim::scripted::{ScriptedOutput, ScriptedTool};
 
@@ -163,7 +163,8 @@ impl World<'_> {
     /// A scenario tool: the scripted tool, switching the plan mode and writing its file when
     /// it does.
     fn tool(&self, tool: &ToolSpec, task_states: &TaskStates) -> Result<Arc<dyn Tool>, RunError> {
-        let mut scripted = scripted_tool(tool, &self.seeds).into_arc();
+        let tools = self.scenario.seed.stream(Stream::Tools);
+        let mut scripted = scripted_tool(tool, tools).into_arc();
         if let Some(mode) = tool.sets_plan_mode {
             scripted = Arc::new(PlanModeTool {
                 inner: scripted,
@@ -193,7 +194,8 @@ pub(super) fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
     }
 }
 
-fn scripted_tool(spec: &ToolSpec, seeds: &SeedTree) -> ScriptedTool {
+/// The scripted tool of a spec; generated output is seeded by its name in the tools stream.
+fn scripted_tool(spec: &ToolSpec, tools: SeedStream) -> ScriptedTool {
     let output = match &spec.output {
         ToolOutputSpec::Fixed(text) => ScriptedOutput::Fixed(text.clone()),
         ToolOutputSpec::Sequence(texts) => ScriptedOutput::Sequence(texts.clone()),
@@ -211,7 +213,7 @@ fn scripted_tool(spec: &ToolSpec, seeds: &SeedTree) -> ScriptedTool {
     };
     let mut tool = ScriptedTool::new(spec.name.clone(), output)
         .with_latency(spec.latency)
-        .with_seed(seeds.seed_for(&format!("tool/{}", spec.name)));
+        .with_seed(tools.seed_for(&format!("/{}", spec.name)));
     if spec.description.is_some() || spec.parameters.is_some() {
         let description = spec
             .description

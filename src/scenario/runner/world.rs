@@ -1,5 +1,5 @@
-//! The world of one run (clock, seed tree, workspace storage, model and scripted sources, shared
-//! by every agent the run builds), the run in progress (its session log and the agent of the
+//! The world of one run (clock, workspace storage, model and scripted sources, shared by every
+//! agent the run builds), the run in progress (its session log and the agent of the
 //! moment), and what happens before the first step: seeding the workspace, task state and
 //! pre-existing history.
 
@@ -10,7 +10,6 @@ use ctxbed_harness::agent::HarnessAgent;
 use ctxbed_harness::clock::{Clock, TokioClock};
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::{MemoryStorage, Storage, WorkspacePath};
-use ctxbed_sim::rng::SeedTree;
 use ctxbed_sim::scripted::ScriptedSource;
 
 use super::agent::{SessionLogHandle, new_session_log};
@@ -23,7 +22,6 @@ use crate::scenario::trace::{StepRecord, Trace};
 /// ([`World::agent`]).
 pub(super) struct World<'a> {
     pub(super) scenario: &'a Scenario,
-    pub(super) seeds: SeedTree,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) storage: Arc<MemoryStorage>,
     pub(super) model: Arc<dyn ObservedModel>,
@@ -47,7 +45,6 @@ impl<'a> Run<'a> {
         model: Arc<dyn ObservedModel>,
     ) -> Result<Run<'a>, RunError> {
         let clock: Arc<dyn Clock> = Arc::new(TokioClock::start());
-        let seeds = SeedTree::new(scenario.seed);
         let storage = Arc::new(MemoryStorage::new());
         write_files(&storage, &scenario.workspace_files).await?;
         for prefix in &scenario.fail_writes_under {
@@ -55,7 +52,6 @@ impl<'a> Run<'a> {
         }
         let world = World {
             scenario,
-            seeds,
             clock,
             storage,
             model,

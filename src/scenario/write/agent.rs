@@ -106,7 +106,7 @@ pub(super) fn agent(scenario: &Scenario) -> Result<Table, WriteError> {
     Ok(table)
 }
 
-pub(super) fn offload(config: Option<&OffloadConfig>) -> Value {
+fn offload(config: Option<&OffloadConfig>) -> Value {
     let mut table = Table::new();
     match config {
         None => {
@@ -125,7 +125,7 @@ pub(super) fn offload(config: Option<&OffloadConfig>) -> Value {
     Value::Table(table)
 }
 
-pub(super) fn compaction(
+fn compaction(
     config: Option<&CompactionConfig>,
     summary_model: Option<String>,
 ) -> Result<Value, WriteError> {

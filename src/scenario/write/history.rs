@@ -31,7 +31,7 @@ pub(super) fn history(spec: &HistorySpec) -> Result<Value, WriteError> {
     Ok(Value::Table(table))
 }
 
-pub(super) fn history_message(message: &Message) -> Result<Value, WriteError> {
+fn history_message(message: &Message) -> Result<Value, WriteError> {
     if !message.metadata.is_empty() || message.name.is_some() {
         return Err(unsupported(format!(
             "history message `{}` with metadata or a name",
@@ -71,7 +71,7 @@ pub(super) fn history_message(message: &Message) -> Result<Value, WriteError> {
 
 /// Parts in the loader's order: thinking, text, media, tool calls; at most one of each of the
 /// first three.
-pub(super) fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError> {
+fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError> {
     let mut stage = 0;
     let mut calls = Vec::new();
     for part in &message.parts {

@@ -41,7 +41,7 @@ pub(super) fn string_map(map: &std::collections::BTreeMap<String, String>) -> Va
 }
 
 /// A JSON value as TOML; `null` has no TOML form.
-pub(super) fn json_to_toml(value: &serde_json::Value) -> Result<Value, WriteError> {
+fn json_to_toml(value: &serde_json::Value) -> Result<Value, WriteError> {
     Ok(match value {
         serde_json::Value::Null => return Err(unsupported("a JSON null")),
         serde_json::Value::Bool(b) => Value::Boolean(*b),
