@@ -1070,30 +1070,56 @@ input = "And the import?"
 
 const PLACEHOLDER_MOCK: &str = "window = 8000\n[[turns]]\nreply = \"unused\"\n";
 
-/// Runs `ctxbed record` on the record scenario against `base_url`; returns the exit status,
-/// standard error and whether the output file exists.
+/// A suite holding the record scenario and a placeholder mock model, and where the recording
+/// goes.
+struct RecordSuite {
+    root: tempfile::TempDir,
+    scenario: std::path::PathBuf,
+    recorded: std::path::PathBuf,
+}
+
+impl RecordSuite {
+    fn new() -> Self {
+        let root = tempfile::tempdir().expect("temporary directory");
+        std::fs::create_dir_all(root.path().join("scenarios")).expect("mkdir");
+        std::fs::create_dir_all(root.path().join("mock-models")).expect("mkdir");
+        let scenario = root.path().join("scenarios/record-me.toml");
+        std::fs::write(&scenario, RECORD_SCENARIO).expect("write");
+        std::fs::write(
+            root.path().join("mock-models/placeholder.toml"),
+            PLACEHOLDER_MOCK,
+        )
+        .expect("write");
+        let recorded = root.path().join("mock-models/recorded.toml");
+        RecordSuite {
+            root,
+            scenario,
+            recorded,
+        }
+    }
+
+    /// `ctxbed record` on the scenario against `base_url`, with `extra` arguments.
+    fn record(&self, base_url: &str, extra: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbed"));
+        command
+            .arg("record")
+            .arg(&self.scenario)
+            .args(["--provider", "openai", "--model", "test-model"])
+            .args(["--base-url", base_url])
+            .args(extra)
+            .arg("-o")
+            .arg(&self.recorded);
+        command
+    }
+}
+
+/// Runs `ctxbed record` against `base_url`; returns the exit status, standard error and
+/// whether the output file exists.
 fn record_against(base_url: &str) -> (std::process::ExitStatus, String, bool) {
-    let root = tempfile::tempdir().expect("temporary directory");
-    std::fs::create_dir_all(root.path().join("scenarios")).expect("mkdir");
-    std::fs::create_dir_all(root.path().join("mock-models")).expect("mkdir");
-    let scenario_path = root.path().join("scenarios/record-me.toml");
-    std::fs::write(&scenario_path, RECORD_SCENARIO).expect("write");
-    std::fs::write(
-        root.path().join("mock-models/placeholder.toml"),
-        PLACEHOLDER_MOCK,
-    )
-    .expect("write");
-    let recorded = root.path().join("mock-models/recorded.toml");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbed"))
-        .arg("record")
-        .arg(&scenario_path)
-        .args(["--provider", "openai", "--model", "test-model"])
-        .args(["--base-url", base_url, "-o"])
-        .arg(&recorded)
-        .output()
-        .expect("ctxbed runs");
+    let suite = RecordSuite::new();
+    let output = suite.record(base_url, &[]).output().expect("ctxbed runs");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    (output.status, stderr, recorded.exists())
+    (output.status, stderr, suite.recorded.exists())
 }
 
 #[test]
@@ -1154,31 +1180,13 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
             .await;
     });
 
-    let root = tempfile::tempdir().expect("temporary directory");
-    std::fs::create_dir_all(root.path().join("scenarios")).expect("mkdir");
-    std::fs::create_dir_all(root.path().join("mock-models")).expect("mkdir");
-    let scenario_path = root.path().join("scenarios/record-me.toml");
-    std::fs::write(&scenario_path, RECORD_SCENARIO).expect("write");
-    std::fs::write(
-        root.path().join("mock-models/placeholder.toml"),
-        PLACEHOLDER_MOCK,
-    )
-    .expect("write");
-    let recorded = root.path().join("mock-models/recorded.toml");
-
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbed"))
-        .arg("record")
-        .arg(&scenario_path)
-        .args([
-            "--provider",
-            "openai",
-            "--model",
-            "test-model",
-            "--no-stream",
-        ])
-        .args(["--base-url", &format!("{}/v1", server.uri())])
-        .args(["--api-key-env", "CTXBED_RECORD_TEST_KEY", "-o"])
-        .arg(&recorded)
+    let suite = RecordSuite::new();
+    let (root, recorded) = (&suite.root, &suite.recorded);
+    let output = suite
+        .record(
+            &format!("{}/v1", server.uri()),
+            &["--no-stream", "--api-key-env", "CTXBED_RECORD_TEST_KEY"],
+        )
         .env("CTXBED_RECORD_TEST_KEY", KEY)
         .output()
         .expect("ctxbed runs");
