@@ -1193,7 +1193,7 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
-    let text = std::fs::read_to_string(&recorded).expect("recorded file");
+    let text = std::fs::read_to_string(recorded).expect("recorded file");
     // Every request the server received is one recorded turn: two replies, then the overflow
     // answer to each request of step 2 (how many depends on the agent's overflow recovery).
     let received = runtime.block_on(received_count(&server));
