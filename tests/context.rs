@@ -374,3 +374,49 @@ fn the_policy_version_names_the_settings_that_shape_preparation() {
         assert_eq!(distinct.len(), changed.len());
     });
 }
+
+#[test]
+fn an_unpolled_stream_prepares_nothing_until_it_is_polled() {
+    runtime().block_on(async {
+        let source = Arc::new(CountingSource::default());
+        let observed = Arc::new(AtomicU64::new(0));
+        let counter = observed.clone();
+        let policy = ContextPolicy {
+            observer: Some(Arc::new(move |_: &ContextManifest| {
+                counter.fetch_add(1, Ordering::SeqCst);
+            })),
+            ..ContextPolicy::default()
+        };
+        let model = replying_model(1);
+        let agent = HarnessAgent::builder()
+            .model(model.clone())
+            .context_policy(policy)
+            .context_source("counter", source.clone())
+            .build()
+            .expect("agent");
+        let session = RuntimeContext::new().with_session("lazy");
+        let mut stream = agent.stream_events("go", session.clone());
+        // Time passes and every other task runs: an unpolled stream starts nothing.
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(source.loads.load(Ordering::SeqCst), 0, "no source load");
+        assert_eq!(observed.load(Ordering::SeqCst), 0, "no manifest");
+        assert!(model.take_received().is_empty(), "no model request");
+        assert!(agent.history(&session).is_empty(), "nothing committed");
+        assert!(format!("{stream:?}").contains("not started"));
+        // The first poll starts the run.
+        let first = stream.next().await.expect("an event");
+        assert!(
+            matches!(
+                first.kind,
+                ctxbed_harness::agent::events::EventKind::RunStarted { .. }
+            ),
+            "{first:?}"
+        );
+        let rest = stream.collect().await;
+        assert!(!rest.is_empty());
+        assert_eq!(source.loads.load(Ordering::SeqCst), 1);
+        assert_eq!(observed.load(Ordering::SeqCst), 1);
+        assert_eq!(agent.history(&session).len(), 2);
+    });
+}

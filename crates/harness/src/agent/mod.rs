@@ -286,19 +286,18 @@ impl HarnessAgent {
 
     /// Runs one call and yields its events as they happen; the last is `RunFinished`.
     ///
-    /// Must be called inside a tokio runtime; the run proceeds as the stream is polled.
+    /// The stream is lazy: nothing happens (no session restore, source load, preparation or
+    /// model request) until it is first polled, as a cold reactive stream. Once started, the run
+    /// goes on in a task of its own: a stream dropped after its first event still completes and
+    /// commits. Must be polled inside a tokio runtime.
     pub fn stream_events(&self, input: impl Into<String>, runtime: RuntimeContext) -> EventStream {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let inner = self.inner.clone();
-        let input = input.into();
-        tokio::spawn(async move {
-            let mut forward = |event: AgentEvent| {
-                // A dropped stream means nobody listens; the run still completes and commits.
-                let _ = sender.send(event);
-            };
-            let _ = run::run(&inner, input, runtime, &mut forward).await;
-        });
-        EventStream { receiver }
+        EventStream {
+            state: StreamState::Cold(Some(ColdRun {
+                inner: self.inner.clone(),
+                input: input.into(),
+                runtime,
+            })),
+        }
     }
 
     /// Replaces a session's committed working history (e.g. a conversation imported from
@@ -470,16 +469,63 @@ impl HarnessAgent {
     }
 }
 
-/// The events of one run, in order.
-#[derive(Debug)]
+/// The events of one run, in order. Lazy: the run starts at the first [`next`](Self::next).
 pub struct EventStream {
-    receiver: tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+    state: StreamState,
+}
+
+enum StreamState {
+    /// Not polled yet: what the run needs (`None` only while it is being started).
+    Cold(Option<ColdRun>),
+    /// Started: the run's events as it sends them.
+    Running(tokio::sync::mpsc::UnboundedReceiver<AgentEvent>),
+}
+
+/// A call that has not started.
+struct ColdRun {
+    inner: Arc<AgentInner>,
+    input: String,
+    runtime: RuntimeContext,
+}
+
+impl ColdRun {
+    /// Starts the run in a task of its own and returns where its events arrive.
+    fn start(self) -> tokio::sync::mpsc::UnboundedReceiver<AgentEvent> {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut forward = |event: AgentEvent| {
+                // A dropped stream means nobody listens; the run still completes and commits.
+                let _ = sender.send(event);
+            };
+            let _ = run::run(&self.inner, self.input, self.runtime, &mut forward).await;
+        });
+        receiver
+    }
+}
+
+impl std::fmt::Debug for EventStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = match self.state {
+            StreamState::Cold(_) => "not started",
+            StreamState::Running(_) => "running",
+        };
+        f.debug_struct("EventStream")
+            .field("state", &state)
+            .finish()
+    }
 }
 
 impl EventStream {
-    /// The next event, or `None` after `RunFinished`.
+    /// The next event, or `None` after `RunFinished`. The first call starts the run.
     pub async fn next(&mut self) -> Option<AgentEvent> {
-        self.receiver.recv().await
+        if let StreamState::Cold(cold) = &mut self.state {
+            let receiver = cold.take()?.start();
+            self.state = StreamState::Running(receiver);
+        }
+        match &mut self.state {
+            StreamState::Running(receiver) => receiver.recv().await,
+            StreamState::Cold(_) => None,
+        }
     }
 
     /// Collects every remaining event.
