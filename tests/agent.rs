@@ -201,6 +201,26 @@ fn builder_rejects_bad_configuration_and_stays_usable() {
         ));
         let fixed = zero.max_steps(2);
         assert!(fixed.build().is_ok());
+        // A second instruction of the same name is refused, never a silent replacement.
+        let twice = fixed
+            .clone()
+            .instruction("policy", "Preserve the public API.")
+            .instruction("other", "Be brief.")
+            .instruction("policy", "Never touch the migrations.");
+        let error = twice.build().err();
+        assert_eq!(
+            error,
+            Some(BuildError::DuplicateInstruction("policy".into()))
+        );
+        let message = error.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("its own name"), "{message}");
+        assert!(
+            fixed
+                .instruction("policy", "Preserve the public API.")
+                .instruction("other", "Be brief.")
+                .build()
+                .is_ok()
+        );
     });
 }
 

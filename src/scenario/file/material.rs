@@ -30,6 +30,17 @@ pub(super) fn instruction_specs(
             checker.problems.push(problem);
             continue;
         }
+        if let Some(first) = specs.iter().position(|spec| spec.name == *name) {
+            let problem = checker
+                .at(
+                    &instruction.name,
+                    format!("an instruction named `{name}` is already defined (instructions[{first}])"),
+                )
+                .field(format!("instructions[{index}].name"))
+                .help("instruction names must be unique: rename one, or merge the two texts into one entry");
+            checker.problems.push(problem);
+            continue;
+        }
         specs.push(InstructionSpec {
             name: name.clone(),
             text: instruction.text.clone(),

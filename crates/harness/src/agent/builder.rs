@@ -37,6 +37,10 @@ pub enum BuildError {
         "instruction name `{0}` is invalid: start with a letter or digit and use only letters, digits, `_`, `.` or `-`"
     )]
     InvalidInstructionName(String),
+    #[error(
+        "instruction `{0}` is given twice; give each instruction its own name, or put both texts in one `instruction(...)`"
+    )]
+    DuplicateInstruction(String),
     #[error("the offload eviction path is invalid: {0}")]
     InvalidEvictionPath(String),
     #[error("invalid compaction configuration: {0}")]
@@ -139,14 +143,9 @@ impl HarnessAgentBuilder {
     }
 
     /// A named application rule, placed in System (required, priority 100, id
-    /// `instruction/<name>`). Giving the same name again replaces the earlier text.
+    /// `instruction/<name>`). Names are unique: giving one twice is reported by `build`.
     pub fn instruction(mut self, name: impl Into<String>, markdown: impl Into<String>) -> Self {
-        let name = name.into();
-        let markdown = markdown.into();
-        match self.instructions.iter_mut().find(|(n, _)| *n == name) {
-            Some(entry) => entry.1 = markdown,
-            None => self.instructions.push((name, markdown)),
-        }
+        self.instructions.push((name.into(), markdown.into()));
         self
     }
 
@@ -307,9 +306,12 @@ impl HarnessAgentBuilder {
             return Err(BuildError::Source(error.clone()));
         }
         let mut instructions = Vec::with_capacity(self.instructions.len());
-        for (name, text) in &self.instructions {
+        for (index, (name, text)) in self.instructions.iter().enumerate() {
             if !crate::context::source::is_valid_name(name) {
                 return Err(BuildError::InvalidInstructionName(name.clone()));
+            }
+            if self.instructions[..index].iter().any(|(n, _)| n == name) {
+                return Err(BuildError::DuplicateInstruction(name.clone()));
             }
             instructions.push(Material::instruction(name, text));
         }
