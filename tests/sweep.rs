@@ -31,9 +31,15 @@ use ctxbed_harness::task::{TaskContextOptions, TaskScope};
 use ctxbed_sim::mock::{ScriptedError, TurnAction};
 use ctxbed_sim::netsim::HostFaults;
 use ctxbed_sim::scripted::SourceFailure;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
 
 /// Seeds of the file round-trip test.
 const ROUND_TRIP_SEEDS: u64 = 40;
+/// Cases of the written-scenario property when `PROPTEST_CASES` is not set.
+const WRITE_CASES_DEFAULT: u32 = 64;
+/// The property's fixed seed when `PROPTEST_RNG_SEED` is not set.
+const WRITE_RNG_SEED_DEFAULT: u64 = 0x5ced_f11e;
 
 #[test]
 fn a_sweep_on_two_threads_checks_each_seed_of_its_shard_once() {
@@ -807,6 +813,53 @@ fn a_network_table_the_loader_would_refuse_is_not_written() {
             error.to_string().contains("the loader would refuse"),
             "{what}: {error}"
         );
+    }
+}
+
+/// What a written and loaded scenario must equal: the checked scenario as it prints, without
+/// what depends on where the file is (name, label) and on its layout (the line of each mock
+/// turn, which only messages quote).
+fn comparable(mut scenario: Scenario) -> String {
+    scenario.name.clear();
+    scenario.label.clear();
+    let scripts = std::iter::once(&mut scenario.mock).chain(scenario.agent.summary_model.as_mut());
+    for script in scripts {
+        for turn in &mut script.turns {
+            turn.line = 0;
+        }
+    }
+    format!("{scenario:?}")
+}
+
+fn write_config() -> Config {
+    let mut config = Config::default();
+    if std::env::var_os("PROPTEST_CASES").is_none() {
+        config.cases = WRITE_CASES_DEFAULT;
+    }
+    if std::env::var_os("PROPTEST_RNG_SEED").is_none() {
+        config.rng_seed = RngSeed::Fixed(WRITE_RNG_SEED_DEFAULT);
+    }
+    config.failure_persistence = None;
+    config
+}
+
+proptest! {
+    #![proptest_config(write_config())]
+
+    /// A checked scenario written to files and loaded back is the same scenario, for
+    /// generated scenarios of any seed a file can hold (TOML integers stop at `i64::MAX`; the
+    /// generator reaches every part of the format the writer can say).
+    #[test]
+    fn a_written_scenario_loads_back_equal(seed in 0..=i64::MAX as u64) {
+        let generated = generate(seed);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("scenarios/regressions/written.toml");
+        write(&generated, &path, "property").expect("a generated scenario writes");
+        let loaded = load(&path).unwrap_or_else(|problems| {
+            let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            panic!("seed {seed} does not load back:\n{}", problems.join("\n"))
+        });
+        prop_assert_eq!(comparable(generated), comparable(loaded));
     }
 }
 

@@ -35,7 +35,7 @@ mod expectations;
 mod history;
 mod material;
 mod mock_models;
-mod raw;
+pub(super) mod raw;
 mod steps;
 mod task;
 mod text;

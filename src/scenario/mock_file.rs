@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::diagnostic::{Diagnostic, closest, from_toml};
@@ -37,54 +37,54 @@ use ctxbed_sim::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
 };
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawMock {
+pub(super) struct RawMock {
+    /// Documentation for the reader of the file.
     #[serde(default)]
-    #[allow(dead_code)] // documentation for the reader of the file
-    description: Option<String>,
-    window: Option<Spanned<i64>>,
-    max_output: Option<Spanned<i64>>,
-    imitates: Option<Spanned<String>>,
-    tokenizer: Option<Spanned<String>>,
-    strict: Option<bool>,
-    summaries: Option<Spanned<String>>,
-    #[serde(default)]
-    turns: Vec<Spanned<RawTurn>>,
+    pub(super) description: Option<String>,
+    pub(super) window: Option<Spanned<i64>>,
+    pub(super) max_output: Option<Spanned<i64>>,
+    pub(super) imitates: Option<Spanned<String>>,
+    pub(super) tokenizer: Option<Spanned<String>>,
+    pub(super) strict: Option<bool>,
+    pub(super) summaries: Option<Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) turns: Vec<Spanned<RawTurn>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawTurn {
-    when: Option<RawCondition>,
-    reply: Option<String>,
-    thinking: Option<String>,
-    tool_calls: Option<Vec<Spanned<RawCall>>>,
-    summarize: Option<bool>,
-    error: Option<Spanned<String>>,
-    status: Option<Spanned<i64>>,
-    body: Option<String>,
-    raw: Option<String>,
-    latency_ms: Option<Spanned<i64>>,
-    times: Option<Spanned<i64>>,
+pub(super) struct RawTurn {
+    pub(super) when: Option<RawCondition>,
+    pub(super) reply: Option<String>,
+    pub(super) thinking: Option<String>,
+    pub(super) tool_calls: Option<Vec<Spanned<RawCall>>>,
+    pub(super) summarize: Option<bool>,
+    pub(super) error: Option<Spanned<String>>,
+    pub(super) status: Option<Spanned<i64>>,
+    pub(super) body: Option<String>,
+    pub(super) raw: Option<String>,
+    pub(super) latency_ms: Option<Spanned<i64>>,
+    pub(super) times: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawCondition {
-    tokens_over: Option<Spanned<i64>>,
-    tokens_at_most: Option<Spanned<i64>>,
-    contains: Option<String>,
-    purpose: Option<Spanned<String>>,
+pub(super) struct RawCondition {
+    pub(super) tokens_over: Option<Spanned<i64>>,
+    pub(super) tokens_at_most: Option<Spanned<i64>>,
+    pub(super) contains: Option<String>,
+    pub(super) purpose: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawCall {
-    id: Option<String>,
-    name: String,
+pub(super) struct RawCall {
+    pub(super) id: Option<String>,
+    pub(super) name: String,
     #[serde(default)]
-    args: Option<toml::Table>,
+    pub(super) args: Option<toml::Table>,
 }
 
 const ERROR_KINDS: &[&str] = &[

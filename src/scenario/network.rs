@@ -32,7 +32,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::file::Scenario;
@@ -46,36 +46,36 @@ use ctxbed_sim::recording::RecordingModel;
 use ctxbed_sim::rng::Stream;
 
 /// The raw `[network]` table.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawNetwork {
-    latency_ms: Option<Spanned<Vec<Spanned<i64>>>>,
-    stream: Option<bool>,
-    request_timeout_ms: Option<Spanned<i64>>,
-    connect_timeout_ms: Option<Spanned<i64>>,
-    retry: Option<RawRetry>,
-    #[serde(default)]
-    reset_requests: Vec<Spanned<i64>>,
-    #[serde(default)]
-    cut_stream_requests: Vec<Spanned<i64>>,
-    #[serde(default)]
-    partitions: Vec<Spanned<RawPartition>>,
-    tick_ms: Option<Spanned<i64>>,
+    pub(super) latency_ms: Option<Spanned<Vec<Spanned<i64>>>>,
+    pub(super) stream: Option<bool>,
+    pub(super) request_timeout_ms: Option<Spanned<i64>>,
+    pub(super) connect_timeout_ms: Option<Spanned<i64>>,
+    pub(super) retry: Option<RawRetry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) reset_requests: Vec<Spanned<i64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) cut_stream_requests: Vec<Spanned<i64>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) partitions: Vec<Spanned<RawPartition>>,
+    pub(super) tick_ms: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawRetry {
-    attempts: Option<Spanned<i64>>,
-    base_ms: Option<Spanned<i64>>,
-    max_ms: Option<Spanned<i64>>,
+pub(super) struct RawRetry {
+    pub(super) attempts: Option<Spanned<i64>>,
+    pub(super) base_ms: Option<Spanned<i64>>,
+    pub(super) max_ms: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct RawPartition {
-    from_ms: Spanned<i64>,
-    until_ms: Spanned<i64>,
+pub(super) struct RawPartition {
+    pub(super) from_ms: Spanned<i64>,
+    pub(super) until_ms: Spanned<i64>,
 }
 
 /// A checked `[network]` table.

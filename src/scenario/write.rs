@@ -9,8 +9,14 @@
 //! append of a System or tool message, fractional milliseconds, JSON `null`, numbers above
 //! `i64::MAX`) is refused with [`WriteError::Unsupported`], never written approximately.
 //!
-//! **Invariant:** for every scenario this accepts, loading the written files gives a scenario that
-//! runs to the same trace (tested on generated scenarios).
+//! There is one definition of each format: the checked scenario is turned back into the raw
+//! serde structs the loader reads ([`super::file`]'s, the `[network]` table's and the mock
+//! model's), and serde prints them. What is written here is only what cannot be derived: the
+//! names of enumerated choices, numbers and durations as the file spells them, and the
+//! refusals.
+//!
+//! **Invariant:** for every scenario this accepts, loading the written files gives back the same
+//! scenario (a property test over generated scenarios), which runs to the same trace.
 //!
 //! ```
 //! use ctxbed::scenario::write::scenario_toml;
@@ -18,6 +24,7 @@
 //! let text = scenario_toml(&generate(3), "").unwrap();
 //! assert!(text.contains("seed = 3"));
 //! ```
+
 mod agent;
 mod history;
 mod mock;
@@ -29,8 +36,7 @@ mod value;
 
 use std::path::{Path, PathBuf};
 
-use toml::{Table, Value};
-
+use super::file::raw::{RawInstruction, RawScenario, RawWorkspace};
 use super::file::{Layout, Scenario};
 use agent::agent;
 use history::history;
@@ -38,7 +44,7 @@ use network::network;
 use steps::step;
 use task::task;
 use tools::{source, tool};
-use value::{insert_array, string_map, strings};
+use value::{at, each};
 
 pub use mock::mock_toml;
 
@@ -105,60 +111,48 @@ pub fn write(scenario: &Scenario, path: &Path, comment: &str) -> Result<Written,
 /// # Errors
 /// Something the format cannot express.
 pub fn scenario_toml(scenario: &Scenario, comment: &str) -> Result<String, WriteError> {
+    let mut text = String::new();
+    for line in comment.lines() {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str(&toml::to_string(&raw_scenario(scenario)?)?);
+    Ok(text)
+}
+
+/// The scenario as the raw structs the loader reads.
+fn raw_scenario(scenario: &Scenario) -> Result<RawScenario, WriteError> {
     if !scenario.expectations.is_empty() {
         return Err(unsupported("inline expectations"));
     }
     let seed = i64::try_from(scenario.seed.seed())
         .map_err(|_| unsupported(format!("seed {} (above i64::MAX)", scenario.seed)))?;
-    let mut root = Table::new();
-    root.insert("description".into(), scenario.description.clone().into());
-    root.insert("seed".into(), seed.into());
-    root.insert("agent".into(), Value::Table(agent(scenario)?));
-    let tools: Result<Vec<Value>, WriteError> = scenario.tools.iter().map(tool).collect();
-    insert_array(&mut root, "tools", tools?);
     let instructions = scenario.instructions.iter().map(|instruction| {
-        let mut table = Table::new();
-        table.insert("name".into(), instruction.name.clone().into());
-        table.insert("text".into(), instruction.text.clone().into());
-        Value::Table(table)
+        at(RawInstruction {
+            name: at(instruction.name.clone()),
+            text: instruction.text.clone(),
+        })
     });
-    insert_array(&mut root, "instructions", instructions.collect());
-    let sources: Result<Vec<Value>, WriteError> = scenario.sources.iter().map(source).collect();
-    insert_array(&mut root, "sources", sources?);
-    let mut workspace = Table::new();
-    if !scenario.workspace_files.is_empty() {
-        workspace.insert("files".into(), string_map(&scenario.workspace_files));
-    }
-    if !scenario.fail_writes_under.is_empty() {
-        workspace.insert(
-            "fail_writes_under".into(),
-            strings(&scenario.fail_writes_under),
-        );
-    }
-    if !workspace.is_empty() {
-        root.insert("workspace".into(), Value::Table(workspace));
-    }
-    if let Some(spec) = &scenario.task {
-        root.insert("task".into(), Value::Table(task(spec)));
-    }
-    if let Some(spec) = &scenario.network {
-        root.insert("network".into(), Value::Table(network(spec)?));
-    }
-    let history: Result<Vec<Value>, WriteError> = scenario.history.iter().map(history).collect();
-    insert_array(&mut root, "history", history?);
-    insert_array(
-        &mut root,
-        "steps",
-        scenario
-            .steps
+    let workspace = RawWorkspace {
+        files: scenario
+            .workspace_files
             .iter()
-            .map(step)
-            .collect::<Result<Vec<_>, _>>()?,
-    );
-    let mut text = String::new();
-    for line in comment.lines() {
-        text.push_str(&format!("# {line}\n"));
-    }
-    text.push_str(&toml::to_string(&root)?);
-    Ok(text)
+            .map(|(path, text)| (path.clone(), at(text.clone())))
+            .collect(),
+        fail_writes_under: scenario.fail_writes_under.clone(),
+        generated: Default::default(),
+    };
+    Ok(RawScenario {
+        description: Some(scenario.description.clone()),
+        seed: Some(at(seed)),
+        agent: at(agent(scenario)?),
+        tools: each(&scenario.tools, tool)?,
+        instructions: instructions.collect(),
+        sources: each(&scenario.sources, source)?,
+        workspace,
+        history: each(&scenario.history, history)?,
+        steps: each(&scenario.steps, step)?,
+        expect: Vec::new(),
+        task: scenario.task.as_ref().map(task),
+        network: scenario.network.as_ref().map(network).transpose()?,
+    })
 }

@@ -1,341 +1,359 @@
 //! The raw serde structs of the scenario TOML format: one struct per table, fields named as
 //! the file spells them, values kept with their spans so that checking can point at them.
-//! Nothing here is checked; [`super`] turns these into the checked [`super::Scenario`].
+//! Nothing here is checked; [`super`] turns these into the checked [`super::Scenario`], and
+//! [`crate::scenario::write`] turns a checked scenario back into these to print it.
+//!
+//! Reading and writing share these definitions: a field that may be left out of a file is left
+//! out of a written one when it is absent (`None`, which the TOML serialiser skips) or equal to
+//! its default (an empty list or map, `false`, `0`, an empty string). Spans of written values
+//! are empty.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawScenario {
-    pub(super) description: Option<String>,
-    pub(super) seed: Option<Spanned<i64>>,
-    pub(super) agent: Spanned<RawAgent>,
-    #[serde(default)]
-    pub(super) tools: Vec<Spanned<RawTool>>,
-    #[serde(default)]
-    pub(super) instructions: Vec<Spanned<RawInstruction>>,
-    #[serde(default)]
-    pub(super) sources: Vec<Spanned<RawSource>>,
-    #[serde(default)]
-    pub(super) workspace: RawWorkspace,
-    #[serde(default)]
-    pub(super) history: Vec<Spanned<RawHistory>>,
-    #[serde(default)]
-    pub(super) steps: Vec<Spanned<RawStep>>,
-    #[serde(default)]
-    pub(super) expect: Vec<Spanned<RawExpect>>,
-    pub(super) task: Option<RawTask>,
-    pub(super) network: Option<crate::scenario::network::RawNetwork>,
+pub(in crate::scenario) struct RawScenario {
+    pub(in crate::scenario) description: Option<String>,
+    pub(in crate::scenario) seed: Option<Spanned<i64>>,
+    pub(in crate::scenario) agent: Spanned<RawAgent>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) tools: Vec<Spanned<RawTool>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) instructions: Vec<Spanned<RawInstruction>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) sources: Vec<Spanned<RawSource>>,
+    #[serde(default, skip_serializing_if = "RawWorkspace::is_empty")]
+    pub(in crate::scenario) workspace: RawWorkspace,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) history: Vec<Spanned<RawHistory>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) steps: Vec<Spanned<RawStep>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) expect: Vec<Spanned<RawExpect>>,
+    pub(in crate::scenario) task: Option<RawTask>,
+    pub(in crate::scenario) network: Option<crate::scenario::network::RawNetwork>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawAgent {
-    pub(super) name: Option<String>,
-    pub(super) agent_id: Option<String>,
-    pub(super) model: Spanned<String>,
-    pub(super) sys_prompt: Option<String>,
-    pub(super) max_steps: Option<Spanned<i64>>,
-    pub(super) model_timeout_ms: Option<Spanned<i64>>,
-    pub(super) estimator: Option<Spanned<String>>,
-    #[serde(default)]
-    pub(super) deny_tools: Vec<Spanned<String>>,
-    pub(super) max_input_tokens: Option<Spanned<i64>>,
-    pub(super) output_reserve: Option<Spanned<i64>>,
-    pub(super) safety_margin: Option<Spanned<i64>>,
-    pub(super) tool_pairs: Option<Spanned<String>>,
-    #[serde(default)]
-    pub(super) builtin_tools: Vec<Spanned<String>>,
-    pub(super) workspace_max_context_tokens: Option<Spanned<i64>>,
-    pub(super) offload: Option<Spanned<RawOffload>>,
-    pub(super) omission_order: Option<Vec<String>>,
-    pub(super) max_output_tokens: Option<Spanned<i64>>,
-    pub(super) compaction: Option<Spanned<RawCompaction>>,
-    pub(super) session_log: Option<bool>,
-    pub(super) session_storage: Option<Spanned<String>>,
-    pub(super) session_tools: Option<Spanned<bool>>,
-    pub(super) kind: Option<Spanned<String>>,
-    pub(super) task_list: Option<bool>,
-    pub(super) task_context: Option<RawTaskContext>,
+pub(in crate::scenario) struct RawAgent {
+    pub(in crate::scenario) name: Option<String>,
+    pub(in crate::scenario) agent_id: Option<String>,
+    pub(in crate::scenario) model: Spanned<String>,
+    pub(in crate::scenario) sys_prompt: Option<String>,
+    pub(in crate::scenario) max_steps: Option<Spanned<i64>>,
+    pub(in crate::scenario) model_timeout_ms: Option<Spanned<i64>>,
+    pub(in crate::scenario) estimator: Option<Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) deny_tools: Vec<Spanned<String>>,
+    pub(in crate::scenario) max_input_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) output_reserve: Option<Spanned<i64>>,
+    pub(in crate::scenario) safety_margin: Option<Spanned<i64>>,
+    pub(in crate::scenario) tool_pairs: Option<Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) builtin_tools: Vec<Spanned<String>>,
+    pub(in crate::scenario) workspace_max_context_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) offload: Option<Spanned<RawOffload>>,
+    pub(in crate::scenario) omission_order: Option<Vec<String>>,
+    pub(in crate::scenario) max_output_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) compaction: Option<Spanned<RawCompaction>>,
+    pub(in crate::scenario) session_log: Option<bool>,
+    pub(in crate::scenario) session_storage: Option<Spanned<String>>,
+    pub(in crate::scenario) session_tools: Option<Spanned<bool>>,
+    pub(in crate::scenario) kind: Option<Spanned<String>>,
+    pub(in crate::scenario) task_list: Option<bool>,
+    pub(in crate::scenario) task_context: Option<RawTaskContext>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTaskContext {
-    #[serde(default)]
-    pub(super) include_requirements: bool,
-    #[serde(default)]
-    pub(super) include_verification_results: bool,
-    #[serde(default)]
-    pub(super) allow_requirement_proposals: bool,
+pub(in crate::scenario) struct RawTaskContext {
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) include_requirements: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) include_verification_results: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) allow_requirement_proposals: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTask {
-    pub(super) task_id: Option<String>,
-    pub(super) objective: Option<String>,
-    pub(super) plan_mode: Option<Spanned<String>>,
-    pub(super) plan_path: Option<Spanned<String>>,
+pub(in crate::scenario) struct RawTask {
+    pub(in crate::scenario) task_id: Option<String>,
+    pub(in crate::scenario) objective: Option<String>,
+    pub(in crate::scenario) plan_mode: Option<Spanned<String>>,
+    pub(in crate::scenario) plan_path: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawCompaction {
-    pub(super) enabled: Option<bool>,
-    pub(super) trigger_messages: Option<Spanned<i64>>,
-    pub(super) trigger_tokens: Option<Spanned<i64>>,
-    pub(super) keep_tokens: Option<Spanned<i64>>,
-    pub(super) keep_messages: Option<Spanned<i64>>,
-    pub(super) prune: Option<RawPrune>,
-    pub(super) truncate_args: Option<RawTruncate>,
-    pub(super) summary_prompt: Option<Spanned<String>>,
-    pub(super) summary_model: Option<Spanned<String>>,
-    pub(super) flush_before_compact: Option<bool>,
+pub(in crate::scenario) struct RawCompaction {
+    pub(in crate::scenario) enabled: Option<bool>,
+    pub(in crate::scenario) trigger_messages: Option<Spanned<i64>>,
+    pub(in crate::scenario) trigger_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) keep_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) keep_messages: Option<Spanned<i64>>,
+    pub(in crate::scenario) prune: Option<RawPrune>,
+    pub(in crate::scenario) truncate_args: Option<RawTruncate>,
+    pub(in crate::scenario) summary_prompt: Option<Spanned<String>>,
+    pub(in crate::scenario) summary_model: Option<Spanned<String>>,
+    pub(in crate::scenario) flush_before_compact: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawPrune {
-    pub(super) enabled: Option<bool>,
-    pub(super) protect_tokens: Option<Spanned<i64>>,
-    pub(super) minimum_prunable_tokens: Option<Spanned<i64>>,
-    pub(super) preview_chars: Option<Spanned<i64>>,
-    pub(super) excluded_tools: Option<Vec<String>>,
+pub(in crate::scenario) struct RawPrune {
+    pub(in crate::scenario) enabled: Option<bool>,
+    pub(in crate::scenario) protect_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) minimum_prunable_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) preview_chars: Option<Spanned<i64>>,
+    pub(in crate::scenario) excluded_tools: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTruncate {
-    pub(super) trigger_messages: Option<Spanned<i64>>,
-    pub(super) trigger_tokens: Option<Spanned<i64>>,
-    pub(super) protect_latest: Option<Spanned<i64>>,
-    pub(super) max_arg_length: Option<Spanned<i64>>,
-    pub(super) truncation_text: Option<String>,
+pub(in crate::scenario) struct RawTruncate {
+    pub(in crate::scenario) trigger_messages: Option<Spanned<i64>>,
+    pub(in crate::scenario) trigger_tokens: Option<Spanned<i64>>,
+    pub(in crate::scenario) protect_latest: Option<Spanned<i64>>,
+    pub(in crate::scenario) max_arg_length: Option<Spanned<i64>>,
+    pub(in crate::scenario) truncation_text: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawOffload {
-    pub(super) enabled: Option<bool>,
-    pub(super) max_result_chars: Option<Spanned<i64>>,
-    pub(super) preview_chars: Option<Spanned<i64>>,
-    pub(super) eviction_path: Option<Spanned<String>>,
-    pub(super) excluded_tools: Option<Vec<String>>,
+pub(in crate::scenario) struct RawOffload {
+    pub(in crate::scenario) enabled: Option<bool>,
+    pub(in crate::scenario) max_result_chars: Option<Spanned<i64>>,
+    pub(in crate::scenario) preview_chars: Option<Spanned<i64>>,
+    pub(in crate::scenario) eviction_path: Option<Spanned<String>>,
+    pub(in crate::scenario) excluded_tools: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawInstruction {
-    pub(super) name: Spanned<String>,
-    pub(super) text: String,
+pub(in crate::scenario) struct RawInstruction {
+    pub(in crate::scenario) name: Spanned<String>,
+    pub(in crate::scenario) text: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawSource {
-    pub(super) name: Spanned<String>,
-    pub(super) timeout_ms: Option<Spanned<i64>>,
-    pub(super) on_failure: Option<Spanned<String>>,
-    pub(super) latency_ms: Option<Spanned<i64>>,
-    pub(super) failure: Option<Spanned<String>>,
-    #[serde(default)]
-    pub(super) fail_loads: Vec<u64>,
-    #[serde(default)]
-    pub(super) blocks: Vec<Spanned<RawBlock>>,
+pub(in crate::scenario) struct RawSource {
+    pub(in crate::scenario) name: Spanned<String>,
+    pub(in crate::scenario) timeout_ms: Option<Spanned<i64>>,
+    pub(in crate::scenario) on_failure: Option<Spanned<String>>,
+    pub(in crate::scenario) latency_ms: Option<Spanned<i64>>,
+    pub(in crate::scenario) failure: Option<Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) fail_loads: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) blocks: Vec<Spanned<RawBlock>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawBlock {
-    pub(super) id: String,
-    pub(super) kind: Spanned<String>,
-    #[serde(default)]
-    pub(super) text: String,
-    #[serde(default)]
-    pub(super) required: bool,
-    #[serde(default)]
-    pub(super) priority: i32,
-    pub(super) revision: Option<String>,
+pub(in crate::scenario) struct RawBlock {
+    pub(in crate::scenario) id: String,
+    pub(in crate::scenario) kind: Spanned<String>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) text: String,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) required: bool,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) priority: i32,
+    pub(in crate::scenario) revision: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawWrite {
-    pub(super) path: Spanned<String>,
-    pub(super) text: String,
+pub(in crate::scenario) struct RawWrite {
+    pub(in crate::scenario) path: Spanned<String>,
+    pub(in crate::scenario) text: String,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawTool {
-    pub(super) name: Spanned<String>,
-    pub(super) description: Option<String>,
-    pub(super) parameters: Option<toml::Table>,
-    pub(super) text: Option<String>,
-    pub(super) texts: Option<Vec<String>>,
-    pub(super) result_chars: Option<Spanned<i64>>,
-    pub(super) content: Option<Spanned<String>>,
-    pub(super) latency_ms: Option<Spanned<i64>>,
-    pub(super) fail: Option<String>,
-    pub(super) writes: Option<RawWrite>,
-    pub(super) sets_plan_mode: Option<Spanned<String>>,
-    #[serde(default)]
-    pub(super) responses: Vec<RawResponse>,
-    pub(super) exit_code: Option<i32>,
+pub(in crate::scenario) struct RawTool {
+    pub(in crate::scenario) name: Spanned<String>,
+    pub(in crate::scenario) description: Option<String>,
+    pub(in crate::scenario) parameters: Option<toml::Table>,
+    pub(in crate::scenario) text: Option<String>,
+    pub(in crate::scenario) texts: Option<Vec<String>>,
+    pub(in crate::scenario) result_chars: Option<Spanned<i64>>,
+    pub(in crate::scenario) content: Option<Spanned<String>>,
+    pub(in crate::scenario) latency_ms: Option<Spanned<i64>>,
+    pub(in crate::scenario) fail: Option<String>,
+    pub(in crate::scenario) writes: Option<RawWrite>,
+    pub(in crate::scenario) sets_plan_mode: Option<Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) responses: Vec<RawResponse>,
+    pub(in crate::scenario) exit_code: Option<i32>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawResponse {
-    #[serde(default)]
-    pub(super) when_args_contain: String,
-    #[serde(default)]
-    pub(super) text: String,
-    #[serde(default)]
-    pub(super) exit_code: i32,
+pub(in crate::scenario) struct RawResponse {
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) when_args_contain: String,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) text: String,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub(in crate::scenario) exit_code: i32,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawWorkspace {
-    #[serde(default)]
-    pub(super) files: BTreeMap<String, Spanned<String>>,
-    #[serde(default)]
-    pub(super) fail_writes_under: Vec<String>,
-    #[serde(default)]
-    pub(super) generated: BTreeMap<String, Spanned<RawGenerated>>,
+pub(in crate::scenario) struct RawWorkspace {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(in crate::scenario) files: BTreeMap<String, Spanned<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) fail_writes_under: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(in crate::scenario) generated: BTreeMap<String, Spanned<RawGenerated>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawHistory {
-    pub(super) user: Option<String>,
-    pub(super) session: Option<String>,
-    #[serde(default)]
-    pub(super) messages: Vec<Spanned<RawMessage>>,
-    pub(super) rounds: Option<Spanned<i64>>,
-    pub(super) tool: Option<RawRoundTool>,
+pub(in crate::scenario) struct RawHistory {
+    pub(in crate::scenario) user: Option<String>,
+    pub(in crate::scenario) session: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) messages: Vec<Spanned<RawMessage>>,
+    pub(in crate::scenario) rounds: Option<Spanned<i64>>,
+    pub(in crate::scenario) tool: Option<RawRoundTool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawRoundTool {
-    pub(super) name: String,
-    pub(super) result_chars: Option<Spanned<i64>>,
-    pub(super) content: Option<Spanned<String>>,
+pub(in crate::scenario) struct RawRoundTool {
+    pub(in crate::scenario) name: String,
+    pub(in crate::scenario) result_chars: Option<Spanned<i64>>,
+    pub(in crate::scenario) content: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawMessage {
-    pub(super) role: Spanned<String>,
-    pub(super) text: Option<String>,
-    pub(super) thinking: Option<String>,
-    #[serde(default)]
-    pub(super) tool_calls: Vec<RawHistoryCall>,
-    pub(super) call_id: Option<String>,
-    pub(super) name: Option<String>,
-    pub(super) error: Option<bool>,
-    pub(super) chars: Option<Spanned<i64>>,
-    pub(super) content: Option<Spanned<String>>,
-    pub(super) media: Option<Spanned<String>>,
-    pub(super) size_bytes: Option<Spanned<i64>>,
+pub(in crate::scenario) struct RawMessage {
+    pub(in crate::scenario) role: Spanned<String>,
+    pub(in crate::scenario) text: Option<String>,
+    pub(in crate::scenario) thinking: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) tool_calls: Vec<RawHistoryCall>,
+    pub(in crate::scenario) call_id: Option<String>,
+    pub(in crate::scenario) name: Option<String>,
+    pub(in crate::scenario) error: Option<bool>,
+    pub(in crate::scenario) chars: Option<Spanned<i64>>,
+    pub(in crate::scenario) content: Option<Spanned<String>>,
+    pub(in crate::scenario) media: Option<Spanned<String>>,
+    pub(in crate::scenario) size_bytes: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawHistoryCall {
-    pub(super) id: String,
-    pub(super) name: String,
-    pub(super) args: Option<toml::Table>,
+pub(in crate::scenario) struct RawHistoryCall {
+    pub(in crate::scenario) id: String,
+    pub(in crate::scenario) name: String,
+    pub(in crate::scenario) args: Option<toml::Table>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawStep {
-    pub(super) user: Option<String>,
-    pub(super) session: Option<String>,
-    pub(super) input: String,
-    #[serde(default)]
-    pub(super) workspace_writes: BTreeMap<String, Spanned<String>>,
-    pub(super) plan_mode: Option<Spanned<String>>,
-    pub(super) restart: Option<Spanned<String>>,
-    pub(super) fail_writes_under: Option<Vec<String>>,
-    pub(super) concurrent_append: Option<Spanned<RawAppend>>,
-    #[serde(default)]
-    pub(super) actions: Vec<Spanned<RawAction>>,
-    #[serde(default)]
-    pub(super) concurrent_actions: Vec<Spanned<RawAction>>,
+pub(in crate::scenario) struct RawStep {
+    pub(in crate::scenario) user: Option<String>,
+    pub(in crate::scenario) session: Option<String>,
+    pub(in crate::scenario) input: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(in crate::scenario) workspace_writes: BTreeMap<String, Spanned<String>>,
+    pub(in crate::scenario) plan_mode: Option<Spanned<String>>,
+    pub(in crate::scenario) restart: Option<Spanned<String>>,
+    pub(in crate::scenario) fail_writes_under: Option<Vec<String>>,
+    pub(in crate::scenario) concurrent_append: Option<Spanned<RawAppend>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) actions: Vec<Spanned<RawAction>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(in crate::scenario) concurrent_actions: Vec<Spanned<RawAction>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawAppend {
-    pub(super) at_ms: Spanned<i64>,
-    pub(super) text: String,
-    pub(super) role: Option<Spanned<String>>,
+pub(in crate::scenario) struct RawAppend {
+    pub(in crate::scenario) at_ms: Spanned<i64>,
+    pub(in crate::scenario) text: String,
+    pub(in crate::scenario) role: Option<Spanned<String>>,
 }
 
 /// One application action on task state; which fields apply depends on `kind`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawAction {
-    pub(super) kind: Spanned<String>,
+pub(in crate::scenario) struct RawAction {
+    pub(in crate::scenario) kind: Spanned<String>,
     /// Only for `concurrent_actions`: virtual time after the step starts.
-    pub(super) at_ms: Option<Spanned<i64>>,
-    pub(super) requirement: Option<String>,
-    pub(super) requirement_kind: Option<Spanned<String>>,
-    pub(super) text: Option<String>,
-    pub(super) source: Option<String>,
-    pub(super) decision: Option<Spanned<String>>,
-    pub(super) authority: Option<String>,
-    pub(super) expected_revision: Option<Spanned<i64>>,
-    pub(super) version: Option<String>,
-    pub(super) check: Option<String>,
-    pub(super) passed: Option<bool>,
-    pub(super) summary: Option<String>,
+    pub(in crate::scenario) at_ms: Option<Spanned<i64>>,
+    pub(in crate::scenario) requirement: Option<String>,
+    pub(in crate::scenario) requirement_kind: Option<Spanned<String>>,
+    pub(in crate::scenario) text: Option<String>,
+    pub(in crate::scenario) source: Option<String>,
+    pub(in crate::scenario) decision: Option<Spanned<String>>,
+    pub(in crate::scenario) authority: Option<String>,
+    pub(in crate::scenario) expected_revision: Option<Spanned<i64>>,
+    pub(in crate::scenario) version: Option<String>,
+    pub(in crate::scenario) check: Option<String>,
+    pub(in crate::scenario) passed: Option<bool>,
+    pub(in crate::scenario) summary: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawExpect {
-    pub(super) step: Option<Spanned<i64>>,
-    pub(super) reply: Option<String>,
-    pub(super) reply_contains: Option<String>,
-    pub(super) error: Option<String>,
-    pub(super) model_calls: Option<Spanned<i64>>,
-    pub(super) tool_results: Option<Spanned<i64>>,
-    pub(super) denied: Option<Spanned<i64>>,
-    pub(super) validation: Option<Vec<String>>,
-    pub(super) request_messages: Option<Vec<i64>>,
-    pub(super) elapsed_ms: Option<Spanned<i64>>,
-    pub(super) error_contains: Option<String>,
-    pub(super) request: Option<Spanned<i64>>,
-    pub(super) items_present: Option<Vec<String>>,
-    pub(super) items_absent: Option<Vec<String>>,
-    pub(super) transforms_include: Option<Vec<String>>,
-    pub(super) item_revisions: Option<BTreeMap<String, String>>,
-    pub(super) item_placements: Option<BTreeMap<String, String>>,
-    pub(super) layout: Option<Vec<String>>,
-    pub(super) request_contains: Option<Vec<String>>,
-    pub(super) request_lacks: Option<Vec<String>>,
-    pub(super) manifest_lacks: Option<Vec<String>>,
-    pub(super) model_calls_at_ms: Option<Vec<u64>>,
-    pub(super) source_loads: Option<BTreeMap<String, u64>>,
-    pub(super) input_limit: Option<i64>,
-    pub(super) allowance: Option<i64>,
-    pub(super) workspace_count_under: Option<BTreeMap<String, u64>>,
-    pub(super) summary_calls: Option<Spanned<i64>>,
-    pub(super) session_records: Option<BTreeMap<String, u64>>,
+pub(in crate::scenario) struct RawExpect {
+    pub(in crate::scenario) step: Option<Spanned<i64>>,
+    pub(in crate::scenario) reply: Option<String>,
+    pub(in crate::scenario) reply_contains: Option<String>,
+    pub(in crate::scenario) error: Option<String>,
+    pub(in crate::scenario) model_calls: Option<Spanned<i64>>,
+    pub(in crate::scenario) tool_results: Option<Spanned<i64>>,
+    pub(in crate::scenario) denied: Option<Spanned<i64>>,
+    pub(in crate::scenario) validation: Option<Vec<String>>,
+    pub(in crate::scenario) request_messages: Option<Vec<i64>>,
+    pub(in crate::scenario) elapsed_ms: Option<Spanned<i64>>,
+    pub(in crate::scenario) error_contains: Option<String>,
+    pub(in crate::scenario) request: Option<Spanned<i64>>,
+    pub(in crate::scenario) items_present: Option<Vec<String>>,
+    pub(in crate::scenario) items_absent: Option<Vec<String>>,
+    pub(in crate::scenario) transforms_include: Option<Vec<String>>,
+    pub(in crate::scenario) item_revisions: Option<BTreeMap<String, String>>,
+    pub(in crate::scenario) item_placements: Option<BTreeMap<String, String>>,
+    pub(in crate::scenario) layout: Option<Vec<String>>,
+    pub(in crate::scenario) request_contains: Option<Vec<String>>,
+    pub(in crate::scenario) request_lacks: Option<Vec<String>>,
+    pub(in crate::scenario) manifest_lacks: Option<Vec<String>>,
+    pub(in crate::scenario) model_calls_at_ms: Option<Vec<u64>>,
+    pub(in crate::scenario) source_loads: Option<BTreeMap<String, u64>>,
+    pub(in crate::scenario) input_limit: Option<i64>,
+    pub(in crate::scenario) allowance: Option<i64>,
+    pub(in crate::scenario) workspace_count_under: Option<BTreeMap<String, u64>>,
+    pub(in crate::scenario) summary_calls: Option<Spanned<i64>>,
+    pub(in crate::scenario) session_records: Option<BTreeMap<String, u64>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawGenerated {
-    pub(super) chars: Spanned<i64>,
-    pub(super) content: Option<Spanned<String>>,
+pub(in crate::scenario) struct RawGenerated {
+    pub(in crate::scenario) chars: Spanned<i64>,
+    pub(in crate::scenario) content: Option<Spanned<String>>,
+}
+
+impl RawWorkspace {
+    /// No files, failing prefixes or generated files: the table can be left out.
+    pub(in crate::scenario) fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.fail_writes_under.is_empty() && self.generated.is_empty()
+    }
+}
+
+/// Whether a value is its type's default (a field the file may leave out).
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }

@@ -2,20 +2,13 @@
 //! other.
 
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput};
-use toml::{Table, Value};
 
-use super::value::{integer, json_table};
+use super::value::{at, count, json_object, name};
 use super::{WriteError, unsupported};
 use crate::scenario::file::HistorySpec;
+use crate::scenario::file::raw::{RawHistory, RawHistoryCall, RawMessage};
 
-pub(super) fn history(spec: &HistorySpec) -> Result<Value, WriteError> {
-    let mut table = Table::new();
-    if let Some(user) = &spec.user {
-        table.insert("user".into(), user.clone().into());
-    }
-    if let Some(session) = &spec.session {
-        table.insert("session".into(), session.clone().into());
-    }
+pub(super) fn history(spec: &HistorySpec) -> Result<RawHistory, WriteError> {
     let mut messages = Vec::with_capacity(spec.messages.len());
     for (index, message) in spec.messages.iter().enumerate() {
         let id = format!("h{:04}", index + 1);
@@ -25,21 +18,36 @@ pub(super) fn history(spec: &HistorySpec) -> Result<Value, WriteError> {
                 message.id
             )));
         }
-        messages.push(history_message(message)?);
+        messages.push(at(history_message(message)?));
     }
-    table.insert("messages".into(), Value::Array(messages));
-    Ok(Value::Table(table))
+    Ok(RawHistory {
+        user: spec.user.clone(),
+        session: spec.session.clone(),
+        messages,
+        ..RawHistory::default()
+    })
 }
 
-fn history_message(message: &Message) -> Result<Value, WriteError> {
+fn history_message(message: &Message) -> Result<RawMessage, WriteError> {
     if !message.metadata.is_empty() || message.name.is_some() {
         return Err(unsupported(format!(
             "history message `{}` with metadata or a name",
             message.id
         )));
     }
-    let mut table = Table::new();
-    table.insert("role".into(), message.role.as_str().into());
+    let mut raw = RawMessage {
+        role: name(message.role.as_str()),
+        text: None,
+        thinking: None,
+        tool_calls: Vec::new(),
+        call_id: None,
+        name: None,
+        error: None,
+        chars: None,
+        content: None,
+        media: None,
+        size_bytes: None,
+    };
     if message.role == Role::Tool {
         let [ContentPart::ToolResult(result)] = message.parts.as_slice() else {
             return Err(unsupported(format!(
@@ -59,42 +67,44 @@ fn history_message(message: &Message) -> Result<Value, WriteError> {
                 message.id
             )));
         }
-        table.insert("call_id".into(), result.call_id.clone().into());
-        table.insert("name".into(), result.tool_name.clone().into());
-        table.insert("error".into(), result.is_error.into());
-        table.insert("text".into(), text.clone().into());
-        return Ok(Value::Table(table));
+        raw.call_id = Some(result.call_id.clone());
+        raw.name = Some(result.tool_name.clone());
+        raw.error = Some(result.is_error);
+        raw.text = Some(text.clone());
+        return Ok(raw);
     }
-    message_parts(message, &mut table)?;
-    Ok(Value::Table(table))
+    message_parts(message, &mut raw)?;
+    Ok(raw)
 }
 
 /// Parts in the loader's order: thinking, text, media, tool calls; at most one of each of the
 /// first three.
-fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError> {
+fn message_parts(message: &Message, raw: &mut RawMessage) -> Result<(), WriteError> {
     let mut stage = 0;
-    let mut calls = Vec::new();
     for part in &message.parts {
-        let (order, key) = match part {
-            ContentPart::Thinking { text } => (1, Some(("thinking", text))),
-            ContentPart::Text { text } => (2, Some(("text", text))),
+        let order = match part {
+            ContentPart::Thinking { text } => {
+                raw.thinking = Some(text.clone());
+                1
+            }
+            ContentPart::Text { text } => {
+                raw.text = Some(text.clone());
+                2
+            }
             ContentPart::Media { kind, size_bytes } => {
-                table.insert("media".into(), kind.as_str().into());
-                table.insert("size_bytes".into(), integer(*size_bytes)?);
-                (3, None)
+                raw.media = Some(name(kind.as_str()));
+                raw.size_bytes = Some(count(*size_bytes)?);
+                3
             }
             ContentPart::ToolCall(call) => {
-                let serde_json::Value::Object(map) = &call.arguments else {
-                    return Err(unsupported("tool-call arguments that are not an object"));
-                };
-                let mut entry = Table::new();
-                entry.insert("id".into(), call.id.clone().into());
-                entry.insert("name".into(), call.name.clone().into());
-                entry.insert("args".into(), Value::Table(json_table(map)?));
-                calls.push(Value::Table(entry));
-                (4, None)
+                raw.tool_calls.push(RawHistoryCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: Some(json_object(&call.arguments, "tool-call arguments")?),
+                });
+                4
             }
-            ContentPart::ToolResult(_) => (5, None),
+            ContentPart::ToolResult(_) => 5,
         };
         let repeated = order == stage && order != 4;
         if order < stage || repeated || order == 5 {
@@ -104,12 +114,6 @@ fn message_parts(message: &Message, table: &mut Table) -> Result<(), WriteError>
             )));
         }
         stage = order;
-        if let Some((key, text)) = key {
-            table.insert(key.into(), text.clone().into());
-        }
-    }
-    if !calls.is_empty() {
-        table.insert("tool_calls".into(), Value::Array(calls));
     }
     Ok(())
 }

@@ -3,10 +3,10 @@
 use ctxbed_harness::model::Purpose;
 use ctxbed_harness::tokens::Vocabulary;
 use ctxbed_sim::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAction};
-use toml::{Table, Value};
 
-use super::value::{insert_array, integer, json_table, millis};
+use super::value::{at, count, each, json_object, millis, name};
 use super::{WriteError, unsupported};
+use crate::scenario::mock_file::{RawCall, RawCondition, RawMock, RawTurn};
 
 /// The mock-model file's text.
 ///
@@ -20,115 +20,90 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
             script.info.name, script.file
         )));
     }
-    let mut root = Table::new();
-    if let Some(window) = script.info.context_window {
-        root.insert("window".into(), integer(window)?);
-    }
-    if let Some(max_output) = script.info.max_output_tokens {
-        root.insert("max_output".into(), integer(max_output)?);
-    }
-    root.insert("imitates".into(), script.imitates.as_str().into());
     let tokenizer = match script.vocabulary {
         Vocabulary::O200k => "o200k",
         Vocabulary::Cl100k => "cl100k",
     };
-    root.insert("tokenizer".into(), tokenizer.into());
-    root.insert("strict".into(), script.strict.into());
     let summaries = match script.summaries {
         SummaryMode::Auto => "auto",
         SummaryMode::Scripted => "scripted",
     };
-    root.insert("summaries".into(), summaries.into());
-    let turns: Result<Vec<Value>, WriteError> = script.turns.iter().map(turn).collect();
-    insert_array(&mut root, "turns", turns?);
-    Ok(toml::to_string(&root)?)
+    let raw = RawMock {
+        description: None,
+        window: script.info.context_window.map(count).transpose()?,
+        max_output: script.info.max_output_tokens.map(count).transpose()?,
+        imitates: Some(name(script.imitates.as_str())),
+        tokenizer: Some(name(tokenizer)),
+        strict: Some(script.strict),
+        summaries: Some(name(summaries)),
+        turns: each(&script.turns, turn)?,
+    };
+    Ok(toml::to_string(&raw)?)
 }
 
-fn turn(turn: &MockTurn) -> Result<Value, WriteError> {
-    let mut table = Table::new();
-    let mut when = Table::new();
-    if let Some(tokens) = turn.when.tokens_over {
-        when.insert("tokens_over".into(), integer(tokens)?);
-    }
-    if let Some(tokens) = turn.when.tokens_at_most {
-        when.insert("tokens_at_most".into(), integer(tokens)?);
-    }
-    if let Some(needle) = &turn.when.contains {
-        when.insert("contains".into(), needle.clone().into());
-    }
-    if let Some(purpose) = turn.when.purpose {
-        let name = match purpose {
-            Purpose::Reasoning => "reasoning",
-            Purpose::Summary => "summary",
-        };
-        when.insert("purpose".into(), name.into());
-    }
-    if !when.is_empty() {
-        table.insert("when".into(), Value::Table(when));
-    }
+fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
+    let when = &turn.when;
+    let condition = RawCondition {
+        tokens_over: when.tokens_over.map(count).transpose()?,
+        tokens_at_most: when.tokens_at_most.map(count).transpose()?,
+        contains: when.contains.clone(),
+        purpose: when.purpose.map(|purpose| {
+            name(match purpose {
+                Purpose::Reasoning => "reasoning",
+                Purpose::Summary => "summary",
+            })
+        }),
+    };
+    let unconditional = condition.tokens_over.is_none()
+        && condition.tokens_at_most.is_none()
+        && condition.contains.is_none()
+        && condition.purpose.is_none();
+    let mut raw = RawTurn {
+        when: (!unconditional).then_some(condition),
+        latency_ms: (!turn.latency.is_zero())
+            .then(|| millis(turn.latency))
+            .transpose()?,
+        times: (turn.times != 1).then(|| at(i64::from(turn.times))),
+        ..RawTurn::default()
+    };
     match &turn.action {
         TurnAction::Reply {
             thinking,
             text,
             tool_calls,
         } => {
-            if let Some(thinking) = thinking {
-                table.insert("thinking".into(), thinking.clone().into());
-            }
-            if let Some(text) = text {
-                table.insert("reply".into(), text.clone().into());
-            }
+            raw.thinking = thinking.clone();
+            raw.reply = text.clone();
+            // A reply with nothing else says so with an empty list of calls.
             if !tool_calls.is_empty() || (thinking.is_none() && text.is_none()) {
-                let calls: Result<Vec<Value>, WriteError> = tool_calls
-                    .iter()
-                    .map(|call| {
-                        let serde_json::Value::Object(map) = &call.arguments else {
-                            return Err(unsupported("tool-call arguments that are not an object"));
-                        };
-                        let mut entry = Table::new();
-                        if let Some(id) = &call.id {
-                            entry.insert("id".into(), id.clone().into());
-                        }
-                        entry.insert("name".into(), call.name.clone().into());
-                        entry.insert("args".into(), Value::Table(json_table(map)?));
-                        Ok(Value::Table(entry))
-                    })
-                    .collect();
-                table.insert("tool_calls".into(), Value::Array(calls?));
+                let calls = tool_calls.iter().map(|call| {
+                    Ok(at(RawCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        args: Some(json_object(&call.arguments, "tool-call arguments")?),
+                    }))
+                });
+                raw.tool_calls = Some(calls.collect::<Result<_, WriteError>>()?);
             }
         }
-        TurnAction::Summarize => {
-            table.insert("summarize".into(), true.into());
-        }
-        TurnAction::Error(error) => scripted_error(error, &mut table),
+        TurnAction::Summarize => raw.summarize = Some(true),
+        TurnAction::Error(error) => scripted_error(error, &mut raw),
     }
-    if !turn.latency.is_zero() {
-        table.insert("latency_ms".into(), millis(turn.latency)?);
-    }
-    if turn.times != 1 {
-        table.insert("times".into(), i64::from(turn.times).into());
-    }
-    Ok(Value::Table(table))
+    Ok(raw)
 }
 
-fn scripted_error(error: &ScriptedError, table: &mut Table) {
-    let (kind, status, body, raw) = match error {
+fn scripted_error(error: &ScriptedError, raw: &mut RawTurn) {
+    let (kind, status, body, text) = match error {
         ScriptedError::Overflow => ("overflow", None, None, None),
         ScriptedError::Pairing => ("pairing", None, None, None),
         ScriptedError::Timeout => ("timeout", None, None, None),
-        ScriptedError::Malformed(raw) => ("malformed", None, None, Some(raw)),
+        ScriptedError::Malformed(text) => ("malformed", None, None, Some(text)),
         ScriptedError::Transient(status) => ("transient", Some(*status), None, None),
         ScriptedError::RateLimit => ("rate_limit", None, None, None),
         ScriptedError::Raw { status, body } => ("raw", Some(*status), Some(body), None),
     };
-    table.insert("error".into(), kind.into());
-    if let Some(status) = status {
-        table.insert("status".into(), i64::from(status).into());
-    }
-    if let Some(body) = body {
-        table.insert("body".into(), body.clone().into());
-    }
-    if let Some(raw) = raw {
-        table.insert("raw".into(), raw.clone().into());
-    }
+    raw.error = Some(name(kind));
+    raw.status = status.map(|status| at(i64::from(status)));
+    raw.body = body.cloned();
+    raw.raw = text.cloned();
 }

@@ -1,55 +1,45 @@
-//! The `[network]` table.
+//! The `[network]` table, every setting written out (defaults included).
 
-use toml::{Table, Value};
-
-use super::value::{insert_array, integer, millis};
+use super::value::{at, count, millis};
 use super::{WriteError, unsupported};
-use crate::scenario::network::NetworkSpec;
+use crate::scenario::network::{NetworkSpec, RawNetwork, RawPartition, RawRetry};
 
-/// The `[network]` table, every setting written out (defaults included).
-pub(super) fn network(spec: &NetworkSpec) -> Result<Table, WriteError> {
+/// Refuses a table the loader would refuse ([`NetworkSpec::refusal`]).
+pub(super) fn network(spec: &NetworkSpec) -> Result<RawNetwork, WriteError> {
     if let Some(problem) = spec.refusal() {
         return Err(unsupported(format!(
             "a [network] table the loader would refuse ({problem})"
         )));
     }
-    let mut table = Table::new();
-    table.insert(
-        "latency_ms".into(),
-        Value::Array(vec![millis(spec.latency_min)?, millis(spec.latency_max)?]),
-    );
-    table.insert("stream".into(), spec.stream.into());
-    table.insert("request_timeout_ms".into(), millis(spec.request_timeout)?);
-    table.insert("connect_timeout_ms".into(), millis(spec.connect_timeout)?);
-    let mut retry = Table::new();
-    retry.insert("attempts".into(), integer(u64::from(spec.retry_attempts))?);
-    retry.insert("base_ms".into(), millis(spec.retry_base)?);
-    retry.insert("max_ms".into(), millis(spec.retry_max)?);
-    table.insert("retry".into(), Value::Table(retry));
-    let numbers = |values: &[u64]| -> Result<Vec<Value>, WriteError> {
-        values.iter().map(|value| integer(*value)).collect()
+    let numbers = |values: &[u64]| -> Result<Vec<_>, WriteError> {
+        values.iter().map(|value| count(*value)).collect()
     };
-    insert_array(
-        &mut table,
-        "reset_requests",
-        numbers(&spec.faults.reset_requests)?,
-    );
-    insert_array(
-        &mut table,
-        "cut_stream_requests",
-        numbers(&spec.faults.cut_stream_requests)?,
-    );
     let partitions = spec
         .partitions
         .iter()
         .map(|(from, until)| {
-            let mut partition = Table::new();
-            partition.insert("from_ms".into(), millis(*from)?);
-            partition.insert("until_ms".into(), millis(*until)?);
-            Ok(Value::Table(partition))
+            Ok(at(RawPartition {
+                from_ms: millis(*from)?,
+                until_ms: millis(*until)?,
+            }))
         })
         .collect::<Result<Vec<_>, WriteError>>()?;
-    insert_array(&mut table, "partitions", partitions);
-    table.insert("tick_ms".into(), millis(spec.tick)?);
-    Ok(table)
+    Ok(RawNetwork {
+        latency_ms: Some(at(vec![
+            millis(spec.latency_min)?,
+            millis(spec.latency_max)?,
+        ])),
+        stream: Some(spec.stream),
+        request_timeout_ms: Some(millis(spec.request_timeout)?),
+        connect_timeout_ms: Some(millis(spec.connect_timeout)?),
+        retry: Some(RawRetry {
+            attempts: Some(count(u64::from(spec.retry_attempts))?),
+            base_ms: Some(millis(spec.retry_base)?),
+            max_ms: Some(millis(spec.retry_max)?),
+        }),
+        reset_requests: numbers(&spec.faults.reset_requests)?,
+        cut_stream_requests: numbers(&spec.faults.cut_stream_requests)?,
+        partitions,
+        tick_ms: Some(millis(spec.tick)?),
+    })
 }

@@ -1,73 +1,55 @@
 //! `[[steps]]` entries: the calls and what happens around them.
 
 use ctxbed_harness::message::Role;
-use toml::{Table, Value};
 
 use super::task::{plan_mode, task_action};
-use super::value::{millis, string_map, strings};
+use super::value::{at, each, millis, name};
 use super::{WriteError, unsupported};
+use crate::scenario::file::raw::{RawAppend, RawStep};
 use crate::scenario::file::{ConcurrentAppend, Restart, StepSpec};
 
-pub(super) fn step(spec: &StepSpec) -> Result<Value, WriteError> {
-    let mut table = Table::new();
-    if let Some(user) = &spec.user {
-        table.insert("user".into(), user.clone().into());
-    }
-    if let Some(session) = &spec.session {
-        table.insert("session".into(), session.clone().into());
-    }
-    table.insert("input".into(), spec.input.clone().into());
-    if !spec.workspace_writes.is_empty() {
-        table.insert(
-            "workspace_writes".into(),
-            string_map(&spec.workspace_writes),
-        );
-    }
-    if let Some(mode) = spec.plan_mode {
-        table.insert("plan_mode".into(), plan_mode(mode).into());
-    }
-    if let Some(restart) = spec.restart {
-        let name = match restart {
+pub(super) fn step(spec: &StepSpec) -> Result<RawStep, WriteError> {
+    let restart = spec.restart.map(|restart| {
+        name(match restart {
             Restart::Clean => "clean",
             Restart::Torn => "torn",
             Restart::Corrupt => "corrupt",
-        };
-        table.insert("restart".into(), name.into());
-    }
-    if let Some(prefixes) = &spec.fail_writes_under {
-        table.insert("fail_writes_under".into(), strings(prefixes));
-    }
-    if let Some(append) = &spec.concurrent_append {
-        table.insert(
-            "concurrent_append".into(),
-            Value::Table(concurrent_append(append)?),
-        );
-    }
-    if !spec.actions.is_empty() {
-        let actions: Result<Vec<Value>, WriteError> = spec
-            .actions
+        })
+    });
+    let concurrent_actions = spec
+        .concurrent_actions
+        .iter()
+        .map(|(time, action)| {
+            let mut raw = task_action(action)?;
+            raw.at_ms = Some(millis(*time)?);
+            Ok(at(raw))
+        })
+        .collect::<Result<Vec<_>, WriteError>>()?;
+    Ok(RawStep {
+        user: spec.user.clone(),
+        session: spec.session.clone(),
+        input: spec.input.clone(),
+        workspace_writes: spec
+            .workspace_writes
             .iter()
-            .map(|action| task_action(action).map(Value::Table))
-            .collect();
-        table.insert("actions".into(), Value::Array(actions?));
-    }
-    if !spec.concurrent_actions.is_empty() {
-        let actions: Result<Vec<Value>, WriteError> = spec
-            .concurrent_actions
-            .iter()
-            .map(|(at, action)| {
-                let mut entry = task_action(action)?;
-                entry.insert("at_ms".into(), millis(*at)?);
-                Ok(Value::Table(entry))
-            })
-            .collect();
-        table.insert("concurrent_actions".into(), Value::Array(actions?));
-    }
-    Ok(Value::Table(table))
+            .map(|(path, text)| (path.clone(), at(text.clone())))
+            .collect(),
+        plan_mode: spec.plan_mode.map(|mode| name(plan_mode(mode))),
+        restart,
+        fail_writes_under: spec.fail_writes_under.clone(),
+        concurrent_append: spec
+            .concurrent_append
+            .as_ref()
+            .map(concurrent_append)
+            .transpose()?
+            .map(at),
+        actions: each(&spec.actions, task_action)?,
+        concurrent_actions,
+    })
 }
 
 /// Another writer's append; the loader takes only user and assistant messages.
-fn concurrent_append(append: &ConcurrentAppend) -> Result<Table, WriteError> {
+fn concurrent_append(append: &ConcurrentAppend) -> Result<RawAppend, WriteError> {
     let role = match append.role {
         Role::User => "user",
         Role::Assistant => "assistant",
@@ -78,9 +60,9 @@ fn concurrent_append(append: &ConcurrentAppend) -> Result<Table, WriteError> {
             )));
         }
     };
-    let mut table = Table::new();
-    table.insert("at_ms".into(), millis(append.at)?);
-    table.insert("role".into(), role.into());
-    table.insert("text".into(), append.text.clone().into());
-    Ok(table)
+    Ok(RawAppend {
+        at_ms: millis(append.at)?,
+        text: append.text.clone(),
+        role: Some(name(role)),
+    })
 }

@@ -1,10 +1,10 @@
 //! Task state: the `[task]` table, plan modes and task actions.
 
 use ctxbed_harness::task::plan::PlanMode;
-use toml::{Table, Value};
 
 use super::WriteError;
-use super::value::integer;
+use super::value::{at, count, name};
+use crate::scenario::file::raw::{RawAction, RawTask};
 use crate::scenario::file::{TaskAction, TaskSpec};
 
 pub(super) fn plan_mode(mode: PlanMode) -> &'static str {
@@ -15,17 +15,34 @@ pub(super) fn plan_mode(mode: PlanMode) -> &'static str {
 }
 
 /// A task action with exactly the fields its kind takes (the loader refuses any other).
-pub(super) fn task_action(action: &TaskAction) -> Result<Table, WriteError> {
-    let mut table = Table::new();
-    let mut put = |key: &str, value: Value| {
-        table.insert(key.into(), value);
+pub(super) fn task_action(action: &TaskAction) -> Result<RawAction, WriteError> {
+    let kind = match action {
+        TaskAction::Propose { .. } => "propose",
+        TaskAction::Decide { .. } => "decide",
+        TaskAction::SubjectVersion(_) => "subject_version",
+        TaskAction::InvalidateSubject => "invalidate_subject",
+        TaskAction::Verify { .. } => "verify",
+    };
+    let mut raw = RawAction {
+        kind: name(kind),
+        at_ms: None,
+        requirement: None,
+        requirement_kind: None,
+        text: None,
+        source: None,
+        decision: None,
+        authority: None,
+        expected_revision: None,
+        version: None,
+        check: None,
+        passed: None,
+        summary: None,
     };
     match action {
         TaskAction::Propose { kind, text, source } => {
-            put("kind", "propose".into());
-            put("requirement_kind", kind.as_str().into());
-            put("text", text.clone().into());
-            put("source", source.clone().into());
+            raw.requirement_kind = Some(name(kind.as_str()));
+            raw.text = Some(text.clone());
+            raw.source = Some(source.clone());
         }
         TaskAction::Decide {
             requirement,
@@ -33,43 +50,32 @@ pub(super) fn task_action(action: &TaskAction) -> Result<Table, WriteError> {
             authority,
             expected_revision,
         } => {
-            put("kind", "decide".into());
-            put("requirement", requirement.clone().into());
-            put("decision", decision.as_str().into());
-            put("authority", authority.clone().into());
-            put("expected_revision", integer(*expected_revision)?);
+            raw.requirement = Some(requirement.clone());
+            raw.decision = Some(name(decision.as_str()));
+            raw.authority = Some(authority.clone());
+            raw.expected_revision = Some(count(*expected_revision)?);
         }
-        TaskAction::SubjectVersion(version) => {
-            put("kind", "subject_version".into());
-            put("version", version.clone().into());
-        }
-        TaskAction::InvalidateSubject => put("kind", "invalidate_subject".into()),
+        TaskAction::SubjectVersion(version) => raw.version = Some(version.clone()),
+        TaskAction::InvalidateSubject => {}
         TaskAction::Verify {
             check,
             passed,
             summary,
         } => {
-            put("kind", "verify".into());
-            put("check", check.clone().into());
-            put("passed", (*passed).into());
-            put("summary", summary.clone().into());
+            raw.check = Some(check.clone());
+            raw.passed = Some(*passed);
+            raw.summary = Some(summary.clone());
         }
     }
-    Ok(table)
+    Ok(raw)
 }
 
 /// The `[task]` table: the task scope and the plan settings set before the first step.
-pub(super) fn task(spec: &TaskSpec) -> Table {
-    let mut table = Table::new();
-    if let Some(scope) = &spec.scope {
-        table.insert("task_id".into(), scope.task_id.clone().into());
-        table.insert("objective".into(), scope.objective.clone().into());
+pub(super) fn task(spec: &TaskSpec) -> RawTask {
+    RawTask {
+        task_id: spec.scope.as_ref().map(|scope| scope.task_id.clone()),
+        objective: spec.scope.as_ref().map(|scope| scope.objective.clone()),
+        plan_mode: spec.plan_mode.map(|mode| name(plan_mode(mode))),
+        plan_path: spec.plan_path.clone().map(at),
     }
-    if let Some(mode) = spec.plan_mode {
-        table.insert("plan_mode".into(), plan_mode(mode).into());
-    }
-    if let Some(path) = &spec.plan_path {
-        table.insert("plan_path".into(), path.clone().into());
-    }
-    table
 }

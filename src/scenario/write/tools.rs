@@ -1,114 +1,94 @@
 //! `[[tools]]` and `[[sources]]` entries: the scripted tools and context sources.
 
 use ctxbed_sim::scripted::SourceFailure;
-use toml::{Table, Value};
 
+use super::WriteError;
 use super::task::plan_mode;
-use super::value::{integer, json_table, millis, strings};
-use super::{WriteError, unsupported};
+use super::value::{at, count, json_object, millis, name};
+use crate::scenario::file::raw::{RawBlock, RawResponse, RawSource, RawTool, RawWrite};
 use crate::scenario::file::{SourceSpec, ToolOutputSpec, ToolSpec};
 
-pub(super) fn tool(spec: &ToolSpec) -> Result<Value, WriteError> {
-    let mut table = Table::new();
-    table.insert("name".into(), spec.name.clone().into());
-    if let Some(description) = &spec.description {
-        table.insert("description".into(), description.clone().into());
-    }
-    if let Some(parameters) = &spec.parameters {
-        let serde_json::Value::Object(map) = parameters else {
-            return Err(unsupported("tool parameters that are not a JSON object"));
-        };
-        table.insert("parameters".into(), Value::Table(json_table(map)?));
-    }
+pub(super) fn tool(spec: &ToolSpec) -> Result<RawTool, WriteError> {
+    let parameters = match &spec.parameters {
+        Some(parameters) => Some(json_object(parameters, "tool parameters")?),
+        None => None,
+    };
+    let mut raw = RawTool {
+        name: at(spec.name.clone()),
+        description: spec.description.clone(),
+        parameters,
+        text: None,
+        texts: None,
+        result_chars: None,
+        content: None,
+        latency_ms: Some(millis(spec.latency)?),
+        fail: spec.fail.clone(),
+        writes: spec.writes.as_ref().map(|(path, text)| RawWrite {
+            path: at(path.clone()),
+            text: text.clone(),
+        }),
+        sets_plan_mode: spec.sets_plan_mode.map(|mode| name(plan_mode(mode))),
+        responses: Vec::new(),
+        exit_code: None,
+    };
     match &spec.output {
-        ToolOutputSpec::Fixed(text) => {
-            table.insert("text".into(), text.clone().into());
-        }
-        ToolOutputSpec::Sequence(texts) => {
-            table.insert("texts".into(), strings(texts));
-        }
+        ToolOutputSpec::Fixed(text) => raw.text = Some(text.clone()),
+        ToolOutputSpec::Sequence(texts) => raw.texts = Some(texts.clone()),
         ToolOutputSpec::Generated { chars, kind } => {
-            table.insert("result_chars".into(), (*chars as i64).into());
-            table.insert("content".into(), kind.as_str().into());
+            raw.result_chars = Some(count(*chars as u64)?);
+            raw.content = Some(name(kind.as_str()));
         }
+        // The fallback's exit code marks the tool as choosing by arguments, even with no
+        // responses.
         ToolOutputSpec::ByArguments {
             responses,
             fallback,
         } => {
-            table.insert("text".into(), fallback.text.clone().into());
-            table.insert("exit_code".into(), i64::from(fallback.exit_code).into());
-            let list: Vec<Value> = responses
+            raw.text = Some(fallback.text.clone());
+            raw.exit_code = Some(fallback.exit_code);
+            raw.responses = responses
                 .iter()
-                .map(|r| {
-                    let mut response = Table::new();
-                    response.insert(
-                        "when_args_contain".into(),
-                        r.when_args_contain.clone().into(),
-                    );
-                    response.insert("text".into(), r.text.clone().into());
-                    response.insert("exit_code".into(), i64::from(r.exit_code).into());
-                    Value::Table(response)
+                .map(|r| RawResponse {
+                    when_args_contain: r.when_args_contain.clone(),
+                    text: r.text.clone(),
+                    exit_code: r.exit_code,
                 })
                 .collect();
-            table.insert("responses".into(), Value::Array(list));
         }
     }
-    table.insert("latency_ms".into(), millis(spec.latency)?);
-    if let Some(fail) = &spec.fail {
-        table.insert("fail".into(), fail.clone().into());
-    }
-    if let Some(mode) = spec.sets_plan_mode {
-        table.insert("sets_plan_mode".into(), plan_mode(mode).into());
-    }
-    if let Some((path, text)) = &spec.writes {
-        let mut writes = Table::new();
-        writes.insert("path".into(), path.clone().into());
-        writes.insert("text".into(), text.clone().into());
-        table.insert("writes".into(), Value::Table(writes));
-    }
-    Ok(Value::Table(table))
+    Ok(raw)
 }
 
-pub(super) fn source(spec: &SourceSpec) -> Result<Value, WriteError> {
-    let mut table = Table::new();
-    table.insert("name".into(), spec.name.clone().into());
-    if let Some(timeout) = spec.timeout {
-        table.insert("timeout_ms".into(), millis(timeout)?);
-    }
-    let on_failure = if spec.omit_on_failure { "omit" } else { "fail" };
-    table.insert("on_failure".into(), on_failure.into());
-    table.insert("latency_ms".into(), millis(spec.latency)?);
-    if let Some(failure) = spec.failure {
-        let name = match failure {
+pub(super) fn source(spec: &SourceSpec) -> Result<RawSource, WriteError> {
+    let failure = spec.failure.map(|failure| {
+        name(match failure {
             SourceFailure::Error => "error",
             SourceFailure::NoList => "no_list",
             SourceFailure::Never => "never",
             SourceFailure::Panic => "panic",
-        };
-        table.insert("failure".into(), name.into());
-    }
-    if !spec.fail_loads.is_empty() {
-        let loads: Result<Vec<Value>, WriteError> =
-            spec.fail_loads.iter().map(|l| integer(*l)).collect();
-        table.insert("fail_loads".into(), Value::Array(loads?));
-    }
-    let blocks = spec.blocks.iter().map(|block| {
-        let mut entry = Table::new();
-        entry.insert("id".into(), block.id.clone().into());
-        let kind = if block.runtime {
-            "runtime"
-        } else {
-            "reference"
-        };
-        entry.insert("kind".into(), kind.into());
-        entry.insert("text".into(), block.text.clone().into());
-        entry.insert("required".into(), block.required.into());
-        entry.insert("priority".into(), i64::from(block.priority).into());
-        if let Some(revision) = &block.revision {
-            entry.insert("revision".into(), revision.clone().into());
-        }
-        Value::Table(entry)
+        })
     });
-    table.insert("blocks".into(), Value::Array(blocks.collect()));
-    Ok(Value::Table(table))
+    let blocks = spec.blocks.iter().map(|block| {
+        at(RawBlock {
+            id: block.id.clone(),
+            kind: name(if block.runtime {
+                "runtime"
+            } else {
+                "reference"
+            }),
+            text: block.text.clone(),
+            required: block.required,
+            priority: block.priority,
+            revision: block.revision.clone(),
+        })
+    });
+    Ok(RawSource {
+        name: at(spec.name.clone()),
+        timeout_ms: spec.timeout.map(millis).transpose()?,
+        on_failure: Some(name(if spec.omit_on_failure { "omit" } else { "fail" })),
+        latency_ms: Some(millis(spec.latency)?),
+        failure,
+        fail_loads: spec.fail_loads.clone(),
+        blocks: blocks.collect(),
+    })
 }
