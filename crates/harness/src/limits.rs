@@ -29,6 +29,15 @@ pub const TOOL_RESULT_CHARS_MAX: usize = 64 * 1024 * 1024;
 /// a model pasting content into the wrong argument.
 pub const PATH_CHARS_MAX: usize = 1_024;
 
+/// Bytes of one file a workspace directory on disk reads at most: the largest a workspace file
+/// or a session log may be, so a huge file someone left in the directory is refused by its size,
+/// never loaded into memory.
+pub const FS_READ_BYTES_MAX: usize = if WORKSPACE_FILE_BYTES_MAX > SESSION_LOG_BYTES_MAX {
+    WORKSPACE_FILE_BYTES_MAX
+} else {
+    SESSION_LOG_BYTES_MAX
+};
+
 /// Files one listing of a workspace directory on disk returns at most: a listing is a walk of
 /// the directory tree, and a workspace that holds more is listed by a narrower prefix.
 pub const FS_LIST_ENTRIES_MAX: usize = 100_000;

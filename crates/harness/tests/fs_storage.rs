@@ -291,3 +291,45 @@ fn the_builtin_tools_work_over_a_directory_and_refuse_links_and_session_logs() {
     let (failed, text) = run("list_files", serde_json::json!({"dir": "src"}));
     assert!(!failed && text.contains("main.rs"), "{text}");
 }
+
+#[test]
+fn a_file_over_the_read_limit_is_refused_by_its_size() {
+    let fixture = Fixture::new();
+    let storage = fixture.storage();
+    std::fs::create_dir_all(&fixture.workspace).unwrap();
+    // A sparse file: its size says it is too large, and nothing is read to find out.
+    let huge = std::fs::File::create(fixture.workspace.join("huge.log")).unwrap();
+    huge.set_len(ctxbed_harness::limits::FS_READ_BYTES_MAX as u64 + 1)
+        .unwrap();
+    let error = block_on(storage.read(&path("huge.log"))).unwrap_err();
+    assert!(error.to_string().contains("at most"), "{error}");
+}
+
+#[test]
+fn writes_at_once_to_one_file_leave_one_whole_version_and_no_temporary_file() {
+    let fixture = Fixture::new();
+    let storage = Arc::new(fixture.storage());
+    let file = path("notes/shared.md");
+    block_on(async {
+        let writes = (0..8).map(|n| {
+            let storage = storage.clone();
+            let file = file.clone();
+            tokio::spawn(async move { storage.write(&file, vec![b'a' + n; 10_000]).await })
+        });
+        for write in writes {
+            write
+                .await
+                .expect("the task ends")
+                .expect("the write succeeds");
+        }
+        let bytes = storage.read(&file).await.unwrap().expect("the file");
+        assert_eq!(bytes.len(), 10_000);
+        assert!(bytes.iter().all(|b| *b == bytes[0]), "one whole version");
+        assert_eq!(storage.list("notes/").await.unwrap(), vec![file.clone()]);
+    });
+    let names: Vec<String> = std::fs::read_dir(fixture.workspace.join("notes"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, vec!["shared.md".to_string()]);
+}

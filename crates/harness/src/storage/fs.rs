@@ -5,8 +5,10 @@
 //! appends and removals alike), and listings skip links. So nothing the model names can reach
 //! outside the root directory, even where someone placed a link inside it.
 //!
-//! A write goes to a sibling temporary file (`<name>.ctxbed-partial`) that is then renamed over
-//! the target, so a failed write leaves the file as it was. The store tracks [`Revision`]s in
+//! A write goes to a sibling temporary file (`<name>.<revision>.ctxbed-partial`, unique per
+//! write) that is then renamed over the target, so a failed write leaves the file as it was and
+//! two writes at once never share a temporary file. A read refuses a file over
+//! [`FS_READ_BYTES_MAX`] by its size, before loading it. The store tracks [`Revision`]s in
 //! memory, with each file's length and modification time as it left them: an append to a file
 //! that still looks that way is written in place (and cut back to its old length if the write
 //! fails), so a session log grows without being read and rewritten; a file changed by anyone
@@ -34,7 +36,7 @@ use std::time::SystemTime;
 use async_trait::async_trait;
 
 use super::{Revision, Storage, StorageError, WorkspacePath, lock};
-use crate::limits::FS_LIST_ENTRIES_MAX;
+use crate::limits::{FS_LIST_ENTRIES_MAX, FS_READ_BYTES_MAX};
 
 /// The suffix of a write's temporary file; listings never show such files.
 const PARTIAL_SUFFIX: &str = ".ctxbed-partial";
@@ -159,8 +161,9 @@ fn fingerprint(file: &Path, revision: Revision) -> Result<Fingerprint, String> {
     })
 }
 
-/// Writes `bytes` to a temporary sibling and renames it over `file`.
-fn replace(file: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Writes `bytes` to a temporary sibling unique to this write (`revision`) and renames it over
+/// `file`.
+fn replace(file: &Path, bytes: &[u8], revision: Revision) -> Result<(), String> {
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
     }
@@ -168,7 +171,7 @@ fn replace(file: &Path, bytes: &[u8]) -> Result<(), String> {
         return Err("a directory of that name exists".into());
     }
     let mut partial = file.as_os_str().to_owned();
-    partial.push(PARTIAL_SUFFIX);
+    partial.push(format!(".{}{PARTIAL_SUFFIX}", revision.0));
     let partial = PathBuf::from(partial);
     let written = std::fs::File::create(&partial)
         .and_then(|mut out| out.write_all(bytes).and_then(|()| out.sync_data()))
@@ -262,6 +265,15 @@ impl Storage for FsStorage {
         let checked = path.clone();
         blocking(move || {
             let file = resolve(&root, &checked)?;
+            match std::fs::metadata(&file) {
+                Ok(meta) if meta.is_file() && meta.len() > FS_READ_BYTES_MAX as u64 => {
+                    return Err(format!(
+                        "the file is {} bytes; at most {FS_READ_BYTES_MAX} are read",
+                        meta.len()
+                    ));
+                }
+                _ => {}
+            }
             match std::fs::read(&file) {
                 Ok(bytes) => Ok(Some(bytes)),
                 // A workspace holds files; a directory reads as no file, as in memory.
@@ -298,7 +310,7 @@ impl Storage for FsStorage {
         let owned = prefix.to_string();
         blocking(move || {
             // Start at the deepest directory the prefix names, refusing it if it is a link.
-            let start = match owned.rfind('/') {
+            let start = match owned.rfind('/').filter(|&end| end > 0) {
                 Some(end) => {
                     let dir = WorkspacePath::parse(&owned[..end]).map_err(|e| e.to_string())?;
                     resolve(&root, &dir)?
@@ -328,7 +340,7 @@ impl Storage for FsStorage {
         self.forget(path);
         let fingerprint = blocking(move || {
             let file = resolve(&root, &checked)?;
-            replace(&file, &bytes)?;
+            replace(&file, &bytes, revision)?;
             fingerprint(&file, revision)
         })
         .await
