@@ -87,7 +87,10 @@ pub enum ModelError {
         provider: String,
         status: u16,
         body: String,
+        /// The size the provider compared with its limit, when it says: the input, or the
+        /// input plus the requested output when the provider counts both (`N + M > L`).
         actual_tokens: Option<u64>,
+        /// The provider's limit (its context window, or what it allows), when it says.
         max_tokens: Option<u64>,
     },
     /// The provider rejected unpaired tool calls or results.
