@@ -11,7 +11,7 @@
 //! one more omission at a time.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use super::block::{Material, MaterialKind, Placement};
 use super::render;
@@ -101,9 +101,19 @@ pub fn validate_order(order: &[String], materials: &[Material]) -> Result<(), Se
     Ok(())
 }
 
-/// Omits materials in `order` until `measure(kept) <= limit` or the order is exhausted.
+/// Omits the shortest prefix of `order` after which `measure(kept) <= limit`, or all of it
+/// when even that does not fit.
 ///
-/// `measure` returns the full request estimate for a set of kept materials.
+/// `measure` returns the full request estimate for a set of kept materials; it is the truth
+/// the decision follows, and dropping a material is assumed never to lengthen the request.
+/// Ids in `order` that name no material, and repeats, are skipped.
+///
+/// The running estimate (item costs, and a wrapper's cost when its last item goes) guesses the
+/// prefix length; `measure` then decides it. When the guess is right, `measure` is called 3
+/// times (the whole request, the guess less one item, the guess); with `n` candidates it is
+/// never called more than [`measure_calls_max`]`(n)` times, a wrong guess costing a gallop and
+/// a bisection. Whatever `measure` answers, the result fits and the prefix one shorter does
+/// not, or the result omits every candidate.
 pub fn select<'a>(
     materials: &'a [Material],
     order: &[String],
@@ -111,46 +121,182 @@ pub fn select<'a>(
     estimator: &dyn TokenEstimator,
     mut measure: impl FnMut(&[Material]) -> u64,
 ) -> Selection<'a> {
-    let mut estimate = measure(materials);
-    let mut omitted: Vec<String> = Vec::new();
-    let mut next = order.iter();
-    while estimate > limit {
-        let Some(id) = next.next() else { break };
-        let Some(material) = materials.iter().find(|m| m.id == *id) else {
-            continue;
-        };
-        let cost = if material.text.trim().is_empty() {
-            0
-        } else {
-            estimator.text_tokens(&render::item_text(material))
-        };
-        estimate = estimate.saturating_sub(cost);
-        omitted.push(id.clone());
-    }
-    if omitted.is_empty() {
+    let whole = measure(materials);
+    let candidates = candidates(materials, order);
+    if whole <= limit || candidates.is_empty() {
         return Selection {
             kept: Cow::Borrowed(materials),
-            omitted,
+            omitted: Vec::new(),
         };
     }
-    let keep = |omitted: &[String]| -> Vec<Material> {
+    let position: HashMap<&str, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(at, m)| (m.id.as_str(), at))
+        .collect();
+    let keep = |prefix: usize| -> Vec<Material> {
         materials
             .iter()
-            .filter(|m| !omitted.contains(&m.id))
+            .filter(|m| position.get(m.id.as_str()).is_none_or(|at| *at >= prefix))
             .cloned()
             .collect()
     };
-    let mut kept = keep(&omitted);
-    // Item estimates can be optimistic (envelopes, guidance); correct with exact measures.
-    let mut exact = measure(&kept);
-    while exact > limit {
-        let Some(id) = next.next() else { break };
-        omitted.push(id.clone());
-        kept = keep(&omitted);
-        exact = measure(&kept);
+    let guess = estimated_prefix(materials, &candidates, whole, limit, estimator);
+    // The kept set of the shortest prefix known to fit, and of the whole order when it does not.
+    let mut fitting: Option<(usize, Vec<Material>)> = None;
+    let mut exhausted: Option<Vec<Material>> = None;
+    let omit = shortest_fitting(candidates.len(), guess, |prefix| {
+        let kept = keep(prefix);
+        let fits = measure(&kept) <= limit;
+        if fits {
+            fitting = Some((prefix, kept));
+        } else if prefix == candidates.len() {
+            exhausted = Some(kept);
+        }
+        fits
+    });
+    let kept = match (fitting, exhausted) {
+        (Some((prefix, kept)), _) if prefix == omit => kept,
+        (_, Some(kept)) if omit == candidates.len() => kept,
+        _ => keep(omit),
+    };
+    Selection {
+        kept: Cow::Owned(kept),
+        omitted: candidates[..omit].iter().map(|m| m.id.clone()).collect(),
     }
-    let kept = Cow::Owned(kept);
-    Selection { kept, omitted }
+}
+
+/// The most `measure` calls [`select`] makes with `candidates` materials to omit: the whole
+/// request, then at most 2 + 2⌈log₂ n⌉ prefixes.
+pub fn measure_calls_max(candidates: usize) -> usize {
+    let log = candidates.next_power_of_two().trailing_zeros() as usize;
+    3 + 2 * log
+}
+
+/// The materials `order` names, in its order, each once.
+fn candidates<'a>(materials: &'a [Material], order: &[String]) -> Vec<&'a Material> {
+    let by_id: HashMap<&str, &Material> =
+        materials.iter().rev().map(|m| (m.id.as_str(), m)).collect();
+    let mut seen = BTreeSet::new();
+    order
+        .iter()
+        .filter(|id| seen.insert(id.as_str()))
+        .filter_map(|id| by_id.get(id.as_str()).copied())
+        .collect()
+}
+
+/// The prefix length, in `1..=candidates.len()`, after which the running estimate first fits
+/// `limit`. Each omitted item takes its rendered cost; the last rendered item of the transient
+/// or the reference message takes the message's wrapper too, and the last of both the System
+/// message's guidance.
+fn estimated_prefix(
+    materials: &[Material],
+    candidates: &[&Material],
+    whole: u64,
+    limit: u64,
+    estimator: &dyn TokenEstimator,
+) -> usize {
+    let rendered = |m: &Material| !m.text.trim().is_empty();
+    let wrapped = [Placement::Transient, Placement::Reference];
+    let mut left = wrapped.map(|placement| {
+        materials
+            .iter()
+            .filter(|m| m.placement == placement && rendered(m))
+            .count()
+    });
+    let mut estimate = whole;
+    for (at, material) in candidates.iter().enumerate() {
+        if rendered(material) {
+            let mut cost = estimator.text_tokens(&render::item_text(material));
+            if let Some(slot) = wrapped.iter().position(|p| *p == material.placement) {
+                left[slot] -= 1;
+                if left[slot] == 0 {
+                    cost += wrapper_tokens(material.placement, estimator);
+                    if left == [0, 0] {
+                        cost +=
+                            estimator.text_tokens(&format!("\n\n{}", render::guidance_section()));
+                    }
+                }
+            }
+            estimate = estimate.saturating_sub(cost);
+        }
+        if estimate <= limit {
+            return at + 1;
+        }
+    }
+    candidates.len()
+}
+
+/// What the transient or reference message costs beyond its items.
+fn wrapper_tokens(placement: Placement, estimator: &dyn TokenEstimator) -> u64 {
+    let probe = Material {
+        id: String::new(),
+        kind: MaterialKind::Reference,
+        placement,
+        text: "x".to_string(),
+        revision: String::new(),
+        required: false,
+        priority: 0,
+    };
+    let item = estimator.text_tokens(&render::item_text(&probe));
+    render::material_message(std::slice::from_ref(&probe), placement).map_or(0, |message| {
+        estimator.message_tokens(&message).saturating_sub(item)
+    })
+}
+
+/// The shortest prefix length in `1..=n` that `fits`, or `n` when none does, given that the
+/// empty prefix does not fit; starting from `guess` (in `1..=n`).
+///
+/// It asks `guess - 1` and then `guess`, so a right guess costs two calls and ends on the
+/// answer; otherwise it gallops (steps 1, 2, 4, …) away from the guess until the answer is
+/// bracketed, then bisects the bracket. At most 2 + 2⌈log₂ n⌉ calls. Whatever `fits` answers,
+/// the answer fits and the prefix one shorter does not, or the answer is `n`.
+fn shortest_fitting(n: usize, guess: usize, mut fits: impl FnMut(usize) -> bool) -> usize {
+    debug_assert!((1..=n).contains(&guess), "guess {guess} of {n}");
+    // `lo` does not fit; `hi` fits; lo < hi.
+    let mut lo = 0;
+    let mut hi;
+    if guess > 1 && fits(guess - 1) {
+        hi = guess - 1;
+        let mut step = 1;
+        // Down while the probes fit; a probe that does not ends the gallop (hi - lo = step).
+        while hi - lo > step {
+            let probe = hi - step;
+            if fits(probe) {
+                hi = probe;
+                step *= 2;
+            } else {
+                lo = probe;
+            }
+        }
+    } else {
+        if fits(guess) {
+            return guess;
+        }
+        lo = guess;
+        let mut step = 1;
+        loop {
+            if lo == n {
+                return n;
+            }
+            let probe = (lo + step).min(n);
+            if fits(probe) {
+                hi = probe;
+                break;
+            }
+            lo = probe;
+            step *= 2;
+        }
+    }
+    while hi - lo > 1 {
+        let middle = lo + (hi - lo) / 2;
+        if fits(middle) {
+            hi = middle;
+        } else {
+            lo = middle;
+        }
+    }
+    hi
 }
 
 #[cfg(test)]
@@ -158,6 +304,268 @@ mod tests {
     use super::*;
     use crate::context::block::ContextBlock;
     use crate::tokens::RatioEstimator;
+
+    /// A material of `kind` in `placement` whose text is `len` characters.
+    fn sized(id: &str, kind: MaterialKind, placement: Placement, len: usize) -> Material {
+        Material {
+            id: id.to_string(),
+            kind,
+            placement,
+            text: "y".repeat(len),
+            revision: "1".to_string(),
+            required: false,
+            priority: 0,
+        }
+    }
+
+    /// What a request of these materials costs, as `prepare` lays it out: a System message
+    /// (a prompt, the System materials, guidance while anything is tagged), then the transient
+    /// and reference messages.
+    fn layout(kept: &[Material]) -> u64 {
+        let transient = render::material_message(kept, Placement::Transient);
+        let reference = render::material_message(kept, Placement::Reference);
+        let guidance = transient.is_some() || reference.is_some();
+        let system = render::system_message(Some("Be careful."), kept, &[], guidance);
+        [system, transient, reference]
+            .iter()
+            .flatten()
+            .map(|m| RatioEstimator.message_tokens(m))
+            .sum()
+    }
+
+    /// Memory and knowledge (the only reference material), then three runtime blocks of
+    /// different sizes, and one required runtime block.
+    fn workspace_and_runtime() -> Vec<Material> {
+        let mut required = sized(
+            "source/s/req",
+            MaterialKind::Runtime,
+            Placement::Transient,
+            30,
+        );
+        required.required = true;
+        vec![
+            Material::instruction("policy", "Preserve the API."),
+            sized(
+                "workspace:MEMORY.md",
+                MaterialKind::Memory,
+                Placement::Reference,
+                200,
+            ),
+            sized(
+                "workspace:knowledge/k.md",
+                MaterialKind::Knowledge,
+                Placement::Reference,
+                150,
+            ),
+            sized(
+                "source/s/a",
+                MaterialKind::Runtime,
+                Placement::Transient,
+                120,
+            ),
+            sized(
+                "source/s/b",
+                MaterialKind::Runtime,
+                Placement::Transient,
+                60,
+            ),
+            sized(
+                "source/s/c",
+                MaterialKind::Runtime,
+                Placement::Transient,
+                90,
+            ),
+            required,
+        ]
+    }
+
+    /// The shortest prefix of `order` whose omission fits, by measuring every prefix.
+    fn brute_force(materials: &[Material], order: &[String], limit: u64) -> usize {
+        (0..=order.len())
+            .find(|&prefix| {
+                let kept: Vec<Material> = materials
+                    .iter()
+                    .filter(|m| !order[..prefix].contains(&m.id))
+                    .cloned()
+                    .collect();
+                layout(&kept) <= limit
+            })
+            .unwrap_or(order.len())
+    }
+
+    /// The selection, and the sizes of the kept sets `measure` was asked about, in order.
+    fn run(
+        materials: &[Material],
+        order: &[String],
+        limit: u64,
+    ) -> (Selection<'static>, Vec<usize>) {
+        let mut measured = Vec::new();
+        let selection = select(materials, order, limit, &RatioEstimator, |kept| {
+            measured.push(kept.len());
+            layout(kept)
+        });
+        let selection = Selection {
+            kept: Cow::Owned(selection.kept.into_owned()),
+            omitted: selection.omitted,
+        };
+        (selection, measured)
+    }
+
+    #[test]
+    fn a_cap_just_above_memory_and_knowledge_keeps_the_next_source() {
+        let materials = workspace_and_runtime();
+        let order = default_order(&materials);
+        assert_eq!(
+            &order[..2],
+            ["workspace:MEMORY.md", "workspace:knowledge/k.md"]
+        );
+        let without_workspace: Vec<Material> = materials
+            .iter()
+            .filter(|m| !m.id.starts_with("workspace:"))
+            .cloned()
+            .collect();
+        // The reference message leaves with its last item: its wrapper is saved too.
+        let limit = layout(&without_workspace) + 3;
+        let (selection, measured) = run(&materials, &order, limit);
+        assert_eq!(
+            selection.omitted,
+            ["workspace:MEMORY.md", "workspace:knowledge/k.md"]
+        );
+        assert_eq!(selection.kept.as_ref(), without_workspace.as_slice());
+        // The running estimate guessed right: the whole, one item fewer omitted, the answer.
+        assert_eq!(measured, [7, 6, 5]);
+    }
+
+    #[test]
+    fn every_limit_omits_the_shortest_fitting_prefix() {
+        let materials = workspace_and_runtime();
+        let order = default_order(&materials);
+        let everything = layout(&materials);
+        let protected = [materials[0].clone(), materials[6].clone()];
+        let minimum = layout(&protected);
+        for limit in minimum.saturating_sub(60)..=everything + 2 {
+            let (selection, measured) = run(&materials, &order, limit);
+            let expected = brute_force(&materials, &order, limit);
+            assert_eq!(selection.omitted, order[..expected], "limit {limit}");
+            assert_eq!(
+                selection.kept.len() + expected,
+                materials.len(),
+                "limit {limit}"
+            );
+            assert!(
+                measured.len() <= measure_calls_max(order.len()),
+                "limit {limit}: {} measures",
+                measured.len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_request_exactly_at_the_limit_keeps_its_materials_and_one_over_omits() {
+        let materials = workspace_and_runtime();
+        let order = default_order(&materials);
+        let everything = layout(&materials);
+        let (selection, measured) = run(&materials, &order, everything);
+        assert!(selection.omitted.is_empty());
+        assert_eq!(measured, [7]);
+        let untouched = select(&materials, &order, everything, &RatioEstimator, layout);
+        assert!(
+            matches!(untouched.kept, Cow::Borrowed(_)),
+            "nothing omitted, nothing copied"
+        );
+        let (selection, _) = run(&materials, &order, everything - 1);
+        assert_eq!(selection.omitted, ["workspace:MEMORY.md"]);
+        // Each prefix: exactly at its cost it is enough; a token less needs the next item.
+        for prefix in 1..order.len() {
+            let kept: Vec<Material> = materials
+                .iter()
+                .filter(|m| !order[..prefix].contains(&m.id))
+                .cloned()
+                .collect();
+            let cost = layout(&kept);
+            let (at, _) = run(&materials, &order, cost);
+            assert_eq!(at.omitted, order[..prefix], "at {cost}");
+            assert_eq!(at.kept.as_ref(), kept.as_slice(), "at {cost}");
+            let (over, _) = run(&materials, &order, cost - 1);
+            assert_eq!(over.omitted, order[..=prefix], "at {}", cost - 1);
+        }
+    }
+
+    #[test]
+    fn nothing_fits_omits_every_candidate() {
+        let materials = workspace_and_runtime();
+        let order = default_order(&materials);
+        let (selection, measured) = run(&materials, &order, 0);
+        assert_eq!(selection.omitted, order);
+        let protected: Vec<&str> = selection.kept.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(protected, ["instruction/policy", "source/s/req"]);
+        assert!(measured.len() <= measure_calls_max(order.len()));
+        // No candidate at all: nothing to omit, the input itself comes back.
+        let (selection, measured) = run(&materials, &[], 0);
+        assert!(selection.omitted.is_empty() && selection.kept.len() == materials.len());
+        assert_eq!(measured, [7]);
+    }
+
+    #[test]
+    fn unknown_and_repeated_ids_are_skipped() {
+        let materials = workspace_and_runtime();
+        let order: Vec<String> = ["zz", "source/s/b", "source/s/b", "source/s/a"]
+            .map(String::from)
+            .to_vec();
+        let (selection, _) = run(&materials, &order, 0);
+        assert_eq!(selection.omitted, ["source/s/b", "source/s/a"]);
+        assert_eq!(selection.kept.len(), 5);
+    }
+
+    /// `shortest_fitting` over every length, guess and boundary: the answer, and the bound.
+    #[test]
+    fn the_search_finds_the_boundary_within_its_bound() {
+        for n in 1..=130 {
+            for guess in 1..=n {
+                for boundary in 1..=n + 1 {
+                    let mut calls = 0;
+                    let answer = shortest_fitting(n, guess, |prefix| {
+                        assert!((1..=n).contains(&prefix));
+                        calls += 1;
+                        prefix >= boundary
+                    });
+                    assert_eq!(answer, boundary.min(n), "n {n} guess {guess}");
+                    assert!(
+                        calls < measure_calls_max(n),
+                        "n {n} guess {guess} boundary {boundary}: {calls} calls"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whatever `fits` answers (every answer table up to 12 prefixes, from every guess), the
+    /// answer fits and the prefix one shorter does not, or it is the whole order; within the
+    /// bound.
+    #[test]
+    fn the_search_is_locally_minimal_for_any_answers() {
+        for n in 1..=12usize {
+            for table in 0..1u32 << n {
+                let answers = |prefix: usize| table & (1 << (prefix - 1)) != 0;
+                for guess in 1..=n {
+                    let mut calls = 0;
+                    let answer = shortest_fitting(n, guess, |prefix| {
+                        calls += 1;
+                        answers(prefix)
+                    });
+                    if answers(answer) {
+                        assert!(
+                            answer == 1 || !answers(answer - 1),
+                            "{table:b} from {guess}"
+                        );
+                    } else {
+                        assert_eq!(answer, n, "{table:b} from {guess}");
+                    }
+                    assert!(calls < measure_calls_max(n), "{table:b} from {guess}");
+                }
+            }
+        }
+    }
 
     fn material(id: &str, kind: MaterialKind, priority: i32) -> Material {
         let mut m = Material::from_block(

@@ -105,7 +105,7 @@ pub fn system_message(
         }
     }
     if with_guidance {
-        sections.push(format!("<guidance>\n{GUIDANCE}\n</guidance>"));
+        sections.push(guidance_section());
     }
     if sections.is_empty() {
         return None;
@@ -142,6 +142,12 @@ pub fn material_message(materials: &[Material], placement: Placement) -> Option<
         body.join("\n")
     );
     Some(tagged(id, Role::User, text, placement))
+}
+
+/// The guidance section of the System message, present while any transient or reference
+/// material is rendered.
+pub fn guidance_section() -> String {
+    format!("<guidance>\n{GUIDANCE}\n</guidance>")
 }
 
 /// The rendered text of one material as a context item (its cost in the request).
