@@ -17,7 +17,7 @@ use ctxbed_harness::context::{PrepareInput, prepare};
 use ctxbed_harness::message::Message;
 use ctxbed_harness::model::{ModelInfo, Purpose};
 use ctxbed_harness::runtime::RuntimeContext;
-use ctxbed_harness::tokens::RatioEstimator;
+use ctxbed_harness::tokens::{RatioEstimator, TokenEstimator};
 use ctxbed_sim::mock::{MockModel, MockScript, MockTurn, TurnAction};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -418,5 +418,89 @@ fn an_unpolled_stream_prepares_nothing_until_it_is_polled() {
         assert_eq!(source.loads.load(Ordering::SeqCst), 1);
         assert_eq!(observed.load(Ordering::SeqCst), 1);
         assert_eq!(agent.history(&session).len(), 2);
+    });
+}
+
+/// A policy whose observer pushes every manifest it sees into `seen`.
+fn observing(seen: &Arc<Mutex<Vec<ContextManifest>>>) -> ContextPolicy {
+    let sink = seen.clone();
+    ContextPolicy {
+        observer: Some(Arc::new(move |manifest: &ContextManifest| {
+            sink.lock().unwrap().push(manifest.clone());
+        })),
+        ..ContextPolicy::default()
+    }
+}
+
+#[test]
+fn a_later_context_policy_replaces_every_field_set_before() {
+    runtime().block_on(async {
+        let first_seen: Arc<Mutex<Vec<ContextManifest>>> = Arc::default();
+        let second_seen: Arc<Mutex<Vec<ContextManifest>>> = Arc::default();
+        let capped = ContextPolicy {
+            max_input_tokens: Some(900),
+            estimator: Arc::new(ctxbed_harness::tokens::ExactEstimator::new(
+                ctxbed_harness::tokens::Vocabulary::O200k,
+            )),
+            ..observing(&first_seen)
+        };
+        // The second policy restates nothing: cap, estimator and observer all go back to
+        // the defaults or to what it says.
+        let agent = HarnessAgent::builder()
+            .model(replying_model(1))
+            .context_policy(capped)
+            .context_policy(observing(&second_seen))
+            .build()
+            .expect("agent");
+        agent
+            .call("go", RuntimeContext::new())
+            .await
+            .expect("reply");
+        assert!(
+            first_seen.lock().unwrap().is_empty(),
+            "the first observer is gone"
+        );
+        let seen = second_seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_ne!(seen[0].input_limit, 900, "the cap is gone with its policy");
+        assert_eq!(
+            seen[0].counting_method,
+            RatioEstimator.method(),
+            "the default estimator"
+        );
+    });
+}
+
+#[test]
+fn agents_of_one_builder_share_one_observer_and_a_build_leaves_it_untouched() {
+    runtime().block_on(async {
+        let seen: Arc<Mutex<Vec<ContextManifest>>> = Arc::default();
+        let builder = HarnessAgent::builder()
+            .model(replying_model(3))
+            .context_policy(observing(&seen));
+        let first = builder.build().expect("agent");
+        let second = builder.build().expect("agent");
+        // Building calls nothing on the observer.
+        assert!(seen.lock().unwrap().is_empty(), "a build observes nothing");
+        first
+            .call("one", RuntimeContext::new())
+            .await
+            .expect("reply");
+        second
+            .call("two", RuntimeContext::new())
+            .await
+            .expect("reply");
+        // The observer also sees preparations consumed through stream_events.
+        let events = first
+            .stream_events("three", RuntimeContext::new().with_session("s"))
+            .collect()
+            .await;
+        assert!(!events.is_empty());
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 3, "one observer, every agent's preparations");
+        // Call ids count per agent: the second agent's first call, and the first agent's two.
+        let mut calls: Vec<&str> = seen.iter().map(|m| m.call_id.as_str()).collect();
+        calls.sort_unstable();
+        assert_eq!(calls, ["call-1/r1", "call-1/r1", "call-2/r1"]);
     });
 }

@@ -1,0 +1,118 @@
+//! The defaults the specification names, asserted through behaviour with nothing overridden:
+//! argument truncation (25 messages or 40,000 tokens, the latest 20 protected, strings over
+//! 2,000 characters), `keep_messages = 20`, and the offload defaults (over 80,000 characters,
+//! 2,000-character head and tail previews, `large_tool_results/`).
+
+use ctxbed_harness::compaction::config::{CompactionConfig, TruncateArgsConfig};
+use ctxbed_harness::compaction::truncate::truncate_args;
+use ctxbed_harness::context::offload::{OffloadConfig, offload};
+use ctxbed_harness::message::{ContentPart, Message};
+use ctxbed_harness::storage::{MemoryStorage, Storage};
+
+/// `rounds` tool calls whose only argument is `chars` characters long, each with its result.
+fn calls_with_arguments(rounds: usize, chars: usize) -> Vec<Message> {
+    let mut history = Vec::new();
+    for round in 0..rounds {
+        let id = format!("c{round}");
+        history.push(Message::assistant_tool_calls(
+            format!("a{round}"),
+            vec![ContentPart::tool_call(
+                id.clone(),
+                "write_file",
+                serde_json::json!({ "content": "w".repeat(chars) }),
+            )],
+        ));
+        history.push(Message::tool_result(
+            format!("r{round}"),
+            id,
+            "write_file",
+            "ok",
+            false,
+        ));
+    }
+    history
+}
+
+#[test]
+fn truncation_by_default_starts_at_25_messages_protects_20_and_cuts_over_2000_characters() {
+    let config = TruncateArgsConfig::default();
+    // 24 messages, few tokens: not triggered.
+    let mut short = calls_with_arguments(12, 2_001);
+    assert_eq!(truncate_args(&mut short, &config, 100), 0);
+    // 26 messages: triggered; the 6 older than the latest 20 hold 3 calls.
+    let mut long = calls_with_arguments(13, 2_001);
+    assert_eq!(truncate_args(&mut long, &config, 100), 3);
+    // 40,000 tokens trigger it too, whatever the length; 39,999 do not.
+    let mut few = calls_with_arguments(11, 2_001);
+    assert_eq!(truncate_args(&mut few, &config, 39_999), 0);
+    assert_eq!(truncate_args(&mut few, &config, 40_000), 1);
+    // 2,000 characters is within the limit; 2,001 is over it.
+    let mut at_limit = calls_with_arguments(13, 2_000);
+    assert_eq!(truncate_args(&mut at_limit, &config, 100), 0);
+}
+
+#[test]
+fn compaction_keeps_20_messages_and_flushes_memory_by_default() {
+    let config = CompactionConfig::default();
+    assert_eq!(config.keep_messages, 20);
+    assert_eq!(config.trigger_messages, 50);
+    assert!(config.flush_before_compact);
+    assert!(config.prune.is_some(), "prune is on by default");
+    assert!(
+        config.truncate_args.is_none(),
+        "argument truncation is off until configured"
+    );
+}
+
+fn result_of(chars: usize) -> Vec<Message> {
+    vec![
+        Message::assistant_tool_calls(
+            "a1",
+            vec![ContentPart::tool_call(
+                "c1",
+                "execute",
+                serde_json::json!({}),
+            )],
+        ),
+        Message::tool_result(
+            "r1",
+            "c1",
+            "execute",
+            format!("H{}T", "x".repeat(chars - 2)),
+            false,
+        ),
+    ]
+}
+
+#[test]
+fn offload_by_default_moves_results_over_80000_characters_with_2000_character_previews() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let storage = MemoryStorage::new();
+        let config = OffloadConfig::default();
+        let mut at_limit = result_of(80_000);
+        let kept = offload(&mut at_limit, &storage, &config, "agent").await;
+        assert!(kept.written.is_empty(), "80,000 characters stay inline");
+        let mut over = result_of(80_001);
+        let moved = offload(&mut over, &storage, &config, "agent").await;
+        assert_eq!(moved.written.len(), 1, "80,001 characters are offloaded");
+        let files = storage
+            .list("large_tool_results/")
+            .await
+            .expect("a listing");
+        assert_eq!(files.len(), 1, "{files:?}");
+        let placeholder = over[1]
+            .tool_results()
+            .map(|result| result.text())
+            .collect::<String>();
+        assert!(placeholder.contains(files[0].as_str()), "{placeholder}");
+        // The preview keeps 2,000 characters of the head and 2,000 of the tail.
+        let head = format!("H{}", "x".repeat(1_999));
+        let tail = format!("{}T", "x".repeat(1_999));
+        assert!(placeholder.contains(&head), "the head preview");
+        assert!(placeholder.contains(&tail), "the tail preview");
+        assert!(!placeholder.contains(&format!("H{}", "x".repeat(2_000))));
+    });
+}
