@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use ctxbed_harness::agent::{AgentError, BuildError, ContextPolicy, HarnessAgent};
-use ctxbed_harness::context::block::{ContextBlock, Material};
+use ctxbed_harness::context::block::{ContextBlock, Material, MaterialKind, Placement};
 use ctxbed_harness::context::budget::BudgetSettings;
 use ctxbed_harness::context::manifest::ContextManifest;
 use ctxbed_harness::context::render::is_rendered;
@@ -503,4 +503,127 @@ fn agents_of_one_builder_share_one_observer_and_a_build_leaves_it_untouched() {
         calls.sort_unstable();
         assert_eq!(calls, ["call-1/r1", "call-1/r1", "call-2/r1"]);
     });
+}
+
+/// A workspace file as the workspace loader makes it: reference material of its kind.
+fn workspace_file(path: &str, kind: MaterialKind, text: &str) -> Material {
+    Material {
+        id: format!("workspace:{path}"),
+        kind,
+        placement: Placement::Reference,
+        text: text.to_string(),
+        revision: format!("{}", text.len()),
+        required: false,
+        priority: 0,
+    }
+}
+
+/// Memory and knowledge are the only reference material; two runtime blocks of different sizes
+/// follow them in the default order (priority 0 before 5).
+fn memory_knowledge_and_runtime() -> Vec<Material> {
+    vec![
+        Material::instruction("policy", "Preserve the API."),
+        workspace_file(
+            "MEMORY.md",
+            MaterialKind::Memory,
+            "Memory: the writer moved to src/export/writer.rs; run tests/export.rs.",
+        ),
+        workspace_file(
+            "knowledge/format.md",
+            MaterialKind::Knowledge,
+            "Knowledge: three quoted columns, a header row, CRLF line ends.",
+        ),
+        Material::from_block(
+            "record",
+            &ContextBlock::runtime("status", "Status: change 42 open, review requested."),
+        ),
+        Material::from_block(
+            "record",
+            &ContextBlock::runtime("owner", "Owner: ana.").with_priority(5),
+        ),
+    ]
+}
+
+/// The manifest of a preparation of `materials` under an input cap.
+fn prepared_under(materials: &[Material], cap: Option<u64>) -> ContextManifest {
+    let model = info();
+    let history = vec![Message::user("u1", "Summarise change 42.")];
+    let mut input = prepare_input(materials, &history, &model);
+    input.budget = BudgetSettings {
+        max_input_tokens: cap,
+        ..BudgetSettings::default()
+    };
+    match prepare(&input) {
+        Ok(prepared) => prepared.manifest,
+        Err(rejected) => rejected.manifest,
+    }
+}
+
+fn omitted(manifest: &ContextManifest) -> Vec<String> {
+    manifest
+        .transforms
+        .iter()
+        .map(ToString::to_string)
+        .filter(|t| t.starts_with("omitted_for_budget:"))
+        .collect()
+}
+
+fn has_item(manifest: &ContextManifest, id: &str) -> bool {
+    manifest.items.iter().any(|item| item.id == id)
+}
+
+fn without_workspace(materials: &[Material]) -> Vec<Material> {
+    materials[..1]
+        .iter()
+        .chain(&materials[3..])
+        .cloned()
+        .collect()
+}
+
+/// Dropping memory and knowledge also drops the reference message around them; a cap a few
+/// tokens above what is left keeps the next optional source.
+#[test]
+fn omission_stops_once_memory_and_knowledge_are_enough() {
+    let materials = memory_knowledge_and_runtime();
+    let needed = prepared_under(&without_workspace(&materials), None).estimated_input_tokens as u64;
+    let everything = prepared_under(&materials, None).estimated_input_tokens as u64;
+    assert!(everything > needed + 3);
+    let manifest = prepared_under(&materials, Some(needed + 3));
+    assert_eq!(manifest.validation.as_str(), "passed");
+    assert_eq!(
+        omitted(&manifest),
+        [
+            "omitted_for_budget:workspace:MEMORY.md",
+            "omitted_for_budget:workspace:knowledge/format.md"
+        ]
+    );
+    assert!(has_item(&manifest, "source/record/status"));
+    assert!(has_item(&manifest, "source/record/owner"));
+    assert_eq!(manifest.estimated_input_tokens as u64, needed);
+}
+
+/// A request exactly at its cap keeps its materials; a token over, it omits the next one.
+#[test]
+fn omission_boundaries_are_exact() {
+    let materials = memory_knowledge_and_runtime();
+    let everything = prepared_under(&materials, None).estimated_input_tokens as u64;
+    assert!(omitted(&prepared_under(&materials, Some(everything))).is_empty());
+    assert_eq!(
+        omitted(&prepared_under(&materials, Some(everything - 1))),
+        ["omitted_for_budget:workspace:MEMORY.md"]
+    );
+    let needed = prepared_under(&without_workspace(&materials), None).estimated_input_tokens as u64;
+    let exactly = prepared_under(&materials, Some(needed));
+    assert_eq!(omitted(&exactly).len(), 2);
+    assert!(has_item(&exactly, "source/record/status"));
+    let over = prepared_under(&materials, Some(needed - 1));
+    assert_eq!(
+        omitted(&over),
+        [
+            "omitted_for_budget:workspace:MEMORY.md",
+            "omitted_for_budget:workspace:knowledge/format.md",
+            "omitted_for_budget:source/record/status"
+        ]
+    );
+    assert!(has_item(&over, "source/record/owner"));
 }
