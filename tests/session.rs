@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ctxbed_harness::agent::{AgentError, EventKind, HarnessAgent, RestoreError};
-use ctxbed_harness::message::Role;
+use ctxbed_harness::message::{Message, Role};
 use ctxbed_harness::model::ModelInfo;
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::session::jsonl::session_path;
@@ -336,5 +336,91 @@ fn an_application_opens_a_session_before_it_changes_task_state() {
             .expect("subject");
         careless.call("Question two.", alice()).await.expect("call");
         assert!(careless.task_state(&alice()).snapshot().todos().is_empty());
+    });
+}
+
+#[test]
+fn session_history_shows_the_last_20_by_default_and_last_n_when_asked() {
+    use ctxbed_harness::message::ToolCall;
+    use ctxbed_harness::session::{MemorySessionLog, SessionLog};
+    use ctxbed_harness::tools::session::SessionTool;
+    use ctxbed_harness::tools::{Tool, ToolContext};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let log = Arc::new(MemorySessionLog::new());
+        let agent = ctxbed_harness::agent::HarnessAgent::builder()
+            .agent_id("a")
+            .model(Arc::new(ctxbed_sim::mock::MockModel::new(
+                ctxbed_sim::mock::MockScript::new(
+                    ctxbed_harness::model::ModelInfo {
+                        name: "m".into(),
+                        context_window: Some(8_000),
+                        max_output_tokens: None,
+                    },
+                    vec![],
+                ),
+            )))
+            .session_log(log.clone())
+            .build()
+            .expect("agent");
+        let alice = RuntimeContext::new().with_user("alice").with_session("s1");
+        let history: Vec<Message> = (1..=25)
+            .map(|n| Message::user(format!("m{n:02}"), format!("message {n}")))
+            .collect();
+        agent.load_history(&alice, history);
+        let tool = SessionTool::history(log as Arc<dyn SessionLog>);
+        let context = ToolContext {
+            agent_id: "a".into(),
+            runtime: alice.clone(),
+            call_id: "call-9".into(),
+        };
+        let ask = |arguments: serde_json::Value| {
+            let call = ToolCall {
+                id: "t1".into(),
+                name: "session_history".into(),
+                arguments,
+            };
+            let tool = &tool;
+            let context = &context;
+            async move {
+                let outcome = tool.call(&call, context).await;
+                let text: String = outcome
+                    .outputs
+                    .iter()
+                    .map(|o| match o {
+                        ctxbed_harness::message::ToolOutput::Text { text } => text.clone(),
+                        ctxbed_harness::message::ToolOutput::Media { .. } => String::new(),
+                    })
+                    .collect();
+                (outcome.is_error, text)
+            }
+        };
+        let (failed, text) = ask(serde_json::json!({"sessionId": "s1"})).await;
+        assert!(!failed, "{text}");
+        assert!(
+            text.starts_with("session s1: last 20 of 25 messages"),
+            "{text}"
+        );
+        let ids: Vec<&str> = text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.strip_prefix('[')?.split(']').next())
+            .collect();
+        let expected: Vec<String> = (6..=25).map(|n| format!("m{n:02}")).collect();
+        assert_eq!(ids, expected, "the latest 20, in order");
+        let (failed, text) = ask(serde_json::json!({"sessionId": "s1", "lastN": 3})).await;
+        assert!(
+            !failed && text.starts_with("session s1: last 3 of 25"),
+            "{text}"
+        );
+        assert!(text.contains("[m23]") && text.contains("[m25]") && !text.contains("[m22]"));
+        for bad in [0, 101] {
+            let (failed, text) = ask(serde_json::json!({"sessionId": "s1", "lastN": bad})).await;
+            assert!(failed, "lastN {bad}: {text}");
+        }
     });
 }
