@@ -509,6 +509,8 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
         return ExitCode::from(2);
     }
     let started = std::time::Instant::now();
+    // The `\r` progress line is for a person watching a terminal; a log file gets none.
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let last_line = std::sync::Mutex::new(started);
     let times = std::sync::Mutex::new(SeedTimes::default());
     thread_local! {
@@ -528,7 +530,7 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
         let mut last = last_line
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.elapsed().as_secs_f64() >= 1.0 || p.done == p.total {
+        if on_terminal && (last.elapsed().as_secs_f64() >= 1.0 || p.done == p.total) {
             *last = std::time::Instant::now();
             let rate = p.done as f64 / started.elapsed().as_secs_f64().max(1e-9);
             err!(
@@ -542,7 +544,9 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
         SEED_STARTED.set(Some(std::time::Instant::now()));
     };
     let report = sweep(&config, &progress);
-    errln!();
+    if on_terminal {
+        errln!();
+    }
     let seconds = started.elapsed().as_secs_f64();
     print_sweep(&config, &report, seconds);
     print_seed_times(
