@@ -202,3 +202,40 @@ fn sweep_runs_a_shard_and_reports_a_summary() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("need 0 ≤ k < n"), "{text}");
 }
+
+#[test]
+fn links_out_of_the_suite_are_refused_for_reading_and_writing() {
+    let dir = suite();
+    let root = dir.path();
+    std::fs::remove_file(root.join("scenarios/demo/bad.toml")).unwrap();
+    let outside = tempfile::tempdir().expect("temp dir");
+    let victim = outside.path().join("victim.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    // A `.trace.new` that links outside: a mismatching run outside CI would write through it.
+    std::fs::create_dir_all(root.join("golden/demo")).unwrap();
+    std::fs::write(root.join("golden/demo/good.trace"), "an old golden\n").unwrap();
+    std::os::unix::fs::symlink(&victim, root.join("golden/demo/good.trace.new")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["run", "scenarios/demo/good.toml"])
+        .current_dir(root)
+        .env_remove("CI")
+        .output()
+        .expect("ctxbed runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_ne!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("symbolic link"), "{text}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    // A mock model that links to a file outside is not read, and nothing of it is shown.
+    let secret = outside.path().join("secret.toml");
+    std::fs::write(&secret, "window = 1 # top secret line\n").unwrap();
+    std::fs::remove_file(root.join("mock-models/hello.toml")).unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("mock-models/hello.toml")).unwrap();
+    let (code, text) = ctxbed(&["check", "scenarios/demo/good.toml"], root);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("symbolic link"), "{text}");
+    assert!(!text.contains("top secret"), "{text}");
+}

@@ -36,14 +36,18 @@ pub enum GoldenOutcome {
 /// Compares `actual` with the golden at `path`, or blesses it.
 ///
 /// # Errors
-/// The golden could not be read or written.
+/// The golden could not be read or written, or the golden or its `.trace.new` is a symbolic
+/// link: goldens are never read or written through links, so a link cannot make a run
+/// overwrite a file outside the suite.
 pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<GoldenOutcome> {
+    let new_path = path.with_extension("trace.new");
+    refuse_link(path)?;
+    refuse_link(&new_path)?;
     let expected = match std::fs::read_to_string(path) {
         Ok(text) => Some(text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(error) => return Err(error),
     };
-    let new_path = path.with_extension("trace.new");
     match mode {
         GoldenMode::Bless => {
             let changed = expected.as_deref() != Some(actual);
@@ -88,6 +92,17 @@ pub fn diff(expected: &str, actual: &str) -> String {
         .context_radius(3)
         .header("golden", "actual")
         .to_string()
+}
+
+/// An error when `path` is a symbolic link.
+fn refuse_link(path: &Path) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(std::io::Error::other(format!(
+            "{} is a symbolic link; goldens are never read or written through links: remove the link",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn remove_if_present(path: &Path) -> std::io::Result<()> {

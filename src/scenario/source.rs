@@ -8,8 +8,18 @@ use crate::limits;
 /// Reads a scenario or mock-model file. `label` is the path as the user should see it.
 ///
 /// # Errors
-/// Missing, unreadable, too large, empty or non-UTF-8 files.
+/// Missing, unreadable, too large, empty or non-UTF-8 files, and symbolic links (never followed,
+/// so a link cannot make the suite read a file outside it).
 pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> {
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(Box::new(
+            Diagnostic::file_level(
+                label,
+                "the file is a symbolic link; suite files are never followed through links",
+            )
+            .help("copy the file into the suite instead of linking to it"),
+        ));
+    }
     let metadata = std::fs::metadata(path).map_err(|error| {
         Box::new(Diagnostic::file_level(
             label,
