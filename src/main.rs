@@ -70,8 +70,39 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(name = "ctxbed", version)]
 struct Cli {
+    /// Diagnostics on standard error: `-v` info, `-vv` debug, `-vvv` trace (`RUST_LOG`, when
+    /// set, chooses instead, e.g. `RUST_LOG=ctxbed_providers=debug`). Never in traces or goldens.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
+}
+
+/// Turns on a `tracing` subscriber on standard error when `-v` or `RUST_LOG` asks for one.
+fn init_diagnostics(verbose: u8) {
+    let from_env = std::env::var_os("RUST_LOG").is_some_and(|v| !v.is_empty());
+    if verbose == 0 && !from_env {
+        return;
+    }
+    let filter = if from_env {
+        tracing_subscriber::EnvFilter::from_default_env()
+    } else {
+        let level = match verbose {
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        };
+        tracing_subscriber::EnvFilter::new(level)
+    };
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(true)
+        // A span's close line carries its fields (operation, provider, model, usage, error).
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .finish();
+    // Another subscriber already set (never, in this binary) keeps its place.
+    let _ = tracing::subscriber::set_global_default(subscriber);
 }
 
 #[derive(Subcommand)]
@@ -173,6 +204,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_diagnostics(cli.verbose);
     match cli.command {
         Command::Run {
             paths,

@@ -239,3 +239,39 @@ fn links_out_of_the_suite_are_refused_for_reading_and_writing() {
     assert!(text.contains("symbolic link"), "{text}");
     assert!(!text.contains("top secret"), "{text}");
 }
+
+#[test]
+fn verbose_turns_on_gen_ai_spans_on_stderr_without_prompt_text() {
+    let dir = suite();
+    let stderr_of = |args: &[&str], rust_log: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ctxbed"));
+        command
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("RUST_LOG");
+        if let Some(filter) = rust_log {
+            command.env("RUST_LOG", filter);
+        }
+        let output = command.output().expect("ctxbed runs");
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let quiet = stderr_of(&["show", "scenarios/demo/good.toml"], None);
+    assert!(!quiet.contains("invoke_agent"), "{quiet}");
+    let verbose = stderr_of(&["-v", "show", "scenarios/demo/good.toml"], None);
+    assert!(verbose.contains("invoke_agent"), "{verbose}");
+    assert!(
+        verbose.contains("gen_ai.operation.name=\"invoke_agent\""),
+        "{verbose}"
+    );
+    assert!(verbose.contains("gen_ai.agent.name"), "{verbose}");
+    assert!(
+        !verbose.contains("\"Hi\""),
+        "no input text in spans: {verbose}"
+    );
+    let filtered = stderr_of(
+        &["show", "scenarios/demo/good.toml"],
+        Some("ctxbed_harness=info"),
+    );
+    assert!(filtered.contains("invoke_agent"), "{filtered}");
+}

@@ -561,13 +561,31 @@ impl Model for HttpProvider {
 
     async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let body = Bytes::from(self.request_body(request).to_string());
-        let span = tracing::debug_span!(
+        // OpenTelemetry GenAI semantic conventions: names and sizes only, never prompt text or
+        // keys.
+        let span = tracing::info_span!(
             "chat",
+            otel.name = format!("chat {}", self.config.model),
             gen_ai.operation.name = "chat",
-            gen_ai.system = self.config.kind.as_str(),
+            gen_ai.provider.name = self.config.kind.as_str(),
             gen_ai.request.model = self.config.model.as_str(),
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
         );
-        self.call_with_retries(&body).instrument(span).await
+        let outcome = self.call_with_retries(&body).instrument(span.clone()).await;
+        match &outcome {
+            Ok(reply) => {
+                if let Some(usage) = &reply.usage {
+                    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                }
+            }
+            Err(error) => {
+                span.record("error.type", error.kind());
+            }
+        }
+        outcome
     }
 }
 

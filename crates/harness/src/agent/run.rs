@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use futures_util::future::join_all;
+use tracing::Instrument;
 
 use super::compact::Force;
 use super::events::{AgentEvent, EventKind};
@@ -57,6 +58,24 @@ pub(super) struct Conflict;
 
 /// Runs one call, reporting every event to `sink`; the last event is always `RunFinished`.
 pub(super) async fn run(
+    inner: &AgentInner,
+    input: String,
+    runtime: RuntimeContext,
+    sink: &mut (dyn FnMut(AgentEvent) + Send),
+) -> Result<Message, AgentError> {
+    // OpenTelemetry GenAI names; identities only, never input text.
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = format!("invoke_agent {}", inner.name),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = inner.name.as_str(),
+        gen_ai.agent.id = inner.agent_id.as_str(),
+    );
+    run_call(inner, input, runtime, sink).instrument(span).await
+}
+
+/// One call, inside its `invoke_agent` span.
+async fn run_call(
     inner: &AgentInner,
     input: String,
     runtime: RuntimeContext,
@@ -441,5 +460,12 @@ async fn execute_one(
         );
         return (ToolOutcome::error(message), false);
     };
-    (tool.call(call, context).await, false)
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {}", call.name),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = call.name.as_str(),
+        gen_ai.tool.call.id = call.id.as_str(),
+    );
+    (tool.call(call, context).instrument(span).await, false)
 }
