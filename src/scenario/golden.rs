@@ -96,7 +96,7 @@ pub fn diff(expected: &str, actual: &str) -> String {
 
 /// An error when `path` is a symbolic link.
 fn refuse_link(path: &Path) -> std::io::Result<()> {
-    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+    if super::source::is_link(path) {
         return Err(std::io::Error::other(format!(
             "{} is a symbolic link; goldens are never read or written through links: remove the link",
             path.display()

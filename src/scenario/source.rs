@@ -11,7 +11,7 @@ use crate::limits;
 /// Missing, unreadable, too large, empty or non-UTF-8 files, and symbolic links (never followed,
 /// so a link cannot make the suite read a file outside it).
 pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> {
-    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+    if is_link(path) {
         return Err(Box::new(
             Diagnostic::file_level(
                 label,
@@ -46,6 +46,11 @@ pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> 
         ))
     })?;
     decode(label, bytes)
+}
+
+/// True when `path` itself is a symbolic link: the suite reads and writes no file through one.
+pub fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
 }
 
 /// Checks bytes are non-empty UTF-8.
