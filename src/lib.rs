@@ -13,5 +13,6 @@ pub mod limits;
 pub mod record;
 pub mod scenario;
 pub mod seed_times;
+pub mod serve;
 pub mod suite;
 pub mod sweep;

@@ -49,3 +49,15 @@ pub const SWEEP_FAILURES_WRITTEN_MAX: u64 = 20;
 /// simulated millisecond is a step of every simulated host, so this bound is far below the
 /// in-process runner's per-step limit; network scenarios are short.
 pub const NETWORK_SIMULATION_SECONDS_MAX: u64 = 60 * 60;
+
+/// How long `ctxbed serve` holds a request whose turn is scripted as a timeout before answering
+/// 504 (before `--time-scale`): longer than any client's default timeout worth testing, short
+/// enough that a forgotten client does not hold the server for ever.
+pub const SERVE_HANG_SECONDS: u64 = 600;
+
+/// Mock models one `ctxbed serve --models DIR` loads.
+pub const SERVE_MODELS_MAX: usize = 1_000;
+
+/// The largest request body `ctxbed serve` reads; a larger one is answered as a reset
+/// connection, as a real provider's front end would refuse it.
+pub const SERVE_REQUEST_BYTES_MAX: usize = 64 * 1024 * 1024;

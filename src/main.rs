@@ -200,6 +200,42 @@ enum Command {
         #[arg(long)]
         no_shrink: bool,
     },
+    /// Serve mock models on loopback as the providers they imitate (OpenAI Chat Completions at
+    /// /v1/chat/completions, Anthropic Messages at /v1/messages, whole and streamed) until
+    /// Ctrl-C. The first line printed is `listening on http://ADDRESS`.
+    Serve {
+        /// The mock-model file; it answers every request, whatever model the request names.
+        #[arg(required_unless_present = "models", conflicts_with = "models")]
+        mock: Option<PathBuf>,
+        /// A directory of mock-model files instead: the request's `model` picks the file by its
+        /// name (`wire-8k` for `wire-8k.toml`).
+        #[arg(long)]
+        models: Option<PathBuf>,
+        /// The address to listen on; port 0 picks a free port.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Accept a non-loopback --listen address.
+        #[arg(long)]
+        allow_remote: bool,
+        /// Multiply every scripted latency (and a timeout turn's hang) by this; 0 answers at once.
+        #[arg(long, default_value_t = 1.0)]
+        time_scale: f64,
+        /// Write every request and its outcome to this file, one canonical JSON line each.
+        #[arg(long)]
+        record: Option<PathBuf>,
+        /// Leave usage figures out of OpenAI replies, as many local servers do.
+        #[arg(long)]
+        no_usage: bool,
+        /// Reset the connection of these requests (1-based, every request counted), e.g. 2,5.
+        #[arg(long, value_delimiter = ',')]
+        reset: Vec<u64>,
+        /// Cut the streamed answer of these requests halfway.
+        #[arg(long, value_delimiter = ',')]
+        cut_stream: Vec<u64>,
+        /// The retry-after header of a 429, in seconds.
+        #[arg(long, default_value_t = 1)]
+        retry_after: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -252,6 +288,104 @@ fn main() -> ExitCode {
             out_dir: Some(out),
             shrink: !no_shrink,
         }),
+        Command::Serve {
+            mock,
+            models,
+            listen,
+            allow_remote,
+            time_scale,
+            record,
+            no_usage,
+            reset,
+            cut_stream,
+            retry_after,
+        } => {
+            let mut options = ctxbed::serve::ServeOptions {
+                listen,
+                allow_remote,
+                time_scale,
+                record,
+                ..Default::default()
+            };
+            options.host.report_usage = !no_usage;
+            options.host.faults.reset_requests = reset;
+            options.host.faults.cut_stream_requests = cut_stream;
+            options.host.retry_after_seconds = retry_after;
+            serve_command(mock, models, options)
+        }
+    }
+}
+
+fn serve_command(
+    mock: Option<PathBuf>,
+    dir: Option<PathBuf>,
+    options: ctxbed::serve::ServeOptions,
+) -> ExitCode {
+    use ctxbed::serve::{Models, Server, summary};
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            errln!("error: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let models = match (mock, dir) {
+        (Some(path), _) => Models::load_file(&path, &options),
+        (None, Some(dir)) => Models::load_dir(&dir, &options),
+        (None, None) => unreachable!("clap requires a mock file or --models"),
+    };
+    let models = match models {
+        Ok(models) => models,
+        Err(error) => {
+            errln!("{error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(async {
+        let server = match Server::bind(models, &options).await {
+            Ok(server) => server,
+            Err(error) => {
+                errln!("error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        outln!("listening on http://{}", server.local_addr());
+        let served = server.models();
+        let outcome = server.run(stop_signal()).await;
+        errln!("{}", summary(&served));
+        match outcome {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                errln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+/// Ctrl-C, or (on Unix) SIGTERM.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

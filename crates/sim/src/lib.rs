@@ -7,12 +7,13 @@
 //! stream per consumer), [`text`] (generated text of exact length per kind), [`mock`] (scripted
 //! model providers that count every request exactly and answer in real provider wordings),
 //! [`recording`] (a wrapper that keeps a real model's answers as mock turns), [`scripted`] (tools and context sources with scripted output, latency and failures) and
-//! [`netsim`] (HTTP over turmoil's simulated network, with a provider host serving a mock
-//! model). Workspace storage needs no simulation: the harness's own `MemoryStorage` (with
+//! [`host`] (a mock model served in OpenAI's or Anthropic's wire format, over any transport) and
+//! [`netsim`] (HTTP over turmoil's simulated network, with that host on the far side). Workspace storage needs no simulation: the harness's own `MemoryStorage` (with
 //! injectable write failures) serves every scenario.
 //!
 //! **Invariant:** nothing here reads the wall clock or an unseeded random source.
 
+pub mod host;
 pub mod limits;
 pub mod mock;
 pub mod netsim;

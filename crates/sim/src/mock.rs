@@ -268,7 +268,7 @@ impl MockModel {
 
     /// Exact input tokens of a request: [`TokenEstimator::request_tokens`] with every message
     /// and schema counted once per model.
-    fn input_tokens(&self, request: &ModelRequest) -> u64 {
+    pub fn count_input_tokens(&self, request: &ModelRequest) -> u64 {
         let messages: u64 = request
             .messages
             .iter()
@@ -455,7 +455,7 @@ impl Model for MockModel {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(request.clone());
-        let tokens = self.input_tokens(request);
+        let tokens = self.count_input_tokens(request);
         if self.script.strict {
             self.check_request(request, tokens)?;
         }
@@ -551,7 +551,7 @@ mod tests {
                 max_output_tokens: None,
             };
             assert_eq!(
-                model.input_tokens(&request),
+                model.count_input_tokens(&request),
                 exact.request_tokens(&messages, &tools)
             );
             // The same id with other text must be counted afresh.
@@ -579,7 +579,7 @@ mod tests {
                 max_output_tokens: None,
             };
             assert_eq!(
-                model.input_tokens(&request),
+                model.count_input_tokens(&request),
                 exact.request_tokens(std::slice::from_ref(message), &[])
             );
         }
@@ -593,7 +593,7 @@ mod tests {
             max_output_tokens: None,
         };
         assert_eq!(
-            model.input_tokens(&request),
+            model.count_input_tokens(&request),
             exact.request_tokens(&messages, &[schema, other])
         );
     }

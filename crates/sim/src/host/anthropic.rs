@@ -1,0 +1,257 @@
+//! Anthropic Messages on the wire: a request body (`system`, `messages` of content blocks,
+//! `tools` with `input_schema`) read back into a [`ModelRequest`], a reply written as a whole
+//! `message` or as the Messages API's named server-sent events (`message_start`,
+//! `content_block_start`/`_delta`/`_stop`, `message_delta` with usage, `message_stop`), and
+//! errors in its `{"type":"error","error":{…}}` envelope.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{pieces, thinking};
+use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
+use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose};
+use ctxbed_harness::tools::ToolSchema;
+
+/// The text of a `content` that is a string or an array of blocks (text blocks only).
+fn blocks_text(content: Option<&Value>) -> String {
+    super::openai::content_text(content)
+}
+
+/// Reads a Messages request body back into a [`ModelRequest`], as the provider sees it: the
+/// `system` field becomes the first message; in a user turn each `tool_result` block becomes a
+/// tool message (in block order) and the remaining text a user message after them.
+pub fn parse_request(json: &Value) -> ModelRequest {
+    let mut messages = Vec::new();
+    let mut next_id = 0usize;
+    let mut id = || {
+        next_id += 1;
+        format!("wire-{}", next_id - 1)
+    };
+    let system = blocks_text(json.get("system"));
+    if !system.is_empty() {
+        messages.push(Message::system(id(), system));
+    }
+    let mut names = std::collections::BTreeMap::new();
+    let wire = json.get("messages").and_then(Value::as_array);
+    for message in wire.into_iter().flatten() {
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let blocks: Vec<Value> = match message.get("content") {
+            Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+            Some(Value::Array(blocks)) => blocks.clone(),
+            _ => Vec::new(),
+        };
+        if role == "assistant" {
+            let mut parts = Vec::new();
+            for block in &blocks {
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let text = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        if !text.is_empty() {
+                            parts.push(ContentPart::text(text));
+                        }
+                    }
+                    Some("thinking") => parts.push(ContentPart::Thinking {
+                        text: block
+                            .get("thinking")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    }),
+                    Some("tool_use") => {
+                        let call_id = block.get("id").and_then(Value::as_str).unwrap_or_default();
+                        let name = block
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        names.insert(call_id.to_string(), name.to_string());
+                        let input = block.get("input").cloned().unwrap_or(Value::Null);
+                        parts.push(ContentPart::tool_call(call_id, name, input));
+                    }
+                    _ => {}
+                }
+            }
+            messages.push(Message::new(id(), Role::Assistant, parts));
+            continue;
+        }
+        let mut texts = Vec::new();
+        for block in &blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("tool_result") => {
+                    let call_id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let result = ToolResult {
+                        call_id: call_id.to_string(),
+                        tool_name: names.get(call_id).cloned().unwrap_or_default(),
+                        outputs: vec![ToolOutput::Text {
+                            text: blocks_text(block.get("content")),
+                        }],
+                        is_error: block
+                            .get("is_error")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(false),
+                        metadata: Default::default(),
+                    };
+                    messages.push(Message::new(
+                        id(),
+                        Role::Tool,
+                        vec![ContentPart::ToolResult(result)],
+                    ));
+                }
+                Some("text") => {
+                    if let Some(text) = block.get("text").and_then(Value::as_str) {
+                        texts.push(text);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !texts.is_empty() || blocks.is_empty() {
+            messages.push(Message::user(id(), texts.join("\n")));
+        }
+    }
+    let tools: Arc<[ToolSchema]> = json
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|tool| ToolSchema {
+            name: string(tool, "name"),
+            description: string(tool, "description"),
+            parameters: tool.get("input_schema").cloned().unwrap_or(Value::Null),
+        })
+        .collect();
+    ModelRequest {
+        call_id: String::new(),
+        purpose: Purpose::Reasoning,
+        messages: messages.into(),
+        tools,
+        max_output_tokens: json.get("max_tokens").and_then(Value::as_u64),
+    }
+}
+
+fn string(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// An error in the Messages API's envelope.
+pub fn error_body(kind: &str, message: &str) -> String {
+    json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
+}
+
+/// The reply's content blocks: thinking, text, then each tool use.
+fn content(reply: &ModelReply) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    if let Some(thinking) = thinking(reply) {
+        blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": "ctxbed"}));
+    }
+    let text = reply.message.text();
+    if !text.is_empty() {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    for call in reply.message.tool_calls() {
+        blocks.push(
+            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments}),
+        );
+    }
+    blocks
+}
+
+fn stop_reason(reply: &ModelReply) -> &'static str {
+    if reply.message.has_tool_calls() {
+        "tool_use"
+    } else {
+        "end_turn"
+    }
+}
+
+/// A whole Messages reply; `number` (the host's request number) makes its id.
+pub fn message(reply: &ModelReply, model: &str, number: u64) -> Value {
+    let usage = reply.usage.unwrap_or_default();
+    json!({
+        "id": format!("msg_{number:04}"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content(reply),
+        "stop_reason": stop_reason(reply),
+        "stop_sequence": null,
+        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+    })
+}
+
+/// Each streamed event, framed with its `event:` name: text and thinking in pieces, each tool
+/// use's input as `input_json_delta` pieces, usage in `message_start` and `message_delta`.
+pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Vec<String> {
+    let usage = reply.usage.unwrap_or_default();
+    let event = |data: Value| {
+        let name = data
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("message")
+            .to_string();
+        format!("event: {name}\ndata: {data}\n\n")
+    };
+    let mut start = message(reply, model, number);
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    start["usage"] = json!({"input_tokens": usage.input_tokens, "output_tokens": 1});
+    let mut events = vec![event(json!({"type": "message_start", "message": start}))];
+    for (index, block) in content(reply).into_iter().enumerate() {
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let (opening, deltas) = match kind {
+            "thinking" => (
+                json!({"type": "thinking", "thinking": ""}),
+                pieces(block["thinking"].as_str().unwrap_or_default(), 16)
+                    .into_iter()
+                    .map(|piece| json!({"type": "thinking_delta", "thinking": piece}))
+                    .collect::<Vec<_>>(),
+            ),
+            "tool_use" => (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                pieces(&block["input"].to_string(), 8)
+                    .into_iter()
+                    .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}))
+                    .collect(),
+            ),
+            _ => (
+                json!({"type": "text", "text": ""}),
+                pieces(block["text"].as_str().unwrap_or_default(), 16)
+                    .into_iter()
+                    .map(|piece| json!({"type": "text_delta", "text": piece}))
+                    .collect(),
+            ),
+        };
+        events.push(event(
+            json!({"type": "content_block_start", "index": index, "content_block": opening}),
+        ));
+        for delta in deltas {
+            events.push(event(
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        events.push(event(json!({"type": "content_block_stop", "index": index})));
+    }
+    events.push(event(json!({
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
+        "usage": {"output_tokens": usage.output_tokens},
+    })));
+    events.push(event(json!({"type": "message_stop"})));
+    events
+}

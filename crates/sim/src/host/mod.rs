@@ -1,0 +1,455 @@
+//! The provider host: a mock model served in a real provider's wire format, whatever carries the
+//! bytes (turmoil's simulated TCP in network scenarios, real loopback TCP in `ctxbed serve`).
+//!
+//! [`ProviderHost::answer`] takes one HTTP request (method, path, body) and returns the response
+//! the imitated provider would send: the body is read back into a [`ModelRequest`] (by
+//! [`openai`] for Chat Completions, by [`anthropic`] for Messages), the [`MockModel`] counts,
+//! checks and answers it exactly as in every other scenario, and the answer goes out as a whole
+//! JSON reply or as server-sent events; errors as the provider's status and body. Faults that
+//! belong to the server ([`HostFaults`]: a connection reset, a stream cut in the middle) are
+//! injected by request number. Every request is kept as an [`Exchange`] (bounded), so a test-bed
+//! can check what a harness actually sent.
+//!
+//! **Invariant:** nothing here reads the wall clock or an unseeded random source; the host
+//! answers request `n` the same way in every run. All waiting goes through `tokio::time`.
+
+pub mod anthropic;
+pub mod openai;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{Either, Full, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+
+use crate::mock::MockModel;
+use ctxbed_harness::message::{ContentPart, Role};
+use ctxbed_harness::model::provider::Provider;
+use ctxbed_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose};
+
+/// Exchanges one host keeps; past it, requests are still answered but no longer recorded.
+pub const EXCHANGES_MAX: usize = 100_000;
+
+/// Faults the provider host injects by request number (1-based, counting every HTTP request
+/// it receives, retries included).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostFaults {
+    /// Requests whose connection is dropped before any answer (a reset).
+    pub reset_requests: Vec<u64>,
+    /// Requests whose streamed answer is cut after its first events.
+    pub cut_stream_requests: Vec<u64>,
+}
+
+/// How a host behaves beyond its mock model's script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostOptions {
+    pub faults: HostFaults,
+    /// Treat a request without tools whose last message asks for a summary as a summary
+    /// request (the wire does not say why a request was made). Off in network scenarios, whose
+    /// mocks script summaries like any other turn; on in `ctxbed serve`, where each harness
+    /// words its own summary prompt.
+    pub infer_summaries: bool,
+    /// Send usage figures (OpenAI's `usage`, its final usage chunk). Anthropic's replies always
+    /// carry usage, as the real API's do.
+    pub report_usage: bool,
+    /// How long a turn scripted as a timeout holds its request before answering 504.
+    pub hang: Duration,
+    /// The `retry-after` header (seconds) sent with a 429.
+    pub retry_after_seconds: u64,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            faults: HostFaults::default(),
+            infer_summaries: false,
+            report_usage: true,
+            hang: Duration::from_secs(crate::limits::STEP_VIRTUAL_TIME_MAX_SECONDS),
+            retry_after_seconds: 1,
+        }
+    }
+}
+
+/// The wire format of one request, chosen by its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST …/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`POST …/messages`).
+    Anthropic,
+}
+
+impl Api {
+    /// `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    /// The API a request path names: `…/messages` is Anthropic's, anything else OpenAI's.
+    pub fn for_path(path: &str) -> Api {
+        let path = path.split('?').next().unwrap_or_default();
+        if path.trim_end_matches('/').ends_with("/messages") {
+            Api::Anthropic
+        } else {
+            Api::OpenAi
+        }
+    }
+}
+
+/// One request the host received and what it answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// 1-based, over every request the host received.
+    pub number: u64,
+    pub api: Api,
+    pub path: String,
+    pub stream: bool,
+    /// The body as sent (`Value::Null` when it was not JSON).
+    pub body: Value,
+    /// The body read back as the provider sees it (`None` when it was not JSON).
+    pub request: Option<ModelRequest>,
+    /// The exact input tokens, counted with the mock's tokenizer.
+    pub input_tokens: Option<u64>,
+    /// The HTTP status answered (0: the connection was reset, no answer).
+    pub status: u16,
+    /// `reply` or `tool_calls`, an error kind (`context_overflow`, `pairing_rejected`,
+    /// `rate_limited`, …), or a fault (`reset`, `cut_stream`, `not_json`).
+    pub outcome: String,
+}
+
+/// A response body: whole, or a stream of frames that may end in an error (a cut).
+pub type HostBody = Either<
+    Full<Bytes>,
+    StreamBody<
+        futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, std::io::Error>>>,
+    >,
+>;
+
+/// The provider host's state: the mock model behind it, its options and what it received.
+#[derive(Debug)]
+pub struct ProviderHost {
+    model: MockModel,
+    options: HostOptions,
+    requests: AtomicU64,
+    exchanges: Mutex<Vec<Exchange>>,
+}
+
+impl ProviderHost {
+    /// A host answering with `model`, injecting `faults`, with every other option at its
+    /// default.
+    pub fn new(model: MockModel, faults: HostFaults) -> Self {
+        ProviderHost::with_options(
+            model,
+            HostOptions {
+                faults,
+                ..HostOptions::default()
+            },
+        )
+    }
+
+    /// A host answering with `model` as `options` say.
+    pub fn with_options(model: MockModel, options: HostOptions) -> Self {
+        ProviderHost {
+            model,
+            options,
+            requests: AtomicU64::new(0),
+            exchanges: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// HTTP requests received so far.
+    pub fn request_count(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// The mock model behind the host.
+    pub fn model(&self) -> &MockModel {
+        &self.model
+    }
+
+    /// Every exchange so far, in the order the requests arrived.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.lock_exchanges().clone()
+    }
+
+    /// The exchanges, emptied.
+    pub fn take_exchanges(&self) -> Vec<Exchange> {
+        std::mem::take(&mut *self.lock_exchanges())
+    }
+
+    fn lock_exchanges(&self) -> std::sync::MutexGuard<'_, Vec<Exchange>> {
+        self.exchanges
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Answers one request. `body` is `None` when it could not be read (the client went away):
+    /// the answer is then a reset.
+    pub async fn answer(&self, path: &str, body: Option<Bytes>) -> http::Response<HostBody> {
+        let number = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        let api = Api::for_path(path);
+        let mut exchange = Exchange {
+            number,
+            api,
+            path: path.to_string(),
+            stream: false,
+            body: Value::Null,
+            request: None,
+            input_tokens: None,
+            status: 0,
+            outcome: "reset".to_string(),
+        };
+        let response = self.respond(api, body, &mut exchange).await;
+        if exchange.outcome != "reset" {
+            exchange.status = response.status().as_u16();
+        }
+        let mut exchanges = self.lock_exchanges();
+        if exchanges.len() < EXCHANGES_MAX {
+            exchanges.push(exchange);
+        }
+        response
+    }
+
+    async fn respond(
+        &self,
+        api: Api,
+        body: Option<Bytes>,
+        exchange: &mut Exchange,
+    ) -> http::Response<HostBody> {
+        let Some(body) = body else {
+            return reset();
+        };
+        if self
+            .options
+            .faults
+            .reset_requests
+            .contains(&exchange.number)
+        {
+            return reset();
+        }
+        let Ok(json) = serde_json::from_slice::<Value>(&body) else {
+            exchange.outcome = "not_json".to_string();
+            return full(400, self.not_json_body(api));
+        };
+        let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let mut request = match api {
+            Api::OpenAi => openai::parse_request(&json),
+            Api::Anthropic => anthropic::parse_request(&json),
+        };
+        if self.options.infer_summaries && asks_for_summary(&request) {
+            request.purpose = Purpose::Summary;
+        }
+        exchange.stream = stream;
+        exchange.body = json;
+        exchange.input_tokens = Some(self.model.count_input_tokens(&request));
+        let outcome = self.model.call(&request).await;
+        exchange.request = Some(request);
+        match outcome {
+            Ok(reply) => {
+                exchange.outcome = if reply.message.has_tool_calls() {
+                    "tool_calls"
+                } else {
+                    "reply"
+                }
+                .to_string();
+                let usage = self.options.report_usage;
+                let name = &self.model.script().info.name;
+                if stream {
+                    let events = match api {
+                        Api::OpenAi => openai::stream_events(&reply, name, exchange.number, usage),
+                        Api::Anthropic => anthropic::stream_events(&reply, name, exchange.number),
+                    };
+                    let cut = self
+                        .options
+                        .faults
+                        .cut_stream_requests
+                        .contains(&exchange.number);
+                    if cut {
+                        exchange.outcome = "cut_stream".to_string();
+                    }
+                    streamed(events, cut)
+                } else {
+                    let body = match api {
+                        Api::OpenAi => openai::completion(&reply, name, exchange.number, usage),
+                        Api::Anthropic => anthropic::message(&reply, name, exchange.number),
+                    };
+                    full(200, body.to_string())
+                }
+            }
+            Err(error) => {
+                exchange.outcome = error.kind().to_string();
+                self.error_response(error).await
+            }
+        }
+    }
+
+    fn imitates_anthropic(&self) -> bool {
+        self.model.script().imitates == Provider::Anthropic
+    }
+
+    fn not_json_body(&self, api: Api) -> String {
+        if api == Api::Anthropic || self.imitates_anthropic() {
+            anthropic::error_body("invalid_request_error", "the body is not JSON")
+        } else {
+            r#"{"error":{"message":"the body is not JSON","type":"invalid_request_error"}}"#
+                .to_string()
+        }
+    }
+
+    async fn error_response(&self, error: ModelError) -> http::Response<HostBody> {
+        let anthropic = self.imitates_anthropic();
+        match error {
+            ModelError::ContextOverflow { status, body, .. }
+            | ModelError::PairingRejected { status, body, .. }
+            | ModelError::Rejected { status, body } => full(status, body),
+            ModelError::Transient { status, body } => {
+                let status = status.unwrap_or(503);
+                if anthropic {
+                    let kind = if status == 529 {
+                        "overloaded_error"
+                    } else {
+                        "api_error"
+                    };
+                    full(status, anthropic::error_body(kind, "upstream fault"))
+                } else {
+                    full(status, body)
+                }
+            }
+            ModelError::RateLimited { body, .. } => {
+                let body = if anthropic {
+                    anthropic::error_body(
+                        "rate_limit_error",
+                        "This request would exceed your rate limit; please try again later.",
+                    )
+                } else {
+                    body
+                };
+                let mut response = full(429, body);
+                if let Ok(value) =
+                    http::HeaderValue::from_str(&self.options.retry_after_seconds.to_string())
+                {
+                    response.headers_mut().insert("retry-after", value);
+                }
+                response
+            }
+            ModelError::MalformedReply { raw, .. } => {
+                let mut response = full(200, raw);
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("text/plain"),
+                );
+                response
+            }
+            ModelError::Timeout { .. } => {
+                // The script says the provider never answers in time: hold the request open
+                // until the client gives up (bounded, so a run always ends).
+                tokio::time::sleep(self.options.hang).await;
+                full(504, r#"{"error":{"message":"gateway timeout"}}"#.into())
+            }
+            ModelError::ScriptExhausted { .. } => full(
+                500,
+                json!({"error": {"message": error.to_string(), "type": "script_exhausted"}})
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+/// True when a request carries no tools and its last message asks for a summary: how a host
+/// that cannot see a request's purpose recognises a harness's own summary request.
+pub fn asks_for_summary(request: &ModelRequest) -> bool {
+    if !request.tools.is_empty() {
+        return false;
+    }
+    let Some(last) = request.messages.last() else {
+        return false;
+    };
+    let asks = |text: &str| {
+        let lower = text.to_lowercase();
+        lower.contains("summar") || lower.contains("condense")
+    };
+    last.parts.iter().any(|part| match part {
+        ContentPart::Text { text } => asks(text),
+        _ => false,
+    }) || (last.role == Role::User && asks(&last.text()))
+}
+
+/// A whole JSON response.
+pub fn full(status: u16, body: String) -> http::Response<HostBody> {
+    let mut response = http::Response::new(Either::Left(Full::new(Bytes::from(body))));
+    *response.status_mut() =
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A response whose body fails at once: hyper closes the connection without an answer.
+pub fn reset() -> http::Response<HostBody> {
+    let frames = vec![Err(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        "reset by the provider host",
+    ))];
+    http::Response::new(Either::Right(StreamBody::new(futures_util::stream::iter(
+        frames,
+    ))))
+}
+
+/// Server-sent events, each already framed (`data: …\n\n`); a cut stream sends its first half
+/// and then fails.
+fn streamed(events: Vec<String>, cut: bool) -> http::Response<HostBody> {
+    let keep = if cut { events.len() / 2 } else { events.len() };
+    let mut frames: Vec<Result<Frame<Bytes>, std::io::Error>> = events
+        .into_iter()
+        .take(keep)
+        .map(|event| Ok(Frame::data(Bytes::from(event))))
+        .collect();
+    if cut {
+        frames.push(Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "stream cut by the provider host",
+        )));
+    }
+    let mut response = http::Response::new(Either::Right(StreamBody::new(
+        futures_util::stream::iter(frames),
+    )));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/event-stream"),
+    );
+    response
+}
+
+/// The reply's thinking parts joined, when it has any.
+fn thinking(reply: &ModelReply) -> Option<String> {
+    let texts: Vec<&str> = reply
+        .message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Thinking { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// `text` in pieces of at most `chars` characters.
+fn pieces(text: &str, chars: usize) -> Vec<String> {
+    let characters: Vec<char> = text.chars().collect();
+    characters
+        .chunks(chars)
+        .map(|chunk| chunk.iter().collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! OpenAI Chat Completions on the wire: a request body read back into a [`ModelRequest`], a
+//! reply written as a whole `chat.completion` or as `chat.completion.chunk` server-sent events
+//! (text and tool-call arguments in pieces, a final usage chunk, `[DONE]`).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{pieces, thinking};
+use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
+use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose};
+use ctxbed_harness::tools::ToolSchema;
+use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
+
+/// Reads a Chat Completions request body back into a [`ModelRequest`], as a provider sees it.
+pub fn parse_request(json: &Value) -> ModelRequest {
+    let mut messages = Vec::new();
+    let mut names = std::collections::BTreeMap::new();
+    let wire = json.get("messages").and_then(Value::as_array);
+    for (index, message) in wire.into_iter().flatten().enumerate() {
+        let id = format!("wire-{index}");
+        let text = content_text(message.get("content"));
+        let role = message
+            .get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let parsed = match role {
+            "system" | "developer" => Message::system(id, text),
+            "assistant" => {
+                let mut parts = Vec::new();
+                if !text.is_empty() {
+                    parts.push(ContentPart::text(text));
+                }
+                let calls = message.get("tool_calls").and_then(Value::as_array);
+                for call in calls.into_iter().flatten() {
+                    let call_id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+                    let function = call.get("function").unwrap_or(&Value::Null);
+                    let name = function
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let arguments = function
+                        .get("arguments")
+                        .and_then(Value::as_str)
+                        .and_then(|text| serde_json::from_str(text).ok())
+                        .unwrap_or(Value::Null);
+                    names.insert(call_id.to_string(), name.to_string());
+                    parts.push(ContentPart::tool_call(call_id, name, arguments));
+                }
+                Message::new(id, Role::Assistant, parts)
+            }
+            "tool" => {
+                let call_id = message
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let result = ToolResult {
+                    call_id: call_id.to_string(),
+                    tool_name: names.get(call_id).cloned().unwrap_or_default(),
+                    outputs: vec![ToolOutput::Text { text }],
+                    is_error: false,
+                    metadata: Default::default(),
+                };
+                Message::new(id, Role::Tool, vec![ContentPart::ToolResult(result)])
+            }
+            _ => Message::user(id, text),
+        };
+        messages.push(parsed);
+    }
+    let tools = json.get("tools").and_then(Value::as_array);
+    let tools: Arc<[ToolSchema]> = tools
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool.get("function"))
+        .map(|function| ToolSchema {
+            name: function
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            description: function
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            parameters: function.get("parameters").cloned().unwrap_or(Value::Null),
+        })
+        .collect();
+    let max_output_tokens = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|key| json.get(*key).and_then(Value::as_u64));
+    // The wire does not say why a request was made, so every request reaches the mock as a
+    // reasoning request: a mock behind the network scripts its summaries like any other turn.
+    ModelRequest {
+        call_id: String::new(),
+        purpose: Purpose::Reasoning,
+        messages: messages.into(),
+        tools,
+        max_output_tokens,
+    }
+}
+
+/// The text of a message's `content`: a string, or the text parts of an array of parts joined
+/// by newlines (other parts, such as images, carry no text).
+pub fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A whole Chat Completions reply.
+/// `model` and `number` (the host's request number) fill its `model` and `id`.
+pub fn completion(reply: &ModelReply, model: &str, number: u64, usage: bool) -> Value {
+    let text = reply.message.text();
+    let calls: Vec<Value> = reply
+        .message
+        .tool_calls()
+        .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments.to_string()}}))
+        .collect();
+    let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { text.into() }});
+    if !calls.is_empty() {
+        message["tool_calls"] = calls.into();
+    }
+    if let Some(thinking) = thinking(reply) {
+        message["reasoning_content"] = thinking.into();
+    }
+    let mut completion = json!({
+        "id": format!("chatcmpl-{number:04}"),
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": if reply.message.has_tool_calls() { "tool_calls" } else { "stop" }}],
+    });
+    if usage {
+        let usage = reply.usage.unwrap_or_default();
+        completion["usage"] =
+            json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens});
+    }
+    completion
+}
+
+/// Each streamed event, framed: text in pieces, each tool call's arguments in pieces, usage (when
+/// reported), `[DONE]`.
+pub fn stream_events(reply: &ModelReply, model: &str, number: u64, usage: bool) -> Vec<String> {
+    let id = format!("chatcmpl-{number:04}");
+    let chunk = |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices});
+    let delta = |delta: Value| chunk(json!([{"index": 0, "delta": delta}])).to_string();
+    let mut events = vec![delta(json!({"role": "assistant", "content": ""}))];
+    for piece in pieces(&thinking(reply).unwrap_or_default(), 16) {
+        events.push(delta(json!({"reasoning_content": piece})));
+    }
+    let text = reply.message.text();
+    for piece in pieces(&text, 16) {
+        events.push(delta(json!({"content": piece})));
+    }
+    for (index, call) in reply.message.tool_calls().enumerate() {
+        events.push(delta(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})));
+        for piece in pieces(&call.arguments.to_string(), 8) {
+            events.push(delta(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+            ));
+        }
+    }
+    let finish = if reply.message.has_tool_calls() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    events.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish}])).to_string());
+    if usage {
+        let usage = reply.usage.unwrap_or_default();
+        let mut last = chunk(json!([]));
+        last["usage"] =
+            json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens});
+        events.push(last.to_string());
+    }
+    events.push("[DONE]".to_string());
+    debug_assert!(events.iter().map(String::len).sum::<usize>() < PROVIDER_REPLY_BYTES_MAX);
+    events
+        .into_iter()
+        .map(|event| format!("data: {event}\n\n"))
+        .collect()
+}

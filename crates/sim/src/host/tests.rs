@@ -1,0 +1,287 @@
+//! Unit tests of the wire formats and the host's answers.
+
+use super::*;
+use crate::mock::{MockScript, MockTurn, ScriptedCall, TurnAction};
+use ctxbed_harness::message::{Message, Role};
+use ctxbed_harness::model::{ModelInfo, Usage};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime")
+}
+
+fn host(imitates: Provider, turns: Vec<MockTurn>, options: HostOptions) -> ProviderHost {
+    let mut script = MockScript::new(
+        ModelInfo {
+            name: "wire".into(),
+            context_window: Some(2_000),
+            max_output_tokens: None,
+        },
+        turns,
+    );
+    script.imitates = imitates;
+    ProviderHost::with_options(MockModel::new(script), options)
+}
+
+fn body_text(response: http::Response<HostBody>) -> String {
+    use http_body_util::BodyExt;
+    runtime().block_on(async {
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map(|body| body.to_bytes())
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+#[test]
+fn anthropic_request_reads_system_tool_use_and_tool_results_in_order() {
+    let body = json!({
+        "model": "wire", "max_tokens": 100,
+        "system": [{"type": "text", "text": "Be brief."}],
+        "tools": [{"name": "read_log", "description": "Reads.", "input_schema": {"type": "object"}}],
+        "messages": [
+            {"role": "user", "content": "Why?"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Looking."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_log", "input": {"path": "a"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "read_log", "input": {"path": "b"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "one"},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": [{"type": "text", "text": "two"}], "is_error": true},
+                {"type": "text", "text": "And?"}]}
+        ]
+    });
+    let request = anthropic::parse_request(&body);
+    let roles: Vec<Role> = request.messages.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::System,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Tool,
+            Role::User
+        ]
+    );
+    assert_eq!(request.messages[0].text(), "Be brief.");
+    let calls: Vec<_> = request.messages[2]
+        .tool_calls()
+        .map(|c| c.id.clone())
+        .collect();
+    assert_eq!(calls, ["toolu_1", "toolu_2"]);
+    let ContentPart::ToolResult(second) = &request.messages[4].parts[0] else {
+        panic!("a tool result: {:?}", request.messages[4]);
+    };
+    assert_eq!(second.call_id, "toolu_2");
+    assert_eq!(second.tool_name, "read_log");
+    assert!(second.is_error);
+    assert_eq!(second.text(), "two");
+    assert_eq!(request.messages[5].text(), "And?");
+    assert_eq!(request.tools[0].name, "read_log");
+    assert_eq!(request.max_output_tokens, Some(100));
+    assert!(ctxbed_harness::context::pairs::find_pairing_problem(&request.messages).is_none());
+}
+
+#[test]
+fn openai_content_given_as_parts_is_counted_as_its_text() {
+    let as_string = json!({"messages": [{"role": "user", "content": "alpha beta"}]});
+    let as_parts = json!({"messages": [
+        {"role": "developer", "content": [{"type": "text", "text": "rules"}]},
+        {"role": "user", "content": [{"type": "text", "text": "alpha"}, {"type": "text", "text": "beta"}]}]});
+    assert_eq!(
+        openai::parse_request(&as_string).messages[0].text(),
+        "alpha beta"
+    );
+    let parsed = openai::parse_request(&as_parts);
+    assert_eq!(parsed.messages[0].role, Role::System);
+    assert_eq!(parsed.messages[1].text(), "alpha\nbeta");
+}
+
+fn reply_with_call() -> ModelReply {
+    let message = Message::new(
+        "",
+        Role::Assistant,
+        vec![
+            ContentPart::text("Checking the log."),
+            ContentPart::tool_call("toolu_0001", "read_log", json!({"path": "build.log"})),
+        ],
+    );
+    ModelReply {
+        message,
+        usage: Some(Usage {
+            input_tokens: 120,
+            output_tokens: 30,
+        }),
+    }
+}
+
+#[test]
+fn anthropic_stream_reassembles_to_the_whole_message() {
+    let reply = reply_with_call();
+    let whole = anthropic::message(&reply, "wire", 7);
+    let events = anthropic::stream_events(&reply, "wire", 7);
+    let mut text = String::new();
+    let mut input = String::new();
+    let mut names = Vec::new();
+    for event in &events {
+        let (name, data) = event
+            .trim_end()
+            .split_once('\n')
+            .expect("an event line and a data line");
+        let data: Value = serde_json::from_str(data.trim_start_matches("data: ")).expect("JSON");
+        assert_eq!(
+            name,
+            format!("event: {}", data["type"].as_str().unwrap_or_default())
+        );
+        names.push(data["type"].as_str().unwrap_or_default().to_string());
+        match data["delta"]["type"].as_str() {
+            Some("text_delta") => text.push_str(data["delta"]["text"].as_str().unwrap_or_default()),
+            Some("input_json_delta") => {
+                input.push_str(data["delta"]["partial_json"].as_str().unwrap_or_default())
+            }
+            _ => {}
+        }
+        if data["type"] == "message_delta" {
+            assert_eq!(data["delta"]["stop_reason"], "tool_use");
+            assert_eq!(data["usage"]["output_tokens"], 30);
+        }
+    }
+    assert_eq!(names.first().map(String::as_str), Some("message_start"));
+    assert_eq!(names.last().map(String::as_str), Some("message_stop"));
+    assert_eq!(
+        text,
+        whole["content"][0]["text"].as_str().unwrap_or_default()
+    );
+    let input: Value = serde_json::from_str(&input).expect("the input pieces join to JSON");
+    assert_eq!(input, whole["content"][1]["input"]);
+    assert_eq!(whole["id"], "msg_0007");
+    assert_eq!(whole["usage"]["input_tokens"], 120);
+}
+
+#[test]
+fn openai_usage_can_be_left_out_whole_and_streamed() {
+    let reply = reply_with_call();
+    assert!(
+        openai::completion(&reply, "wire", 1, true)
+            .get("usage")
+            .is_some()
+    );
+    assert!(
+        openai::completion(&reply, "wire", 1, false)
+            .get("usage")
+            .is_none()
+    );
+    let with = openai::stream_events(&reply, "wire", 1, true);
+    let without = openai::stream_events(&reply, "wire", 1, false);
+    assert_eq!(with.len(), without.len() + 1);
+    assert!(with.iter().any(|e| e.contains("\"usage\"")));
+    assert!(!without.iter().any(|e| e.contains("\"usage\"")));
+    assert!(
+        without
+            .iter()
+            .all(|e| e.starts_with("data: ") && e.ends_with("\n\n"))
+    );
+    assert_eq!(without.last().map(String::as_str), Some("data: [DONE]\n\n"));
+}
+
+#[test]
+fn summary_requests_are_recognised_only_without_tools() {
+    let mut request = openai::parse_request(&json!({"messages": [
+        {"role": "user", "content": "Summarize the conversation so far."}]}));
+    assert!(asks_for_summary(&request));
+    request.tools = vec![ToolSchemaFor::read_log()].into();
+    assert!(!asks_for_summary(&request));
+    let plain = openai::parse_request(&json!({"messages": [{"role": "user", "content": "Hello"}]}));
+    assert!(!asks_for_summary(&plain));
+}
+
+struct ToolSchemaFor;
+impl ToolSchemaFor {
+    fn read_log() -> ctxbed_harness::tools::ToolSchema {
+        ctxbed_harness::tools::ToolSchema {
+            name: "read_log".into(),
+            description: String::new(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+}
+
+#[test]
+fn an_over_window_anthropic_request_gets_anthropics_overflow_and_is_recorded() {
+    let host = host(
+        Provider::Anthropic,
+        vec![MockTurn::new(TurnAction::reply("never"))],
+        HostOptions::default(),
+    );
+    let long = "word ".repeat(3_000);
+    let body =
+        json!({"model": "wire", "max_tokens": 10, "messages": [{"role": "user", "content": long}]});
+    let response = runtime().block_on(host.answer("/v1/messages", Some(body.to_string().into())));
+    assert_eq!(response.status(), 400);
+    let text = body_text(response);
+    assert!(text.contains("prompt is too long"), "{text}");
+    assert!(text.contains(r#""type":"invalid_request_error""#), "{text}");
+    let exchanges = host.exchanges();
+    assert_eq!(exchanges.len(), 1);
+    assert_eq!(exchanges[0].outcome, "context_overflow");
+    assert_eq!(exchanges[0].api, Api::Anthropic);
+    assert!(exchanges[0].input_tokens.unwrap_or(0) > 2_000);
+}
+
+#[test]
+fn a_rate_limit_carries_retry_after_and_the_imitated_envelope() {
+    let turns = vec![MockTurn::new(TurnAction::Error(
+        crate::mock::ScriptedError::RateLimit,
+    ))];
+    let options = HostOptions {
+        retry_after_seconds: 3,
+        ..HostOptions::default()
+    };
+    let host = host(Provider::Anthropic, turns, options);
+    let body =
+        json!({"model": "wire", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+    let response = runtime().block_on(host.answer("/v1/messages", Some(body.to_string().into())));
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "3");
+    assert!(body_text(response).contains("rate_limit_error"));
+}
+
+#[test]
+fn a_reset_fault_answers_nothing_and_is_recorded_as_reset() {
+    let turns = vec![MockTurn::new(TurnAction::Reply {
+        thinking: None,
+        text: None,
+        tool_calls: vec![ScriptedCall {
+            id: None,
+            name: "read_log".into(),
+            arguments: json!({}),
+        }],
+    })];
+    let options = HostOptions {
+        faults: HostFaults {
+            reset_requests: vec![1],
+            cut_stream_requests: Vec::new(),
+        },
+        ..HostOptions::default()
+    };
+    let host = host(Provider::OpenAi, turns, options);
+    let body = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let _ = runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
+    let response =
+        runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
+    assert_eq!(response.status(), 200);
+    let exchanges = host.exchanges();
+    assert_eq!(
+        (exchanges[0].status, exchanges[0].outcome.as_str()),
+        (0, "reset")
+    );
+    assert_eq!(exchanges[1].outcome, "tool_calls");
+    assert!(body_text(response).contains(r#""finish_reason":"tool_calls""#));
+}
