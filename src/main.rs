@@ -48,6 +48,8 @@ fn write_out(text: std::fmt::Arguments<'_>) {
     }
 }
 
+mod cli;
+
 use clap::{Parser, Subcommand};
 use ctxbed::record::record;
 use ctxbed::scenario::explain::{self, Selector};
@@ -236,6 +238,35 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         retry_after: u64,
     },
+    /// Run wire scenarios against harnesses through their adapters in peers/ and check what
+    /// they sent to the model (see docs/peer-protocol.md).
+    Conform {
+        /// Wire scenario files or directories (default: `scenarios/wire`).
+        paths: Vec<PathBuf>,
+        /// A harness to test (an adapter directory under --peers); repeat for several
+        /// (default: every adapter there).
+        #[arg(long = "harness")]
+        harnesses: Vec<String>,
+        /// The directory of adapters.
+        #[arg(long, default_value = "peers")]
+        peers: PathBuf,
+        /// Where adapters' standard error is kept, one log per scenario and harness.
+        #[arg(long, default_value = "target/conform")]
+        logs: PathBuf,
+        /// Rewrite each (scenario, harness) golden trace instead of comparing.
+        #[arg(long)]
+        bless: bool,
+        /// Fail on every failing verdict, even one its golden pins as known.
+        #[arg(long)]
+        strict: bool,
+        /// Write the matrix here as Markdown, and as HTML beside it (`.html`).
+        #[arg(long)]
+        matrix: Option<PathBuf>,
+    },
+    /// The reference adapter: ctxbed's own harness speaking the peer protocol on standard
+    /// input and output (run by peers/ctxbed/run).
+    #[command(hide = true)]
+    Peer,
 }
 
 fn main() -> ExitCode {
@@ -311,81 +342,24 @@ fn main() -> ExitCode {
             options.host.faults.reset_requests = reset;
             options.host.faults.cut_stream_requests = cut_stream;
             options.host.retry_after_seconds = retry_after;
-            serve_command(mock, models, options)
+            cli::wire::serve_command(mock, models, options)
         }
-    }
-}
-
-fn serve_command(
-    mock: Option<PathBuf>,
-    dir: Option<PathBuf>,
-    options: ctxbed::serve::ServeOptions,
-) -> ExitCode {
-    use ctxbed::serve::{Models, Server, summary};
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            errln!("error: cannot start the runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let models = match (mock, dir) {
-        (Some(path), _) => Models::load_file(&path, &options),
-        (None, Some(dir)) => Models::load_dir(&dir, &options),
-        (None, None) => unreachable!("clap requires a mock file or --models"),
-    };
-    let models = match models {
-        Ok(models) => models,
-        Err(error) => {
-            errln!("{error}");
-            return ExitCode::from(2);
-        }
-    };
-    runtime.block_on(async {
-        let server = match Server::bind(models, &options).await {
-            Ok(server) => server,
-            Err(error) => {
-                errln!("error: {error}");
-                return ExitCode::from(2);
-            }
-        };
-        outln!("listening on http://{}", server.local_addr());
-        let served = server.models();
-        let outcome = server.run(stop_signal()).await;
-        errln!("{}", summary(&served));
-        match outcome {
+        Command::Conform {
+            paths,
+            harnesses,
+            peers,
+            logs,
+            bless,
+            strict,
+            matrix,
+        } => cli::wire::conform_command(paths, harnesses, peers, logs, bless, strict, matrix),
+        Command::Peer => match ctxbed::conform::reference::run() {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                errln!("error: {error}");
+                errln!("ctxbed peer: {error}");
                 ExitCode::FAILURE
             }
-        }
-    })
-}
-
-/// Ctrl-C, or (on Unix) SIGTERM.
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        },
     }
 }
 

@@ -50,7 +50,12 @@ impl Verdict {
     }
 }
 
-/// Every `.toml` file under the given paths (files are taken as given), sorted, deduplicated.
+/// The directory of wire scenarios (`scenarios/wire/`), which a suite walk leaves to
+/// `ctxbed conform`.
+pub const WIRE_DIR: &str = "wire";
+
+/// Every `.toml` file under the given paths (files are taken as given; a `wire/` directory below
+/// a given directory is skipped, as it holds wire scenarios), sorted, deduplicated.
 ///
 /// # Errors
 /// A path that does not exist or a directory that cannot be read.
@@ -81,6 +86,10 @@ fn walk(dir: &Path, found: &mut BTreeSet<PathBuf>) -> std::io::Result<()> {
             return Ok(());
         }
         if path.is_dir() {
+            // Wire scenarios are another format, run by `ctxbed conform`.
+            if path.file_name().is_some_and(|name| name == WIRE_DIR) {
+                continue;
+            }
             walk(&path, found)?;
         } else if path.extension().is_some_and(|e| e == "toml") {
             found.insert(path);

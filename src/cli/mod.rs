@@ -1,0 +1,3 @@
+//! Commands of the `ctxbed` binary that live outside `main.rs`.
+
+pub mod wire;

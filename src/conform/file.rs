@@ -1,0 +1,452 @@
+//! Wire scenarios (`scenarios/wire/*.toml`): what any harness is asked to do, and what it must
+//! achieve, in a format an adapter never reads (`conform` turns it into protocol lines).
+//!
+//! ```toml
+//! description = "A long build investigation, then the provider overflows once"
+//! model = "wire-openai-overflow"    # mock-models/wire-openai-overflow.toml
+//! system = "You are a build engineer."
+//!
+//! [[tools]]
+//! name = "read_log"
+//! description = "Read a build log."
+//! parameters = { type = "object", properties = { path = { type = "string" } } }
+//! results = [{ chars = 6000, content = "log" }]
+//!
+//! [[steps]]
+//! input = "Why did build {n} fail?"   # {n}: the step's number
+//! repeat = 6
+//!
+//! [[expect]]
+//! step = 6
+//! reply_contains = "linker"
+//! ```
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+use crate::scenario::diagnostic::{Diagnostic, Diagnostics, from_toml};
+use crate::scenario::source::read_source;
+use ctxbed_sim::text::{TextKind, generate_text};
+
+/// Requests one scenario may send before the run is stopped, unless it says otherwise.
+pub const REQUEST_LIMIT_DEFAULT: u64 = 60;
+/// Real seconds one step may take before the adapter is stopped, unless the scenario says.
+pub const STEP_TIMEOUT_SECONDS_DEFAULT: u64 = 120;
+/// Steps one scenario may expand to.
+pub const STEPS_MAX: usize = 200;
+/// Characters of one generated tool result.
+pub const RESULT_CHARS_MAX: usize = 2_000_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWire {
+    description: String,
+    model: Spanned<String>,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    system: String,
+    #[serde(default = "default_max_output")]
+    max_output_tokens: u64,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default = "yes")]
+    usage: bool,
+    request_limit: Option<Spanned<u64>>,
+    step_timeout_seconds: Option<Spanned<u64>>,
+    #[serde(default)]
+    faults: RawFaults,
+    #[serde(default)]
+    tools: Vec<RawTool>,
+    steps: Vec<RawStep>,
+    #[serde(default)]
+    expect: Vec<RawExpect>,
+}
+
+fn default_max_output() -> u64 {
+    512
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFaults {
+    #[serde(default)]
+    reset: Vec<u64>,
+    #[serde(default)]
+    cut_stream: Vec<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: String,
+    parameters: Option<Value>,
+    results: Spanned<Vec<RawResult>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResult {
+    text: Option<String>,
+    chars: Option<Spanned<usize>>,
+    content: Option<Spanned<String>>,
+    #[serde(default)]
+    error: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStep {
+    input: String,
+    #[serde(default = "default_session")]
+    session: String,
+    #[serde(default = "default_user")]
+    user: String,
+    repeat: Option<Spanned<usize>>,
+}
+
+fn default_session() -> String {
+    "s1".to_string()
+}
+
+fn default_user() -> String {
+    "user".to_string()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    step: Option<Spanned<usize>>,
+    reply: Option<String>,
+    reply_contains: Option<String>,
+    error: Option<Spanned<String>>,
+    requests: Option<u64>,
+    requests_at_least: Option<u64>,
+    requests_at_most: Option<u64>,
+    request_contains: Option<String>,
+    request_lacks: Option<String>,
+}
+
+/// One scripted tool: its schema and what its calls return, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+    /// (text, is_error) of the 1st, 2nd, … call; the last repeats.
+    pub results: Vec<(String, bool)>,
+}
+
+/// One agent call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireStep {
+    pub user: String,
+    pub session: String,
+    pub input: String,
+}
+
+/// What a step (or every step) must show.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WireExpect {
+    /// 1-based; `None`: every step.
+    pub step: Option<usize>,
+    pub reply: Option<String>,
+    pub reply_contains: Option<String>,
+    /// The error kind the step must end in.
+    pub error: Option<String>,
+    pub requests: Option<u64>,
+    pub requests_at_least: Option<u64>,
+    pub requests_at_most: Option<u64>,
+    pub request_contains: Option<String>,
+    /// No request of the step contains this text (e.g. another session's input).
+    pub request_lacks: Option<String>,
+    /// Where it is written, for failure messages (`file:line`).
+    pub at: String,
+}
+
+/// A checked wire scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireScenario {
+    /// The path below `scenarios/` without `.toml`, e.g. `wire/overflow-openai`.
+    pub name: String,
+    pub description: String,
+    /// The mock model's name (its file stem under `mock-models/`).
+    pub model: String,
+    pub system: String,
+    pub max_output_tokens: u64,
+    pub stream: bool,
+    pub usage: bool,
+    pub request_limit: u64,
+    pub step_timeout_seconds: u64,
+    pub reset: Vec<u64>,
+    pub cut_stream: Vec<u64>,
+    pub tools: Vec<WireTool>,
+    pub steps: Vec<WireStep>,
+    pub expect: Vec<WireExpect>,
+}
+
+/// The error kinds an adapter may report (see docs/peer-protocol.md).
+pub const ERROR_KINDS: [&str; 8] = [
+    "context_overflow",
+    "rate_limited",
+    "timeout",
+    "provider_error",
+    "malformed_reply",
+    "tool_error",
+    "budget_refused",
+    "other",
+];
+
+/// Reads and checks a wire scenario; `name` is its suite name.
+///
+/// # Errors
+/// Every problem found, each with file, line, column and a hint.
+pub fn load(path: &Path, name: &str) -> Result<WireScenario, Diagnostics> {
+    let label = path.display().to_string();
+    let source = read_source(path, &label).map_err(|d| Diagnostics(vec![*d]))?;
+    parse(&label, &source, name)
+}
+
+/// Parses and checks wire-scenario text (see [`load`]).
+///
+/// # Errors
+/// Every problem found.
+pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diagnostics> {
+    let raw: RawWire =
+        toml::from_str(source).map_err(|e| Diagnostics(vec![from_toml(label, source, &e)]))?;
+    let mut problems = Vec::new();
+    let at = |span: std::ops::Range<usize>, message: String| {
+        Diagnostic::at(label, source, span, message)
+    };
+    let line_of = |span: std::ops::Range<usize>| source[..span.start].matches('\n').count() + 1;
+
+    let mut tools = Vec::new();
+    for (index, tool) in raw.tools.iter().enumerate() {
+        let tool_name = tool.name.get_ref();
+        let valid = !tool_name.is_empty()
+            && tool_name.len() <= 64
+            && tool_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            problems.push(
+                at(
+                    tool.name.span(),
+                    format!("`{tool_name}` is not a valid tool name"),
+                )
+                .field("tools.name")
+                .help("use 1-64 characters from [A-Za-z0-9_-]"),
+            );
+        }
+        if raw.tools[..index]
+            .iter()
+            .any(|t| t.name.get_ref() == tool_name)
+        {
+            problems.push(
+                at(
+                    tool.name.span(),
+                    format!("a tool named `{tool_name}` is declared twice"),
+                )
+                .field("tools.name")
+                .help("give each tool its own name"),
+            );
+        }
+        if tool.results.get_ref().is_empty() {
+            problems.push(
+                at(
+                    tool.results.span(),
+                    "a tool needs at least one result".to_string(),
+                )
+                .field("tools.results")
+                .help("add `results = [{ text = \"…\" }]`"),
+            );
+        }
+        let mut results = Vec::new();
+        for (number, result) in tool.results.get_ref().iter().enumerate() {
+            match (&result.text, &result.chars) {
+                (Some(text), None) => results.push((text.clone(), result.error)),
+                (None, Some(chars)) => {
+                    let count = *chars.get_ref();
+                    if count == 0 || count > RESULT_CHARS_MAX {
+                        problems.push(
+                            at(chars.span(), format!("{count} characters is out of range"))
+                                .field("tools.results.chars")
+                                .help(format!("use 1 to {RESULT_CHARS_MAX}")),
+                        );
+                        continue;
+                    }
+                    let kind = match &result.content {
+                        None => TextKind::Prose,
+                        Some(content) => match TextKind::ALL
+                            .iter()
+                            .find(|k| k.as_str() == content.get_ref())
+                        {
+                            Some(kind) => *kind,
+                            None => {
+                                let names: Vec<&str> =
+                                    TextKind::ALL.iter().map(|k| k.as_str()).collect();
+                                problems.push(
+                                    at(
+                                        content.span(),
+                                        format!("`{}` is not a content kind", content.get_ref()),
+                                    )
+                                    .field("tools.results.content")
+                                    .help(format!("use one of: {}", names.join(", "))),
+                                );
+                                continue;
+                            }
+                        },
+                    };
+                    let seed = raw.seed ^ ((index as u64) << 32) ^ number as u64;
+                    results.push((generate_text(kind, count, seed), result.error));
+                }
+                _ => problems.push(
+                    at(
+                        tool.results.span(),
+                        "each result needs exactly one of `text` and `chars`".to_string(),
+                    )
+                    .field("tools.results")
+                    .help("write `{ text = \"…\" }` or `{ chars = 4000, content = \"log\" }`"),
+                ),
+            }
+        }
+        tools.push(WireTool {
+            name: tool_name.clone(),
+            description: tool.description.clone(),
+            parameters: tool
+                .parameters
+                .clone()
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            results,
+        });
+    }
+
+    let mut steps = Vec::new();
+    for step in &raw.steps {
+        let repeat = step.repeat.as_ref().map_or(1, |r| *r.get_ref());
+        if repeat == 0 || steps.len() + repeat > STEPS_MAX {
+            let span = step.repeat.as_ref().map_or(0..0, Spanned::span);
+            problems.push(
+                at(span, format!("{repeat} repeats is out of range"))
+                    .field("steps.repeat")
+                    .help(format!("a scenario has 1 to {STEPS_MAX} steps in all")),
+            );
+            continue;
+        }
+        for _ in 0..repeat {
+            let number = steps.len() + 1;
+            steps.push(WireStep {
+                user: step.user.clone(),
+                session: step.session.clone(),
+                input: step.input.replace("{n}", &number.to_string()),
+            });
+        }
+    }
+    if raw.steps.is_empty() {
+        problems.push(
+            Diagnostic::file_level(label, "a wire scenario needs at least one [[steps]] entry")
+                .help("add [[steps]] with an `input`"),
+        );
+    }
+
+    let mut expect = Vec::new();
+    for entry in &raw.expect {
+        if let Some(step) = &entry.step
+            && (*step.get_ref() == 0 || *step.get_ref() > steps.len())
+        {
+            problems.push(
+                at(
+                    step.span(),
+                    format!("step {} does not exist", step.get_ref()),
+                )
+                .field("expect.step")
+                .help(format!("the scenario has steps 1 to {}", steps.len())),
+            );
+        }
+        if let Some(error) = &entry.error
+            && !ERROR_KINDS.contains(&error.get_ref().as_str())
+        {
+            problems.push(
+                at(
+                    error.span(),
+                    format!("`{}` is not an error kind", error.get_ref()),
+                )
+                .field("expect.error")
+                .help(format!("use one of: {}", ERROR_KINDS.join(", "))),
+            );
+        }
+        let line = entry.step.as_ref().map_or(0, |s| line_of(s.span()));
+        expect.push(WireExpect {
+            step: entry.step.as_ref().map(|s| *s.get_ref()),
+            reply: entry.reply.clone(),
+            reply_contains: entry.reply_contains.clone(),
+            error: entry.error.as_ref().map(|e| e.get_ref().clone()),
+            requests: entry.requests,
+            requests_at_least: entry.requests_at_least,
+            requests_at_most: entry.requests_at_most,
+            request_contains: entry.request_contains.clone(),
+            request_lacks: entry.request_lacks.clone(),
+            at: if line == 0 {
+                label.to_string()
+            } else {
+                format!("{label}:{line}")
+            },
+        });
+    }
+    let positive = |value: &Option<Spanned<u64>>,
+                    field: &str,
+                    default: u64,
+                    problems: &mut Vec<Diagnostic>| match value {
+        Some(v) if *v.get_ref() == 0 || *v.get_ref() > 10_000 => {
+            problems.push(
+                at(v.span(), format!("{} is out of range", v.get_ref()))
+                    .field(field)
+                    .help("use 1 to 10000"),
+            );
+            default
+        }
+        Some(v) => *v.get_ref(),
+        None => default,
+    };
+    let request_limit = positive(
+        &raw.request_limit,
+        "request_limit",
+        REQUEST_LIMIT_DEFAULT,
+        &mut problems,
+    );
+    let step_timeout_seconds = positive(
+        &raw.step_timeout_seconds,
+        "step_timeout_seconds",
+        STEP_TIMEOUT_SECONDS_DEFAULT,
+        &mut problems,
+    );
+    if !problems.is_empty() {
+        crate::scenario::diagnostic::sort(&mut problems);
+        return Err(Diagnostics(problems));
+    }
+    Ok(WireScenario {
+        name: name.to_string(),
+        description: raw.description,
+        model: raw.model.into_inner(),
+        system: raw.system,
+        max_output_tokens: raw.max_output_tokens,
+        stream: raw.stream,
+        usage: raw.usage,
+        request_limit,
+        step_timeout_seconds,
+        reset: raw.faults.reset,
+        cut_stream: raw.faults.cut_stream,
+        tools,
+        steps,
+        expect,
+    })
+}

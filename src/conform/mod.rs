@@ -1,0 +1,522 @@
+//! `ctxbed conform`: wire scenarios run against any harness, through its adapter.
+//!
+//! For each (scenario, harness) pair, [`run_one`] starts a [`Server`](crate::serve::Server) on
+//! an ephemeral loopback port with the scenario's mock model, starts the harness's adapter
+//! (`peers/<name>/run`, see docs/peer-protocol.md), sends it the scenario's tools and steps, and
+//! collects its replies while a watchdog stops a run that exceeds the scenario's request limit.
+//! Then it checks the wire invariants ([`checks`]) and the scenario's expectations over the
+//! requests the mock actually received, renders the canonical [`trace`], and compares it with
+//! `golden/<scenario>/<harness>.trace` when that golden exists (or blesses it). [`matrix`] turns
+//! the reports into `docs/peers.md`.
+//!
+//! **Invariant:** the adapter's account is never trusted for a check; only its replies and
+//! error kinds are (for expectations on them). Every run ends: each read has a timeout, and the
+//! adapter and server are stopped on every path.
+
+pub mod checks;
+pub mod file;
+pub mod matrix;
+pub mod peer;
+pub mod reference;
+pub mod report;
+pub mod trace;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::scenario::file::Layout;
+use crate::scenario::golden::{self, GoldenMode, GoldenOutcome};
+use crate::serve::{Models, ServeOptions, Server};
+use checks::{StepEnd, StepRun, Violation};
+use ctxbed_harness::model::provider::Provider;
+use ctxbed_sim::host::{HostFaults, ProviderHost};
+use file::WireScenario;
+use peer::{Peer, PeerError};
+
+/// How long an adapter may take to start and answer `setup` (Python imports are slow).
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where a conformance run finds its adapters and writes its logs.
+#[derive(Debug, Clone)]
+pub struct ConformOptions {
+    /// The directory holding one adapter directory per harness (`peers/`).
+    pub peers_dir: PathBuf,
+    /// Where adapters' standard error goes, one file per (scenario, harness).
+    pub logs_dir: PathBuf,
+    /// The `ctxbed` executable, given to adapters as `CTXBED_BIN` (the reference adapter runs it).
+    pub ctxbed_bin: PathBuf,
+    pub mode: GoldenMode,
+}
+
+/// The verdict of one (scenario, harness) run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Pass,
+    /// Broken rules (each once, in order), or the adapter's failure.
+    Fail {
+        rules: Vec<String>,
+    },
+    /// The harness cannot speak the scenario's API.
+    NotApplicable {
+        reason: String,
+    },
+}
+
+/// One (scenario, harness) run.
+#[derive(Debug, Clone)]
+pub struct CellReport {
+    pub scenario: String,
+    pub harness: String,
+    pub version: String,
+    pub cell: Cell,
+    pub violations: Vec<Violation>,
+    /// What went wrong with the adapter or the scenario, if anything.
+    pub problem: Option<String>,
+    pub trace: String,
+    pub golden: PathBuf,
+    pub golden_outcome: Option<GoldenOutcome>,
+    pub log: PathBuf,
+    pub elapsed: Duration,
+}
+
+impl CellReport {
+    /// True when the cell does not fail the run. A golden pins a reviewed verdict, a known
+    /// failure included: when one exists, the trace must match it (any change of behaviour is a
+    /// mismatch); without one, the cell must pass or be not applicable. `strict` also fails a
+    /// pinned failure.
+    pub fn ok(&self, strict: bool) -> bool {
+        let verdict_ok = !matches!(self.cell, Cell::Fail { .. });
+        match &self.golden_outcome {
+            Some(GoldenOutcome::Mismatch { .. }) | Some(GoldenOutcome::Missing { .. }) => false,
+            Some(GoldenOutcome::Matched) | Some(GoldenOutcome::Blessed { .. }) => {
+                verdict_ok || !strict
+            }
+            None => verdict_ok,
+        }
+    }
+}
+
+/// The name a scenario file has in the suite (`wire/overflow-openai`).
+pub fn scenario_name(path: &Path) -> String {
+    Layout::of(path).name
+}
+
+/// Runs one wire scenario against one harness.
+pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellReport {
+    let layout = Layout::of(path);
+    let golden = layout
+        .root
+        .join("golden")
+        .join(&layout.name)
+        .join(format!("{harness}.trace"));
+    let log = options
+        .logs_dir
+        .join(&layout.name)
+        .join(format!("{harness}.log"));
+    let started = std::time::Instant::now();
+    let mut report = CellReport {
+        scenario: layout.name.clone(),
+        harness: harness.to_string(),
+        version: String::new(),
+        cell: Cell::Fail { rules: Vec::new() },
+        violations: Vec::new(),
+        problem: None,
+        trace: String::new(),
+        golden: golden.clone(),
+        golden_outcome: None,
+        log: log.clone(),
+        elapsed: Duration::ZERO,
+    };
+    let scenario = match file::load(path, &layout.name) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            report.problem = Some(format!("the scenario does not load:\n{diagnostics}"));
+            report.cell = Cell::Fail {
+                rules: vec!["scenario".into()],
+            };
+            return report;
+        }
+    };
+    let mut serve = ServeOptions::default();
+    serve.host.report_usage = scenario.usage;
+    serve.host.faults = HostFaults {
+        reset_requests: scenario.reset.clone(),
+        cut_stream_requests: scenario.cut_stream.clone(),
+    };
+    serve.host.hang = Duration::from_secs(scenario.step_timeout_seconds + 5);
+    let models = match Models::load_file(&layout.mock_model(&scenario.model), &serve) {
+        Ok(models) => models,
+        Err(error) => {
+            report.problem = Some(format!("the mock model does not load:\n{error}"));
+            report.cell = Cell::Fail {
+                rules: vec!["scenario".into()],
+            };
+            return report;
+        }
+    };
+    if let Some(parent) = log.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::fs::remove_file(&log);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            report.problem = Some(format!("cannot start a runtime: {error}"));
+            return report;
+        }
+    };
+    let outcome = runtime.block_on(drive(&scenario, harness, options, models, serve, &log));
+    report.elapsed = started.elapsed();
+    report.version = outcome.version.clone();
+    let window = outcome.window;
+    let mut violations = Vec::new();
+    if outcome.unsupported.is_none() {
+        violations = checks::invariants(&scenario, window, &outcome.steps);
+        if outcome.problem.is_none() {
+            violations.extend(checks::expectations(&scenario, &outcome.steps));
+        }
+    }
+    report.trace = trace::render(
+        &scenario,
+        harness,
+        &outcome.version,
+        window,
+        &outcome.steps,
+        outcome.problem.as_deref(),
+        &violations,
+    );
+    report.cell = if let Some(reason) = outcome.unsupported {
+        Cell::NotApplicable { reason }
+    } else if violations.is_empty() && outcome.problem.is_none() {
+        Cell::Pass
+    } else {
+        let mut rules: Vec<String> = Vec::new();
+        if outcome.problem.is_some() {
+            rules.push("adapter".into());
+        }
+        for violation in &violations {
+            if !rules.contains(&violation.rule) {
+                rules.push(violation.rule.clone());
+            }
+        }
+        Cell::Fail { rules }
+    };
+    report.problem = outcome.problem;
+    report.violations = violations;
+    if !matches!(report.cell, Cell::NotApplicable { .. }) {
+        let exists = golden.exists();
+        if exists || options.mode == GoldenMode::Bless {
+            report.golden_outcome =
+                Some(match golden::check(&golden, &report.trace, options.mode) {
+                    Ok(outcome) => outcome,
+                    Err(error) => GoldenOutcome::Mismatch {
+                        diff: format!("the golden cannot be used: {error}"),
+                        new_file: None,
+                    },
+                });
+        }
+    }
+    report
+}
+
+struct DriveOutcome {
+    version: String,
+    window: Option<u64>,
+    steps: Vec<StepRun>,
+    problem: Option<String>,
+    unsupported: Option<String>,
+}
+
+async fn drive(
+    scenario: &WireScenario,
+    harness: &str,
+    options: &ConformOptions,
+    models: Models,
+    serve: ServeOptions,
+    log: &Path,
+) -> DriveOutcome {
+    let mut outcome = DriveOutcome {
+        version: String::new(),
+        window: None,
+        steps: Vec::new(),
+        problem: None,
+        unsupported: None,
+    };
+    let server = match Server::bind(models, &serve).await {
+        Ok(server) => server,
+        Err(error) => {
+            outcome.problem = Some(format!("cannot start the mock server: {error}"));
+            return outcome;
+        }
+    };
+    let addr = server.local_addr();
+    let served = server.models();
+    let Some((_, host)) = served.iter().next() else {
+        outcome.problem = Some("the mock server has no model".into());
+        return outcome;
+    };
+    let host: Arc<ProviderHost> = host.clone();
+    let script = host.model().script();
+    outcome.window = script.info.context_window;
+    let api = if script.imitates == Provider::Anthropic {
+        "anthropic"
+    } else {
+        "openai"
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server_task = tokio::spawn(server.run(async {
+        let _ = stopped.await;
+    }));
+    let env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
+    let problem = talk(
+        scenario,
+        &options.peers_dir.join(harness),
+        &env,
+        log,
+        &host,
+        &mut outcome,
+    )
+    .await;
+    outcome.problem = problem;
+    let _ = stop.send(());
+    let _ = server_task.await;
+    // Exchanges complete after their step's answer; give each step its own by number.
+    let exchanges = host.exchanges();
+    let mut first = 1;
+    for run in &mut outcome.steps {
+        let last = first + run.exchanges.len() as u64;
+        run.exchanges = exchanges
+            .iter()
+            .filter(|e| e.number >= first && e.number < last)
+            .cloned()
+            .collect();
+        first = last;
+    }
+    outcome
+}
+
+fn adapter_env(
+    scenario: &WireScenario,
+    api: &str,
+    addr: std::net::SocketAddr,
+    window: Option<u64>,
+    ctxbed_bin: &Path,
+) -> Vec<(String, String)> {
+    let key = "ctxbed-test".to_string();
+    let mut env = vec![
+        ("CTXBED_API".into(), api.to_string()),
+        ("CTXBED_OPENAI_BASE_URL".into(), format!("http://{addr}/v1")),
+        ("CTXBED_ANTHROPIC_BASE_URL".into(), format!("http://{addr}")),
+        ("CTXBED_MODEL".into(), scenario.model.clone()),
+        ("CTXBED_API_KEY".into(), key.clone()),
+        (
+            "CTXBED_MAX_OUTPUT_TOKENS".into(),
+            scenario.max_output_tokens.to_string(),
+        ),
+        (
+            "CTXBED_STREAM".into(),
+            if scenario.stream { "1" } else { "0" }.into(),
+        ),
+        ("CTXBED_BIN".into(), ctxbed_bin.display().to_string()),
+        ("OPENAI_API_KEY".into(), key.clone()),
+        ("ANTHROPIC_API_KEY".into(), key),
+        ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
+        ("no_proxy".into(), "127.0.0.1,localhost".into()),
+    ];
+    if let Some(window) = window {
+        env.push(("CTXBED_WINDOW".into(), window.to_string()));
+    }
+    env
+}
+
+/// Speaks to the adapter for the whole scenario; the steps it ran go into `outcome.steps`
+/// (each with a placeholder exchange list as long as its request count). Returns the problem
+/// that ended the run early, if any.
+async fn talk(
+    scenario: &WireScenario,
+    dir: &Path,
+    env: &[(String, String)],
+    log: &Path,
+    host: &ProviderHost,
+    outcome: &mut DriveOutcome,
+) -> Option<String> {
+    let mut peer = match Peer::start(dir, env, log) {
+        Ok(peer) => peer,
+        Err(error) => return Some(error.to_string()),
+    };
+    let tools: Vec<Value> = scenario
+        .tools
+        .iter()
+        .map(|tool| {
+            let results: Vec<Value> = tool
+                .results
+                .iter()
+                .map(|(text, error)| json!({"text": text, "error": error}))
+                .collect();
+            json!({"name": tool.name, "description": tool.description, "parameters": tool.parameters, "results": results})
+        })
+        .collect();
+    let setup = json!({"type": "setup", "system": scenario.system, "tools": tools});
+    if let Err(error) = peer.send(&setup).await {
+        return Some(error.to_string());
+    }
+    match peer.receive(SETUP_TIMEOUT).await {
+        Ok(line) => match line.get("type").and_then(Value::as_str) {
+            Some("ready") => {
+                outcome.version = line
+                    .get("version")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+                    .to_string();
+            }
+            Some("unsupported") => {
+                let reason = line
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                outcome.unsupported = Some(reason.to_string());
+                peer.finish().await;
+                return None;
+            }
+            _ => {
+                return Some(
+                    PeerError::Garbage {
+                        line: format!("{line} (expected `ready` or `unsupported`)"),
+                    }
+                    .to_string(),
+                );
+            }
+        },
+        Err(error) => return Some(error.to_string()),
+    }
+    let timeout = Duration::from_secs(scenario.step_timeout_seconds);
+    for (index, step) in scenario.steps.iter().enumerate() {
+        let number = index + 1;
+        let before = host.request_count();
+        let line = json!({"type": "step", "step": number, "user": step.user, "session": step.session, "input": step.input});
+        if let Err(error) = peer.send(&line).await {
+            record_step(
+                outcome,
+                host,
+                before,
+                StepEnd::Error {
+                    kind: "adapter".into(),
+                    message: error.to_string(),
+                },
+            );
+            return Some(error.to_string());
+        }
+        let answer = {
+            let receive = peer.receive(timeout);
+            let limit = over_limit(host, scenario.request_limit);
+            tokio::select! {
+                biased;
+                answer = receive => Some(answer),
+                () = limit => None,
+            }
+        };
+        let problem = match answer {
+            None => Some(format!(
+                "the harness sent more than the scenario's {} requests (it was stopped)",
+                scenario.request_limit
+            )),
+            Some(Err(error)) => Some(error.to_string()),
+            Some(Ok(line)) => match parse_end(&line, number) {
+                Ok(end) => {
+                    record_step(outcome, host, before, end);
+                    None
+                }
+                Err(problem) => Some(problem),
+            },
+        };
+        if let Some(problem) = problem {
+            record_step(
+                outcome,
+                host,
+                before,
+                StepEnd::Error {
+                    kind: "adapter".into(),
+                    message: problem.clone(),
+                },
+            );
+            peer.kill().await;
+            return Some(problem);
+        }
+    }
+    let status = peer.finish().await;
+    if status.contains("killed") {
+        return Some(format!("the adapter {status}"));
+    }
+    None
+}
+
+fn record_step(outcome: &mut DriveOutcome, host: &ProviderHost, before: u64, end: StepEnd) {
+    let count = host.request_count().saturating_sub(before) as usize;
+    // Placeholders: `drive` fills in the step's exchanges by request number at the end.
+    let placeholder = ctxbed_sim::host::Exchange {
+        number: 0,
+        api: ctxbed_sim::host::Api::OpenAi,
+        path: String::new(),
+        stream: false,
+        body: Value::Null,
+        request: None,
+        input_tokens: None,
+        status: 0,
+        outcome: String::new(),
+    };
+    outcome.steps.push(StepRun {
+        end,
+        exchanges: vec![placeholder; count],
+    });
+}
+
+async fn over_limit(host: &ProviderHost, limit: u64) {
+    loop {
+        if host.request_count() > limit {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
+    let step = line.get("step").and_then(Value::as_u64);
+    if step != Some(number as u64) {
+        return Err(format!(
+            "the adapter answered {line} to step {number} (wrong or missing `step`)"
+        ));
+    }
+    match line.get("type").and_then(Value::as_str) {
+        Some("reply") => Ok(StepEnd::Reply(
+            line.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        )),
+        Some("error") => {
+            let kind = line.get("kind").and_then(Value::as_str).unwrap_or("other");
+            let kind = if file::ERROR_KINDS.contains(&kind) {
+                kind
+            } else {
+                "other"
+            };
+            Ok(StepEnd::Error {
+                kind: kind.to_string(),
+                message: line
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            })
+        }
+        _ => Err(format!(
+            "the adapter answered {line} to step {number} (expected `reply` or `error`)"
+        )),
+    }
+}

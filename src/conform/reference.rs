@@ -1,0 +1,213 @@
+//! The reference adapter: ctxbed's own harness behind the peer protocol (`ctxbed peer`, run by
+//! `peers/ctxbed/run`), so it is tested over the same wire, by the same checks, as every other
+//! harness.
+//!
+//! It builds a [`HarnessAgent`] as a user would for a long conversation: the HTTP provider for
+//! the API the mock speaks, told the model's window and output budget, with the harness's
+//! defaults (compaction, overflow recovery, tool-result offload) and an in-memory workspace.
+//! Each protocol tool returns its scripted results in order.
+
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use ctxbed_harness::agent::{AgentError, HarnessAgent};
+use ctxbed_harness::context::PrepareError;
+use ctxbed_harness::message::{ToolCall, ToolSchema};
+use ctxbed_harness::model::ModelError;
+use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_harness::storage::MemoryStorage;
+use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
+use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind};
+
+/// A tool whose n-th call returns its n-th scripted result (the last repeats).
+struct ScriptedResults {
+    schema: ToolSchema,
+    results: Vec<(String, bool)>,
+    calls: AtomicUsize,
+}
+
+#[async_trait]
+impl Tool for ScriptedResults {
+    fn schema(&self) -> &ToolSchema {
+        &self.schema
+    }
+
+    async fn call(&self, _call: &ToolCall, _context: &ToolContext) -> ToolOutcome {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let Some((text, error)) = self.results.get(n).or(self.results.last()) else {
+            return ToolOutcome::error("the scenario gave this tool no result");
+        };
+        if *error {
+            ToolOutcome::error(text.clone())
+        } else {
+            ToolOutcome::text(text.clone())
+        }
+    }
+}
+
+/// Why the adapter could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    #[error("environment variable {0} is missing or invalid (ctxbed conform sets it)")]
+    Env(&'static str),
+    #[error("standard input: {0}")]
+    Input(String),
+    #[error("cannot build the agent: {0}")]
+    Build(String),
+}
+
+fn env(name: &'static str) -> Result<String, ReferenceError> {
+    std::env::var(name).map_err(|_| ReferenceError::Env(name))
+}
+
+fn build(setup: &Value) -> Result<HarnessAgent, ReferenceError> {
+    let api = env("CTXBED_API")?;
+    let (kind, base_url) = match api.as_str() {
+        "anthropic" => (ProviderKind::Anthropic, env("CTXBED_ANTHROPIC_BASE_URL")?),
+        _ => (ProviderKind::OpenAi, env("CTXBED_OPENAI_BASE_URL")?),
+    };
+    let mut config = ProviderConfig::new(kind, base_url, env("CTXBED_MODEL")?);
+    config.api_key_env = Some("CTXBED_API_KEY".into());
+    config.stream = std::env::var("CTXBED_STREAM").is_ok_and(|v| v == "1");
+    config.context_window = std::env::var("CTXBED_WINDOW")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    config.max_output_tokens = std::env::var("CTXBED_MAX_OUTPUT_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let provider =
+        HttpProvider::from_env(config).map_err(|e| ReferenceError::Build(e.to_string()))?;
+    let mut builder = HarnessAgent::builder()
+        .name("ctxbed-reference")
+        .model(Arc::new(provider))
+        .workspace(Arc::new(MemoryStorage::new()));
+    let system = setup
+        .get("system")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !system.is_empty() {
+        builder = builder.sys_prompt(system);
+    }
+    for tool in setup
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let text = |key: &str| {
+            tool.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let results = tool
+            .get("results")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                (
+                    r.get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    r.get("error").and_then(Value::as_bool).unwrap_or(false),
+                )
+            })
+            .collect();
+        builder = builder.tool(Arc::new(ScriptedResults {
+            schema: ToolSchema {
+                name: text("name"),
+                description: text("description"),
+                parameters: tool
+                    .get("parameters")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object"})),
+            },
+            results,
+            calls: AtomicUsize::new(0),
+        }));
+    }
+    builder
+        .build()
+        .map_err(|e| ReferenceError::Build(e.to_string()))
+}
+
+/// The protocol's error kind for an agent error.
+pub fn error_kind(error: &AgentError) -> &'static str {
+    match error {
+        AgentError::Model(model) => match model {
+            ModelError::ContextOverflow { .. } => "context_overflow",
+            ModelError::RateLimited { .. } => "rate_limited",
+            ModelError::Timeout { .. } => "timeout",
+            ModelError::MalformedReply { .. } => "malformed_reply",
+            _ => "provider_error",
+        },
+        AgentError::Prepare(rejected) => match rejected.error {
+            PrepareError::ContextBudgetExceeded { .. } => "budget_refused",
+            _ => "other",
+        },
+        _ => "other",
+    }
+}
+
+fn say(line: &Value) -> Result<(), ReferenceError> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|e| ReferenceError::Input(format!("cannot write: {e}")))
+}
+
+/// Runs the adapter over standard input and output until input ends.
+///
+/// # Errors
+/// A missing environment variable, unreadable input, or an agent that cannot be built.
+pub fn run() -> Result<(), ReferenceError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ReferenceError::Build(e.to_string()))?;
+    let mut agent: Option<HarnessAgent> = None;
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|e| ReferenceError::Input(e.to_string()))?;
+        let message: Value = serde_json::from_str(&line)
+            .map_err(|e| ReferenceError::Input(format!("not JSON ({e}): {line}")))?;
+        match message.get("type").and_then(Value::as_str) {
+            Some("setup") => {
+                agent = Some(build(&message)?);
+                say(
+                    &json!({"type": "ready", "harness": "ctxbed", "version": env!("CARGO_PKG_VERSION")}),
+                )?;
+            }
+            Some("step") => {
+                let Some(agent) = agent.as_ref() else {
+                    return Err(ReferenceError::Input("a step before setup".into()));
+                };
+                let step = message.get("step").cloned().unwrap_or(Value::Null);
+                let text = |key: &str| {
+                    message
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                let context = RuntimeContext::new()
+                    .with_user(text("user"))
+                    .with_session(text("session"));
+                let answer = match runtime.block_on(agent.call(text("input"), context)) {
+                    Ok(reply) => json!({"type": "reply", "step": step, "text": reply.text()}),
+                    Err(error) => {
+                        json!({"type": "error", "step": step, "kind": error_kind(&error), "message": ctxbed_harness::format::snippet(&error.to_string(), 2_000)})
+                    }
+                };
+                say(&answer)?;
+            }
+            _ => return Err(ReferenceError::Input(format!("unknown line: {line}"))),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! The canonical trace of one (scenario, harness) run: per step, every request the mock
+//! received (API, exact tokens, the shape of its messages, the answer), then how the step ended,
+//! then the verdict. Tool-call ids are numbered in order of appearance (`#1`, `#2`, …), so a
+//! deterministic harness gives the same bytes on every run, whatever ids it generated.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use ctxbed_harness::format::snippet;
+use ctxbed_harness::message::{ContentPart, Message, Role};
+use ctxbed_harness::model::Purpose;
+use ctxbed_sim::host::Exchange;
+
+use super::checks::{StepEnd, StepRun, Violation};
+use super::file::WireScenario;
+
+/// Characters of a reply or error message shown.
+const SHOWN_CHARS: usize = 100;
+
+/// Numbers tool-call ids in order of first appearance.
+#[derive(Default)]
+struct Ids(BTreeMap<String, usize>);
+
+impl Ids {
+    fn of(&mut self, id: &str) -> String {
+        let next = self.0.len() + 1;
+        format!("#{}", self.0.entry(id.to_string()).or_insert(next))
+    }
+}
+
+fn shape(message: &Message, ids: &mut Ids) -> String {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut tags = Vec::new();
+    for part in &message.parts {
+        match part {
+            ContentPart::ToolCall(call) => {
+                tags.push(format!("call {} {}", ids.of(&call.id), call.name))
+            }
+            ContentPart::ToolResult(result) => {
+                let error = if result.is_error { " error" } else { "" };
+                tags.push(format!(
+                    "result {}{error} {}c",
+                    ids.of(&result.call_id),
+                    result.text().chars().count()
+                ));
+            }
+            _ => {}
+        }
+    }
+    let text = message.text();
+    if !text.is_empty() && message.role != Role::Tool {
+        tags.push(format!("{}c", text.chars().count()));
+    }
+    if tags.is_empty() {
+        role.to_string()
+    } else {
+        format!("{role}({})", tags.join(", "))
+    }
+}
+
+fn request_line(exchange: &Exchange, ids: &mut Ids, out: &mut String) {
+    let mut head = format!("  request {} {}", exchange.number, exchange.api.as_str());
+    if exchange.stream {
+        head.push_str(" stream");
+    }
+    if let Some(request) = &exchange.request {
+        if request.purpose == Purpose::Summary {
+            head.push_str(" summary");
+        }
+        let _ = write!(head, " {} tokens", exchange.input_tokens.unwrap_or(0));
+        if let Some(output) = request.max_output_tokens {
+            let _ = write!(head, " +{output} out");
+        }
+        let _ = write!(head, ", {} tools", request.tools.len());
+    }
+    let _ = writeln!(out, "{head} -> {} {}", exchange.status, exchange.outcome);
+    if let Some(request) = &exchange.request {
+        let shapes: Vec<String> = request.messages.iter().map(|m| shape(m, ids)).collect();
+        let _ = writeln!(out, "    {}", shapes.join(" "));
+    }
+}
+
+/// The trace's text.
+pub fn render(
+    scenario: &WireScenario,
+    harness: &str,
+    version: &str,
+    window: Option<u64>,
+    steps: &[StepRun],
+    problem: Option<&str>,
+    violations: &[Violation],
+) -> String {
+    let mut out = String::new();
+    let mut ids = Ids::default();
+    let _ = writeln!(out, "scenario {}", scenario.name);
+    let _ = writeln!(out, "harness {harness} {version}");
+    let window = window.map_or_else(|| "none".to_string(), |w| w.to_string());
+    let _ = writeln!(out, "model {} (window {window})", scenario.model);
+    for (index, run) in steps.iter().enumerate() {
+        let step = &scenario.steps[index];
+        let _ = writeln!(
+            out,
+            "\nstep {} {}/{}: {}",
+            index + 1,
+            step.user,
+            step.session,
+            snippet(&step.input, SHOWN_CHARS)
+        );
+        for exchange in &run.exchanges {
+            request_line(exchange, &mut ids, &mut out);
+        }
+        let _ = match &run.end {
+            StepEnd::Reply(text) => writeln!(out, "  reply: {}", snippet(text, SHOWN_CHARS)),
+            StepEnd::Error { kind, message } => {
+                writeln!(
+                    out,
+                    "  error {kind}: {}",
+                    snippet(message.lines().next().unwrap_or(""), SHOWN_CHARS)
+                )
+            }
+        };
+    }
+    if let Some(problem) = problem {
+        let _ = writeln!(out, "\nadapter: {problem}");
+    }
+    if violations.is_empty() && problem.is_none() {
+        let _ = writeln!(out, "\nverdict: pass");
+    } else {
+        let _ = writeln!(out, "\nverdict: fail");
+        for violation in violations {
+            let _ = writeln!(out, "  {}: {}", violation.rule, violation.detail);
+        }
+    }
+    out
+}
