@@ -174,19 +174,16 @@ pub fn conform_command(
     }
     let elapsed = started.elapsed();
     let failed = reports.iter().filter(|r| !r.ok(strict)).count();
+    let count =
+        |keep: &dyn Fn(&conform::CellReport) -> bool| reports.iter().filter(|r| keep(r)).count();
+    let passed = count(&|r| r.cell == conform::Cell::Pass && r.ok(strict));
+    let pinned = count(&|r| matches!(r.cell, conform::Cell::Fail { .. }) && r.ok(strict));
+    let not_applicable = count(&|r| matches!(r.cell, conform::Cell::NotApplicable { .. }));
     outln!(
-        "{} runs ({} scenarios x {} harnesses): {} passed, {failed} failed (or changed), {} not applicable, in {:.0} s",
+        "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {failed} failed or changed, {not_applicable} not applicable, in {:.0} s",
         reports.len(),
         files.len(),
         harnesses.len(),
-        reports
-            .iter()
-            .filter(|r| r.cell == conform::Cell::Pass && r.ok(strict))
-            .count(),
-        reports
-            .iter()
-            .filter(|r| matches!(r.cell, conform::Cell::NotApplicable { .. }))
-            .count(),
         elapsed.as_secs_f64()
     );
     if let Some(path) = matrix_path {

@@ -88,6 +88,9 @@ pub fn markdown(
         );
         for scenario in &grid.scenarios {
             match cells.get(scenario) {
+                Some(report) if matches!(report.cell, Cell::NotApplicable { .. }) => {
+                    let _ = write!(out, " {} |", cell_text(report));
+                }
                 Some(report) => {
                     let link = relative(page_dir, &trace_path(report));
                     let _ = write!(out, " [{}]({link}) |", cell_text(report));
@@ -158,13 +161,16 @@ pub fn html(
                         Cell::Fail { .. } => "fail",
                         Cell::NotApplicable { .. } => "na",
                     };
-                    let link = relative(page_dir, &trace_path(report));
-                    let _ = write!(
-                        out,
-                        "<td class=\"{class}\"><a href=\"{}\">{}</a></td>",
-                        escape(&link),
-                        escape(&cell_text(report))
-                    );
+                    let text = escape(&cell_text(report));
+                    if class == "na" {
+                        let _ = write!(out, "<td class=\"na\">{text}</td>");
+                    } else {
+                        let link = escape(&relative(page_dir, &trace_path(report)));
+                        let _ = write!(
+                            out,
+                            "<td class=\"{class}\"><a href=\"{link}\">{text}</a></td>"
+                        );
+                    }
                 }
                 None => out.push_str("<td></td>"),
             }

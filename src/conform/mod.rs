@@ -288,6 +288,15 @@ async fn drive(
     let _ = server_task.await;
     // Exchanges complete after their step's answer; give each step its own by number.
     let exchanges = host.exchanges();
+    let window = host.model().script().info.context_window;
+    let lines: Vec<String> = exchanges
+        .iter()
+        .map(|e| crate::serve::record::exchange_line(&scenario.model, window, e))
+        .collect();
+    let requests = log.with_extension("requests.jsonl");
+    if let Err(error) = std::fs::write(&requests, lines.join("\n") + "\n") {
+        tracing::warn!(path = %requests.display(), %error, "cannot keep the requests");
+    }
     let mut first = 1;
     for run in &mut outcome.steps {
         let last = first + run.exchanges.len() as u64;

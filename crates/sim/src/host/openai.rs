@@ -139,8 +139,7 @@ pub fn completion(reply: &ModelReply, model: &str, number: u64, usage: bool) -> 
     });
     if usage {
         let usage = reply.usage.unwrap_or_default();
-        completion["usage"] =
-            json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens});
+        completion["usage"] = json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens, "total_tokens": usage.input_tokens + usage.output_tokens});
     }
     completion
 }
@@ -176,8 +175,7 @@ pub fn stream_events(reply: &ModelReply, model: &str, number: u64, usage: bool) 
     if usage {
         let usage = reply.usage.unwrap_or_default();
         let mut last = chunk(json!([]));
-        last["usage"] =
-            json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens});
+        last["usage"] = json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens, "total_tokens": usage.input_tokens + usage.output_tokens});
         events.push(last.to_string());
     }
     events.push("[DONE]".to_string());

@@ -1,0 +1,247 @@
+"""ctxbed peer adapter for Pydantic AI (`pydantic-ai-slim`). Protocol: docs/peer-protocol.md.
+
+What it configures, and why:
+- Model: `OpenAIChatModel` + `OpenAIProvider(base_url=CTXBED_OPENAI_BASE_URL)` (Chat Completions)
+  when CTXBED_API=openai, `AnthropicModel` + `AnthropicProvider(base_url=CTXBED_ANTHROPIC_BASE_URL)`
+  (Messages) when CTXBED_API=anthropic. The model profile gets `context_window=CTXBED_WINDOW`, as
+  the docs say to do for custom models. `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`.
+  Retries and timeouts are Pydantic AI's and the provider clients' defaults.
+- Instrumentation off: `Agent.instrument_all(False)`; `run` also disables Logfire/OpenTelemetry.
+- Conversations: the documented pattern, `message_history=result.all_messages()`, kept per
+  protocol `session`. A failed step leaves its session's history as it was.
+- Long conversations: the docs' model-agnostic compaction is a history processor wrapped as a
+  `ProcessHistory` capability (the v2 form of `history_processors=`), e.g. "keep only recent
+  messages", with the warning to keep tool calls and returns paired. `fit_window` below drops
+  whole oldest turns (a user prompt and everything up to the next one, so a call never loses its
+  return) until an estimate of the request fits CTXBED_WINDOW minus the output budget; the
+  current turn is never dropped. The system prompt is passed as `instructions`, which Pydantic AI
+  re-sends on every request rather than storing in the history, so trimming cannot lose it.
+- Tools: `Tool.from_schema` with the scenario's JSON schema passed through (`strict=False`, so
+  Pydantic AI does not rewrite it for OpenAI strict mode). A scripted failure
+  raises `ToolFailed`, Pydantic AI's documented way to report a failed tool result to the model
+  (Anthropic: `is_error: true`; Chat Completions: content framed as `{"error": ...}`).
+"""
+
+import asyncio
+import json
+import logging
+import math
+import os
+import sys
+from importlib.metadata import version
+
+# Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
+# (stray prints from libraries included) to stderr.
+PROTOCOL_OUT = sys.stdout
+sys.stdout = sys.stderr
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+
+from pydantic_ai import Agent, ModelMessage, ModelRequest, Tool, ToolCallPart, ToolFailed, UserPromptPart  # noqa: E402
+from pydantic_ai import exceptions as pai_errors  # noqa: E402
+from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
+from pydantic_ai.settings import ModelSettings  # noqa: E402
+
+HARNESS = "pydantic-ai"
+API = os.environ.get("CTXBED_API", "openai")
+MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
+API_KEY = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
+WINDOW = int(os.environ.get("CTXBED_WINDOW", "8000"))
+MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
+
+
+def emit(obj):
+    PROTOCOL_OUT.write(json.dumps(obj) + "\n")
+    PROTOCOL_OUT.flush()
+
+
+# ---- token estimate ----------------------------------------------------------------------------
+# The budget uses a deliberately cautious estimate: ASCII at 2.5 characters a token (ctxbed's
+# reference estimator), every other character a token of its own.
+
+
+def tokens(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        ascii_chars = len(value.encode("ascii", "ignore"))
+        return math.ceil(ascii_chars / 2.5) + (len(value) - ascii_chars)
+    if isinstance(value, dict):
+        return 4 + sum(tokens(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(tokens(v) for v in value)
+    return tokens(json.dumps(value, default=str))
+
+
+def message_tokens(message: ModelMessage) -> int:
+    total = 4
+    for part in message.parts:
+        total += 8 + tokens([getattr(part, a, None) for a in ("content", "tool_name", "tool_call_id")])
+        if isinstance(part, ToolCallPart):
+            total += tokens(part.args_as_json_str())
+    return total
+
+
+# ---- context-window history processor ----------------------------------------------------------
+
+fixed_cost = 0  # estimated size of the instructions and tool schemas, set at setup
+
+
+def starts_turn(message: ModelMessage) -> bool:
+    return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
+
+
+def fit_window(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """History processor: keep the request within CTXBED_WINDOW (see the module docstring)."""
+    budget = WINDOW - MAX_OUTPUT - fixed_cost
+    sizes = [message_tokens(m) for m in messages]
+    total = sum(sizes)
+    # Cut points: the start of every user turn but the first message; the last one is the current turn.
+    cuts = [i for i, m in enumerate(messages) if starts_turn(m) and i > 0]
+    start = 0
+    for cut in cuts:
+        if total <= budget:
+            break
+        total -= sum(sizes[start:cut])
+        start = cut
+    if start:
+        logging.info("fit_window: dropped %d old messages, ~%d tokens left of %d", start, total, budget)
+    return messages[start:]
+
+
+# ---- tools ---------------------------------------------------------------------------------------
+
+calls_by_tool: dict[str, int] = {}
+
+
+def make_tool(spec) -> Tool:
+    name = spec["name"]
+    results = spec.get("results") or [{"text": "", "error": False}]
+
+    async def invoke(**_arguments) -> str:
+        n = calls_by_tool[name] = calls_by_tool.get(name, 0) + 1
+        result = results[min(n, len(results)) - 1]
+        if result.get("error"):
+            raise ToolFailed(result["text"])
+        return result["text"]
+
+    schema = spec.get("parameters") or {"type": "object", "properties": {}}
+    tool = Tool.from_schema(invoke, name=name, description=spec.get("description", ""), json_schema=schema)
+    # Left to infer (`None`), Pydantic AI turns on OpenAI strict mode for a strict-compatible schema
+    # and rewrites it (additionalProperties: false, every property required): send it as given.
+    tool.strict = False
+    return tool
+
+
+def make_model():
+    settings = ModelSettings(max_tokens=MAX_OUTPUT)
+    profile = {"context_window": WINDOW}
+    if API == "openai":
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=API_KEY)
+        return OpenAIChatModel(MODEL, provider=provider, profile=profile, settings=settings)
+    if API == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(base_url=os.environ["CTXBED_ANTHROPIC_BASE_URL"], api_key=API_KEY)
+        return AnthropicModel(MODEL, provider=provider, profile=profile, settings=settings)
+    return None
+
+
+# ---- error classification ------------------------------------------------------------------------
+
+OVERFLOW_WORDS = ("context_length_exceeded", "context length", "prompt is too long", "context window", "input is too long")
+
+
+def causes(exc):
+    """The exception and everything it wraps (__cause__, __context__, exception groups), outermost first."""
+    seen, queue = set(), [exc]
+    while queue:
+        e = queue.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+
+
+def classify(exc) -> str:
+    for e in causes(exc):
+        status = getattr(e, "status_code", None)
+        text = (str(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
+        if isinstance(e, pai_errors.ModelContextWindowExceededError) or (
+            status in (400, 413) and any(w in text for w in OVERFLOW_WORDS)
+        ):
+            return "context_overflow"
+        if isinstance(e, pai_errors.ModelRateLimitError) or status == 429:
+            return "rate_limited"
+        if isinstance(e, (TimeoutError, asyncio.TimeoutError)) or "Timeout" in type(e).__name__:
+            return "timeout"
+        if isinstance(status, int):
+            return "provider_error"
+        if isinstance(e, (pai_errors.UnexpectedModelBehavior, json.JSONDecodeError)) or type(e).__name__ in (
+            "ValidationError",
+            "APIResponseValidationError",
+        ):
+            return "malformed_reply"
+    return "other"
+
+
+# ---- protocol loop -------------------------------------------------------------------------------
+
+
+async def drain_events(_ctx, events):
+    async for _event in events:
+        pass
+
+
+async def main():
+    global fixed_cost
+    Agent.instrument_all(False)
+    loop = asyncio.get_running_loop()
+    agent, unsupported, histories = None, None, {}
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            return
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        if msg["type"] == "setup":
+            model = make_model()
+            if model is None:
+                unsupported = f"CTXBED_API={API}: this adapter knows only openai and anthropic"
+                emit({"type": "unsupported", "reason": unsupported})
+                continue
+            system = msg.get("system") or None
+            tools = [make_tool(t) for t in msg.get("tools", [])]
+            fixed_cost = tokens(system) + sum(
+                16 + tokens([t["name"], t.get("description"), json.dumps(t.get("parameters"))]) for t in msg.get("tools", [])
+            )
+            agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(fit_window)])
+            emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim")})
+        elif msg["type"] == "step":
+            step = msg["step"]
+            if agent is None:
+                emit({"type": "error", "step": step, "kind": "other", "message": unsupported or "step before setup"})
+                continue
+            try:
+                result = await agent.run(
+                    msg["input"],
+                    message_history=histories.get(msg["session"]),
+                    event_stream_handler=drain_events if STREAM else None,
+                )
+                histories[msg["session"]] = result.all_messages()
+                output = result.output
+                emit({"type": "reply", "step": step, "text": output if isinstance(output, str) else json.dumps(output, default=str)})
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line
+                logging.exception("step %s failed", step)
+                emit({"type": "error", "step": step, "kind": classify(exc), "message": str(exc)[:2000]})
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.exit(0)
