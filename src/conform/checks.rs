@@ -285,3 +285,147 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
         fail(format!("a request of the step contained {needle:?}"));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conform::file::parse;
+    use ctxbed_sim::host::{Api, openai};
+    use serde_json::{Value, json};
+
+    fn scenario() -> WireScenario {
+        parse(
+            "t.toml",
+            "description = \"t\"\nmodel = \"m\"\n[[steps]]\ninput = \"Why?\"\n",
+            "wire/t",
+        )
+        .expect("a valid scenario")
+    }
+
+    fn exchange(number: u64, messages: Value, tokens: u64, outcome: &str) -> Exchange {
+        let body = json!({"messages": messages, "max_tokens": 100});
+        Exchange {
+            number,
+            api: Api::OpenAi,
+            path: "/v1/chat/completions".into(),
+            stream: false,
+            request: Some(openai::parse_request(&body)),
+            body,
+            input_tokens: Some(tokens),
+            status: 200,
+            outcome: outcome.into(),
+        }
+    }
+
+    fn rules(exchanges: Vec<Exchange>) -> Vec<String> {
+        let run = StepRun {
+            end: StepEnd::Reply("ok".into()),
+            exchanges,
+        };
+        invariants(&scenario(), Some(1_000), &[run])
+            .into_iter()
+            .map(|v| v.rule)
+            .collect()
+    }
+
+    fn user() -> Value {
+        json!({"role": "user", "content": "Why?"})
+    }
+
+    #[test]
+    fn a_clean_step_breaks_nothing() {
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "done"});
+        let exchanges = vec![
+            exchange(
+                1,
+                json!([{"role": "system", "content": "s"}, user()]),
+                50,
+                "tool_calls",
+            ),
+            exchange(
+                2,
+                json!([{"role": "system", "content": "s"}, user(), call, result]),
+                80,
+                "reply",
+            ),
+        ];
+        assert!(rules(exchanges).is_empty());
+    }
+
+    #[test]
+    fn each_rule_can_fail() {
+        let over = vec![exchange(1, json!([user()]), 901, "reply")];
+        assert_eq!(rules(over), ["window"]);
+        let at_limit = vec![exchange(1, json!([user()]), 900, "reply")];
+        assert!(
+            rules(at_limit).is_empty(),
+            "900 + 100 output fits a 1,000 window exactly"
+        );
+
+        let orphan = json!({"role": "tool", "tool_call_id": "c9", "content": "x"});
+        assert_eq!(
+            rules(vec![exchange(1, json!([user(), orphan]), 10, "reply")]),
+            ["pairing"]
+        );
+
+        let late_system = json!([user(), {"role": "system", "content": "s"}]);
+        assert_eq!(
+            rules(vec![exchange(1, late_system, 10, "reply")]),
+            ["system"]
+        );
+
+        let no_input = json!([{"role": "user", "content": "something else"}]);
+        assert_eq!(rules(vec![exchange(1, no_input, 10, "reply")]), ["input"]);
+
+        let not_smaller = vec![
+            exchange(1, json!([user()]), 500, "context_overflow"),
+            exchange(2, json!([user()]), 500, "reply"),
+        ];
+        assert_eq!(rules(not_smaller), ["overflow_retry"]);
+        let third_try = vec![
+            exchange(1, json!([user()]), 500, "context_overflow"),
+            exchange(2, json!([user()]), 400, "context_overflow"),
+            exchange(3, json!([user()]), 300, "reply"),
+        ];
+        assert_eq!(rules(third_try), ["overflow_retry"]);
+
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "done"});
+        let twice = json!([user(), call, result.clone(), result]);
+        assert!(
+            rules(vec![exchange(1, twice, 10, "reply")]).contains(&"duplicate_result".to_string())
+        );
+
+        assert_eq!(rules(Vec::new()), ["model_called"]);
+    }
+
+    #[test]
+    fn a_budget_refusal_after_a_provider_overflow_is_caught() {
+        let run = StepRun {
+            end: StepEnd::Error {
+                kind: "budget_refused".into(),
+                message: String::new(),
+            },
+            exchanges: vec![exchange(1, json!([user()]), 500, "context_overflow")],
+        };
+        let found = invariants(&scenario(), Some(1_000), &[run]);
+        assert_eq!(found.last().map(|v| v.rule.as_str()), Some("budget"));
+    }
+
+    #[test]
+    fn expectations_report_what_happened_instead() {
+        let text = "description = \"t\"\nmodel = \"m\"\n[[steps]]\ninput = \"Why?\"\n[[expect]]\nstep = 1\nreply_contains = \"memory\"\nrequests = 2\nrequest_lacks = \"Why\"\n";
+        let scenario = parse("t.toml", text, "wire/t").expect("valid");
+        let run = StepRun {
+            end: StepEnd::Reply("disk full".into()),
+            exchanges: vec![exchange(1, json!([user()]), 10, "reply")],
+        };
+        let found = expectations(&scenario, &[run]);
+        let details: Vec<&str> = found.iter().map(|v| v.detail.as_str()).collect();
+        assert_eq!(found.len(), 3, "{details:?}");
+        assert!(details[0].starts_with("t.toml:6: step 1: expected a reply containing \"memory\", but it replied \"disk full\""), "{details:?}");
+        assert!(details[1].contains("expected 2 requests, the mock received 1"));
+        assert!(details[2].contains("a request of the step contained \"Why\""));
+    }
+}

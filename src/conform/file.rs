@@ -450,3 +450,65 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         expect,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_problem_of_a_file_is_reported_with_its_place() {
+        let text = r#"description = "bad"
+model = "m"
+request_limit = 0
+
+[[tools]]
+name = "read log"
+results = [{ text = "a", chars = 3 }]
+
+[[steps]]
+input = "x"
+
+[[expect]]
+step = 4
+error = "overflowed"
+"#;
+        let problems = parse("bad.toml", text, "wire/bad")
+            .expect_err("four problems")
+            .0;
+        let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 5, "{shown:#?}");
+        let all = shown.join("\n");
+        for needle in [
+            "bad.toml:3:17",
+            "request_limit",
+            "`read log` is not a valid tool name",
+            "exactly one of `text` and `chars`",
+            "step 4 does not exist",
+            "`overflowed` is not an error kind",
+            "use one of: context_overflow",
+        ] {
+            assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_field_names_the_closest_one() {
+        let text =
+            "description = \"d\"\nmodel = \"m\"\nstep_timeout = 3\n[[steps]]\ninput = \"x\"\n";
+        let shown = parse("u.toml", text, "wire/u")
+            .expect_err("unknown field")
+            .to_string();
+        assert!(shown.contains("unknown field `step_timeout`"), "{shown}");
+        assert!(shown.contains("step_timeout_seconds"), "{shown}");
+    }
+
+    #[test]
+    fn repeats_expand_and_number_the_steps() {
+        let text =
+            "description = \"d\"\nmodel = \"m\"\n[[steps]]\ninput = \"Build {n}?\"\nrepeat = 3\n";
+        let scenario = parse("r.toml", text, "wire/r").expect("valid");
+        let inputs: Vec<&str> = scenario.steps.iter().map(|s| s.input.as_str()).collect();
+        assert_eq!(inputs, ["Build 1?", "Build 2?", "Build 3?"]);
+        assert_eq!(scenario.request_limit, REQUEST_LIMIT_DEFAULT);
+    }
+}

@@ -1,0 +1,201 @@
+//! `ctxbed conform` end to end: the reference row over every wire scenario (against its goldens,
+//! twice, byte for byte), and each way an adapter can fail, with the clear failure it must get.
+
+use std::path::{Path, PathBuf};
+
+use ctxbed::conform::{self, Cell, CellReport, ConformOptions};
+use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome};
+
+fn options(peers: &Path, logs: &Path) -> ConformOptions {
+    ConformOptions {
+        peers_dir: std::path::absolute(peers).expect("an absolute peers path"),
+        logs_dir: logs.to_path_buf(),
+        ctxbed_bin: PathBuf::from(env!("CARGO_BIN_EXE_ctxbed")),
+        mode: GoldenMode::Compare { write_new: false },
+    }
+}
+
+fn wire_scenarios() -> Vec<PathBuf> {
+    ctxbed::suite::discover(&[PathBuf::from("scenarios/wire")]).expect("the wire scenarios")
+}
+
+#[test]
+fn the_reference_row_matches_its_goldens_twice() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let options = options(Path::new("peers"), logs.path());
+    let scenarios = wire_scenarios();
+    assert!(
+        scenarios.len() >= 12,
+        "at least 12 wire scenarios, found {}",
+        scenarios.len()
+    );
+    for path in &scenarios {
+        let first = conform::run_one(path, "ctxbed", &options);
+        let second = conform::run_one(path, "ctxbed", &options);
+        assert_eq!(
+            first.trace, second.trace,
+            "{}: two runs differ",
+            first.scenario
+        );
+        assert_eq!(
+            first.golden_outcome,
+            Some(GoldenOutcome::Matched),
+            "{}: the trace differs from {} (run `ctxbed conform --harness ctxbed --bless` after reviewing):\n{}",
+            first.scenario,
+            first.golden.display(),
+            first.trace
+        );
+        assert!(
+            first.problem.is_none(),
+            "{}: {:?}",
+            first.scenario,
+            first.problem
+        );
+    }
+}
+
+fn probe(adapter: &str) -> CellReport {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let options = options(Path::new("tests/wire-suite/peers"), logs.path());
+    let report = conform::run_one(
+        Path::new("tests/wire-suite/scenarios/wire/probe.toml"),
+        adapter,
+        &options,
+    );
+    // The probe has no goldens: each verdict is asserted here.
+    assert_eq!(report.golden_outcome, None);
+    report
+}
+
+fn problem(report: &CellReport) -> &str {
+    report.problem.as_deref().unwrap_or("")
+}
+
+#[test]
+fn the_reference_adapter_passes_the_probe() {
+    let report = probe_with_reference();
+    assert_eq!(report.cell, Cell::Pass, "{}", report.trace);
+    assert!(
+        report.trace.contains("-> 200 tool_calls"),
+        "{}",
+        report.trace
+    );
+}
+
+fn probe_with_reference() -> CellReport {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let options = options(Path::new("peers"), logs.path());
+    conform::run_one(
+        Path::new("tests/wire-suite/scenarios/wire/probe.toml"),
+        "ctxbed",
+        &options,
+    )
+}
+
+#[test]
+fn a_crashing_adapter_fails_with_its_exit_status() {
+    let report = probe("crash");
+    assert!(matches!(&report.cell, Cell::Fail { rules } if rules.contains(&"adapter".to_string())));
+    assert!(
+        problem(&report).contains("exited before answering"),
+        "{}",
+        problem(&report)
+    );
+    assert!(
+        problem(&report).contains("exit status: 7"),
+        "{}",
+        problem(&report)
+    );
+}
+
+#[test]
+fn a_hanging_adapter_is_stopped_at_the_step_timeout() {
+    let started = std::time::Instant::now();
+    let report = probe("hang");
+    assert!(
+        problem(&report).contains("no answer within 3 s"),
+        "{}",
+        problem(&report)
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(report.cell, Cell::Fail { .. }));
+}
+
+#[test]
+fn garbage_on_the_protocol_is_named() {
+    let report = probe("garbage");
+    assert!(
+        problem(&report).contains("not a protocol line"),
+        "{}",
+        problem(&report)
+    );
+    assert!(
+        problem(&report).contains("Loading model weights"),
+        "{}",
+        problem(&report)
+    );
+}
+
+#[test]
+fn an_answer_to_the_wrong_step_is_a_protocol_error() {
+    let report = probe("wrong-step");
+    assert!(
+        problem(&report).contains("wrong or missing `step`"),
+        "{}",
+        problem(&report)
+    );
+}
+
+#[test]
+fn an_adapter_over_the_request_limit_is_stopped() {
+    let report = probe("flood");
+    assert!(
+        problem(&report).contains("more than the scenario's 5 requests"),
+        "{}",
+        problem(&report)
+    );
+}
+
+#[test]
+fn an_adapter_that_never_calls_the_model_fails_model_called() {
+    let report = probe("silent");
+    assert!(report.problem.is_none(), "{}", problem(&report));
+    assert_eq!(
+        report.cell,
+        Cell::Fail {
+            rules: vec!["model_called".to_string()]
+        },
+        "{}",
+        report.trace
+    );
+}
+
+#[test]
+fn an_adapter_that_cannot_speak_the_api_is_not_applicable() {
+    let report = probe("unsupported");
+    assert_eq!(
+        report.cell,
+        Cell::NotApplicable {
+            reason: "no client for this API".into()
+        }
+    );
+}
+
+#[test]
+fn a_missing_adapter_is_named_with_its_path() {
+    let report = probe("no-such-harness");
+    assert!(
+        problem(&report).contains("no-such-harness/run"),
+        "{}",
+        problem(&report)
+    );
+    assert!(
+        problem(&report).contains("missing or not executable"),
+        "{}",
+        problem(&report)
+    );
+}

@@ -1,0 +1,223 @@
+//! `ctxbed serve` as a user meets it: the binary on a loopback port, spoken to over raw HTTP
+//! (as curl does) and through the official Python clients.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+struct Serve {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ctxbed serve starts");
+    let stdout = child.stdout.take().expect("its standard output");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("a first line");
+    let addr = first
+        .trim_end()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("the first line is {first:?}"))
+        .to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    Serve { child, addr }
+}
+
+/// One HTTP/1.1 request; the status and the raw body (chunked bodies are left as sent).
+fn post(addr: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).expect("a connection");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("the request is written");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("a response");
+    let (head, body) = response.split_once("\r\n\r\n").expect("headers and a body");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status");
+    (status, body.to_string())
+}
+
+#[test]
+fn scripted_replies_in_both_wire_formats_and_overflows_in_the_imitated_wording() {
+    let record = tempfile::NamedTempFile::new().expect("a record file");
+    let server = serve(&[
+        "mock-models/anthropic-overflow.toml",
+        "--record",
+        record.path().to_str().expect("a UTF-8 path"),
+    ]);
+    let long = "word ".repeat(400);
+    let (status, body) = post(
+        &server.addr,
+        "/v1/messages",
+        &format!(
+            r#"{{"model":"m","max_tokens":50,"messages":[{{"role":"user","content":"{long}"}}]}}"#
+        ),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains(r#""type":"invalid_request_error""#), "{body}");
+    assert!(body.contains("prompt is too long: "), "{body}");
+    let (status, body) = post(
+        &server.addr,
+        "/v1/chat/completions",
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""content":"Short enough now.""#), "{body}");
+    assert!(body.contains(r#""total_tokens""#), "{body}");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(record.path())
+        .expect("the record")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["outcome"], "context_overflow");
+    assert_eq!(lines[0]["api"], "anthropic");
+    assert_eq!(lines[1]["outcome"], "reply");
+    assert!(lines[0]["input_tokens"].as_u64().unwrap_or(0) > 300);
+}
+
+#[test]
+fn a_window_overflow_gets_openais_status_and_body() {
+    let server = serve(&["mock-models/serve-clients.toml"]);
+    let long = "word ".repeat(5_000);
+    let (status, body) = post(
+        &server.addr,
+        "/v1/chat/completions",
+        &format!(r#"{{"model":"m","messages":[{{"role":"user","content":"{long}"}}]}}"#),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        body.contains(r#""code":"context_length_exceeded""#),
+        "{body}"
+    );
+    assert!(
+        body.contains("maximum context length is 4000 tokens"),
+        "{body}"
+    );
+}
+
+#[test]
+fn streams_are_server_sent_events_in_each_format() {
+    let server = serve(&["mock-models/serve-clients.toml"]);
+    let (status, body) = post(
+        &server.addr,
+        "/v1/chat/completions",
+        r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""finish_reason":"tool_calls""#), "{body}");
+    assert!(body.contains("data: [DONE]"), "{body}");
+    let (_, body) = post(
+        &server.addr,
+        "/v1/messages",
+        r#"{"model":"m","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    for event in [
+        "event: message_start",
+        "event: content_block_delta",
+        "event: message_stop",
+    ] {
+        assert!(body.contains(event), "{event} missing from {body}");
+    }
+}
+
+#[test]
+fn a_non_loopback_address_is_refused_with_the_fix() {
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args([
+            "serve",
+            "mock-models/serve-clients.toml",
+            "--listen",
+            "0.0.0.0:0",
+        ])
+        .output()
+        .expect("ctxbed runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not a loopback address"), "{stderr}");
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_the_server_with_a_summary() {
+    let mut server = serve(&["mock-models/serve-clients.toml"]);
+    let _ = post(
+        &server.addr,
+        "/v1/chat/completions",
+        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    let pid = server.child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill runs");
+    let status = server.child.wait().expect("it exits");
+    assert!(status.success(), "{status}");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = server.child.stderr.take() {
+        pipe.read_to_string(&mut stderr)
+            .expect("its standard error");
+    }
+    assert!(
+        stderr.contains("serve-clients (openai): 1 request: 1 tool_calls"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_official_python_clients_read_whole_and_streamed_replies() {
+    // Built by peers/setup (CI runs it before the tests); the pydantic-ai peer's environment
+    // holds both official clients at their pinned versions.
+    let python = Path::new("target/peers/pydantic-ai/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing: CI must run peers/setup first",
+            python.display()
+        );
+        eprintln!("skipped: run peers/setup pydantic-ai to test the official Python clients");
+        return;
+    }
+    let server = serve(&["mock-models/serve-clients.toml"]);
+    let output = Command::new(python)
+        .arg("tests/serve/clients.py")
+        .arg(format!("http://{}/v1", server.addr))
+        .arg(format!("http://{}", server.addr))
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let expected = [
+        r#"openai whole: read_log {"path":"build.log"} True"#,
+        "openai stream: Streamed in pieces, then done.",
+        "anthropic stream: read_log {'path': 'second.log'} tool_use",
+        "anthropic whole: Whole. True",
+        "openai overflow: 400 context_length_exceeded",
+    ];
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
