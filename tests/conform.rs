@@ -199,3 +199,51 @@ fn a_missing_adapter_is_named_with_its_path() {
         problem(&report)
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_conform_and_its_adapter_at_once() {
+    use std::process::{Command, Stdio};
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args([
+            "conform",
+            "--peers",
+            "tests/wire-suite/peers",
+            "--harness",
+            "hang-named",
+            "--logs",
+        ])
+        .arg(logs.path())
+        .arg("tests/wire-suite/scenarios/wire/probe.toml")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ctxbed conform starts");
+    // The adapter answers setup at once, then hangs on its step (the step timeout is 3 s).
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    let started = std::time::Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    let output = child.wait_with_output().expect("conform exits");
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1_500),
+        "stopped after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("interrupted: the run was asked to stop"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let leftover = Command::new("pgrep")
+        .args(["-f", "ctxbed-hang-named-adapter"])
+        .output()
+        .expect("pgrep runs");
+    assert!(leftover.stdout.is_empty(), "the adapter is still running");
+}

@@ -221,3 +221,56 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
     ];
     assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
 }
+
+#[test]
+fn a_directory_of_models_is_routed_by_the_requested_model() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (name, reply) in [("alpha", "From alpha."), ("beta", "From beta.")] {
+        std::fs::write(
+            dir.path().join(format!("{name}.toml")),
+            format!("window = 1000\n[[turns]]\nreply = \"{reply}\"\n"),
+        )
+        .expect("a mock file");
+    }
+    let server = serve(&["--models", dir.path().to_str().expect("a UTF-8 path")]);
+    let ask = |model: &str| {
+        post(
+            &server.addr,
+            "/v1/chat/completions",
+            &format!(r#"{{"model":"{model}","messages":[{{"role":"user","content":"hi"}}]}}"#),
+        )
+    };
+    assert!(ask("beta").1.contains("From beta."));
+    assert!(ask("alpha").1.contains("From alpha."));
+    let (status, body) = ask("gamma");
+    assert_eq!(status, 404);
+    assert!(body.contains(r#""code":"model_not_found""#), "{body}");
+    assert!(body.contains("The model `gamma` does not exist"), "{body}");
+    let mut stream = TcpStream::connect(&server.addr).expect("a connection");
+    write!(
+        stream,
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .expect("sent");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("a response");
+    assert!(
+        response.contains(r#""id":"alpha""#) && response.contains(r#""id":"beta""#),
+        "{response}"
+    );
+}
+
+#[test]
+fn a_bad_mock_file_is_reported_with_its_place_and_nothing_listens() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("bad.toml");
+    std::fs::write(&path, "window = \"big\"\n[[turns]]\nreply = \"x\"\n").expect("a mock file");
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["serve", path.to_str().expect("a UTF-8 path")])
+        .output()
+        .expect("ctxbed runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "nothing is served");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bad.toml:1:"), "{stderr}");
+}

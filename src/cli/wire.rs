@@ -81,6 +81,26 @@ async fn stop_signal() {
     }
 }
 
+/// Sets [`conform::INTERRUPTED`] on Ctrl-C or SIGTERM, from a thread of its own, so a signal
+/// between two runs is not lost; the running adapter is then killed by its run.
+fn listen_for_stop() {
+    let spawned = std::thread::Builder::new()
+        .name("ctxbed-stop".into())
+        .spawn(|| {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(stop_signal());
+            conform::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    if let Err(error) = spawned {
+        errln!("warning: Ctrl-C will not stop adapters cleanly: {error}");
+    }
+}
+
 /// Every adapter directory under `peers` (one holding an executable `run`), sorted, with the
 /// reference adapter first.
 fn every_adapter(peers: &Path) -> Vec<String> {
@@ -163,10 +183,14 @@ pub fn conform_command(
             }
         },
     };
+    listen_for_stop();
     let started = std::time::Instant::now();
     let mut reports = Vec::new();
     for file in &files {
         for harness in &harnesses {
+            if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             let report = conform::run_one(file, harness, &options);
             out!("{}", report::describe(&report, strict));
             reports.push(report);
@@ -211,6 +235,10 @@ pub fn conform_command(
             }
         }
         outln!("matrix written to {} (and .html)", path.display());
+    }
+    if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        errln!("interrupted: the adapter running was stopped, and no further run started");
+        return ExitCode::from(130);
     }
     if failed == 0 {
         ExitCode::SUCCESS

@@ -36,6 +36,14 @@ use ctxbed_sim::host::{HostFaults, ProviderHost};
 use file::WireScenario;
 use peer::{Peer, PeerError};
 
+/// Set when the user asks a conformance run to stop (Ctrl-C, SIGTERM): the running adapter is
+/// killed and no further run starts.
+pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// How long an adapter may take to start and answer `setup` (Python imports are slow).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -431,6 +439,7 @@ async fn talk(
             }
         };
         let problem = match answer {
+            None if interrupted() => Some("interrupted: the run was asked to stop".to_string()),
             None => Some(format!(
                 "the harness sent more than the scenario's {} requests (it was stopped)",
                 scenario.request_limit
@@ -485,9 +494,10 @@ fn record_step(outcome: &mut DriveOutcome, host: &ProviderHost, before: u64, end
     });
 }
 
+/// Completes when the host has received more than `limit` requests, or the run is interrupted.
 async fn over_limit(host: &ProviderHost, limit: u64) {
     loop {
-        if host.request_count() > limit {
+        if host.request_count() > limit || interrupted() {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -14,12 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use ctxbed_harness::agent::{AgentError, HarnessAgent};
+use ctxbed_harness::agent::{AgentError, ContextPolicy, HarnessAgent};
 use ctxbed_harness::context::PrepareError;
 use ctxbed_harness::message::{ToolCall, ToolSchema};
 use ctxbed_harness::model::ModelError;
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::MemoryStorage;
+use ctxbed_harness::tokens::{ApproximateEstimator, CachedEstimator};
 use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind};
 
@@ -85,6 +86,16 @@ fn build(setup: &Value) -> Result<HarnessAgent, ReferenceError> {
         .name("ctxbed-reference")
         .model(Arc::new(provider))
         .workspace(Arc::new(MemoryStorage::new()));
+    match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
+        Err(_) | Ok("" | "default") => {}
+        Ok("approx") => {
+            builder = builder.context_policy(ContextPolicy {
+                estimator: Arc::new(CachedEstimator::new(ApproximateEstimator)),
+                ..ContextPolicy::default()
+            });
+        }
+        Ok(_) => return Err(ReferenceError::Env("CTXBED_REFERENCE_ESTIMATOR")),
+    }
     let system = setup
         .get("system")
         .and_then(Value::as_str)
