@@ -359,7 +359,7 @@ fn the_policy_version_names_the_settings_that_shape_preparation() {
                 ..ContextPolicy::default()
             })),
             build(HarnessAgent::builder().context_policy(ContextPolicy {
-                estimator: Arc::new(ctxbed_harness::tokens::ApproximateEstimator),
+                estimator: Arc::new(RatioEstimator),
                 ..ContextPolicy::default()
             })),
             build(
@@ -465,7 +465,7 @@ fn a_later_context_policy_replaces_every_field_set_before() {
         assert_ne!(seen[0].input_limit, 900, "the cap is gone with its policy");
         assert_eq!(
             seen[0].counting_method,
-            RatioEstimator.method(),
+            ctxbed_harness::tokens::ApproximateEstimator.method(),
             "the default estimator"
         );
     });

@@ -1,6 +1,6 @@
 //! `ctxbed conform`: wire scenarios run against any harness, through its adapter.
 //!
-//! For each (scenario, harness) pair, [`run_one`] starts a [`Server`](crate::serve::Server) on
+//! For each (scenario, harness) pair, [`run_one`] starts a [`Server`] on
 //! an ephemeral loopback port with the scenario's mock model, starts the harness's adapter
 //! (`peers/<name>/run`, see docs/peer-protocol.md), sends it the scenario's tools and steps, and
 //! collects its replies while a watchdog stops a run that exceeds the scenario's request limit.

@@ -20,7 +20,7 @@ use ctxbed_harness::message::{ToolCall, ToolSchema};
 use ctxbed_harness::model::ModelError;
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::MemoryStorage;
-use ctxbed_harness::tokens::{ApproximateEstimator, CachedEstimator};
+use ctxbed_harness::tokens::{CachedEstimator, RatioEstimator};
 use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind};
 
@@ -88,9 +88,9 @@ fn build(setup: &Value) -> Result<HarnessAgent, ReferenceError> {
         .workspace(Arc::new(MemoryStorage::new()));
     match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
         Err(_) | Ok("" | "default") => {}
-        Ok("approx") => {
+        Ok("ratio") => {
             builder = builder.context_policy(ContextPolicy {
-                estimator: Arc::new(CachedEstimator::new(ApproximateEstimator)),
+                estimator: Arc::new(CachedEstimator::new(RatioEstimator)),
                 ..ContextPolicy::default()
             });
         }

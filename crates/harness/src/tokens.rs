@@ -9,7 +9,8 @@
 //! - [`RatioEstimator`]: the reference harness's single-ratio estimate (`ceil(chars / 2.5)` per
 //!   string). Kept as the baseline the content-aware estimator is measured against.
 //! - [`ApproximateEstimator`] (in [`approx`]): content-aware, one fast pass counting o200k-like
-//!   pieces with integer weights; within ±10 % of o200k on prose, code, JSON, logs and CJK.
+//!   pieces with integer weights; within ±10 % of o200k on prose, code, JSON, logs and CJK. The
+//!   agent's default (`ContextPolicy::default()`), as the seed's approximate estimator is.
 //! - [`CachedEstimator`] (in [`cache`]): wraps any estimator and caches per-message counts by
 //!   content hash, so a step over a long history counts only the new messages.
 //!

@@ -56,7 +56,7 @@ pub(super) fn agent_spec(
                 _ => None,
             },
         ),
-        None => Some(EstimatorChoice::Ratio),
+        None => Some(EstimatorChoice::Approximate),
     };
     let pairing = match &raw.tool_pairs {
         Some(value) => checker.choice(

@@ -268,7 +268,7 @@ fn a_run_gives_budgets_outcomes_and_before_after_figures() {
     assert_eq!(
         retry.transforms[0].figures.as_deref(),
         Some(
-            "conversation 2852 tok in request #1 → 686 tok here; whole request 2855 → 689 tok \
+            "conversation 3181 tok in request #1 → 707 tok here; whole request 3184 → 710 tok \
              (forced: the provider rejected request #1 as too long)"
         )
     );
