@@ -11,6 +11,7 @@ pub mod conform;
 pub mod generate;
 pub mod invariants;
 pub mod limits;
+pub mod output;
 pub mod record;
 pub mod scenario;
 pub mod seed_times;

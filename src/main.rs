@@ -119,6 +119,10 @@ enum Command {
         /// Print only failures and the summary.
         #[arg(long, short)]
         quiet: bool,
+        /// `text`, `json` (one object per scenario, then a summary, one per line) or `junit`
+        /// (JUnit XML, one test case per scenario).
+        #[arg(long, default_value = "text", value_parser = ["text", "json", "junit"])]
+        format: String,
     },
     /// Print the trace of one scenario.
     Show {
@@ -201,6 +205,9 @@ enum Command {
         /// Write failing seeds as generated, without shrinking them.
         #[arg(long)]
         no_shrink: bool,
+        /// `text`, or `json` (one object per seed, then a summary, one per line).
+        #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+        format: String,
     },
     /// Serve mock models on loopback as the providers they imitate (OpenAI Chat Completions at
     /// /v1/chat/completions, Anthropic Messages at /v1/messages, whole and streamed) until
@@ -277,7 +284,8 @@ fn main() -> ExitCode {
             paths,
             bless,
             quiet,
-        } => run_command(paths, bless, quiet),
+            format,
+        } => run_command(paths, bless, quiet, &format),
         Command::Show { scenario } => show(&scenario),
         Command::Check { paths } => check(paths),
         Command::Report { scenario, output } => report_command(&scenario, &output),
@@ -309,16 +317,20 @@ fn main() -> ExitCode {
             jobs,
             out,
             no_shrink,
-        } => sweep_command(SweepConfig {
-            start,
-            count: seeds,
-            shard: shard.unwrap_or(Shard::ALL),
-            jobs: jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-            }),
-            out_dir: Some(out),
-            shrink: !no_shrink,
-        }),
+            format,
+        } => sweep_command(
+            SweepConfig {
+                start,
+                count: seeds,
+                shard: shard.unwrap_or(Shard::ALL),
+                jobs: jobs.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+                }),
+                out_dir: Some(out),
+                shrink: !no_shrink,
+            },
+            format == "json",
+        ),
         Command::Serve {
             mock,
             models,
@@ -445,7 +457,7 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool) -> ExitCode {
+fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool, format: &str) -> ExitCode {
     let files = match discover(&default_paths(paths)) {
         Ok(files) => files,
         Err(error) => {
@@ -461,6 +473,7 @@ fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool) -> ExitCode {
         }
     };
     let (mut passed, mut failed) = (0usize, 0usize);
+    let mut reports = Vec::new();
     for file in &files {
         let report = run_file(file, mode);
         if report.verdict.is_failure() {
@@ -468,9 +481,18 @@ fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool) -> ExitCode {
         } else {
             passed += 1;
         }
-        print_report(&report.name, &report.path, &report.verdict, quiet);
+        match format {
+            "json" => outln!("{}", ctxbed::output::scenario_json(&report)),
+            "junit" => {}
+            _ => print_report(&report.name, &report.path, &report.verdict, quiet),
+        }
+        reports.push(report);
     }
-    outln!("\n{passed} passed, {failed} failed");
+    match format {
+        "json" => outln!("{}", ctxbed::output::run_summary_json(&reports)),
+        "junit" => out!("{}", ctxbed::output::junit(&reports)),
+        _ => outln!("\n{passed} passed, {failed} failed"),
+    }
     if failed > 0 {
         ExitCode::FAILURE
     } else {
@@ -642,7 +664,7 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
 }
 
 /// Wall time is read here, in the CLI only: the progress line and the throughput.
-fn sweep_command(config: SweepConfig) -> ExitCode {
+fn sweep_command(config: SweepConfig, json: bool) -> ExitCode {
     let seed_max = u64::try_from(i64::MAX).unwrap_or(u64::MAX);
     if config.start.saturating_add(config.count) > seed_max {
         errln!("error: seeds must stay at or below {seed_max} (scenario files hold signed seeds)");
@@ -688,12 +710,18 @@ fn sweep_command(config: SweepConfig) -> ExitCode {
         errln!();
     }
     let seconds = started.elapsed().as_secs_f64();
-    print_sweep(&config, &report, seconds);
-    print_seed_times(
-        &times
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
+    if json {
+        for line in ctxbed::output::sweep_json_lines(&config, &report, seconds) {
+            outln!("{line}");
+        }
+    } else {
+        print_sweep(&config, &report, seconds);
+        print_seed_times(
+            &times
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+    }
     if report.failures.is_empty() {
         ExitCode::SUCCESS
     } else {
