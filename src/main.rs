@@ -270,6 +270,12 @@ enum Command {
         #[arg(long)]
         matrix: Option<PathBuf>,
     },
+    /// Print the JSON Schema of a file format (`scenario` or `mock-model`), for editors that
+    /// complete and check TOML from a schema (the repository's .taplo.toml associates them).
+    Schema {
+        #[arg(value_parser = ["scenario", "mock-model"])]
+        kind: String,
+    },
     /// The reference adapter: ctxbed's own harness speaking the peer protocol on standard
     /// input and output (run by peers/ctxbed/run).
     #[command(hide = true)]
@@ -365,6 +371,16 @@ fn main() -> ExitCode {
             strict,
             matrix,
         } => cli::wire::conform_command(paths, harnesses, peers, logs, bless, strict, matrix),
+        Command::Schema { kind } => match ctxbed::scenario::schema::by_kind(&kind) {
+            Some(schema) => {
+                outln!(
+                    "{}",
+                    serde_json::to_string_pretty(&schema).unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+            None => ExitCode::from(2),
+        },
         Command::Peer => match ctxbed::conform::reference::run() {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

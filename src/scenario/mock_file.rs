@@ -37,53 +37,68 @@ use ctxbed_sim::mock::{
     MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction, TurnCondition,
 };
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMock {
     /// Documentation for the reader of the file.
     #[serde(default)]
     pub(super) description: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(super) window: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) max_output: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(super) imitates: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub(super) tokenizer: Option<Spanned<String>>,
     pub(super) strict: Option<bool>,
+    #[schemars(with = "Option<String>")]
     pub(super) summaries: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawTurn>")]
     pub(super) turns: Vec<Spanned<RawTurn>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawTurn {
     pub(super) when: Option<RawCondition>,
     pub(super) reply: Option<String>,
     pub(super) thinking: Option<String>,
+    #[schemars(with = "Option<Vec<RawCall>>")]
     pub(super) tool_calls: Option<Vec<Spanned<RawCall>>>,
     pub(super) summarize: Option<bool>,
+    #[schemars(with = "Option<String>")]
     pub(super) error: Option<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) status: Option<Spanned<i64>>,
     pub(super) body: Option<String>,
     pub(super) raw: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(super) latency_ms: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) times: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCondition {
+    #[schemars(with = "Option<i64>")]
     pub(super) tokens_over: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) tokens_at_most: Option<Spanned<i64>>,
     pub(super) contains: Option<String>,
+    #[schemars(with = "Option<String>")]
     pub(super) purpose: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawCall {
     pub(super) id: Option<String>,
     pub(super) name: String,
     #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub(super) args: Option<toml::Table>,
 }
 

@@ -18,6 +18,7 @@ pub mod mock_file;
 pub mod network;
 pub mod report;
 pub mod runner;
+pub mod schema;
 pub mod source;
 pub mod trace;
 pub mod write;

@@ -46,35 +46,47 @@ use ctxbed_sim::recording::RecordingModel;
 use ctxbed_sim::rng::Stream;
 
 /// The raw `[network]` table.
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawNetwork {
+    #[schemars(with = "Option<Vec<i64>>")]
     pub(super) latency_ms: Option<Spanned<Vec<Spanned<i64>>>>,
     pub(super) stream: Option<bool>,
+    #[schemars(with = "Option<i64>")]
     pub(super) request_timeout_ms: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) connect_timeout_ms: Option<Spanned<i64>>,
     pub(super) retry: Option<RawRetry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<i64>")]
     pub(super) reset_requests: Vec<Spanned<i64>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<i64>")]
     pub(super) cut_stream_requests: Vec<Spanned<i64>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawPartition>")]
     pub(super) partitions: Vec<Spanned<RawPartition>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) tick_ms: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRetry {
+    #[schemars(with = "Option<i64>")]
     pub(super) attempts: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) base_ms: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(super) max_ms: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPartition {
+    #[schemars(with = "i64")]
     pub(super) from_ms: Spanned<i64>,
+    #[schemars(with = "i64")]
     pub(super) until_ms: Spanned<i64>,
 }
 

@@ -13,62 +13,87 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawScenario {
     pub(in crate::scenario) description: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) seed: Option<Spanned<i64>>,
+    #[schemars(with = "RawAgent")]
     pub(in crate::scenario) agent: Spanned<RawAgent>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawTool>")]
     pub(in crate::scenario) tools: Vec<Spanned<RawTool>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawInstruction>")]
     pub(in crate::scenario) instructions: Vec<Spanned<RawInstruction>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawSource>")]
     pub(in crate::scenario) sources: Vec<Spanned<RawSource>>,
     #[serde(default, skip_serializing_if = "RawWorkspace::is_empty")]
     pub(in crate::scenario) workspace: RawWorkspace,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawHistory>")]
     pub(in crate::scenario) history: Vec<Spanned<RawHistory>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawStep>")]
     pub(in crate::scenario) steps: Vec<Spanned<RawStep>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawExpect>")]
     pub(in crate::scenario) expect: Vec<Spanned<RawExpect>>,
     pub(in crate::scenario) task: Option<RawTask>,
     pub(in crate::scenario) network: Option<crate::scenario::network::RawNetwork>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawAgent {
     pub(in crate::scenario) name: Option<String>,
     pub(in crate::scenario) agent_id: Option<String>,
+    #[schemars(with = "String")]
     pub(in crate::scenario) model: Spanned<String>,
     pub(in crate::scenario) sys_prompt: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) max_steps: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) model_timeout_ms: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) estimator: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<String>")]
     pub(in crate::scenario) deny_tools: Vec<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) max_input_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) output_reserve: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) safety_margin: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) tool_pairs: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<String>")]
     pub(in crate::scenario) builtin_tools: Vec<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) workspace_max_context_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<RawOffload>")]
     pub(in crate::scenario) offload: Option<Spanned<RawOffload>>,
     pub(in crate::scenario) omission_order: Option<Vec<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) max_output_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<RawCompaction>")]
     pub(in crate::scenario) compaction: Option<Spanned<RawCompaction>>,
     pub(in crate::scenario) session_log: Option<bool>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) session_storage: Option<Spanned<String>>,
+    #[schemars(with = "Option<bool>")]
     pub(in crate::scenario) session_tools: Option<Spanned<bool>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) kind: Option<Spanned<String>>,
     pub(in crate::scenario) task_list: Option<bool>,
     pub(in crate::scenario) task_context: Option<RawTaskContext>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawTaskContext {
     #[serde(default, skip_serializing_if = "is_default")]
@@ -79,85 +104,111 @@ pub(in crate::scenario) struct RawTaskContext {
     pub(in crate::scenario) allow_requirement_proposals: bool,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawTask {
     pub(in crate::scenario) task_id: Option<String>,
     pub(in crate::scenario) objective: Option<String>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) plan_mode: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) plan_path: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawCompaction {
     pub(in crate::scenario) enabled: Option<bool>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) trigger_messages: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) trigger_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) keep_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) keep_messages: Option<Spanned<i64>>,
     pub(in crate::scenario) prune: Option<RawPrune>,
     pub(in crate::scenario) truncate_args: Option<RawTruncate>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) summary_prompt: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) summary_model: Option<Spanned<String>>,
     pub(in crate::scenario) flush_before_compact: Option<bool>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawPrune {
     pub(in crate::scenario) enabled: Option<bool>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) protect_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) minimum_prunable_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) preview_chars: Option<Spanned<i64>>,
     pub(in crate::scenario) excluded_tools: Option<Vec<String>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawTruncate {
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) trigger_messages: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) trigger_tokens: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) protect_latest: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) max_arg_length: Option<Spanned<i64>>,
     pub(in crate::scenario) truncation_text: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawOffload {
     pub(in crate::scenario) enabled: Option<bool>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) max_result_chars: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) preview_chars: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) eviction_path: Option<Spanned<String>>,
     pub(in crate::scenario) excluded_tools: Option<Vec<String>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawInstruction {
+    #[schemars(with = "String")]
     pub(in crate::scenario) name: Spanned<String>,
     pub(in crate::scenario) text: String,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawSource {
+    #[schemars(with = "String")]
     pub(in crate::scenario) name: Spanned<String>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) timeout_ms: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) on_failure: Option<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) latency_ms: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) failure: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(in crate::scenario) fail_loads: Vec<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawBlock>")]
     pub(in crate::scenario) blocks: Vec<Spanned<RawBlock>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawBlock {
     pub(in crate::scenario) id: String,
+    #[schemars(with = "String")]
     pub(in crate::scenario) kind: Spanned<String>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub(in crate::scenario) text: String,
@@ -168,33 +219,40 @@ pub(in crate::scenario) struct RawBlock {
     pub(in crate::scenario) revision: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawWrite {
+    #[schemars(with = "String")]
     pub(in crate::scenario) path: Spanned<String>,
     pub(in crate::scenario) text: String,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawTool {
+    #[schemars(with = "String")]
     pub(in crate::scenario) name: Spanned<String>,
     pub(in crate::scenario) description: Option<String>,
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub(in crate::scenario) parameters: Option<toml::Table>,
     pub(in crate::scenario) text: Option<String>,
     pub(in crate::scenario) texts: Option<Vec<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) result_chars: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) content: Option<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) latency_ms: Option<Spanned<i64>>,
     pub(in crate::scenario) fail: Option<String>,
     pub(in crate::scenario) writes: Option<RawWrite>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) sets_plan_mode: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(in crate::scenario) responses: Vec<RawResponse>,
     pub(in crate::scenario) exit_code: Option<i32>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawResponse {
     #[serde(default, skip_serializing_if = "is_default")]
@@ -205,39 +263,46 @@ pub(in crate::scenario) struct RawResponse {
     pub(in crate::scenario) exit_code: i32,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawWorkspace {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub(in crate::scenario) files: BTreeMap<String, Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(in crate::scenario) fail_writes_under: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, RawGenerated>")]
     pub(in crate::scenario) generated: BTreeMap<String, Spanned<RawGenerated>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawHistory {
     pub(in crate::scenario) user: Option<String>,
     pub(in crate::scenario) session: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawMessage>")]
     pub(in crate::scenario) messages: Vec<Spanned<RawMessage>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) rounds: Option<Spanned<i64>>,
     pub(in crate::scenario) tool: Option<RawRoundTool>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawRoundTool {
     pub(in crate::scenario) name: String,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) result_chars: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) content: Option<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawMessage {
+    #[schemars(with = "String")]
     pub(in crate::scenario) role: Spanned<String>,
     pub(in crate::scenario) text: Option<String>,
     pub(in crate::scenario) thinking: Option<String>,
@@ -246,59 +311,77 @@ pub(in crate::scenario) struct RawMessage {
     pub(in crate::scenario) call_id: Option<String>,
     pub(in crate::scenario) name: Option<String>,
     pub(in crate::scenario) error: Option<bool>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) chars: Option<Spanned<i64>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) content: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) media: Option<Spanned<String>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) size_bytes: Option<Spanned<i64>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawHistoryCall {
     pub(in crate::scenario) id: String,
     pub(in crate::scenario) name: String,
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub(in crate::scenario) args: Option<toml::Table>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawStep {
     pub(in crate::scenario) user: Option<String>,
     pub(in crate::scenario) session: Option<String>,
     pub(in crate::scenario) input: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, String>")]
     pub(in crate::scenario) workspace_writes: BTreeMap<String, Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) plan_mode: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) restart: Option<Spanned<String>>,
     pub(in crate::scenario) fail_writes_under: Option<Vec<String>>,
+    #[schemars(with = "Option<RawAppend>")]
     pub(in crate::scenario) concurrent_append: Option<Spanned<RawAppend>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawAction>")]
     pub(in crate::scenario) actions: Vec<Spanned<RawAction>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "Vec<RawAction>")]
     pub(in crate::scenario) concurrent_actions: Vec<Spanned<RawAction>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawAppend {
+    #[schemars(with = "i64")]
     pub(in crate::scenario) at_ms: Spanned<i64>,
     pub(in crate::scenario) text: String,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) role: Option<Spanned<String>>,
 }
 
 /// One application action on task state; which fields apply depends on `kind`.
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawAction {
+    #[schemars(with = "String")]
     pub(in crate::scenario) kind: Spanned<String>,
     /// Only for `concurrent_actions`: virtual time after the step starts.
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) at_ms: Option<Spanned<i64>>,
     pub(in crate::scenario) requirement: Option<String>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) requirement_kind: Option<Spanned<String>>,
     pub(in crate::scenario) text: Option<String>,
     pub(in crate::scenario) source: Option<String>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) decision: Option<Spanned<String>>,
     pub(in crate::scenario) authority: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) expected_revision: Option<Spanned<i64>>,
     pub(in crate::scenario) version: Option<String>,
     pub(in crate::scenario) check: Option<String>,
@@ -306,20 +389,26 @@ pub(in crate::scenario) struct RawAction {
     pub(in crate::scenario) summary: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawExpect {
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) step: Option<Spanned<i64>>,
     pub(in crate::scenario) reply: Option<String>,
     pub(in crate::scenario) reply_contains: Option<String>,
     pub(in crate::scenario) error: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) model_calls: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) tool_results: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) denied: Option<Spanned<i64>>,
     pub(in crate::scenario) validation: Option<Vec<String>>,
     pub(in crate::scenario) request_messages: Option<Vec<i64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) elapsed_ms: Option<Spanned<i64>>,
     pub(in crate::scenario) error_contains: Option<String>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) request: Option<Spanned<i64>>,
     pub(in crate::scenario) items_present: Option<Vec<String>>,
     pub(in crate::scenario) items_absent: Option<Vec<String>>,
@@ -335,14 +424,17 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) input_limit: Option<i64>,
     pub(in crate::scenario) allowance: Option<i64>,
     pub(in crate::scenario) workspace_count_under: Option<BTreeMap<String, u64>>,
+    #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) summary_calls: Option<Spanned<i64>>,
     pub(in crate::scenario) session_records: Option<BTreeMap<String, u64>>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawGenerated {
+    #[schemars(with = "i64")]
     pub(in crate::scenario) chars: Spanned<i64>,
+    #[schemars(with = "Option<String>")]
     pub(in crate::scenario) content: Option<Spanned<String>>,
 }
 
