@@ -481,6 +481,12 @@ fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool, format: &str) -> E
             return ExitCode::from(2);
         }
     };
+    if bless && std::env::var_os("CI").is_some() {
+        errln!(
+            "error: --bless with CI set: CI never writes goldens; bless locally, review the diff, and commit"
+        );
+        return ExitCode::from(2);
+    }
     let mode = if bless {
         GoldenMode::Bless
     } else {

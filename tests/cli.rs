@@ -4,12 +4,15 @@ use std::path::Path;
 use std::process::Command;
 
 fn ctxbed(args: &[&str], dir: &Path) -> (i32, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "true")
-        .output()
-        .expect("ctxbed runs");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ctxbed"));
+    command.args(args).current_dir(dir);
+    // CI never writes goldens: a bless runs as on a developer's machine.
+    if args.contains(&"--bless") {
+        command.env_remove("CI");
+    } else {
+        command.env("CI", "true");
+    }
+    let output = command.output().expect("ctxbed runs");
     let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&output.stderr));
     (output.status.code().unwrap_or(-1), text)
@@ -274,4 +277,20 @@ fn verbose_turns_on_gen_ai_spans_on_stderr_without_prompt_text() {
         Some("ctxbed_harness=info"),
     );
     assert!(filtered.contains("invoke_agent"), "{filtered}");
+}
+
+#[test]
+fn bless_is_refused_under_ci_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::create_dir_all(dir.path().join("scenarios")).expect("a suite");
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["run", "--bless"])
+        .current_dir(dir.path())
+        .env("CI", "true")
+        .output()
+        .expect("ctxbed runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("CI never writes goldens"), "{stderr}");
+    assert!(!dir.path().join("golden").exists());
 }

@@ -17,7 +17,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
     let arguments = Arguments::from_args();
-    let bless = std::env::var_os("CTXBED_BLESS").is_some();
+    let bless = ctxbed::scenario::golden::bless_from_env().expect("the bless switch");
     let write_new = std::env::var_os("CI").is_none();
     let mut trials = Vec::new();
     let scenarios = discover(&[PathBuf::from("scenarios")]).expect("scenarios/ is readable");

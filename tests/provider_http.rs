@@ -140,18 +140,18 @@ fn simple_request() -> ModelRequest {
 }
 
 /// Compares the exact bytes sent with the snapshot (pretty JSON, compacted in key order).
-/// `UPDATE_SNAPSHOTS=1` rewrites the snapshot instead.
+/// `CTXBED_BLESS=1` rewrites the snapshot instead (never under `CI`).
 fn check_snapshot(name: &str, sent: &[u8]) {
     let file = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);
     let sent: serde_json::Value = serde_json::from_slice(sent).expect("the body is JSON");
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+    if ctxbed::scenario::golden::bless_from_env().expect("the bless switch") {
         let pretty = serde_json::to_string_pretty(&sent).expect("serialisable");
         std::fs::write(&file, pretty + "\n").expect("snapshot written");
     }
     let expected = std::fs::read_to_string(&file)
-        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_SNAPSHOTS=1", file.display()));
+        .unwrap_or_else(|e| panic!("{}: {e}; run with CTXBED_BLESS=1", file.display()));
     let expected: serde_json::Value = serde_json::from_str(&expected).expect("snapshot is JSON");
     assert_eq!(
         serde_json::to_string(&sent).expect("serialisable"),

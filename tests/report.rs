@@ -17,7 +17,7 @@ fn check_svg(scenario: &str, snapshot: &str) {
     let output = run(&loaded).expect("scenario runs");
     let actual = report::svg(&output.trace, &loaded);
     let path = Path::new("tests/report_snapshots").join(snapshot);
-    if std::env::var_os("CTXBED_BLESS").is_some() {
+    if ctxbed::scenario::golden::bless_from_env().expect("the bless switch") {
         std::fs::write(&path, &actual).expect("snapshot written");
         return;
     }

@@ -169,6 +169,12 @@ pub fn conform_command(
             return ExitCode::from(2);
         }
     }
+    if bless && std::env::var_os("CI").is_some() {
+        errln!(
+            "error: --bless with CI set: CI never writes goldens; bless locally, review the traces, and commit"
+        );
+        return ExitCode::from(2);
+    }
     let ctxbed_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ctxbed"));
     let peers_dir = std::path::absolute(&peers).unwrap_or(peers);
     let options = ConformOptions {

@@ -1,12 +1,31 @@
 //! Golden traces: compare a run's rendering with `golden/<name>.trace`, or bless it.
 //!
 //! A mismatch yields a unified diff. Outside CI the new rendering is written next to the golden
-//! as `<name>.trace.new` for review; `ctxbed run --bless` (or `CTXBED_BLESS=1 cargo test`)
+//! as `<name>.trace.new` for review; `ctxbed run --bless` (or `CTXBED_BLESS=1 cargo test`, the one
+//! switch every golden and snapshot test reads through [`bless_from_env`])
 //! rewrites goldens. CI never writes files.
 
 use std::path::{Path, PathBuf};
 
 use similar::TextDiff;
+
+/// The variable that makes tests rewrite goldens and snapshots instead of comparing.
+pub const BLESS_VARIABLE: &str = "CTXBED_BLESS";
+
+/// Whether tests should bless: [`BLESS_VARIABLE`] is set to anything but empty or `0`.
+///
+/// # Errors
+/// Blessing was asked for with `CI` set: CI never writes a golden or snapshot, so a mismatch there
+/// always fails.
+pub fn bless_from_env() -> Result<bool, String> {
+    let asked = std::env::var(BLESS_VARIABLE).is_ok_and(|v| !v.is_empty() && v != "0");
+    if asked && std::env::var_os("CI").is_some() {
+        return Err(format!(
+            "{BLESS_VARIABLE} is set with CI set: CI never writes goldens or snapshots; bless locally, review, and commit"
+        ));
+    }
+    Ok(asked)
+}
 
 /// What to do with a rendering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
