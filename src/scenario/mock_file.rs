@@ -78,6 +78,18 @@ pub(super) struct RawTurn {
     pub(super) latency_ms: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(super) times: Option<Spanned<i64>>,
+    /// Usage figures to report instead of the exact counts (what a recorded model reported).
+    pub(super) usage: Option<RawUsage>,
+}
+
+/// Usage figures a turn reports instead of the exact counts.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawUsage {
+    #[schemars(with = "i64")]
+    pub(super) input_tokens: Spanned<i64>,
+    #[schemars(with = "i64")]
+    pub(super) output_tokens: Spanned<i64>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
@@ -300,6 +312,22 @@ impl Checker<'_> {
             Some(raw) => self.condition(raw, &field)?,
             None => TurnCondition::default(),
         };
+        let usage = match &turn.usage {
+            None => None,
+            Some(raw) => {
+                let input =
+                    self.count(&raw.input_tokens, &format!("{field}.usage.input_tokens"), 0);
+                let output = self.count(
+                    &raw.output_tokens,
+                    &format!("{field}.usage.output_tokens"),
+                    0,
+                );
+                Some(ctxbed_harness::model::Usage {
+                    input_tokens: input?,
+                    output_tokens: output?,
+                })
+            }
+        };
         let action = self.action(turn, spanned, &field)?;
         Some(MockTurn {
             when,
@@ -307,6 +335,7 @@ impl Checker<'_> {
             latency,
             times,
             line,
+            usage,
         })
     }
 
@@ -461,6 +490,31 @@ impl Checker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_figures_are_read_checked_and_written_back() {
+        let source =
+            "[[turns]]\nreply = \"Done.\"\nusage = { input_tokens = 1234, output_tokens = 56 }\n";
+        let script = parse_mock("m", "mock-models/m.toml", source).expect("valid");
+        let usage = script.turns[0].usage.expect("usage");
+        assert_eq!((usage.input_tokens, usage.output_tokens), (1_234, 56));
+        let written = crate::scenario::write::mock_toml(&script).expect("written");
+        assert!(written.contains("input_tokens = 1234"), "{written}");
+        let again =
+            parse_mock("m", "mock-models/m.toml", &written).expect("the written file loads");
+        assert_eq!(again.turns[0].usage, script.turns[0].usage);
+
+        let negative =
+            "[[turns]]\nreply = \"x\"\nusage = { input_tokens = -1, output_tokens = 2 }\n";
+        let problems = parse_mock("m", "m.toml", negative).expect_err("a negative count");
+        let shown = problems
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(shown.contains("turns[0].usage.input_tokens"), "{shown}");
+        assert!(shown.contains("m.toml:3:"), "{shown}");
+    }
 
     #[test]
     fn parses_a_full_script() {

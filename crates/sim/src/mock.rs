@@ -167,6 +167,9 @@ pub struct MockTurn {
     pub times: u32,
     /// The line of the script file where the turn starts (0 when built in code).
     pub line: usize,
+    /// Usage figures to report instead of the exact counts: a recording keeps what the real
+    /// model reported, so a replay reports it too.
+    pub usage: Option<Usage>,
 }
 
 impl MockTurn {
@@ -178,6 +181,7 @@ impl MockTurn {
             latency: Duration::ZERO,
             times: 1,
             line: 0,
+            usage: None,
         }
     }
 }
@@ -471,7 +475,13 @@ impl Model for MockModel {
         }
         match &turn.action {
             TurnAction::Error(error) => Err(self.scripted_error(&turn, error, tokens)),
-            action => Ok(self.reply(action, request, tokens)),
+            action => {
+                let mut reply = self.reply(action, request, tokens);
+                if turn.usage.is_some() {
+                    reply.usage = turn.usage;
+                }
+                Ok(reply)
+            }
         }
     }
 }

@@ -90,7 +90,10 @@ fn is_answer(error: &ModelError) -> bool {
 /// The turn that replays `outcome`.
 pub fn turn_for(outcome: &Result<ModelReply, ModelError>) -> MockTurn {
     match outcome {
-        Ok(reply) => MockTurn::new(reply_action(reply)),
+        Ok(reply) => MockTurn {
+            usage: reply.usage,
+            ..MockTurn::new(reply_action(reply))
+        },
         Err(ModelError::Timeout { after }) => {
             let mut turn = MockTurn::new(TurnAction::Error(ScriptedError::Timeout));
             turn.latency = *after;
@@ -197,6 +200,47 @@ mod tests {
     use super::*;
     use ctxbed_harness::message::{Message, Role};
     use std::time::Duration;
+
+    #[test]
+    fn the_usage_a_model_reported_is_kept_and_replayed() {
+        let usage = ctxbed_harness::model::Usage {
+            input_tokens: 1_234,
+            output_tokens: 56,
+        };
+        let reply = ModelReply {
+            message: Message::new("", Role::Assistant, vec![ContentPart::text("Done.")]),
+            usage: Some(usage),
+        };
+        let turn = turn_for(&Ok(reply));
+        assert_eq!(turn.usage, Some(usage));
+        let script = crate::mock::MockScript::new(
+            ctxbed_harness::model::ModelInfo {
+                name: "replay".into(),
+                context_window: None,
+                max_output_tokens: None,
+            },
+            vec![turn],
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let replayed = runtime
+            .block_on(crate::mock::MockModel::new(script).call(&ModelRequest {
+                call_id: "c".into(),
+                purpose: ctxbed_harness::model::Purpose::Reasoning,
+                messages: vec![Message::user("u", "hi")].into(),
+                tools: Default::default(),
+                max_output_tokens: None,
+            }))
+            .expect("a reply");
+        assert_eq!(
+            replayed.usage,
+            Some(usage),
+            "the recorded figures, not the exact count"
+        );
+    }
 
     #[test]
     fn replies_and_errors_become_turns() {

@@ -6,7 +6,7 @@ use ctxbed_sim::mock::{MockScript, MockTurn, ScriptedError, SummaryMode, TurnAct
 
 use super::value::{at, count, each, json_object, millis, name};
 use super::{WriteError, unsupported};
-use crate::scenario::mock_file::{RawCall, RawCondition, RawMock, RawTurn};
+use crate::scenario::mock_file::{RawCall, RawCondition, RawMock, RawTurn, RawUsage};
 
 /// The mock-model file's text.
 ///
@@ -64,6 +64,13 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
             .then(|| millis(turn.latency))
             .transpose()?,
         times: (turn.times != 1).then(|| at(i64::from(turn.times))),
+        usage: match turn.usage {
+            Some(usage) => Some(RawUsage {
+                input_tokens: count(usage.input_tokens)?,
+                output_tokens: count(usage.output_tokens)?,
+            }),
+            None => None,
+        },
         ..RawTurn::default()
     };
     match &turn.action {
