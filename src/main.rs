@@ -473,13 +473,26 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool, format: &str) -> ExitCode {
-    let files = match discover(&default_paths(paths)) {
-        Ok(files) => files,
-        Err(error) => {
-            errln!("error: {error}");
-            return ExitCode::from(2);
+/// The scenario files under `paths` (default: `scenarios`), or the error to print: a missing
+/// default directory says where ctxbed expects to run.
+fn discover_or_explain(paths: Vec<PathBuf>) -> Result<Vec<PathBuf>, ExitCode> {
+    let defaulted = paths.is_empty();
+    discover(&default_paths(paths)).map_err(|error| {
+        errln!("error: {error}");
+        if defaulted && error.kind() == std::io::ErrorKind::NotFound {
+            errln!(
+                "help: run ctxbed from a suite's root (the directory holding scenarios/, mock-models/ and golden/), \
+                 or name scenario files or directories; the README's quick start makes one"
+            );
         }
+        ExitCode::from(2)
+    })
+}
+
+fn run_command(paths: Vec<PathBuf>, bless: bool, quiet: bool, format: &str) -> ExitCode {
+    let files = match discover_or_explain(paths) {
+        Ok(files) => files,
+        Err(code) => return code,
     };
     if bless && std::env::var_os("CI").is_some() {
         errln!(
@@ -660,12 +673,9 @@ fn show(path: &std::path::Path) -> ExitCode {
 }
 
 fn check(paths: Vec<PathBuf>) -> ExitCode {
-    let files = match discover(&default_paths(paths)) {
+    let files = match discover_or_explain(paths) {
         Ok(files) => files,
-        Err(error) => {
-            errln!("error: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let mut invalid = 0usize;
     for file in &files {

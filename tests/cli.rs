@@ -294,3 +294,15 @@ fn bless_is_refused_under_ci_and_writes_nothing() {
     assert!(stderr.contains("CI never writes goldens"), "{stderr}");
     assert!(!dir.path().join("golden").exists());
 }
+
+#[test]
+fn run_outside_a_suite_says_where_to_run() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (code, text) = ctxbed(&["run"], dir.path());
+    assert_eq!(code, 2);
+    assert!(text.contains("scenarios does not exist"), "{text}");
+    assert!(
+        text.contains("help: run ctxbed from a suite's root"),
+        "{text}"
+    );
+}

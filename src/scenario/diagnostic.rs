@@ -92,14 +92,15 @@ impl fmt::Display for Diagnostic {
         let gutter = self.position.map_or(1, |(line, _)| line.to_string().len());
         writeln!(f, "{:gutter$}--> {}", "", self.location())?;
         if let (Some((line, column)), Some(text)) = (self.position, &self.line_text) {
+            let (shown, caret_column, width) = clip(text, column, self.width);
             writeln!(f, "{:gutter$} |", "")?;
-            writeln!(f, "{line} | {text}")?;
-            let pad: String = text
+            writeln!(f, "{line} | {shown}")?;
+            let pad: String = shown
                 .chars()
-                .take(column.saturating_sub(1))
+                .take(caret_column.saturating_sub(1))
                 .map(|c| if c == '\t' { '\t' } else { ' ' })
                 .collect();
-            writeln!(f, "{:gutter$} | {pad}{}", "", "^".repeat(self.width))?;
+            writeln!(f, "{:gutter$} | {pad}{}", "", "^".repeat(width))?;
         }
         if let Some(field) = &self.field {
             writeln!(f, "{:gutter$} = field: {field}", "")?;
@@ -109,6 +110,33 @@ impl fmt::Display for Diagnostic {
         }
         Ok(())
     }
+}
+
+/// Characters of a source line shown around the caret; a longer line is clipped with `…`.
+pub const SHOWN_LINE_CHARS_MAX: usize = 120;
+
+/// The part of `text` to show around 1-based `column` (and the caret's column and width in it):
+/// the whole line when it is short, else a window of [`SHOWN_LINE_CHARS_MAX`] characters around
+/// the caret, marked with `…` where it was cut.
+fn clip(text: &str, column: usize, width: usize) -> (String, usize, usize) {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= SHOWN_LINE_CHARS_MAX {
+        return (text.to_string(), column, width);
+    }
+    let caret = column.saturating_sub(1).min(chars.len());
+    let width = width.clamp(1, SHOWN_LINE_CHARS_MAX / 2);
+    let start = caret.saturating_sub(SHOWN_LINE_CHARS_MAX / 3);
+    let end = (start + SHOWN_LINE_CHARS_MAX).min(chars.len());
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(&chars[start..end]);
+    if end < chars.len() {
+        shown.push('…');
+    }
+    let caret_column = caret - start + 1 + usize::from(start > 0);
+    (shown, caret_column, width)
 }
 
 /// Sorts diagnostics into reading order: by file, then line and column.
@@ -257,5 +285,50 @@ mod tests {
         assert!(text.contains(" --> x.toml:2:1"), "{text}");
         assert!(text.contains("2 | sede = 2\n  | ^^^^"), "{text}");
         assert!(text.contains("  = help: did you mean `seed`?"), "{text}");
+    }
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_is_clipped_around_the_caret() {
+        let line = format!("{}key = \"{}\"", "x".repeat(50_000), "y".repeat(50_000));
+        let source = format!("{line}\n");
+        let at = line.find("key").expect("the key");
+        let diagnostic = Diagnostic::at("f.toml", &source, at..at + 3, "unknown field `key`");
+        let shown = diagnostic.to_string();
+        assert!(shown.len() < 1_000, "{} bytes", shown.len());
+        let lines: Vec<&str> = shown.lines().collect();
+        let text = lines
+            .iter()
+            .find(|l| l.starts_with("1 | "))
+            .expect("the source line");
+        let caret = lines
+            .iter()
+            .find(|l| l.contains('^'))
+            .expect("the caret line");
+        assert!(text.starts_with("1 | …") && text.ends_with('…'), "{text}");
+        let key_at = text
+            .chars()
+            .position(|c| c == 'k')
+            .expect("the key is shown");
+        let caret_at = caret.chars().position(|c| c == '^').expect("a caret");
+        assert_eq!(key_at, caret_at, "\n{text}\n{caret}");
+        assert!(
+            shown.contains("f.toml:1:50001"),
+            "the location keeps the real column"
+        );
+    }
+
+    #[test]
+    fn a_short_line_is_shown_whole() {
+        let diagnostic = Diagnostic::at("f.toml", "seed = 1\n", 7..8, "m");
+        assert!(
+            diagnostic
+                .to_string()
+                .contains("1 | seed = 1\n  |        ^")
+        );
     }
 }

@@ -137,6 +137,10 @@ pub fn parse_scenario(
     label: &str,
     source: &str,
 ) -> Result<Scenario, Vec<Diagnostic>> {
+    let shape = super::shape::problems(label, source, super::shape::Format::Scenario);
+    if !shape.is_empty() {
+        return Err(shape);
+    }
     let raw: RawScenario =
         toml::from_str(source).map_err(|error| vec![from_toml(label, source, &error)])?;
     let mut checker = Checker {

@@ -129,6 +129,10 @@ const ERROR_KINDS: &[&str] = &[
 /// # Errors
 /// Every problem found, each with file, line, column, field and a hint.
 pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Vec<Diagnostic>> {
+    let shape = super::shape::problems(file, source, super::shape::Format::MockModel);
+    if !shape.is_empty() {
+        return Err(shape);
+    }
     let raw: RawMock =
         toml::from_str(source).map_err(|error| vec![from_toml(file, source, &error)])?;
     let mut checker = Checker {

@@ -19,6 +19,7 @@ pub mod network;
 pub mod report;
 pub mod runner;
 pub mod schema;
+pub mod shape;
 pub mod source;
 pub mod trace;
 pub mod write;

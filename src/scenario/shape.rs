@@ -1,0 +1,299 @@
+//! Shape checking: a file is checked against its format's JSON Schema ([`super::schema`]) before
+//! serde reads it, so every unknown field, wrong type and missing field is reported in one pass,
+//! in file order, each at its place with the field's path and a fix. Serde stops at its first
+//! error; this does not. Files whose shape is right go on to serde and the range and cross-field
+//! checks, which collect their own problems the same way.
+//!
+//! Each schema error names a JSON pointer; the pointer is walked through the spanned TOML
+//! document to find the bytes to point at (the key, for an unknown field; the value, for a wrong
+//! type; the table, for a missing field).
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use serde_json::Value;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use super::diagnostic::{Diagnostic, closest};
+
+/// Which format a file is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Scenario,
+    MockModel,
+}
+
+struct Compiled {
+    schema: Value,
+    validator: jsonschema::Validator,
+}
+
+fn compiled(format: Format) -> Option<&'static Compiled> {
+    static SCENARIO: OnceLock<Option<Compiled>> = OnceLock::new();
+    static MOCK: OnceLock<Option<Compiled>> = OnceLock::new();
+    let (cell, schema) = match format {
+        Format::Scenario => (&SCENARIO, super::schema::scenario as fn() -> Value),
+        Format::MockModel => (&MOCK, super::schema::mock_model as fn() -> Value),
+    };
+    cell.get_or_init(|| {
+        let schema = schema();
+        let validator = jsonschema::validator_for(&schema).ok()?;
+        Some(Compiled { schema, validator })
+    })
+    .as_ref()
+}
+
+/// Every shape problem of `source`, in file order. Empty when the shape is right, and also when
+/// the text is not TOML at all (the TOML parser's own error is reported instead).
+pub fn problems(file: &str, source: &str, format: Format) -> Vec<Diagnostic> {
+    let Some(compiled) = compiled(format) else {
+        return Vec::new();
+    };
+    let Ok(document) = DeTable::parse(source) else {
+        return Vec::new();
+    };
+    let Ok(instance) = toml::from_str::<Value>(source) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for error in compiled.validator.iter_errors(&instance) {
+        let path = pointer_segments(error.instance_path().as_str());
+        let place = resolve(&document, &path);
+        let dotted = dotted(&path);
+        match error.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let allowed = allowed_keys(&compiled.schema, &path);
+                for name in unexpected {
+                    let span = place
+                        .as_ref()
+                        .and_then(|p| p.key_span(name))
+                        .unwrap_or(0..0);
+                    let field = join(&dotted, name);
+                    let help = match closest(name, allowed.iter().map(String::as_str)) {
+                        Some(best) => format!("did you mean `{best}`?"),
+                        None => format!("expected one of: {}", allowed.join(", ")),
+                    };
+                    found.push(
+                        Diagnostic::at(file, source, span, format!("unknown field `{name}`"))
+                            .field(field)
+                            .help(help),
+                    );
+                }
+            }
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                let span = place.as_ref().map_or(0..0, |p| p.header_span());
+                let field = join(&dotted, name);
+                let message = if dotted.is_empty() {
+                    format!("missing field `{name}`")
+                } else {
+                    format!("missing field `{name}` in `{dotted}`")
+                };
+                found.push(
+                    Diagnostic::at(file, source, span, message)
+                        .field(field)
+                        .help(format!("add `{name} = …` (see docs/scenario-format.md)")),
+                );
+            }
+            ValidationErrorKind::Type { kind } => {
+                let span = place.as_ref().map_or(0..0, |p| p.value.clone());
+                let expected = expected_types(kind);
+                found.push(
+                    Diagnostic::at(
+                        file,
+                        source,
+                        span,
+                        format!(
+                            "wrong type: `{dotted}` must be {expected}, not {}",
+                            describe(error.instance())
+                        ),
+                    )
+                    .field(dotted.clone())
+                    .help(type_help(&expected)),
+                );
+            }
+            _ => {
+                let span = place.as_ref().map_or(0..0, |p| p.value.clone());
+                found.push(
+                    Diagnostic::at(file, source, span, error.to_string()).field(dotted.clone()),
+                );
+            }
+        }
+    }
+    super::diagnostic::sort(&mut found);
+    found
+}
+
+fn pointer_segments(pointer: &str) -> Vec<String> {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn dotted(path: &[String]) -> String {
+    let mut out = String::new();
+    for segment in path {
+        if segment.parse::<usize>().is_ok() {
+            out.push_str(&format!("[{segment}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(segment);
+        }
+    }
+    out
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+/// Where a value sits: its own span, and the table it is (for key lookups), if it is one.
+struct Place<'a, 'i> {
+    value: Range<usize>,
+    table: Option<&'a DeTable<'i>>,
+}
+
+impl Place<'_, '_> {
+    fn key_span(&self, name: &str) -> Option<Range<usize>> {
+        self.table?
+            .iter()
+            .find(|(key, _)| key.get_ref().as_ref() == name)
+            .map(|(key, _)| key.span())
+    }
+
+    /// The first line of the table (its header, or its first key), not the whole table.
+    fn header_span(&self) -> Range<usize> {
+        self.value.start..self.value.start
+    }
+}
+
+fn resolve<'a, 'i>(document: &'a Spanned<DeTable<'i>>, path: &[String]) -> Option<Place<'a, 'i>> {
+    let mut span = document.span();
+    let mut table: Option<&'a DeTable<'i>> = Some(document.get_ref());
+    let mut array: Option<&'a [Spanned<DeValue<'i>>]> = None;
+    for segment in path {
+        let next: &'a Spanned<DeValue<'i>> = if let Some(items) = array {
+            items.get(segment.parse::<usize>().ok()?)?
+        } else {
+            table?
+                .iter()
+                .find(|(key, _)| key.get_ref().as_ref() == segment.as_str())
+                .map(|(_, value)| value)?
+        };
+        span = next.span();
+        table = None;
+        array = None;
+        match next.get_ref() {
+            DeValue::Table(inner) => table = Some(inner),
+            DeValue::Array(items) => array = Some(items),
+            _ => {}
+        }
+    }
+    Some(Place { value: span, table })
+}
+
+/// The property names the schema allows at `path` (following `$ref`, `items` and the non-null
+/// branch of an optional value).
+fn allowed_keys(schema: &Value, path: &[String]) -> Vec<String> {
+    let mut node = deref(schema, schema);
+    for segment in path {
+        node = if segment.parse::<usize>().is_ok() {
+            match node.get("items") {
+                Some(items) => deref(schema, items),
+                None => return Vec::new(),
+            }
+        } else {
+            match node.get("properties").and_then(|p| p.get(segment)) {
+                Some(next) => deref(schema, next),
+                None => return Vec::new(),
+            }
+        };
+    }
+    node.get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+fn deref<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
+    let mut node = node;
+    for _ in 0..16 {
+        if let Some(reference) = node.get("$ref").and_then(Value::as_str) {
+            let name = reference.trim_start_matches("#/$defs/");
+            match root.get("$defs").and_then(|d| d.get(name)) {
+                Some(target) => node = target,
+                None => return node,
+            }
+        } else if let Some(branches) = node.get("anyOf").and_then(Value::as_array) {
+            match branches
+                .iter()
+                .find(|b| b.get("type") != Some(&Value::from("null")))
+            {
+                Some(branch) => node = branch,
+                None => return node,
+            }
+        } else {
+            return node;
+        }
+    }
+    node
+}
+
+fn expected_types(kind: &TypeKind) -> String {
+    let names: Vec<String> = match kind {
+        TypeKind::Single(one) => vec![one.to_string()],
+        TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
+    };
+    let names: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| *n != "null")
+        .map(|n| match n {
+            "integer" => "an integer",
+            "number" => "a number",
+            "string" => "a string",
+            "boolean" => "true or false",
+            "array" => "a list",
+            "object" => "a table",
+            other => other,
+        })
+        .collect();
+    names.join(" or ")
+}
+
+fn describe(value: &Value) -> String {
+    let shown = ctxbed_harness::format::snippet(&value.to_string(), 40);
+    match value {
+        Value::String(_) => format!("the string {shown}"),
+        Value::Number(_) => format!("the number {shown}"),
+        Value::Bool(_) => format!("`{shown}`"),
+        Value::Array(_) => "a list".to_string(),
+        Value::Object(_) => "a table".to_string(),
+        Value::Null => "nothing".to_string(),
+    }
+}
+
+fn type_help(expected: &str) -> String {
+    match expected {
+        "an integer" => format!(
+            "write a whole number without quotes, from {} to {}",
+            i64::MIN,
+            i64::MAX
+        ),
+        "a string" => "put the text in double quotes".to_string(),
+        "true or false" => "write true or false, without quotes".to_string(),
+        "a list" => "write a list in brackets, e.g. [\"a\", \"b\"]".to_string(),
+        "a table" => "write a table, e.g. { key = 1 } or a [section]".to_string(),
+        other => format!("write {other}"),
+    }
+}
