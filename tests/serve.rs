@@ -274,3 +274,36 @@ fn a_bad_mock_file_is_reported_with_its_place_and_nothing_listens() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("bad.toml:1:"), "{stderr}");
 }
+
+fn timed_post(addr: &str, path: &str, body: &str) -> (u16, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let (status, text) = post(addr, path, body);
+    (status, text, started.elapsed())
+}
+
+#[test]
+fn latency_is_real_time_scaled_by_time_scale() {
+    let hi = r#"{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}"#;
+    let fast = serve(&["mock-models/serve-latency.toml", "--time-scale", "0.1"]);
+    let (status, body, took) = timed_post(&fast.addr, "/v1/messages", hi);
+    assert_eq!(status, 200, "{body}");
+    assert!(took >= std::time::Duration::from_millis(200), "{took:?}: 2 s scaled by 0.1");
+    assert!(took < std::time::Duration::from_millis(1_500), "{took:?}");
+    // A timeout turn holds the request for the hang (600 s, scaled too) and then answers 504.
+    let faster = serve(&["mock-models/serve-latency.toml", "--time-scale", "0.001"]);
+    let _ = timed_post(&faster.addr, "/v1/messages", hi);
+    let (status, _, took) = timed_post(&faster.addr, "/v1/messages", hi);
+    assert_eq!(status, 504);
+    assert!(took >= std::time::Duration::from_millis(550), "{took:?}: 600 s scaled by 0.001");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn unpaired_tool_results_get_the_imitated_pairing_error() {
+    let server = serve(&["mock-models/strict-anthropic.toml"]);
+    let body = r#"{"model":"m","max_tokens":50,"messages":[
+        {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"orphan"}]}]}"#;
+    let (status, text) = post(&server.addr, "/v1/messages", &body.replace('\n', ""));
+    assert_eq!(status, 400, "{text}");
+    assert!(text.contains("unexpected `tool_use_id` found in `tool_result` blocks: toolu_9"), "{text}");
+}
