@@ -133,6 +133,9 @@ enum Command {
     Check {
         /// Scenario files or directories (default: `scenarios`).
         paths: Vec<PathBuf>,
+        /// Show at most this many problems per file (every problem is still counted).
+        #[arg(long, default_value_t = 50)]
+        max_errors: usize,
     },
     /// Write a self-contained HTML page showing the budget and transforms of every request.
     Report {
@@ -293,7 +296,7 @@ fn main() -> ExitCode {
             format,
         } => run_command(paths, bless, quiet, &format),
         Command::Show { scenario } => show(&scenario),
-        Command::Check { paths } => check(paths),
+        Command::Check { paths, max_errors } => check(paths, max_errors),
         Command::Report { scenario, output } => report_command(&scenario, &output),
         Command::Explain {
             scenario,
@@ -672,7 +675,7 @@ fn show(path: &std::path::Path) -> ExitCode {
     }
 }
 
-fn check(paths: Vec<PathBuf>) -> ExitCode {
+fn check(paths: Vec<PathBuf>, max_errors: usize) -> ExitCode {
     let files = match discover_or_explain(paths) {
         Ok(files) => files,
         Err(code) => return code,
@@ -682,8 +685,16 @@ fn check(paths: Vec<PathBuf>) -> ExitCode {
         if let Err(diagnostics) = load(file) {
             invalid += 1;
             // A blank line after each, as compilers do, so that errors read apart.
-            for diagnostic in diagnostics {
+            for diagnostic in diagnostics.iter().take(max_errors) {
                 outln!("{diagnostic}");
+            }
+            if diagnostics.len() > max_errors {
+                let hidden = diagnostics.len() - max_errors;
+                let plural = if hidden == 1 { "" } else { "s" };
+                outln!(
+                    "… and {hidden} more problem{plural} in {} (raise --max-errors to see them)\n",
+                    file.display()
+                );
             }
         }
     }

@@ -306,3 +306,22 @@ fn run_outside_a_suite_says_where_to_run() {
         "{text}"
     );
 }
+
+#[test]
+fn max_errors_limits_what_is_shown_and_says_how_many_more() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("many.toml");
+    let unknown: String = (0..5).map(|i| format!("unknown_{i} = 1\n")).collect();
+    std::fs::write(
+        &file,
+        format!("seed = 1\n{unknown}[agent]\nmodel = \"m\"\n"),
+    )
+    .expect("written");
+    let path = file.to_str().expect("UTF-8");
+    let (code, all) = ctxbed(&["check", path], dir.path());
+    assert_eq!(code, 1);
+    assert_eq!(all.matches("error: unknown field").count(), 5, "{all}");
+    let (_, two) = ctxbed(&["check", "--max-errors", "2", path], dir.path());
+    assert_eq!(two.matches("error: unknown field").count(), 2, "{two}");
+    assert!(two.contains("… and 3 more problems in"), "{two}");
+}

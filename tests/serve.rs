@@ -287,14 +287,20 @@ fn latency_is_real_time_scaled_by_time_scale() {
     let fast = serve(&["mock-models/serve-latency.toml", "--time-scale", "0.1"]);
     let (status, body, took) = timed_post(&fast.addr, "/v1/messages", hi);
     assert_eq!(status, 200, "{body}");
-    assert!(took >= std::time::Duration::from_millis(200), "{took:?}: 2 s scaled by 0.1");
+    assert!(
+        took >= std::time::Duration::from_millis(200),
+        "{took:?}: 2 s scaled by 0.1"
+    );
     assert!(took < std::time::Duration::from_millis(1_500), "{took:?}");
     // A timeout turn holds the request for the hang (600 s, scaled too) and then answers 504.
     let faster = serve(&["mock-models/serve-latency.toml", "--time-scale", "0.001"]);
     let _ = timed_post(&faster.addr, "/v1/messages", hi);
     let (status, _, took) = timed_post(&faster.addr, "/v1/messages", hi);
     assert_eq!(status, 504);
-    assert!(took >= std::time::Duration::from_millis(550), "{took:?}: 600 s scaled by 0.001");
+    assert!(
+        took >= std::time::Duration::from_millis(550),
+        "{took:?}: 600 s scaled by 0.001"
+    );
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
 }
 
@@ -305,5 +311,8 @@ fn unpaired_tool_results_get_the_imitated_pairing_error() {
         {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"orphan"}]}]}"#;
     let (status, text) = post(&server.addr, "/v1/messages", &body.replace('\n', ""));
     assert_eq!(status, 400, "{text}");
-    assert!(text.contains("unexpected `tool_use_id` found in `tool_result` blocks: toolu_9"), "{text}");
+    assert!(
+        text.contains("unexpected `tool_use_id` found in `tool_result` blocks: toolu_9"),
+        "{text}"
+    );
 }

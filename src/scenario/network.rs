@@ -331,9 +331,12 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
         .enumerate()
         .map(|(index, partition)| {
             let raw = partition.get_ref();
+            let before = checker.problems.len();
             let from = checker.latency(Some(&raw.from_ms), "network.partitions.from_ms");
             let until = checker.latency(Some(&raw.until_ms), "network.partitions.until_ms");
-            if from >= until {
+            // An invalid time is already reported; comparing its stand-in would add a false
+            // follow-on problem.
+            if checker.problems.len() == before && from >= until {
                 let problem = checker
                     .at(partition, "a partition must end after it starts")
                     .field(format!("network.partitions[{index}]"))

@@ -63,10 +63,19 @@ pub enum PathError {
     Absolute(String),
     #[error("path `{0}` leaves the workspace through `..`; paths must stay inside the workspace")]
     Escapes(String),
-    #[error(
-        "path `{0}` holds a backslash, control character or empty segment; use `/`-separated names"
-    )]
+    #[error("path `{0}` holds a backslash or a control character; use `/`-separated names")]
     Malformed(String),
+    /// A `.` segment (`./x`, `a/./b`).
+    #[error("path `{path}` has a `.` segment; write it without it, as `{fixed}`")]
+    DotSegment {
+        /// The path as given.
+        path: String,
+        /// The same path without its `.` segments.
+        fixed: String,
+    },
+    /// An empty segment (`a//b`).
+    #[error("path `{0}` has an empty segment (`//`); use one `/` between names")]
+    EmptySegment(String),
     /// Longer than [`PATH_CHARS_MAX`] characters.
     #[error("path is {chars} characters long; at most {max}")]
     TooLong {
@@ -100,7 +109,7 @@ impl WorkspacePath {
     /// direction-changing character.
     ///
     /// # Errors
-    /// Empty, over-long, malformed (backslash, control character, empty segment), unusual
+    /// Empty, over-long, malformed (backslash, control character), `.` or empty segments, unusual
     /// (invisible or direction-changing character), absolute or escaping paths.
     pub fn parse(path: &str) -> Result<Self, PathError> {
         if path.is_empty() {
@@ -132,12 +141,19 @@ impl WorkspacePath {
             return Err(PathError::Absolute(path.to_string()));
         }
         let trimmed = path.strip_suffix('/').unwrap_or(path);
-        for segment in trimmed.split('/') {
-            match segment {
-                ".." => return Err(PathError::Escapes(path.to_string())),
-                "" | "." => return Err(PathError::Malformed(path.to_string())),
-                _ => {}
-            }
+        let segments: Vec<&str> = trimmed.split('/').collect();
+        if segments.contains(&"..") {
+            return Err(PathError::Escapes(path.to_string()));
+        }
+        if segments.contains(&".") {
+            let kept: Vec<&str> = segments.iter().copied().filter(|s| *s != ".").collect();
+            return Err(PathError::DotSegment {
+                path: path.to_string(),
+                fixed: kept.join("/"),
+            });
+        }
+        if segments.contains(&"") {
+            return Err(PathError::EmptySegment(path.to_string()));
         }
         Ok(WorkspacePath(trimmed.to_string()))
     }
@@ -416,7 +432,16 @@ mod tests {
         ));
         assert!(matches!(
             WorkspacePath::parse("a//b"),
-            Err(PathError::Malformed(_))
+            Err(PathError::EmptySegment(_))
+        ));
+        let dot = WorkspacePath::parse("./x").expect_err("a `.` segment");
+        assert_eq!(
+            dot.to_string(),
+            "path `./x` has a `.` segment; write it without it, as `x`"
+        );
+        assert!(matches!(
+            WorkspacePath::parse("a/./b/"),
+            Err(PathError::DotSegment { fixed, .. }) if fixed == "a/b"
         ));
         assert!(matches!(
             WorkspacePath::parse("a\\b"),
