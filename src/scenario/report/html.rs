@@ -33,6 +33,8 @@ section.failed { border-color: #d62728; }
   vertical-align: middle; font-weight: normal; }
 .badge.passed { background: #e3f1e0; color: #2d6a24; }
 .badge.failed { background: #fbe0e0; color: #a11d1d; }
+.badge.rejected { background: #fdecd2; color: #8a4b00; }
+section.rejected { border-color: #e08a00; }
 .muted { color: #666; }
 table { border-collapse: collapse; font-size: 13px; }
 td, th { border-bottom: 1px solid #eee; padding: 2px 10px 2px 0; text-align: left;
@@ -135,24 +137,23 @@ fn header(output: &RunOutput, scenario: &Scenario, count: usize) -> String {
 
 fn request_section(preparation: &Preparation<'_>) -> String {
     let build = preparation.build;
-    let class = if build.status == "passed" {
-        "passed"
-    } else {
-        "failed"
-    };
-    let model_badge = match &preparation.outcome {
-        ModelOutcome::Failed { kind, .. } => format!(
-            "<span class=\"badge failed\">model: {}</span>",
-            escape(kind)
+    // One badge tells what happened to the request: refused before sending, sent and rejected
+    // by the model, or sent and answered.
+    let (class, badge) = match (&preparation.outcome, build.status == "passed") {
+        (_, false) => ("failed", format!("not sent: validation {}", build.status)),
+        (ModelOutcome::Failed { kind, .. }, true) => (
+            "rejected",
+            format!("validation passed, then the model rejected it: {kind}"),
         ),
-        _ => String::new(),
+        (ModelOutcome::Replied { .. }, true) => ("passed", "passed, and answered".to_string()),
+        (ModelOutcome::NotSent, true) => ("passed", "passed, not sent".to_string()),
     };
     let mut out = format!(
         "<section id=\"request-{}\" class=\"request {class}\">\n<h2>{}<span class=\"badge \
-         {class}\">{}</span>{model_badge}</h2>\n",
+         {class}\">{}</span></h2>\n",
         preparation.number,
         escape(&preparation.label()),
-        escape(build.status)
+        escape(&badge)
     );
     let position = preparation.reasoning_number.map_or(String::new(), |n| {
         format!(" · reasoning request {n} of step {}", preparation.step)
@@ -294,9 +295,9 @@ fn transforms_table(preparation: &Preparation<'_>) -> String {
 fn conversation(preparation: &Preparation<'_>) -> String {
     let entries = &preparation.conversation;
     let mut out = format!(
-        "<h3>Conversation as prepared ({} entries; tool calls grouped with their results)</h3>\n\
+        "<h3>Conversation as prepared ({}; tool calls grouped with their results)</h3>\n\
          <div class=\"conversation\">\n",
-        entries.len()
+        plural(entries.len(), "entry", "entries")
     );
     let compacted = preparation
         .transforms
@@ -314,8 +315,8 @@ fn conversation(preparation: &Preparation<'_>) -> String {
             if index == start {
                 let _ = writeln!(
                     out,
-                    "<details><summary>{} more entries</summary>",
-                    end - start
+                    "<details><summary>{} more</summary>",
+                    plural(end - start, "entry", "entries")
                 );
             }
             if index == end {
@@ -473,4 +474,13 @@ fn expectations(output: &RunOutput) -> String {
     }
     out.push_str("</table>\n</section>\n");
     out
+}
+
+/// `n` and the noun in the right number: `1 entry`, `2 entries`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
 }

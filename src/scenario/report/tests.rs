@@ -301,5 +301,17 @@ fn the_page_is_self_contained_and_deterministic() {
         assert!(page.contains(&format!("id=\"{id}\"")), "{id}");
     }
     assert!(page.contains("✂ compaction cut"));
-    assert!(page.contains("model: context_overflow"));
+    // The request the provider rejected reads as one story, not a green badge beside a red one.
+    let rejected = page
+        .split("<section ")
+        .find(|s| s.contains("then the model rejected it: context_overflow"))
+        .expect("the rejected request's section");
+    assert!(
+        rejected.starts_with("id=\"request-1\" class=\"request rejected\""),
+        "{}",
+        &rejected[..80]
+    );
+    assert!(!rejected.contains("badge passed"));
+    assert!(page.contains("<span class=\"badge passed\">passed, and answered</span>"));
+    assert!(!page.contains("1 entries"), "plurals");
 }
