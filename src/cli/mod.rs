@@ -1,3 +1,4 @@
 //! Commands of the `ctxbed` binary that live outside `main.rs`.
 
+pub mod sweep;
 pub mod wire;

@@ -91,6 +91,15 @@ pub struct CellReport {
 }
 
 impl CellReport {
+    /// This report, failed because a file of the scenario does not load.
+    fn unloadable(mut self, problem: String) -> CellReport {
+        self.problem = Some(problem);
+        self.cell = Cell::Fail {
+            rules: vec!["scenario".into()],
+        };
+        self
+    }
+
     /// True when the cell does not fail the run. A golden pins a reviewed verdict, a known
     /// failure included: when one exists, the trace must match it (any change of behaviour is a
     /// mismatch); without one, the cell must pass or be not applicable. `strict` also fails a
@@ -141,11 +150,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
     let scenario = match file::load(path, &layout.name) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
-            report.problem = Some(format!("the scenario does not load:\n{diagnostics}"));
-            report.cell = Cell::Fail {
-                rules: vec!["scenario".into()],
-            };
-            return report;
+            return report.unloadable(format!("the scenario does not load:\n{diagnostics}"));
         }
     };
     let mut serve = ServeOptions::default();
@@ -158,11 +163,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
     let models = match Models::load_file(&layout.mock_model(&scenario.model), &serve) {
         Ok(models) => models,
         Err(error) => {
-            report.problem = Some(format!("the mock model does not load:\n{error}"));
-            report.cell = Cell::Fail {
-                rules: vec!["scenario".into()],
-            };
-            return report;
+            return report.unloadable(format!("the mock model does not load:\n{error}"));
         }
     };
     if let Some(parent) = log.parent() {
