@@ -255,3 +255,19 @@ fn sigterm_stops_conform_and_its_adapter_at_once() {
         .expect("pgrep runs");
     assert!(leftover.stdout.is_empty(), "the adapter is still running");
 }
+
+#[test]
+fn requests_sent_while_setting_up_belong_to_no_step() {
+    let report = probe("warm-up");
+    assert!(report.problem.is_none(), "{}", problem(&report));
+    // Its only request was the warm-up: the step itself never called the model.
+    assert_eq!(
+        report.cell,
+        Cell::Fail {
+            rules: vec!["model_called".to_string()]
+        },
+        "{}",
+        report.trace
+    );
+    assert!(!report.trace.contains("request 1 "), "{}", report.trace);
+}

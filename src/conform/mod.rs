@@ -238,6 +238,9 @@ struct DriveOutcome {
     version: String,
     window: Option<u64>,
     steps: Vec<StepRun>,
+    /// Per step, the host's request count before it and after its answer: its requests are
+    /// the numbers in between (none sent during `setup` are counted in a step).
+    ranges: Vec<(u64, u64)>,
     problem: Option<String>,
     unsupported: Option<String>,
 }
@@ -254,6 +257,7 @@ async fn drive(
         version: String::new(),
         window: None,
         steps: Vec::new(),
+        ranges: Vec::new(),
         problem: None,
         unsupported: None,
     };
@@ -306,15 +310,12 @@ async fn drive(
     if let Err(error) = std::fs::write(&requests, lines.join("\n") + "\n") {
         tracing::warn!(path = %requests.display(), %error, "cannot keep the requests");
     }
-    let mut first = 1;
-    for run in &mut outcome.steps {
-        let last = first + run.exchanges.len() as u64;
+    for (run, (before, after)) in outcome.steps.iter_mut().zip(&outcome.ranges) {
         run.exchanges = exchanges
             .iter()
-            .filter(|e| e.number >= first && e.number < last)
+            .filter(|e| e.number > *before && e.number <= *after)
             .cloned()
             .collect();
-        first = last;
     }
     outcome
 }
@@ -354,7 +355,7 @@ fn adapter_env(
 }
 
 /// Speaks to the adapter for the whole scenario; the steps it ran go into `outcome.steps`
-/// (each with a placeholder exchange list as long as its request count). Returns the problem
+/// (with their request numbers in `outcome.ranges`). Returns the problem
 /// that ended the run early, if any.
 async fn talk(
     scenario: &WireScenario,
@@ -475,23 +476,13 @@ async fn talk(
     None
 }
 
+/// Records how a step ended and which request numbers it caused; `drive` fills in the step's
+/// exchanges by those numbers once the host has finished recording them.
 fn record_step(outcome: &mut DriveOutcome, host: &ProviderHost, before: u64, end: StepEnd) {
-    let count = host.request_count().saturating_sub(before) as usize;
-    // Placeholders: `drive` fills in the step's exchanges by request number at the end.
-    let placeholder = ctxbed_sim::host::Exchange {
-        number: 0,
-        api: ctxbed_sim::host::Api::OpenAi,
-        path: String::new(),
-        stream: false,
-        body: Value::Null,
-        request: None,
-        input_tokens: None,
-        status: 0,
-        outcome: String::new(),
-    };
+    outcome.ranges.push((before, host.request_count()));
     outcome.steps.push(StepRun {
         end,
-        exchanges: vec![placeholder; count],
+        exchanges: Vec::new(),
     });
 }
 
