@@ -79,6 +79,11 @@ fn problem(report: &CellReport) -> &str {
     report.problem.as_deref().unwrap_or("")
 }
 
+/// The adapter's problem names `needle`.
+fn assert_problem(report: &CellReport, needle: &str) {
+    assert!(problem(report).contains(needle), "{}", problem(report));
+}
+
 #[test]
 fn the_reference_adapter_passes_the_probe() {
     let report = probe_with_reference();
@@ -104,27 +109,15 @@ fn probe_with_reference() -> CellReport {
 fn a_crashing_adapter_fails_with_its_exit_status() {
     let report = probe("crash");
     assert!(matches!(&report.cell, Cell::Fail { rules } if rules.contains(&"adapter".to_string())));
-    assert!(
-        problem(&report).contains("exited before answering"),
-        "{}",
-        problem(&report)
-    );
-    assert!(
-        problem(&report).contains("exit status: 7"),
-        "{}",
-        problem(&report)
-    );
+    assert_problem(&report, "exited before answering");
+    assert_problem(&report, "exit status: 7");
 }
 
 #[test]
 fn a_hanging_adapter_is_stopped_at_the_step_timeout() {
     let started = std::time::Instant::now();
     let report = probe("hang");
-    assert!(
-        problem(&report).contains("no answer within 3 s"),
-        "{}",
-        problem(&report)
-    );
+    assert_problem(&report, "no answer within 3 s");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(30),
         "{:?}",
@@ -136,36 +129,20 @@ fn a_hanging_adapter_is_stopped_at_the_step_timeout() {
 #[test]
 fn garbage_on_the_protocol_is_named() {
     let report = probe("garbage");
-    assert!(
-        problem(&report).contains("not a protocol line"),
-        "{}",
-        problem(&report)
-    );
-    assert!(
-        problem(&report).contains("Loading model weights"),
-        "{}",
-        problem(&report)
-    );
+    assert_problem(&report, "not a protocol line");
+    assert_problem(&report, "Loading model weights");
 }
 
 #[test]
 fn an_answer_to_the_wrong_step_is_a_protocol_error() {
     let report = probe("wrong-step");
-    assert!(
-        problem(&report).contains("wrong or missing `step`"),
-        "{}",
-        problem(&report)
-    );
+    assert_problem(&report, "wrong or missing `step`");
 }
 
 #[test]
 fn an_adapter_over_the_request_limit_is_stopped() {
     let report = probe("flood");
-    assert!(
-        problem(&report).contains("more than the scenario's 5 requests"),
-        "{}",
-        problem(&report)
-    );
+    assert_problem(&report, "more than the scenario's 5 requests");
 }
 
 #[test]
@@ -196,16 +173,8 @@ fn an_adapter_that_cannot_speak_the_api_is_not_applicable() {
 #[test]
 fn a_missing_adapter_is_named_with_its_path() {
     let report = probe("no-such-harness");
-    assert!(
-        problem(&report).contains("no-such-harness/run"),
-        "{}",
-        problem(&report)
-    );
-    assert!(
-        problem(&report).contains("missing or not executable"),
-        "{}",
-        problem(&report)
-    );
+    assert_problem(&report, "no-such-harness/run");
+    assert_problem(&report, "missing or not executable");
 }
 
 #[cfg(unix)]

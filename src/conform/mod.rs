@@ -419,25 +419,16 @@ async fn talk(
         let number = index + 1;
         let before = host.request_count();
         let line = json!({"type": "step", "step": number, "user": step.user, "session": step.session, "input": step.input});
-        if let Err(error) = peer.send(&line).await {
-            record_step(
-                outcome,
-                host,
-                before,
-                StepEnd::Error {
-                    kind: "adapter".into(),
-                    message: error.to_string(),
-                },
-            );
-            return Some(error.to_string());
-        }
-        let answer = {
-            let receive = peer.receive(timeout);
-            let limit = over_limit(host, scenario.request_limit);
-            tokio::select! {
-                biased;
-                answer = receive => Some(answer),
-                () = limit => None,
+        let answer = match peer.send(&line).await {
+            Err(error) => Some(Err(error)),
+            Ok(()) => {
+                let receive = peer.receive(timeout);
+                let limit = over_limit(host, scenario.request_limit);
+                tokio::select! {
+                    biased;
+                    answer = receive => Some(answer),
+                    () = limit => None,
+                }
             }
         };
         let problem = match answer {
