@@ -181,8 +181,8 @@ fn sweep_runs_a_shard_and_reports_a_summary() {
     );
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("3 seeds (two runs each)"), "{text}");
-    // Standard error is a pipe here, not a terminal: no `\r` progress line.
-    assert!(!text.contains('\r'), "{text:?}");
+    // Standard error is a pipe here, not a terminal: no progress bar, no cursor movement.
+    assert!(!text.contains('\r') && !text.contains('\x1b'), "{text:?}");
     assert!(text.contains("0 failing"), "{text}");
     assert!(
         text.contains(" seeds/s (") && text.contains(" runs/s), "),

@@ -14,9 +14,19 @@ pub fn sweep_command(config: SweepConfig, json: bool) -> ExitCode {
         return ExitCode::from(2);
     }
     let started = std::time::Instant::now();
-    // The `\r` progress line is for a person watching a terminal; a log file gets none.
-    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let last_line = std::sync::Mutex::new(started);
+    // The progress bar is for a person watching a terminal; a log file or a pipe gets none.
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let bar = indicatif::ProgressBar::new(config.count);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} seeds, {msg} failing, {per_sec}, {eta} left",
+        ) {
+            bar.set_style(style);
+        }
+        bar.set_message("0");
+        bar
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let times = std::sync::Mutex::new(SeedTimes::default());
     thread_local! {
         /// When this worker thread last finished a seed: a seed's time runs from there.
@@ -32,26 +42,14 @@ pub fn sweep_command(config: SweepConfig, json: bool) -> ExitCode {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .record(p.seed, micros);
-        let mut last = last_line
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if on_terminal && (last.elapsed().as_secs_f64() >= 1.0 || p.done == p.total) {
-            *last = std::time::Instant::now();
-            let rate = p.done as f64 / started.elapsed().as_secs_f64().max(1e-9);
-            err!(
-                "\r{}/{} seeds, {} failing, {rate:.0} seeds/s   ",
-                p.done,
-                p.total,
-                p.failing
-            );
-        }
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+        bar.set_message(p.failing.to_string());
         // The next seed starts after this report, whatever it waited for.
         SEED_STARTED.set(Some(std::time::Instant::now()));
     };
     let report = sweep(&config, &progress);
-    if on_terminal {
-        errln!();
-    }
+    bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if json {
         for line in ctxbed::output::sweep_json_lines(&config, &report, seconds) {

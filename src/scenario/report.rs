@@ -214,7 +214,39 @@ pub enum ModelOutcome {
         output_tokens: Option<u64>,
     },
     /// The model call failed.
-    Failed { kind: &'static str, message: String },
+    Failed {
+        kind: &'static str,
+        message: String,
+        /// What the provider's error said it counted, and its own limit, when it says (a
+        /// context overflow such as `3152 tokens > 1500 maximum`).
+        reported: ReportedSizes,
+    },
+}
+
+/// The sizes a provider's overflow error states: its count of the request and its limit.
+/// Either may be missing; both are the provider's figures, not the harness's estimate.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReportedSizes {
+    /// The size the provider compared with its limit.
+    pub tokens: Option<u64>,
+    /// The provider's own limit.
+    pub limit: Option<u64>,
+}
+
+impl ReportedSizes {
+    fn of(error: &ctxbed_harness::model::ModelError) -> Self {
+        match error {
+            ctxbed_harness::model::ModelError::ContextOverflow {
+                actual_tokens,
+                max_tokens,
+                ..
+            } => ReportedSizes {
+                tokens: *actual_tokens,
+                limit: *max_tokens,
+            },
+            _ => ReportedSizes::default(),
+        }
+    }
 }
 
 /// One transform with its meaning and figures.
@@ -343,10 +375,35 @@ pub fn outcome_meaning(preparation: &Preparation<'_>) -> String {
             output_tokens: Some(output),
         } => format!("the model replied; it reported {input} input and {output} output tokens"),
         ModelOutcome::Replied { .. } => "the model replied (no usage reported)".to_string(),
-        ModelOutcome::Failed { kind, message } => format!(
-            "the model call failed with {kind}: {}",
-            ctxbed_harness::format::snippet(message, ctxbed_harness::limits::SNIPPET_CHARS_MAX)
-        ),
+        ModelOutcome::Failed {
+            kind,
+            message,
+            reported,
+        } => {
+            let manifest = preparation.manifest();
+            let sizes = match (reported.tokens, reported.limit) {
+                (Some(tokens), Some(limit)) => format!(
+                    " The provider counted {tokens} tokens against its own limit of {limit} \
+                     (the red line on the bar); this harness estimated {} against an input \
+                     limit of {}.",
+                    manifest.estimated_input_tokens, manifest.input_limit
+                ),
+                (None, Some(limit)) => format!(
+                    " The provider's own limit is {limit} tokens (the red line on the bar); this \
+                     harness's input limit was {}.",
+                    manifest.input_limit
+                ),
+                (Some(tokens), None) => format!(
+                    " The provider counted {tokens} tokens; this harness estimated {}.",
+                    manifest.estimated_input_tokens
+                ),
+                (None, None) => String::new(),
+            };
+            format!(
+                "the model call failed with {kind}: {}.{sizes}",
+                ctxbed_harness::format::snippet(message, ctxbed_harness::limits::SNIPPET_CHARS_MAX)
+            )
+        }
         ModelOutcome::NotSent if preparation.build.status != "passed" => format!(
             "not sent: the preparation failed ({})",
             preparation
@@ -427,6 +484,7 @@ fn outcome(step: &StepRecord, position: usize, call_id: &str) -> ModelOutcome {
                 return ModelOutcome::Failed {
                     kind: error.kind(),
                     message: error.to_string(),
+                    reported: ReportedSizes::of(error),
                 };
             }
             EventKind::Custom {

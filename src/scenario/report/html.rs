@@ -207,6 +207,14 @@ fn figures_table(preparation: &Preparation<'_>) -> String {
         rows.push(("output reserve", budget.output_reserve.to_string()));
         rows.push(("safety margin", budget.safety_margin.to_string()));
     }
+    if let ModelOutcome::Failed { reported, .. } = &preparation.outcome {
+        if let Some(tokens) = reported.tokens {
+            rows.push(("provider's count (its error)", tokens.to_string()));
+        }
+        if let Some(limit) = reported.limit {
+            rows.push(("provider's limit (its error)", limit.to_string()));
+        }
+    }
     let exact = if manifest.exact { "exact" } else { "estimate" };
     rows.push((
         "counting",

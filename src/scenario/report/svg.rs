@@ -2,12 +2,14 @@
 //!
 //! Each bar stacks the request's [`Segment`]s, then the room left under the input limit, then
 //! the safety margin and the output reserve. A dashed line marks the input limit; an estimate
-//! over the limit is outlined in red from the limit to the estimate. Positions are integer tenths
+//! over the limit is outlined in red from the limit to the estimate. When the provider rejected
+//! the request and its error states its own limit, a solid red line marks that limit on the same
+//! scale, so the figures the error names are the ones the bar draws. Positions are integer tenths
 //! of a pixel, so the bytes never depend on floating-point formatting.
 
 use std::fmt::Write as _;
 
-use super::{ModelOutcome, Preparation, Segment, escape, preparations};
+use super::{ModelOutcome, Preparation, ReportedSizes, Segment, escape, preparations};
 use crate::scenario::file::Scenario;
 use crate::scenario::trace::Trace;
 
@@ -20,6 +22,8 @@ const BAR_WIDTH: u64 = 700;
 /// Where the figures column starts.
 const FIGURES_X: u64 = BAR_X + BAR_WIDTH + 12;
 const LEGEND_HEIGHT: u64 = 56;
+/// Where the legend's scale note starts, after the marker entries.
+const BAR_X_LEGEND: u64 = 340;
 const ROW_HEIGHT: u64 = 34;
 const BAR_HEIGHT: u64 = 20;
 /// Every non-empty segment is at least this wide (tenths of a pixel), so a small one still shows;
@@ -123,7 +127,20 @@ fn extent(preparation: &Preparation<'_>) -> u64 {
     let (margin, reserve) = preparation
         .budget
         .map_or((0, 0), |b| (b.safety_margin, b.output_reserve));
-    estimated.max(limit) + margin + reserve
+    let reported = reported(preparation);
+    let provider = reported
+        .limit
+        .unwrap_or(0)
+        .max(reported.tokens.unwrap_or(0));
+    (estimated.max(limit) + margin + reserve).max(provider)
+}
+
+/// The sizes the provider's error stated, if the request failed with one.
+fn reported(preparation: &Preparation<'_>) -> ReportedSizes {
+    match &preparation.outcome {
+        ModelOutcome::Failed { reported, .. } => *reported,
+        _ => ReportedSizes::default(),
+    }
 }
 
 /// The hatch pattern for "over the limit"; `prefix` keeps ids unique within one page.
@@ -161,7 +178,9 @@ fn legend(scale: u64) -> String {
          stroke-dasharray=\"3 2\"/><text x=\"24\" y=\"42\" fill=\"{TEXT_COLOR}\">input limit</text>\
          <rect x=\"104\" y=\"32\" width=\"12\" height=\"12\" fill=\"url(#chart-over)\" \
          stroke=\"{OVER_COLOR}\"/><text x=\"120\" y=\"42\" fill=\"{TEXT_COLOR}\">over the limit</text>\
-         <text x=\"{BAR_X}\" y=\"42\" fill=\"#666666\">one scale for every bar: full width = {scale} tokens</text>"
+         <line x1=\"214\" y1=\"32\" x2=\"214\" y2=\"44\" stroke=\"{OVER_COLOR}\" stroke-width=\"2\"/>\
+         <text x=\"220\" y=\"42\" fill=\"{TEXT_COLOR}\">provider's limit</text>\
+         <text x=\"{BAR_X_LEGEND}\" y=\"42\" fill=\"#666666\">one scale for every bar: full width = {scale} tokens</text>"
     );
     out.push_str("</g>\n");
     out
@@ -233,6 +252,17 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
         bar_y.saturating_sub(3),
         bar_y + BAR_HEIGHT + 3
     );
+    if let Some(provider_limit) = reported(preparation).limit {
+        let x = px(x_tenths(provider_limit, scale));
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x}\" y1=\"{}\" x2=\"{x}\" y2=\"{}\" stroke=\"{OVER_COLOR}\" \
+             stroke-width=\"2\"><title>the provider's own limit: {provider_limit} tokens, as its \
+             error states</title></line>",
+            bar_y.saturating_sub(5),
+            bar_y + BAR_HEIGHT + 5
+        );
+    }
     out.push_str(&figures_text(preparation, y + 15, label_color));
     out.push_str("</g>\n");
     out
@@ -256,19 +286,35 @@ fn stack(pieces: &[(&str, &str, u64)], scale: u64, y: u64) -> (String, String) {
     (rects, labels)
 }
 
-/// `estimate / limit · validation`, and the model's failure when it had one.
+/// `estimate / limit · validation`, and below it the model's failure when it had one, with the
+/// provider's own count and limit when its error states them.
 fn figures_text(preparation: &Preparation<'_>, baseline: u64, fill: &str) -> String {
     let manifest = preparation.manifest();
     let model_failure = match &preparation.outcome {
-        ModelOutcome::Failed { kind, .. } => format!(
-            "<tspan fill=\"{OVER_COLOR}\"> · model {}</tspan>",
-            escape(kind)
-        ),
+        ModelOutcome::Failed { kind, reported, .. } => {
+            let sizes = match (reported.tokens, reported.limit) {
+                (Some(tokens), Some(limit)) => format!(": {tokens} / {limit} (provider)"),
+                (None, Some(limit)) => format!(": provider limit {limit}"),
+                (Some(tokens), None) => format!(": provider counted {tokens}"),
+                (None, None) => String::new(),
+            };
+            format!(
+                "\n<text x=\"{FIGURES_X}\" y=\"{}\" fill=\"{OVER_COLOR}\" font-size=\"11\">\
+                 model {}{sizes}</text>",
+                baseline + 13,
+                escape(kind)
+            )
+        }
         _ => String::new(),
     };
     format!(
-        "<text x=\"{FIGURES_X}\" y=\"{baseline}\" fill=\"{fill}\" font-size=\"11\">{} / {} · \
-         {}{model_failure}</text>",
+        "<text x=\"{FIGURES_X}\" y=\"{}\" fill=\"{fill}\" font-size=\"11\">estimate {} / limit {} · \
+         {}</text>{model_failure}",
+        if model_failure.is_empty() {
+            baseline
+        } else {
+            baseline - 4
+        },
         manifest.estimated_input_tokens,
         manifest.input_limit,
         escape(manifest.validation.as_str())

@@ -260,6 +260,10 @@ fn a_run_gives_budgets_outcomes_and_before_after_figures() {
         all[0].outcome,
         ModelOutcome::Failed {
             kind: "context_overflow",
+            reported: ReportedSizes {
+                tokens: Some(3_152),
+                limit: Some(1_500)
+            },
             ..
         }
     ));
@@ -314,4 +318,36 @@ fn the_page_is_self_contained_and_deterministic() {
     assert!(!rejected.contains("badge passed"));
     assert!(page.contains("<span class=\"badge passed\">passed, and answered</span>"));
     assert!(!page.contains("1 entries"), "plurals");
+}
+
+#[test]
+fn the_limit_the_providers_error_names_is_the_one_the_bar_draws() {
+    let (scenario, output) = recover_once();
+    let chart = svg(&output.trace, &scenario);
+    // Every bar spans the window (16,000 tokens) on a 700-pixel bar starting at x = 290: the
+    // provider's 1,500 lands at 290 + 700 × 1500 / 16000 = 355.6.
+    assert!(chart.contains("full width = 16000 tokens"));
+    let marker = "<line x1=\"355.6\" y1=\"";
+    assert_eq!(
+        chart.matches(marker).count(),
+        1,
+        "one provider-limit marker, on the rejected request's bar, at 1500 of 16000"
+    );
+    assert!(chart.contains("the provider's own limit: 1500 tokens, as its error states"));
+    assert!(chart.contains(">model context_overflow: 3152 / 1500 (provider)</text>"));
+    // The harness's own figures stay beside it, named as such.
+    assert!(chart.contains(">estimate 3184 / limit 13680 · passed</text>"));
+    let page = html(&output, &scenario);
+    assert!(page.contains("<tr><th>provider's limit (its error)</th><td class=\"num\">1500</td>"));
+    assert!(page.contains("<tr><th>provider's count (its error)</th><td class=\"num\">3152</td>"));
+    assert!(page.contains(
+        "The provider counted 3152 tokens against its own limit of 1500 (the red line on the \
+         bar); this harness estimated 3184 against an input limit of 13680."
+    ));
+    // A request answered normally has no provider figures.
+    let answered = page
+        .split("<section ")
+        .find(|s| s.starts_with("id=\"request-3\""))
+        .expect("the retry's section");
+    assert!(!answered.contains("provider's limit"));
 }
