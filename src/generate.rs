@@ -493,6 +493,8 @@ fn compaction(draw: &mut Draw) -> Option<CompactionConfig> {
         truncate_args,
         prune,
         model: None,
+        memory_model: None,
+        memory_prompt: ctxbed_harness::compaction::memory::DEFAULT_MEMORY_PROMPT.to_string(),
         summary_prompt,
         flush_before_compact: draw.percent(60),
     })

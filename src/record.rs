@@ -88,6 +88,7 @@ pub fn record(
         vocabulary: scenario.mock.vocabulary,
         strict: scenario.mock.strict,
         summaries: SummaryMode::Scripted,
+        memory_flushes: SummaryMode::Scripted,
         turns: recorder.turns(),
         file: format!("mock-models/{name}.toml"),
     };

@@ -63,10 +63,10 @@ const RECOVER_ONCE: &str = "scenarios/overflow/recover-once.toml";
 
 #[test]
 fn explain_prints_why_each_item_was_kept_or_dropped() {
-    let (code, text, _) = ctxbed(&["explain", RECOVER_ONCE, "--request", "3"]);
+    let (code, text, _) = ctxbed(&["explain", RECOVER_ONCE, "--request", "4"]);
     assert_eq!(code, 0, "{text}");
     for needle in [
-        "request 3 of 3: call-1/r1.retry reasoning",
+        "request 4 of 4: call-1/r1.retry reasoning",
         "estimate 710 of input limit 13680 tokens",
         "✂ compaction cut: 17 older messages were replaced by the summary above",
         "history_compaction:17 messages -> 1 summary",
@@ -106,7 +106,7 @@ fn report_writes_a_self_contained_page() {
     let page_arg = page_path.to_string_lossy().into_owned();
     let (code, text, error) = ctxbed(&["report", RECOVER_ONCE, "-o", &page_arg]);
     assert_eq!(code, 0, "{text}{error}");
-    assert!(text.contains("(3 requests)"), "{text}");
+    assert!(text.contains("(4 requests)"), "{text}");
     let page = std::fs::read_to_string(&page_path).expect("page written");
     assert!(page.starts_with("<!DOCTYPE html>"));
     assert!(page.contains("<svg"));

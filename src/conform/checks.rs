@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 
 use ctxbed_harness::context::pairs::find_pairing_problem;
 use ctxbed_harness::message::{ContentPart, Role};
-use ctxbed_harness::model::Purpose;
 use ctxbed_sim::host::Exchange;
 
 use super::file::{WireExpect, WireScenario};
@@ -57,7 +56,7 @@ fn is_summary(exchange: &Exchange) -> bool {
     exchange
         .request
         .as_ref()
-        .is_some_and(|r| r.purpose == Purpose::Summary)
+        .is_some_and(|r| r.purpose.is_compaction())
 }
 
 /// Every wire invariant over the steps' exchanges, in step and request order.

@@ -69,8 +69,8 @@ fn request_line(exchange: &Exchange, ids: &mut Ids, out: &mut String) {
         head.push_str(" stream");
     }
     if let Some(request) = &exchange.request {
-        if request.purpose == Purpose::Summary {
-            head.push_str(" summary");
+        if request.purpose != Purpose::Reasoning {
+            let _ = write!(head, " {}", request.purpose.as_str());
         }
         let _ = write!(head, " {} tokens", exchange.input_tokens.unwrap_or(0));
         if let Some(output) = request.max_output_tokens {

@@ -56,6 +56,7 @@ pub(super) fn mock_script(draw: &mut Draw, seed: u64, tool_names: &[String]) -> 
         } else {
             SummaryMode::Scripted
         },
+        memory_flushes: SummaryMode::Auto,
         turns,
         file: format!("mock-models/{name}.toml"),
     }
@@ -116,6 +117,7 @@ pub(super) fn summary_script(draw: &mut Draw, seed: u64) -> MockScript {
         } else {
             SummaryMode::Auto
         },
+        memory_flushes: SummaryMode::Auto,
         turns,
         file: format!("mock-models/{name}.toml"),
     }

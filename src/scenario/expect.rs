@@ -8,6 +8,7 @@ use super::trace::StepRecord;
 use ctxbed_harness::agent::EventKind;
 use ctxbed_harness::context::manifest::ContextManifest;
 use ctxbed_harness::context::manifest::ItemKind;
+use ctxbed_harness::model::Purpose;
 
 /// The verdict of one assertion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +105,31 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             found.to_string(),
         );
     }
+    if let Some(expected) = expectation.memory_calls {
+        let found = step.memory_calls();
+        push(
+            format!("memory_calls = {expected}"),
+            found == expected,
+            found.to_string(),
+        );
+    }
+    for (purpose, needles) in [
+        (Purpose::Summary, &expectation.summary_request_contains),
+        (Purpose::MemoryFlush, &expectation.memory_request_contains),
+    ] {
+        let sent: Vec<String> = step
+            .requests_for(purpose)
+            .into_iter()
+            .map(request_text)
+            .collect();
+        for needle in needles {
+            push(
+                format!("a {} request contains {needle:?}", purpose.as_str()),
+                sent.iter().any(|text| text.contains(needle.as_str())),
+                format!("{} {} request(s)", sent.len(), purpose.as_str()),
+            );
+        }
+    }
     if let Some(expected) = expectation.tool_results {
         push(
             format!("tool_results = {expected}"),
@@ -156,7 +182,7 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             .events
             .iter()
             .filter(|event| {
-                matches!(&event.kind, EventKind::ModelCallStarted { request_id } if !request_id.contains("/summary"))
+                matches!(&event.kind, EventKind::ModelCallStarted { request_id } if !super::trace::is_compaction_call(request_id))
             })
             .map(|event| event.at.saturating_sub(step_start(step)).as_millis() as u64)
             .collect();
@@ -257,12 +283,20 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
                 format!("{materials:?}"),
             );
         }
-        // Expectations name a transform by its full text form, as traces print it.
+        // Expectations name a transform by its full text form, as traces print it, or by a
+        // prefix of it ending in `*`.
         let recorded: Vec<String> = manifest.transforms.iter().map(|t| t.to_string()).collect();
         for transform in &expectation.transforms_include {
             push(
                 format!("{at} transform {transform}"),
-                recorded.contains(transform),
+                transform_recorded(transform, &recorded),
+                format!("{recorded:?}"),
+            );
+        }
+        for transform in &expectation.transforms_absent {
+            push(
+                format!("{at} no transform {transform}"),
+                !transform_recorded(transform, &recorded),
                 format!("{recorded:?}"),
             );
         }
@@ -345,6 +379,14 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
         }
     }
     checks
+}
+
+/// Whether `pattern` (a full transform text, or a prefix ending in `*`) matches a recorded one.
+fn transform_recorded(pattern: &str, recorded: &[String]) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => recorded.iter().any(|t| t.starts_with(prefix)),
+        None => recorded.iter().any(|t| t == pattern),
+    }
 }
 
 /// Role or rendered-material tag of each prepared message, in order.

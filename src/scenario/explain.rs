@@ -410,7 +410,7 @@ mod tests {
     #[test]
     fn both_selectors_reach_the_same_request() {
         let (scenario, output) = scenario_run("overflow/recover-once");
-        let by_number = explain(&output.trace, &scenario, Selector::Number(3));
+        let by_number = explain(&output.trace, &scenario, Selector::Number(4));
         let in_step = explain(
             &output.trace,
             &scenario,
@@ -427,20 +427,21 @@ mod tests {
         let (scenario, output) = scenario_run("overflow/recover-once");
         for selector in [
             Selector::Number(0),
-            Selector::Number(4),
+            Selector::Number(5),
             Selector::InStep {
                 step: 2,
                 request: 1,
             },
         ] {
             let error = explain(&output.trace, &scenario, selector).expect_err("out of range");
-            assert_eq!(error.count, 3);
+            assert_eq!(error.count, 4);
             let message = error.to_string();
+            assert!(message.contains("call-1/r1.retry/memory"), "{message}");
             assert!(message.contains("call-1/r1.retry/summary"), "{message}");
             assert!(message.contains("(--step 1 --request 2)"), "{message}");
         }
         let index = index(&output.trace, &scenario);
-        assert_eq!(index.lines().count(), 3);
+        assert_eq!(index.lines().count(), 4);
         assert!(index.lines().all(|line| line == line.trim_end()));
         let (scenario, output) = scenario_run("react/huge-result-react");
         let error = explain(&output.trace, &scenario, Selector::Number(1)).expect_err("none");
@@ -454,9 +455,9 @@ mod tests {
     fn compaction_is_explained_with_its_cut_and_figures() {
         check(
             "overflow/recover-once",
-            Selector::Number(3),
+            Selector::Number(4),
             &[
-                "request 3 of 3: call-1/r1.retry reasoning (step 1, reasoning request 2 of step 1)",
+                "request 4 of 4: call-1/r1.retry reasoning (step 1, reasoning request 2 of step 1)",
                 "estimate 710 of input limit 13680 tokens (5%); 12970 to spare",
                 "window 16000: input limit 13680 + safety margin 320 + output reserve 2000",
                 "summary-cd4a64e9928c5653",

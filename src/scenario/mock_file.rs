@@ -8,6 +8,7 @@
 //! tokenizer = "o200k"      # exact counting of each received request: o200k or cl100k
 //! strict = true            # reject unpaired tool exchanges and input over the window
 //! summaries = "auto"       # summary requests: "auto" (deterministic summariser) or "scripted"
+//! memory_flushes = "auto"  # memory flush requests: "auto" (deterministic extractor) or "scripted"
 //!
 //! [[turns]]
 //! when = { tokens_over = 3000 }
@@ -18,7 +19,8 @@
 //! latency_ms = 1500
 //! ```
 //!
-//! A turn is a reply (`reply`, `thinking`, `tool_calls`), `summarize = true`, or an `error`
+//! A turn is a reply (`reply`, `thinking`, `tool_calls`), `summarize = true`,
+//! `extract_facts = true`, or an `error`
 //! (`overflow`, `pairing`, `timeout`, `malformed`, `transient`, `rate_limit`, `raw`). `times`
 //! repeats it; `when` skips it unless every condition holds.
 
@@ -54,6 +56,8 @@ pub(super) struct RawMock {
     pub(super) strict: Option<bool>,
     #[schemars(with = "Option<String>")]
     pub(super) summaries: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
+    pub(super) memory_flushes: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<RawTurn>")]
     pub(super) turns: Vec<Spanned<RawTurn>>,
@@ -68,6 +72,7 @@ pub(super) struct RawTurn {
     #[schemars(with = "Option<Vec<RawCall>>")]
     pub(super) tool_calls: Option<Vec<Spanned<RawCall>>>,
     pub(super) summarize: Option<bool>,
+    pub(super) extract_facts: Option<bool>,
     #[schemars(with = "Option<String>")]
     pub(super) error: Option<Spanned<String>>,
     #[schemars(with = "Option<i64>")]
@@ -179,6 +184,21 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
                 _ => None,
             })
         });
+    let memory_flushes = raw
+        .memory_flushes
+        .as_ref()
+        .map_or(Some(SummaryMode::Auto), |value| {
+            checker.choice(
+                value,
+                "memory_flushes",
+                &["auto", "scripted"],
+                |v| match v {
+                    "auto" => Some(SummaryMode::Auto),
+                    "scripted" => Some(SummaryMode::Scripted),
+                    _ => None,
+                },
+            )
+        });
     if raw.turns.len() > crate::limits::MOCK_TURNS_MAX {
         checker.problems.push(
             Diagnostic::file_level(
@@ -203,7 +223,8 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         super::diagnostic::sort(&mut problems);
         return Err(problems);
     }
-    let (Some(imitates), Some(vocabulary), Some(summaries)) = (imitates, vocabulary, summaries)
+    let (Some(imitates), Some(vocabulary), Some(summaries), Some(memory_flushes)) =
+        (imitates, vocabulary, summaries, memory_flushes)
     else {
         unreachable!("a failed choice records a problem");
     };
@@ -217,6 +238,7 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         vocabulary,
         strict: raw.strict.unwrap_or(true),
         summaries,
+        memory_flushes,
         turns,
         file: file.to_string(),
     })
@@ -357,10 +379,11 @@ impl Checker<'_> {
             self.choice(
                 v,
                 &format!("{field}.when.purpose"),
-                &["reasoning", "summary"],
+                &["reasoning", "summary", "memory_flush"],
                 |p| match p {
                     "reasoning" => Some(Purpose::Reasoning),
                     "summary" => Some(Purpose::Summary),
+                    "memory_flush" => Some(Purpose::MemoryFlush),
                     _ => None,
                 },
             )
@@ -381,16 +404,22 @@ impl Checker<'_> {
     ) -> Option<TurnAction> {
         let replies = turn.reply.is_some() || turn.thinking.is_some() || turn.tool_calls.is_some();
         let summarize = turn.summarize == Some(true);
-        let kinds =
-            usize::from(replies) + usize::from(summarize) + usize::from(turn.error.is_some());
+        let extract = turn.extract_facts == Some(true);
+        let kinds = usize::from(replies)
+            + usize::from(summarize)
+            + usize::from(extract)
+            + usize::from(turn.error.is_some());
         if kinds != 1 {
             let problem = self
                 .at(
                     spanned,
-                    "a turn must do exactly one thing: reply, summarize or error",
+                    "a turn must do exactly one thing: reply, summarize, extract_facts or error",
                 )
                 .field(field.to_string())
-                .help("give `reply`/`tool_calls`, or `summarize = true`, or `error = \"...\"`");
+                .help(
+                    "give `reply`/`tool_calls`, or `summarize = true`, or `extract_facts = true`, \
+                     or `error = \"...\"`",
+                );
             self.problems.push(problem);
             return None;
         }
@@ -399,6 +428,9 @@ impl Checker<'_> {
         }
         if summarize {
             return Some(TurnAction::Summarize);
+        }
+        if extract {
+            return Some(TurnAction::ExtractFacts);
         }
         let calls = turn.tool_calls.as_deref().unwrap_or(&[]);
         if calls.len() > limits::TOOL_CALLS_PER_REPLY_MAX {

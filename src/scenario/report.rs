@@ -20,7 +20,7 @@
 //! let scenario = load(std::path::Path::new("scenarios/overflow/recover-once.toml")).unwrap();
 //! let output = run(&scenario).unwrap();
 //! let preparations = report::preparations(&output.trace, &scenario);
-//! assert_eq!(preparations.len(), 3); // the request, the summary, the retry
+//! assert_eq!(preparations.len(), 4); // the request, the memory flush, the summary, the retry
 //! assert!(report::html(&output, &scenario).contains("history_compaction"));
 //! ```
 

@@ -50,6 +50,9 @@ pub struct StepRecord {
     pub elapsed: Duration,
     /// The requests the model received during the step (not rendered in the trace).
     pub requests: Vec<ModelRequest>,
+    /// The requests a separate summary model received during the step (summaries and memory
+    /// flushes; not rendered).
+    pub summary_model_requests: Vec<ModelRequest>,
     /// Loads of each scripted source so far, after the step.
     pub source_loads: BTreeMap<String, u64>,
     /// Workspace file paths after the step.
@@ -63,6 +66,12 @@ pub struct StepRecord {
     /// restart, damage and application actions) and after the step, by path (not rendered; for
     /// checkers such as `crate::invariants`). Empty unless the session log is JSON lines.
     pub session_files: BTreeMap<String, SessionFileBytes>,
+}
+
+/// True for the id of a compaction request: a summary (`<id>/summary`, `<id>/summary.2`) or a
+/// memory flush (`<id>/memory`).
+pub fn is_compaction_call(request_id: &str) -> bool {
+    request_id.contains("/summary") || request_id.ends_with("/memory")
 }
 
 /// One session file's bytes around a step's call.
@@ -101,10 +110,11 @@ impl StepRecord {
             .filter(|manifest| manifest.purpose == ctxbed_harness::model::Purpose::Reasoning)
     }
 
-    /// Number of reasoning model calls started in this step (summary calls excluded).
+    /// Number of reasoning model calls started in this step (compaction's summary and memory
+    /// flush calls excluded).
     pub fn model_calls(&self) -> u64 {
         self.count(|kind| {
-            matches!(kind, EventKind::ModelCallStarted { request_id } if !request_id.contains("/summary"))
+            matches!(kind, EventKind::ModelCallStarted { request_id } if !is_compaction_call(request_id))
         })
     }
 
@@ -113,6 +123,23 @@ impl StepRecord {
         self.count(|kind| {
             matches!(kind, EventKind::ModelCallStarted { request_id } if request_id.contains("/summary"))
         })
+    }
+
+    /// Number of memory flush model calls started in this step.
+    pub fn memory_calls(&self) -> u64 {
+        self.count(|kind| {
+            matches!(kind, EventKind::ModelCallStarted { request_id } if request_id.ends_with("/memory"))
+        })
+    }
+
+    /// The requests of one purpose the agent's model and the summary model received, in order
+    /// for each model.
+    pub fn requests_for(&self, purpose: ctxbed_harness::model::Purpose) -> Vec<&ModelRequest> {
+        self.requests
+            .iter()
+            .chain(&self.summary_model_requests)
+            .filter(|request| request.purpose == purpose)
+            .collect()
     }
 
     /// The reasoning requests the model received (summary requests excluded).

@@ -128,6 +128,8 @@ pub enum TurnAction {
     },
     /// A deterministic summary of the request's conversation.
     Summarize,
+    /// The deterministic fact extractor's answer to a memory flush request.
+    ExtractFacts,
     /// An injected failure.
     Error(ScriptedError),
 }
@@ -186,7 +188,7 @@ impl MockTurn {
     }
 }
 
-/// How requests with purpose SUMMARY are answered.
+/// How requests with purpose SUMMARY (or MEMORY_FLUSH) are answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryMode {
     /// By the deterministic summariser, without consuming a turn.
@@ -204,6 +206,9 @@ pub struct MockScript {
     /// Check pairing and window like a strict provider.
     pub strict: bool,
     pub summaries: SummaryMode,
+    /// How memory flush requests are answered: `Auto` by the deterministic extractor
+    /// ([`extract_facts`]), without consuming a turn.
+    pub memory_flushes: SummaryMode,
     pub turns: Vec<MockTurn>,
     /// The file the script came from, for error messages.
     pub file: String,
@@ -218,6 +223,7 @@ impl MockScript {
             vocabulary: Vocabulary::O200k,
             strict: true,
             summaries: SummaryMode::Auto,
+            memory_flushes: SummaryMode::Auto,
             turns,
             file: "<inline>".to_string(),
         }
@@ -434,6 +440,7 @@ impl MockModel {
                 }
             }
             TurnAction::Summarize => parts.push(ContentPart::text(summarize(request))),
+            TurnAction::ExtractFacts => parts.push(ContentPart::text(extract_facts(request))),
             TurnAction::Error(_) => unreachable!("errors are answered before replies"),
         }
         let message = Message::new(String::new(), Role::Assistant, parts);
@@ -465,8 +472,12 @@ impl Model for MockModel {
         }
         let auto_summary =
             request.purpose == Purpose::Summary && self.script.summaries == SummaryMode::Auto;
+        let auto_extraction = request.purpose == Purpose::MemoryFlush
+            && self.script.memory_flushes == SummaryMode::Auto;
         let turn = if auto_summary {
             MockTurn::new(TurnAction::Summarize)
+        } else if auto_extraction {
+            MockTurn::new(TurnAction::ExtractFacts)
         } else {
             self.next_turn(request, tokens)?
         };
@@ -526,6 +537,39 @@ pub fn summarize(request: &ModelRequest) -> String {
         }
     }
     lines.join("\n")
+}
+
+/// The deterministic fact extractor: a line of the request's user text that starts, after an
+/// optional `[role] ` tag of the transcript, with `Fact:`, `Decision:`, `Remember:` or `Note:`
+/// (any case) is a fact; each is answered once, as a `- ` list item, in order. With none it
+/// answers `NONE`, as the default extraction prompt asks.
+pub fn extract_facts(request: &ModelRequest) -> String {
+    const MARKERS: [&str; 4] = ["fact:", "decision:", "remember:", "note:"];
+    let mut facts: Vec<String> = Vec::new();
+    for message in request.messages.iter().filter(|m| m.role == Role::User) {
+        for line in message.text().lines() {
+            let line = line.trim();
+            let line = match line
+                .strip_prefix('[')
+                .and_then(|rest| rest.split_once("] "))
+            {
+                Some((_, rest)) => rest.trim(),
+                None => line,
+            };
+            let lower = line.to_lowercase();
+            if MARKERS.iter().any(|m| lower.starts_with(m)) && !facts.iter().any(|f| f == line) {
+                facts.push(line.to_string());
+            }
+        }
+    }
+    if facts.is_empty() {
+        return "NONE".to_string();
+    }
+    facts
+        .iter()
+        .map(|fact| format!("- {fact}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]

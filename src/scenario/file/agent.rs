@@ -294,6 +294,20 @@ fn compaction_config(
     if let Some(flush) = raw.flush_before_compact {
         config.flush_before_compact = flush;
     }
+    if let Some(prompt) = &raw.memory_prompt {
+        if prompt
+            .get_ref()
+            .contains(ctxbed_harness::compaction::config::MESSAGES_PLACEHOLDER)
+        {
+            config.memory_prompt = prompt.get_ref().clone();
+        } else {
+            let problem = checker
+                .at(prompt, "the memory prompt has no `{messages}` placeholder")
+                .field("agent.compaction.memory_prompt")
+                .help("put `{messages}` where the messages to extract facts from should go");
+            checker.problems.push(problem);
+        }
+    }
     (checker.problems.len() == before).then_some(Some(config))
 }
 

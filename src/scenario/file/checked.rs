@@ -255,7 +255,11 @@ pub struct Expectation {
     pub request: Option<usize>,
     pub items_present: Vec<String>,
     pub items_absent: Vec<String>,
+    /// Transforms the request records: each its full text form, or a prefix of it followed by
+    /// `*`.
     pub transforms_include: Vec<String>,
+    /// Transforms the request must not record, written like `transforms_include`.
+    pub transforms_absent: Vec<String>,
     pub item_revisions: BTreeMap<String, String>,
     pub item_placements: BTreeMap<String, String>,
     pub layout: Option<Vec<String>>,
@@ -271,6 +275,12 @@ pub struct Expectation {
     pub workspace_count_under: BTreeMap<String, u64>,
     /// Summary model calls in the step.
     pub summary_calls: Option<u64>,
+    /// Memory flush model calls in the step.
+    pub memory_calls: Option<u64>,
+    /// Texts some summary request of the step contains.
+    pub summary_request_contains: Vec<String>,
+    /// Texts some memory flush (extraction) request of the step contains.
+    pub memory_request_contains: Vec<String>,
     /// Session-log records of each kind written during the step.
     pub session_records: BTreeMap<String, u64>,
 }

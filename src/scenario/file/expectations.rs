@@ -4,8 +4,9 @@ use toml::Spanned;
 
 use super::checked::Expectation;
 use super::raw::RawExpect;
-use crate::scenario::diagnostic::Diagnostic;
+use crate::scenario::diagnostic::{Diagnostic, closest};
 use crate::scenario::mock_file::Checker;
+use ctxbed_harness::context::transform::Transform;
 
 pub(super) fn expectation(
     checker: &mut Checker<'_>,
@@ -33,6 +34,18 @@ pub(super) fn expectation(
         }
         usize::try_from(step).ok()
     });
+    let transforms_include = transform_patterns(
+        checker,
+        spanned,
+        raw.transforms_include.as_deref(),
+        &format!("{field}.transforms_include"),
+    );
+    let transforms_absent = transform_patterns(
+        checker,
+        spanned,
+        raw.transforms_absent.as_deref(),
+        &format!("{field}.transforms_absent"),
+    );
     let mut count = |value: &Option<Spanned<i64>>, name: &str| {
         value
             .as_ref()
@@ -54,7 +67,8 @@ pub(super) fn expectation(
         request: count(&raw.request, "request").and_then(|r| usize::try_from(r).ok()),
         items_present: raw.items_present.clone().unwrap_or_default(),
         items_absent: raw.items_absent.clone().unwrap_or_default(),
-        transforms_include: raw.transforms_include.clone().unwrap_or_default(),
+        transforms_include,
+        transforms_absent,
         item_revisions: raw.item_revisions.clone().unwrap_or_default(),
         item_placements: raw.item_placements.clone().unwrap_or_default(),
         layout: raw.layout.clone(),
@@ -67,7 +81,60 @@ pub(super) fn expectation(
         allowance: raw.allowance,
         workspace_count_under: raw.workspace_count_under.clone().unwrap_or_default(),
         summary_calls: count(&raw.summary_calls, "summary_calls"),
+        memory_calls: count(&raw.memory_calls, "memory_calls"),
+        summary_request_contains: raw.summary_request_contains.clone().unwrap_or_default(),
+        memory_request_contains: raw.memory_request_contains.clone().unwrap_or_default(),
         session_records: raw.session_records.clone().unwrap_or_default(),
     };
     (checker.problems.len() == before).then_some(expectation)
+}
+
+/// Checks transform patterns: each is a transform's full text form (it must parse as one), or
+/// a prefix of it followed by `*` (the text before the first `:` must then be a known kind).
+fn transform_patterns(
+    checker: &mut Checker<'_>,
+    spanned: &Spanned<RawExpect>,
+    patterns: Option<&[String]>,
+    field: &str,
+) -> Vec<String> {
+    let patterns = patterns.unwrap_or_default();
+    for (index, pattern) in patterns.iter().enumerate() {
+        let problem = match pattern.strip_suffix('*') {
+            Some(prefix) => {
+                let kind = prefix.split(':').next().unwrap_or_default();
+                (!Transform::KINDS.contains(&kind)).then(|| {
+                    let known = Transform::KINDS.join(", ");
+                    (
+                        format!("unknown transform kind `{kind}` in the prefix `{prefix}*`"),
+                        match closest(kind, Transform::KINDS.iter().copied()) {
+                            Some(near) => format!("did you mean `{near}`? known kinds: {known}"),
+                            None => format!("known kinds: {known}"),
+                        },
+                    )
+                })
+            }
+            None => pattern.parse::<Transform>().err().map(|error| {
+                let kind = pattern.split(':').next().unwrap_or_default();
+                let near = match closest(kind, Transform::KINDS.iter().copied()) {
+                    Some(near) if near != kind => format!("did you mean `{near}`? "),
+                    _ => String::new(),
+                };
+                (
+                    error.to_string(),
+                    format!(
+                        "{near}write the transform as the trace prints it, or end a prefix of it \
+                         with `*` (e.g. `history_compaction:*`)"
+                    ),
+                )
+            }),
+        };
+        if let Some((message, help)) = problem {
+            let problem = checker
+                .at(spanned, message)
+                .field(format!("{field}[{index}]"))
+                .help(help);
+            checker.problems.push(problem);
+        }
+    }
+    patterns.to_vec()
 }

@@ -134,6 +134,9 @@ pub(in crate::scenario) struct RawCompaction {
     #[schemars(with = "Option<String>")]
     pub(in crate::scenario) summary_model: Option<Spanned<String>>,
     pub(in crate::scenario) flush_before_compact: Option<bool>,
+    /// The memory flush's extraction prompt; must contain `{messages}`.
+    #[schemars(with = "Option<String>")]
+    pub(in crate::scenario) memory_prompt: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
@@ -413,6 +416,7 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) items_present: Option<Vec<String>>,
     pub(in crate::scenario) items_absent: Option<Vec<String>>,
     pub(in crate::scenario) transforms_include: Option<Vec<String>>,
+    pub(in crate::scenario) transforms_absent: Option<Vec<String>>,
     pub(in crate::scenario) item_revisions: Option<BTreeMap<String, String>>,
     pub(in crate::scenario) item_placements: Option<BTreeMap<String, String>>,
     pub(in crate::scenario) layout: Option<Vec<String>>,
@@ -426,6 +430,10 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) workspace_count_under: Option<BTreeMap<String, u64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) summary_calls: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
+    pub(in crate::scenario) memory_calls: Option<Spanned<i64>>,
+    pub(in crate::scenario) summary_request_contains: Option<Vec<String>>,
+    pub(in crate::scenario) memory_request_contains: Option<Vec<String>>,
     pub(in crate::scenario) session_records: Option<BTreeMap<String, u64>>,
 }
 

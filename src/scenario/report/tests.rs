@@ -59,8 +59,22 @@ fn every_recorded_transform_kind_has_a_meaning() {
             "8 older tool results were pruned",
         ),
         ("argument_truncation:1", "truncated in 1 older message(s)"),
-        ("memory_flush:2 facts", "2 fact(s)"),
-        ("memory_flush_failed:write", "to memory failed"),
+        (
+            "memory_flush:2 facts",
+            "2 new one(s) were written to memory",
+        ),
+        (
+            "memory_flush_failed:write",
+            "the memory store refused the facts",
+        ),
+        (
+            "memory_flush_failed:context_overflow",
+            "the memory model failed: context_overflow",
+        ),
+        (
+            "memory_flush_failed:context_budget_exceeded",
+            "the extraction request did not fit the memory model",
+        ),
         (
             "tool_pairs_repaired:dropped_result:toolu_lost",
             "a tool result for toolu_lost had no call",
@@ -241,12 +255,13 @@ fn a_run_gives_budgets_outcomes_and_before_after_figures() {
         labels,
         [
             "#1 step 1 call-1/r1 reasoning",
-            "#2 step 1 call-1/r1.retry/summary summary",
-            "#3 step 1 call-1/r1.retry reasoning"
+            "#2 step 1 call-1/r1.retry/memory memory_flush",
+            "#3 step 1 call-1/r1.retry/summary summary",
+            "#4 step 1 call-1/r1.retry reasoning"
         ]
     );
     let reasoning: Vec<Option<usize>> = all.iter().map(|p| p.reasoning_number).collect();
-    assert_eq!(reasoning, [Some(1), None, Some(2)]);
+    assert_eq!(reasoning, [Some(1), None, None, Some(2)]);
     let budget = all[0].budget.expect("the scenario reproduces the limit");
     assert_eq!(
         (
@@ -267,7 +282,7 @@ fn a_run_gives_budgets_outcomes_and_before_after_figures() {
             ..
         }
     ));
-    let retry = &all[2];
+    let retry = &all[3];
     assert_eq!(retry.previous.map(|p| p.number), Some(1));
     assert_eq!(
         retry.transforms[0].figures.as_deref(),

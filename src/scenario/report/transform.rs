@@ -55,13 +55,21 @@ pub fn meaning(transform: &Transform) -> String {
             format!("long tool-call arguments were truncated in {messages} older message(s)")
         }
         Transform::MemoryFlush { facts } => format!(
-            "before compaction, {facts} fact(s) from the summarised messages were flushed to \
-             memory"
+            "before compaction, the memory model extracted facts from the summarised messages; \
+             {facts} new one(s) were written to memory"
         ),
-        Transform::MemoryFlushFailed => {
-            "before compaction, flushing facts from the summarised messages to memory failed \
-             (the write was refused); compaction went on without them"
-                .to_string()
+        Transform::MemoryFlushFailed { reason } => {
+            let why = match reason.as_str() {
+                "write" => "the memory store refused the facts".to_string(),
+                "context_budget_exceeded" => {
+                    "the extraction request did not fit the memory model".to_string()
+                }
+                other => format!("the memory model failed: {}", shown(other)),
+            };
+            format!(
+                "before compaction, extracting facts from the summarised messages into memory \
+                 failed ({why}); compaction went on without them"
+            )
         }
         Transform::ToolPairsDroppedResult { call_id } => format!(
             "a tool result for {} had no call, so it was dropped (tool_pairs = \"repair\")",

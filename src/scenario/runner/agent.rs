@@ -14,7 +14,6 @@ use ctxbed_harness::tokens::{
     shared_exact_counter,
 };
 use ctxbed_harness::tools::{DenyTools, Tool};
-use ctxbed_sim::mock::MockModel;
 use ctxbed_sim::rng::{SeedStream, Stream};
 use ctxbed_sim::scripted::{PlanModeTool, WritingTool};
 use ctxbed_sim::scripted::{ScriptedOutput, ScriptedTool};
@@ -120,8 +119,8 @@ impl World<'_> {
         builder = match spec.compaction.as_ref().filter(|_| !spec.react) {
             Some(config) => {
                 let mut config = config.clone();
-                if let Some(script) = &spec.summary_model {
-                    config.model = Some(Arc::new(MockModel::new(script.clone())));
+                if let Some(model) = &self.summary_model {
+                    config.model = Some(model.clone());
                 }
                 builder.compaction(config)
             }

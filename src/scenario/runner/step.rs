@@ -66,6 +66,12 @@ impl Run<'_> {
             outcome,
             elapsed: clock.elapsed().saturating_sub(started),
             requests: self.world.model.take_received(),
+            summary_model_requests: self
+                .world
+                .summary_model
+                .as_ref()
+                .map(|model| model.take_received())
+                .unwrap_or_default(),
             source_loads: self
                 .world
                 .sources

@@ -3,6 +3,7 @@
 //! moment), and what happens before the first step: seeding the workspace, task state and
 //! pre-existing history.
 
+use ctxbed_sim::mock::MockModel;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,6 +26,9 @@ pub(super) struct World<'a> {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) storage: Arc<MemoryStorage>,
     pub(super) model: Arc<dyn ObservedModel>,
+    /// The scenario's separate summary model, one for the whole run (its script goes on
+    /// across restarts, as a remote model's would).
+    pub(super) summary_model: Option<Arc<MockModel>>,
     pub(super) sources: Vec<(String, Arc<ScriptedSource>)>,
 }
 
@@ -55,6 +59,11 @@ impl<'a> Run<'a> {
             clock,
             storage,
             model,
+            summary_model: scenario
+                .agent
+                .summary_model
+                .as_ref()
+                .map(|script| Arc::new(MockModel::new(script.clone()))),
             sources: scripted_sources(scenario),
         };
         let session_log = new_session_log(scenario, &world.storage, None);

@@ -134,5 +134,8 @@ fn compaction(
         summary_prompt: Some(at(config.summary_prompt.clone())),
         summary_model: summary_model.map(at),
         flush_before_compact: Some(config.flush_before_compact),
+        memory_prompt: (config.memory_prompt
+            != ctxbed_harness::compaction::memory::DEFAULT_MEMORY_PROMPT)
+            .then(|| at(config.memory_prompt.clone())),
     })
 }

@@ -28,6 +28,10 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
         SummaryMode::Auto => "auto",
         SummaryMode::Scripted => "scripted",
     };
+    let memory_flushes = match script.memory_flushes {
+        SummaryMode::Auto => None,
+        SummaryMode::Scripted => Some(name("scripted")),
+    };
     let raw = RawMock {
         description: None,
         window: script.info.context_window.map(count).transpose()?,
@@ -36,6 +40,7 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
         tokenizer: Some(name(tokenizer)),
         strict: Some(script.strict),
         summaries: Some(name(summaries)),
+        memory_flushes,
         turns: each(&script.turns, turn)?,
     };
     Ok(toml::to_string(&raw)?)
@@ -51,6 +56,7 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
             name(match purpose {
                 Purpose::Reasoning => "reasoning",
                 Purpose::Summary => "summary",
+                Purpose::MemoryFlush => "memory_flush",
             })
         }),
     };
@@ -94,6 +100,7 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
             }
         }
         TurnAction::Summarize => raw.summarize = Some(true),
+        TurnAction::ExtractFacts => raw.extract_facts = Some(true),
         TurnAction::Error(error) => scripted_error(error, &mut raw),
     }
     Ok(raw)

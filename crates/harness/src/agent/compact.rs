@@ -2,9 +2,10 @@
 //!
 //! Order: argument truncation (when configured) → aggregate prune → if the conversation still
 //! meets the message or token trigger (or compaction is forced), the memory flush and a summary
-//! of the prefix before a pair-closed cut. The summary request is itself prepared (purpose
-//! SUMMARY: System material only, budgeted) and reported like any preparation. A failed or blank
-//! summary leaves the conversation as the lightweight passes left it.
+//! of the prefix before a pair-closed cut. The memory flush and the summary are model requests,
+//! each prepared (purpose MEMORY_FLUSH or SUMMARY: System material only, budgeted) and reported
+//! like any preparation. The flush is best-effort: its failure is a transform and the summary
+//! goes on. A failed or blank summary leaves the conversation as the lightweight passes left it.
 
 use serde_json::json;
 
@@ -12,14 +13,15 @@ use super::events::EventKind;
 use super::run::{Call, Sink, emit};
 use crate::compaction::config::TailBudget;
 use crate::compaction::cut::{cut_index, is_pair_closed};
+use crate::compaction::memory::{flush_input, parse_facts};
 use crate::compaction::prune::prune;
-use crate::compaction::summary::{extract_facts, prompt, summary_message};
+use crate::compaction::summary::{prompt, summary_message};
 use crate::compaction::truncate::truncate_args;
 use crate::context::budget::InputBudget;
 use crate::context::{PrepareInput, Transform, prepare};
 use crate::limits;
 use crate::message::Message;
-use crate::model::{ModelError, Purpose};
+use crate::model::{Model, ModelError, ModelInfo, ModelReply, Purpose};
 use crate::tools::memory::flush_facts;
 
 /// Why compaction is forced: a provider overflow, with the sizes it reported when known.
@@ -37,9 +39,9 @@ pub(super) struct Reduced {
     pub summarised: bool,
 }
 
-/// Why one summary attempt failed.
-enum SummaryFailure {
-    /// The summariser reported an overflow (its sizes when it gave them), for a request we
+/// Why one compaction request (a summary or a memory flush) got no answer.
+enum AskFailure {
+    /// The model reported an overflow (its sizes when it gave them), for a request we
     /// estimated at `estimated` tokens with `reserve` output tokens requested.
     Overflow {
         actual: Option<u64>,
@@ -47,8 +49,18 @@ enum SummaryFailure {
         estimated: u64,
         reserve: u64,
     },
-    /// Anything else, as a short reason.
+    /// Anything else, as a short reason: a preparation error kind (the request was not sent),
+    /// a model error kind, or a reason of the caller's.
     Other(String),
+}
+
+impl AskFailure {
+    fn reason(&self) -> String {
+        match self {
+            AskFailure::Overflow { .. } => "context_overflow".to_string(),
+            AskFailure::Other(reason) => reason.clone(),
+        }
+    }
 }
 
 impl Call<'_> {
@@ -131,7 +143,9 @@ impl Call<'_> {
             }),
         );
         if config.flush_before_compact {
-            reduced.transforms.extend(self.flush_memory(cut).await);
+            reduced
+                .transforms
+                .extend(self.flush_memory(request_id, cut, sink).await);
         }
         match self.summarise(request_id, cut, sink).await {
             Ok(summary) => {
@@ -181,19 +195,7 @@ impl Call<'_> {
             return Err("disabled".to_string());
         };
         let model = config.model.clone().unwrap_or_else(|| inner.model.clone());
-        let info = model.info().clone();
-        let estimator = inner.policy.estimator.clone();
-        let budget = InputBudget::compute(info.context_window, &inner.policy.budget());
-        let system_tokens: u64 = inner
-            .instructions
-            .iter()
-            .map(|m| estimator.text_tokens(&m.text))
-            .sum::<u64>()
-            + inner
-                .sys_prompt
-                .as_deref()
-                .map_or(0, |p| estimator.text_tokens(p));
-        let mut prompt_limit = budget.input_limit.saturating_sub(system_tokens + 64);
+        let mut prompt_limit = self.prompt_limit(model.info());
         let mut last_error = "summary_failed".to_string();
         // The summariser's own count may exceed our estimate: on its overflow, shrink the input
         // (by its reported ratio, else by half) and try again, a bounded number of times.
@@ -208,7 +210,7 @@ impl Call<'_> {
                 .await
             {
                 Ok(message) => return Ok(message),
-                Err(SummaryFailure::Overflow {
+                Err(AskFailure::Overflow {
                     actual,
                     max,
                     estimated,
@@ -223,10 +225,28 @@ impl Call<'_> {
                         _ => prompt_limit / 2,
                     };
                 }
-                Err(SummaryFailure::Other(reason)) => return Err(reason),
+                Err(AskFailure::Other(reason)) => return Err(reason),
             }
         }
         Err(last_error)
+    }
+
+    /// The tokens a compaction prompt may take for `model`: its input limit less the System
+    /// material every request carries, and a little room for the wrapper.
+    fn prompt_limit(&self, model: &ModelInfo) -> u64 {
+        let inner = self.inner;
+        let estimator = inner.policy.estimator.as_ref();
+        let budget = InputBudget::compute(model.context_window, &inner.policy.budget());
+        let system_tokens: u64 = inner
+            .instructions
+            .iter()
+            .map(|m| estimator.text_tokens(&m.text))
+            .sum::<u64>()
+            + inner
+                .sys_prompt
+                .as_deref()
+                .map_or(0, |p| estimator.text_tokens(p));
+        budget.input_limit.saturating_sub(system_tokens + 64)
     }
 
     /// One summary request with the prompt fitted to `prompt_limit` tokens.
@@ -235,14 +255,13 @@ impl Call<'_> {
         summary_id: &str,
         cut: usize,
         prompt_limit: u64,
-        model: &dyn crate::model::Model,
+        model: &dyn Model,
         sink: &mut Sink<'_>,
-    ) -> Result<Message, SummaryFailure> {
+    ) -> Result<Message, AskFailure> {
         let inner = self.inner;
         let Some(config) = inner.compaction.clone() else {
-            return Err(SummaryFailure::Other("disabled".to_string()));
+            return Err(AskFailure::Other("disabled".to_string()));
         };
-        let info = model.info().clone();
         let estimator = inner.policy.estimator.clone();
         let text = prompt(
             &config.summary_prompt,
@@ -250,10 +269,49 @@ impl Call<'_> {
             prompt_limit,
             estimator.as_ref(),
         );
-        let history = vec![Message::user("summary-input", text)];
+        let reply = self
+            .ask(summary_id, Purpose::Summary, text, model, sink)
+            .await?;
+        let text = reply.message.text();
+        if text.trim().is_empty() {
+            return Err(AskFailure::Other("blank_summary".to_string()));
+        }
+        let covered: Vec<&Message> = self.history[..cut].iter().collect();
+        let summary = summary_message(
+            &text,
+            &covered,
+            &model.info().name,
+            inner.session_log.is_some(),
+        );
+        let prefix_tokens: u64 = covered.iter().map(|m| estimator.message_tokens(m)).sum();
+        if estimator.message_tokens(&summary) >= prefix_tokens {
+            // A summary no smaller than what it replaces would only grow the request.
+            return Err(AskFailure::Other("summary_not_smaller".to_string()));
+        }
+        Ok(summary)
+    }
+
+    /// Prepares one compaction request (`text` as its only user message, System material
+    /// only), reports its preparation, and sends it to `model`, with the events and session
+    /// log records of any model call.
+    async fn ask(
+        &mut self,
+        request_id: &str,
+        purpose: Purpose,
+        text: String,
+        model: &dyn Model,
+        sink: &mut Sink<'_>,
+    ) -> Result<ModelReply, AskFailure> {
+        let inner = self.inner;
+        let info = model.info().clone();
+        let estimator = inner.policy.estimator.clone();
+        let history = vec![Message::user(
+            format!("{}-input", purpose_word(purpose)),
+            text,
+        )];
         let input = PrepareInput {
-            call_id: summary_id,
-            purpose: Purpose::Summary,
+            call_id: request_id,
+            purpose,
             model: &info,
             system_prompt: inner.sys_prompt.as_deref(),
             materials: &inner.instructions,
@@ -273,24 +331,24 @@ impl Call<'_> {
             }
             Err(mut rejected) => {
                 self.report_build(sink, &mut rejected.manifest, Some(rejected.error.kind()));
-                return Err(SummaryFailure::Other(rejected.error.kind().to_string()));
+                return Err(AskFailure::Other(rejected.error.kind().to_string()));
             }
         };
         emit(
             inner,
             sink,
             EventKind::ModelCallStarted {
-                request_id: summary_id.to_string(),
+                request_id: request_id.to_string(),
             },
         );
         self.record(
             "model/start",
-            json!({ "request": summary_id, "purpose": "summary" }),
+            json!({ "request": request_id, "purpose": purpose.as_str() }),
         );
         let answer = model.call(&prepared.request).await;
         self.record(
             "model/end",
-            json!({ "request": summary_id, "status": answer.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
+            json!({ "request": request_id, "status": answer.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
         );
         match answer {
             Ok(reply) => {
@@ -298,23 +356,11 @@ impl Call<'_> {
                     inner,
                     sink,
                     EventKind::ModelCallFinished {
-                        request_id: summary_id.to_string(),
+                        request_id: request_id.to_string(),
                         usage: reply.usage,
                     },
                 );
-                let text = reply.message.text();
-                if text.trim().is_empty() {
-                    return Err(SummaryFailure::Other("blank_summary".to_string()));
-                }
-                let covered: Vec<&Message> = self.history[..cut].iter().collect();
-                let summary =
-                    summary_message(&text, &covered, &info.name, inner.session_log.is_some());
-                let prefix_tokens: u64 = covered.iter().map(|m| estimator.message_tokens(m)).sum();
-                if estimator.message_tokens(&summary) >= prefix_tokens {
-                    // A summary no smaller than what it replaces would only grow the request.
-                    return Err(SummaryFailure::Other("summary_not_smaller".to_string()));
-                }
-                Ok(summary)
+                Ok(reply)
             }
             Err(error) => {
                 let failure = match &error {
@@ -322,20 +368,20 @@ impl Call<'_> {
                         actual_tokens,
                         max_tokens,
                         ..
-                    } => SummaryFailure::Overflow {
+                    } => AskFailure::Overflow {
                         actual: *actual_tokens,
                         max: *max_tokens,
                         estimated: u64::try_from(prepared.manifest.estimated_input_tokens)
                             .unwrap_or(0),
                         reserve: prepared.request.max_output_tokens.unwrap_or(0),
                     },
-                    other => SummaryFailure::Other(other.kind().to_string()),
+                    other => AskFailure::Other(other.kind().to_string()),
                 };
                 emit(
                     inner,
                     sink,
                     EventKind::ModelCallFailed {
-                        request_id: summary_id.to_string(),
+                        request_id: request_id.to_string(),
                         error,
                     },
                 );
@@ -344,17 +390,67 @@ impl Call<'_> {
         }
     }
 
-    /// Best-effort: appends new facts from the prefix (earlier summaries excluded) to the memory
-    /// store (`memory/facts.md`); a failure is a transform and never blocks compaction.
-    async fn flush_memory(&self, cut: usize) -> Vec<Transform> {
-        let facts = extract_facts(&self.history[..cut]);
+    /// Best-effort: asks the memory model (else the summary model, else the agent's) to extract
+    /// facts from `history[..cut]` (earlier summaries excluded, they were flushed when made)
+    /// and appends the new ones to the memory store (`memory/facts.md`). Any failure is a
+    /// `memory_flush_failed` transform and never blocks compaction; a reply with no fact, or
+    /// only facts the memory holds, records nothing.
+    async fn flush_memory(
+        &mut self,
+        request_id: &str,
+        cut: usize,
+        sink: &mut Sink<'_>,
+    ) -> Vec<Transform> {
+        let inner = self.inner;
+        let Some(config) = inner.compaction.clone() else {
+            return Vec::new();
+        };
+        let covered = flush_input(&self.history[..cut]);
+        if covered.is_empty() {
+            return Vec::new();
+        }
+        let model = config
+            .memory_model
+            .clone()
+            .or_else(|| config.model.clone())
+            .unwrap_or_else(|| inner.model.clone());
+        let limit = self.prompt_limit(model.info());
+        let text = prompt(
+            &config.memory_prompt,
+            &covered,
+            limit,
+            inner.policy.estimator.as_ref(),
+        );
+        let failed = |reason: String| vec![Transform::MemoryFlushFailed { reason }];
+        let reply = match self
+            .ask(
+                &format!("{request_id}/memory"),
+                Purpose::MemoryFlush,
+                text,
+                model.as_ref(),
+                sink,
+            )
+            .await
+        {
+            Ok(reply) => reply,
+            Err(failure) => return failed(failure.reason()),
+        };
+        let facts = parse_facts(&reply.message.text());
         if facts.is_empty() {
             return Vec::new();
         }
-        match flush_facts(self.inner.workspace.as_ref(), &facts).await {
+        match flush_facts(inner.workspace.as_ref(), &facts).await {
             Ok(0) => Vec::new(),
             Ok(count) => vec![Transform::MemoryFlush { facts: count }],
-            Err(_) => vec![Transform::MemoryFlushFailed],
+            Err(_) => failed("write".to_string()),
         }
+    }
+}
+
+/// The word a compaction request's input message id starts with.
+fn purpose_word(purpose: Purpose) -> &'static str {
+    match purpose {
+        Purpose::MemoryFlush => "memory",
+        Purpose::Summary | Purpose::Reasoning => "summary",
     }
 }

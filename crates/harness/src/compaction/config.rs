@@ -101,7 +101,14 @@ pub struct CompactionConfig {
     pub model: Option<Arc<dyn Model>>,
     /// Must contain `{messages}`.
     pub summary_prompt: String,
+    /// Before summarising, ask a model to extract facts from the summarised messages into
+    /// long-term memory (best-effort: a failure is a transform and compaction goes on).
     pub flush_before_compact: bool,
+    /// The model the memory flush asks (the summary model when `None`, else the agent's).
+    pub memory_model: Option<Arc<dyn Model>>,
+    /// The extraction prompt; must contain `{messages}`.
+    /// Default: [`DEFAULT_MEMORY_PROMPT`](super::memory::DEFAULT_MEMORY_PROMPT).
+    pub memory_prompt: String,
 }
 
 impl Default for CompactionConfig {
@@ -116,6 +123,8 @@ impl Default for CompactionConfig {
             model: None,
             summary_prompt: DEFAULT_SUMMARY_PROMPT.to_string(),
             flush_before_compact: true,
+            memory_model: None,
+            memory_prompt: super::memory::DEFAULT_MEMORY_PROMPT.to_string(),
         }
     }
 }
@@ -131,6 +140,10 @@ impl std::fmt::Debug for CompactionConfig {
             .field("prune", &self.prune)
             .field("model", &self.model.as_ref().map(|m| m.info().name.clone()))
             .field("flush_before_compact", &self.flush_before_compact)
+            .field(
+                "memory_model",
+                &self.memory_model.as_ref().map(|m| m.info().name.clone()),
+            )
             .finish()
     }
 }
@@ -142,6 +155,10 @@ pub enum ConfigError {
         "the summary prompt has no `{{messages}}` placeholder; add it where the conversation goes"
     )]
     MissingPlaceholder,
+    #[error(
+        "the memory prompt has no `{{messages}}` placeholder; add it where the conversation goes"
+    )]
+    MissingMemoryPlaceholder,
     #[error("keep_messages must be at least 1")]
     ZeroKeepMessages,
 }
@@ -155,10 +172,13 @@ impl CompactionConfig {
     /// Checks the configuration.
     ///
     /// # Errors
-    /// A summary prompt without `{messages}`, or `keep_messages = 0`.
+    /// A summary or memory prompt without `{messages}`, or `keep_messages = 0`.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.summary_prompt.contains(MESSAGES_PLACEHOLDER) {
             return Err(ConfigError::MissingPlaceholder);
+        }
+        if !self.memory_prompt.contains(MESSAGES_PLACEHOLDER) {
+            return Err(ConfigError::MissingMemoryPlaceholder);
         }
         if self.keep_messages == 0 {
             return Err(ConfigError::ZeroKeepMessages);

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod cut;
+pub mod memory;
 pub mod prune;
 pub mod summary;
 pub mod truncate;

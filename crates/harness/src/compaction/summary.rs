@@ -136,26 +136,6 @@ pub fn summary_message(
     message
 }
 
-/// Best-effort facts from the prefix (earlier summaries excluded): lines of user or assistant
-/// text that start with `Fact:`, `Decision:`, `Remember:` or `Note:`, deduplicated, in order.
-pub fn extract_facts(prefix: &[Message]) -> Vec<String> {
-    const MARKERS: [&str; 4] = ["fact:", "decision:", "remember:", "note:"];
-    let mut facts: Vec<String> = Vec::new();
-    for message in prefix.iter().filter(|m| !is_summary(m)) {
-        if !matches!(message.role, Role::User | Role::Assistant) {
-            continue;
-        }
-        for line in message.text().lines() {
-            let trimmed = line.trim();
-            let lower = trimmed.to_lowercase();
-            if MARKERS.iter().any(|m| lower.starts_with(m)) && !facts.iter().any(|f| f == trimmed) {
-                facts.push(trimmed.to_string());
-            }
-        }
-    }
-    facts
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn summary_ids_are_stable_and_facts_deduplicated() {
+    fn summary_ids_are_stable() {
         let a = Message::user("u1", "Fact: the writer uses commas.\nhello");
         let b = Message::assistant(
             "a1",
@@ -190,9 +170,5 @@ mod tests {
         let second = summary_message("s", &[&a, &b], "m", true);
         assert_eq!(first.id, second.id);
         assert!(first.text().contains("session_history"));
-        assert_eq!(
-            extract_facts(&[a, b, first]),
-            vec!["Fact: the writer uses commas.", "Decision: keep ISO dates."]
-        );
     }
 }

@@ -281,7 +281,7 @@ pub async fn load_all(
     request: &ContextRequest,
 ) -> Result<Loaded, SourceLoadError> {
     let mut loaded = Loaded::default();
-    if request.purpose == Purpose::Summary {
+    if request.purpose.is_compaction() {
         return Ok(loaded);
     }
     for entry in &registry.entries {

@@ -37,7 +37,6 @@ const HISTORY_COMPACTION_SUFFIX: &str = " messages -> 1 summary";
 const MEMORY_FLUSH_SUFFIX: &str = " facts";
 const HISTORY_COMPACTION_SKIPPED_DETAIL: &str = "nothing_before_the_tail";
 const COMPACTION_TAIL_DETAIL: &str = "keep_messages (token cap is 0)";
-const MEMORY_FLUSH_FAILED_DETAIL: &str = "write";
 const DROPPED_RESULT: &str = "dropped_result";
 const CLOSED_CALL: &str = "closed_call";
 
@@ -111,15 +110,22 @@ pub enum Transform {
     /// Compaction (`agent::compact`): compaction was due but the pair-closed cut left nothing
     /// before the tail to summarise. `history_compaction_skipped:nothing_before_the_tail`.
     HistoryCompactionSkipped,
-    /// Compaction (`agent::compact`, memory flush): `facts` new facts from the summarised
-    /// messages were appended to the memory store. `memory_flush:<facts> facts`.
+    /// Compaction (`agent::compact`, memory flush): the memory model extracted facts from the
+    /// messages about to be summarised, and `facts` of them were new and appended to the memory
+    /// store. `memory_flush:<facts> facts`.
     MemoryFlush {
         /// How many facts were written.
         facts: usize,
     },
-    /// Compaction (`agent::compact`, memory flush): writing the facts failed; compaction went
-    /// on without them. `memory_flush_failed:write`.
-    MemoryFlushFailed,
+    /// Compaction (`agent::compact`, memory flush): the flush failed and compaction went on
+    /// without it. `reason` is `write` (the memory store refused the facts), the preparation
+    /// error of an extraction request that does not fit (`context_budget_exceeded`), or the memory
+    /// model's error kind (`context_overflow`, `timeout`, ...).
+    /// `memory_flush_failed:<reason>`.
+    MemoryFlushFailed {
+        /// Why, as above.
+        reason: String,
+    },
     /// Compaction (`agent::compact`): a summary replaced the `messages` oldest messages of the
     /// conversation. `history_compaction:<messages> messages -> 1 summary`.
     HistoryCompaction {
@@ -203,7 +209,7 @@ impl Transform {
             Transform::CompactionTailInMessages => "compaction_tail",
             Transform::HistoryCompactionSkipped => "history_compaction_skipped",
             Transform::MemoryFlush { .. } => "memory_flush",
-            Transform::MemoryFlushFailed => "memory_flush_failed",
+            Transform::MemoryFlushFailed { .. } => "memory_flush_failed",
             Transform::HistoryCompaction { .. } => "history_compaction",
             Transform::HistoryCompactionFailed { .. } => "history_compaction_failed",
             Transform::ToolPairsDroppedResult { .. } | Transform::ToolPairsClosedCall { .. } => {
@@ -245,7 +251,7 @@ impl fmt::Display for Transform {
                 write!(f, "{kind}:{HISTORY_COMPACTION_SKIPPED_DETAIL}")
             }
             Transform::MemoryFlush { facts } => write!(f, "{kind}:{facts}{MEMORY_FLUSH_SUFFIX}"),
-            Transform::MemoryFlushFailed => write!(f, "{kind}:{MEMORY_FLUSH_FAILED_DETAIL}"),
+            Transform::MemoryFlushFailed { reason } => write!(f, "{kind}:{reason}"),
             Transform::HistoryCompaction { messages } => {
                 write!(f, "{kind}:{messages}{HISTORY_COMPACTION_SUFFIX}")
             }
@@ -331,7 +337,7 @@ fn expected_detail(kind: &str) -> &'static str {
         "compaction_tail" => ":keep_messages (token cap is 0)",
         "history_compaction_skipped" => ":nothing_before_the_tail",
         "memory_flush" => ":<facts> facts",
-        "memory_flush_failed" => ":write",
+        "memory_flush_failed" => ":<reason>",
         "history_compaction" => ":<messages> messages -> 1 summary",
         "history_compaction_failed" => ":<reason>",
         "tool_pairs_repaired" => {
@@ -399,9 +405,9 @@ fn parse_detail(kind: &str, detail: &str) -> Option<Result<Transform, TransformP
         "memory_flush" => Transform::MemoryFlush {
             facts: number(detail.strip_suffix(MEMORY_FLUSH_SUFFIX)?)?,
         },
-        "memory_flush_failed" if detail == MEMORY_FLUSH_FAILED_DETAIL => {
-            Transform::MemoryFlushFailed
-        }
+        "memory_flush_failed" if !detail.is_empty() => Transform::MemoryFlushFailed {
+            reason: text(detail),
+        },
         "history_compaction" => Transform::HistoryCompaction {
             messages: number(detail.strip_suffix(HISTORY_COMPACTION_SUFFIX)?)?,
         },
@@ -522,7 +528,12 @@ mod tests {
                 "history_compaction_skipped:nothing_before_the_tail",
             ),
             (Transform::MemoryFlush { facts: 2 }, "memory_flush:2 facts"),
-            (Transform::MemoryFlushFailed, "memory_flush_failed:write"),
+            (
+                Transform::MemoryFlushFailed {
+                    reason: "write".to_string(),
+                },
+                "memory_flush_failed:write",
+            ),
             (
                 Transform::HistoryCompaction { messages: 17 },
                 "history_compaction:17 messages -> 1 summary",
@@ -574,7 +585,7 @@ mod tests {
             Transform::CompactionTailInMessages => 8,
             Transform::HistoryCompactionSkipped => 9,
             Transform::MemoryFlush { .. } => 10,
-            Transform::MemoryFlushFailed => 11,
+            Transform::MemoryFlushFailed { .. } => 11,
             Transform::HistoryCompaction { .. } => 12,
             Transform::HistoryCompactionFailed { .. } => 13,
             Transform::ToolPairsDroppedResult { .. } => 14,
@@ -678,7 +689,7 @@ mod tests {
             ("tool_pairs_repaired:mended:c1", "tool_pairs_repaired"),
             ("tool_pairs_unchecked:yes", "tool_pairs_unchecked"),
             ("compaction_tail:other", "compaction_tail"),
-            ("memory_flush_failed:read", "memory_flush_failed"),
+            ("memory_flush_failed:", "memory_flush_failed"),
             ("todo_list_projected:-1", "todo_list_projected"),
             (
                 "argument_truncation:99999999999999999999999",

@@ -27,6 +27,9 @@ pub enum Purpose {
     Reasoning,
     /// A summary request made by compaction.
     Summary,
+    /// The memory flush before a compaction: a request to extract durable facts from the
+    /// messages about to be summarised.
+    MemoryFlush,
 }
 
 impl Purpose {
@@ -34,7 +37,14 @@ impl Purpose {
         match self {
             Purpose::Reasoning => "reasoning",
             Purpose::Summary => "summary",
+            Purpose::MemoryFlush => "memory_flush",
         }
+    }
+
+    /// True for compaction's own requests (summary, memory flush): System material only, no
+    /// context sources, no task projections.
+    pub fn is_compaction(self) -> bool {
+        matches!(self, Purpose::Summary | Purpose::MemoryFlush)
     }
 }
 

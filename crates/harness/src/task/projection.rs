@@ -121,7 +121,7 @@ pub fn project(
     conversation: &[Message],
     purpose: Purpose,
 ) -> Projection {
-    if purpose == Purpose::Summary {
+    if purpose.is_compaction() {
         return Projection {
             view: conversation.to_vec(),
             ..Projection::default()

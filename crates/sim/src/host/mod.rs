@@ -48,7 +48,8 @@ pub struct HostFaults {
 pub struct HostOptions {
     pub faults: HostFaults,
     /// Treat a request without tools whose last message asks for a summary as a summary
-    /// request (the wire does not say why a request was made). Off in network scenarios, whose
+    /// request, and one asking to extract facts into long-term memory as a memory flush (the
+    /// wire does not say why a request was made). Off in network scenarios, whose
     /// mocks script summaries like any other turn; on in `ctxbed serve`, where each harness
     /// words its own summary prompt.
     pub infer_summaries: bool,
@@ -242,8 +243,12 @@ impl ProviderHost {
             Api::OpenAi => openai::parse_request(&json),
             Api::Anthropic => anthropic::parse_request(&json),
         };
-        if self.options.infer_summaries && asks_for_summary(&request) {
-            request.purpose = Purpose::Summary;
+        if self.options.infer_summaries {
+            if asks_for_memory(&request) {
+                request.purpose = Purpose::MemoryFlush;
+            } else if asks_for_summary(&request) {
+                request.purpose = Purpose::Summary;
+            }
         }
         exchange.stream = stream;
         exchange.body = json;
@@ -361,8 +366,21 @@ impl ProviderHost {
     }
 }
 
-/// True when a request carries no tools and its last message asks for a summary: how a host
-/// that cannot see a request's purpose recognises a harness's own summary request.
+/// True when a request carries no tools and its last message asks to extract facts into
+/// long-term memory: how a host that cannot see a request's purpose recognises a harness's
+/// memory flush (ctxbed's default extraction prompt says both).
+pub fn asks_for_memory(request: &ModelRequest) -> bool {
+    if !request.tools.is_empty() {
+        return false;
+    }
+    request.messages.last().is_some_and(|last| {
+        let lower = last.text().to_lowercase();
+        lower.contains("long-term memory") && lower.contains("extract")
+    })
+}
+
+/// Whether a request asks for a summary: no tools, and its last message mentions summarising
+/// or condensing (checked after [`asks_for_memory`]).
 pub fn asks_for_summary(request: &ModelRequest) -> bool {
     if !request.tools.is_empty() {
         return false;
