@@ -22,17 +22,7 @@ const CORPUS: &str = include_str!("data/provider_errors.json");
 /// Holdout entries the classifier still gets wrong, with the reason. They stay in the holdout
 /// split and count against the reported recall or precision; the check asserts that each one
 /// still fails, so a fix must remove it from here.
-const KNOWN_MISSES: &[(&str, &str)] = &[
-    (
-        "anthropic-unexpected-role-tool",
-        "the words of the documentation link (`tool-use`) read as a tool call, so a role that \
-         does not exist reads as an unpaired result",
-    ),
-    (
-        "moonshot-model-max-length-exceeded",
-        "`model max length` is the model's window, but only `model length` is read as the context",
-    ),
-];
+const KNOWN_MISSES: &[(&str, &str)] = &[];
 
 const KINDS: &[&str] = &[
     "context_overflow",

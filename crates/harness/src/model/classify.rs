@@ -19,11 +19,11 @@
 //!    expected, same number); or a tool-result turn placed against another turn (`role 'user'
 //!    after role 'tool'`, the last entry holding tool results); or a call id that is not unique.
 //! 5. **Overflow by shape:** the input (prompt, input, messages, request) against a limit
-//!    (exceeds, too long, longer than, `<=`, `N > M`), or the context window with a limit or a
-//!    counted size, or a counted size above a stated limit. Never
+//!    (exceeds, too long, longer than, `<=`, `N > M`), or the context window (or the model's
+//!    own length) with a limit or a counted size, or a counted size above a stated limit. Never
 //!    when the limited quantity is the output (`max_tokens`, output or completion tokens, with
-//!    no input counted) or a rate (tokens per minute, quota). Dotted paths are not read as
-//!    words: `messages.7.content.image: image exceeds ...` does not name the messages.
+//!    no input counted) or a rate (tokens per minute, quota). Dotted paths and URLs are not read
+//!    as words: `messages.7.content.image: image exceeds ...` does not name the messages.
 //! 6. **Status again:** 5xx is a transient fault. It comes after the shapes because a body that
 //!    says what is wrong is better evidence than its status: llama.cpp sends some overflows as
 //!    500, a gateway wraps an upstream 400 in a 502.
@@ -377,11 +377,19 @@ fn is_overflow_wording(text: &Text, sizes: &Reported) -> bool {
         || text.has_phrase(&[&["too", "long"], &["longer", "than"]]);
     let context = text.has_word_starting(&["context"])
         || text.has_word(&["n_ctx", "max_model_len"])
-        || text.has_phrase(&[&["model", "length"]]);
+        || names_model_length(text);
     let above = matches!((sizes.actual, sizes.max), (Some(actual), Some(max)) if actual > max);
     (subject && limit && measure)
         || (context && (limit || sizes.actual.is_some()))
         || (subject && above)
+}
+
+/// The model's own length, which is its context window: `maximum model length`, `model length`,
+/// `model max length`, `model's maximum length`.
+fn names_model_length(text: &Text) -> bool {
+    text.has_phrase(&[&["model", "length"]])
+        || (text.has_near(&["model"], &["length"], 3)
+            && text.has_phrase(&[&["max", "length"], &["maximum", "length"]]))
 }
 
 /// The input side of a request: the prompt, the input, the messages.
@@ -541,8 +549,10 @@ mod tests {
                 "{body}"
             );
         }
-        // Tool definitions, a form of id, a tool message's content: no pairing.
+        // A tool role that does not exist, tool definitions, a form of id, a tool message's
+        // content: no pairing.
         for body in [
+            r#"messages: Unexpected role "tool". Allowed roles are "user" or "assistant". See https://docs.anthropic.com/en/docs/tool-use"#,
             "tools: Tool names must be unique.",
             "Tool call id was turn1_0 but must be a-z, A-Z, 0-9, with a length of 9.",
             "'messages.2' : for 'role:tool' the following must be satisfied[('messages.2.content' : value must be a string)]",
@@ -566,6 +576,14 @@ mod tests {
         assert_eq!(classify("openrouter", 402, credits).kind(), "rejected");
         let image = r#"{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content.2.image.source.base64: image exceeds 5 MB maximum: 15908784 bytes > 5242880 bytes"}}"#;
         assert_eq!(classify("anthropic", 400, image).kind(), "rejected");
+        match classify(
+            "moonshot",
+            400,
+            "model max length exceeded, max length:8192",
+        ) {
+            ModelError::ContextOverflow { max_tokens, .. } => assert_eq!(max_tokens, Some(8_192)),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -2,20 +2,28 @@
 
 /// A message lower-cased and split into words: runs of letters, digits and `_` (so
 /// `max_tokens`, `tool_use_id` and `n_ctx` are one word each); everything else separates.
-/// A dotted path (`messages.0.content.2.image`, `docs.anthropic.com`, `3.5`) names a place, not
-/// a thing the message is about, so its words are left out: `messages` in
-/// `messages.7.content: image exceeds ...` is no mention of the messages.
+/// A dotted path (`messages.0.content.2.image`, `docs.anthropic.com`, `3.5`) or a URL names a
+/// place, not a thing the message is about, so its words are left out: `messages` in
+/// `messages.7.content: image exceeds ...` is no mention of the messages, nor is `tool-use` in a
+/// link to documentation a mention of a tool call.
 pub(super) struct Text {
     /// The lower-cased message, for the size parser.
     pub(super) lower: String,
     words: Vec<String>,
 }
 
+/// A character between words; `.` is kept for a while, to find the dotted paths.
+fn separates(c: char) -> bool {
+    !(c.is_alphanumeric() || c == '_' || c == '.')
+}
+
 impl Text {
     pub(super) fn new(message: &str) -> Self {
         let lower = message.to_lowercase();
         let words = lower
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .split_whitespace()
+            .filter(|token| !token.contains("://"))
+            .flat_map(|token| token.split(separates))
             .map(|chunk| chunk.trim_matches('.'))
             .filter(|word| !word.is_empty() && !word.contains('.'))
             .map(str::to_string)
@@ -91,7 +99,9 @@ mod tests {
 
     #[test]
     fn dotted_paths_are_no_words() {
-        let text = Text::new("messages.7.content.2.image: image exceeds. See docs.x.ai, gpt 3.5.");
+        let text = Text::new(
+            "messages.7.content.2.image: image exceeds. See docs.x.ai, gpt 3.5. https://a.b/tool-use",
+        );
         let words: Vec<&str> = text.words().collect();
         assert_eq!(words, ["image", "exceeds", "see", "gpt"]);
     }
