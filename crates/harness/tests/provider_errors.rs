@@ -4,9 +4,12 @@
 //! `holdout` entries were only run after; precision and recall on the holdout split are computed
 //! here and printed (`cargo test -p ctxbed-harness --test provider_errors -- --nocapture`).
 //!
-//! Each entry: `id`, `provider`, `status`, `body` (verbatim JSON or text), `expected` (a
-//! [`ModelError::kind`]), `actual_tokens` / `max_tokens` where the body states them, `source`
-//! (the public page it was found on), an optional `note`, and `split`.
+//! Each entry: `id`, `provider`, `api` (`chat`, `responses`, `messages`, `generateContent`,
+//! `converse`, ...; `-stream` when the error came inside a 200 stream), `status`, `body` (verbatim
+//! JSON or text), `expected` (a [`ModelError::kind`]), `actual_tokens` / `max_tokens` where the
+//! body states them, `source` (the public page it was found on), an optional `note`, `batch` (1
+//! or 2: the corpus was gathered twice, each batch split before the classifier was tuned on it)
+//! and `split`.
 
 use std::collections::BTreeSet;
 
@@ -32,11 +35,13 @@ const KINDS: &[&str] = &[
 struct Entry {
     id: String,
     provider: String,
+    api: String,
     status: u16,
     body: String,
     expected: String,
     actual_tokens: Option<u64>,
     max_tokens: Option<u64>,
+    batch: u64,
     split: String,
 }
 
@@ -55,6 +60,7 @@ fn corpus() -> Vec<Entry> {
             Entry {
                 id: text("id"),
                 provider: text("provider"),
+                api: text("api"),
                 status: entry["status"]
                     .as_u64()
                     .and_then(|s| u16::try_from(s).ok())
@@ -63,6 +69,9 @@ fn corpus() -> Vec<Entry> {
                 expected: text("expected"),
                 actual_tokens: entry["actual_tokens"].as_u64(),
                 max_tokens: entry["max_tokens"].as_u64(),
+                batch: entry["batch"]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("batch missing in {entry}")),
                 split: text("split"),
             }
         })
@@ -103,8 +112,8 @@ fn check_split(split: &str) {
     for entry in corpus().iter().filter(|e| e.split == split) {
         match (mismatch(entry), known.contains(entry.id.as_str())) {
             (Some(why), false) => failures.push(format!(
-                "{} ({} {}): expected {}, {why}",
-                entry.id, entry.provider, entry.status, entry.expected
+                "{} ({} {} {}): expected {}, {why}",
+                entry.id, entry.provider, entry.api, entry.status, entry.expected
             )),
             (None, true) => failures.push(format!(
                 "{}: listed in KNOWN_MISSES but now classified right; remove it",
@@ -130,6 +139,8 @@ fn the_corpus_is_well_formed() {
             entry.id
         );
         assert!(!entry.body.is_empty(), "{}", entry.id);
+        assert!(!entry.api.is_empty(), "{}: no api", entry.id);
+        assert!([1, 2].contains(&entry.batch), "{}: batch", entry.id);
         let stated = entry.actual_tokens.is_some() || entry.max_tokens.is_some();
         assert!(
             !stated || entry.expected == "context_overflow",
@@ -142,6 +153,15 @@ fn the_corpus_is_well_formed() {
         let source = entry["source"].as_str().unwrap_or_default();
         assert!(source.starts_with("https://"), "{entry}: no source");
     }
+    // Batch 2 was split by rule before tuning: exactly a third of it is held out.
+    let second: Vec<&Entry> = entries.iter().filter(|e| e.batch == 2).collect();
+    let held = second.iter().filter(|e| e.split == "holdout").count();
+    assert_eq!(
+        held * 3,
+        second.len(),
+        "batch 2: {held} of {} held out",
+        second.len()
+    );
     for (id, why) in KNOWN_MISSES {
         let entry = entries.iter().find(|e| e.id == *id);
         assert!(
@@ -184,16 +204,25 @@ fn precision_recall(entries: &[&Entry], kind: &str) -> (usize, usize, usize, f64
 #[test]
 fn holdout_precision_and_recall() {
     let entries = corpus();
-    for split in ["holdout", "tune"] {
-        let part: Vec<&Entry> = entries.iter().filter(|e| e.split == split).collect();
-        for kind in ["context_overflow", "pairing_rejected"] {
-            let (tp, fp, fn_, precision, recall) = precision_recall(&part, kind);
+    for (batch, label) in [(Some(2), "batch 2"), (Some(1), "batch 1"), (None, "all")] {
+        for split in ["holdout", "tune"] {
+            let part: Vec<&Entry> = entries
+                .iter()
+                .filter(|e| e.split == split && batch.is_none_or(|b| e.batch == b))
+                .collect();
+            let right = part.iter().filter(|e| mismatch(e).is_none()).count();
             println!(
-                "{split} ({} entries) {kind}: precision {precision:.3} ({tp}/{}), recall {recall:.3} ({tp}/{})",
-                part.len(),
-                tp + fp,
-                tp + fn_
+                "{label} {split}: {right} of {} entries fully right",
+                part.len()
             );
+            for kind in ["context_overflow", "pairing_rejected"] {
+                let (tp, fp, fn_, precision, recall) = precision_recall(&part, kind);
+                println!(
+                    "  {kind}: precision {precision:.3} ({tp}/{}), recall {recall:.3} ({tp}/{})",
+                    tp + fp,
+                    tp + fn_
+                );
+            }
         }
     }
     // The figures follow from the per-entry checks: every miss is a listed known miss.

@@ -5,7 +5,9 @@
 //! (M)`); a range (`should be [1, M]`); and otherwise each number by the words just before it
 //! (`maximum context length is M`, `allowed (M)`, `limit of M`, `resulted in N`, `requested
 //! about N`, `Given: N`, `for a total of N`). The actual size is what the provider compared with
-//! its limit: the input, or the input plus the requested output when the provider counts both.
+//! its limit: the input, or the input plus the requested output when the provider counts both
+//! (`N + K is greater than M`, `N input tokens plus K 'max_tokens'`). A number in another unit
+//! (`314572800 bytes`, `8000 pixels`) or an excess (`exceeded ... by N tokens`) is no size.
 
 /// What a message says about sizes; either part may be missing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -75,7 +77,7 @@ fn numbers(text: &str) -> Vec<Number> {
         let glued_after = bytes.get(end).is_some_and(|&b| is_word_byte(b))
             || (bytes.get(end) == Some(&b'.')
                 && bytes.get(end + 1).is_some_and(u8::is_ascii_digit));
-        if !glued_before && !glued_after {
+        if !glued_before && !glued_after && !other_unit(&text[end..]) {
             let digits: String = text[start..end]
                 .chars()
                 .filter(char::is_ascii_digit)
@@ -90,6 +92,35 @@ fn numbers(text: &str) -> Vec<Number> {
         }
     }
     found
+}
+
+/// Units a message may count in besides tokens; a number in one of them is no token count.
+const OTHER_UNITS: &[&str] = &[
+    "bytes",
+    "byte",
+    "kb",
+    "mb",
+    "gb",
+    "kib",
+    "mib",
+    "pixels",
+    "px",
+    "characters",
+    "chars",
+    "image",
+    "images",
+    "pages",
+];
+
+/// Whether the word right after a number is another unit than tokens.
+fn other_unit(after: &str) -> bool {
+    let word: String = after
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    OTHER_UNITS.contains(&word.as_str())
 }
 
 /// `N > M` between two neighbouring numbers, with `A + N > M` and `N > M - B` summed.
@@ -170,6 +201,8 @@ const ACTUAL_CUES: &[&str] = &[
     "n_keep",
     "keep the first",
     "too long",
+    "input tokens",
+    "prompt tokens",
 ];
 
 /// Nouns that, right before a number, name what was counted: `length (N`, `request (N`.
@@ -195,7 +228,12 @@ fn by_cues(text: &str, numbers: &[Number]) -> Reported {
             continue;
         }
         let previous_end = at.checked_sub(1).map_or(0, |i| numbers[i].end);
-        match role(&text[previous_end..number.start]) {
+        let before = &text[previous_end..number.start];
+        // `exceeded ... by N tokens`: a difference, neither the size nor the limit.
+        if before.trim_end().ends_with(" by") {
+            continue;
+        }
+        match role(before) {
             Some(Role::Max) => reported.max = reported.max.or(Some(number.value)),
             Some(Role::Total) => {
                 reported.actual = Some(number.value);
@@ -220,15 +258,20 @@ fn range(text: &str, numbers: &[Number], at: usize) -> Option<Number> {
     (opens && joined && closes).then_some(high)
 }
 
-/// The requested output added to an input size: `N inputs tokens and K max_new_tokens`.
+/// What is added to a counted size: `N + K`, or the requested output in `N inputs tokens and K
+/// max_new_tokens`, `N input tokens plus K 'max_tokens'`.
 fn output_part(text: &str, numbers: &[Number], at: usize) -> Option<u64> {
     let next = numbers.get(at + 1)?;
     let gap = &text[numbers[at].end..next.start];
+    if gap.trim() == "+" {
+        return Some(next.value);
+    }
     let after = tail(&text[next.end..], 24);
     let output = ["max_new_tokens", "max_tokens", "output"]
         .iter()
         .any(|marker| after.contains(marker));
-    (gap.len() <= 32 && gap.contains(" and ") && output).then_some(next.value)
+    let joined = gap.contains(" and ") || gap.contains(" plus ");
+    (gap.len() <= 32 && joined && output).then_some(next.value)
 }
 
 /// The role the words just before a number give it: the last cue wins; a bare subject noun
@@ -378,6 +421,32 @@ mod tests {
                 "failed to invoke model qwen-max-latest, status code: 400, message: Range of input length should be [1, 30720]"
             ),
             (None, Some(30_720))
+        );
+    }
+
+    #[test]
+    fn sums_units_and_excess() {
+        assert_eq!(
+            sizes("ValueError: Request length 71599 + 2048 is greater than max_seq_len 65536"),
+            (Some(73_647), Some(65_536))
+        );
+        assert_eq!(
+            sizes(
+                "maximum context length is 2048 tokens. However, your request has 8 input tokens plus 2045 'max_tokens'."
+            ),
+            (Some(2_053), Some(2_048))
+        );
+        assert_eq!(
+            sizes("Request payload size exceeds the limit: 314572800 bytes."),
+            (None, None)
+        );
+        assert_eq!(
+            sizes("prompt too long; exceeded max context length by 540451 tokens"),
+            (None, None)
+        );
+        assert_eq!(
+            sizes("number of input tokens (204703) has exceeded max_prompt_tokens (202752) limit."),
+            (Some(204_703), Some(202_752))
         );
     }
 
