@@ -67,7 +67,7 @@ def capped(text, limit):
 def chunks(text):
     """Chunks of at most CHUNK_BYTES, cut at line ends (a longer line is a chunk alone)."""
     out, current, size = [], [], 0
-    for line in text.splitlines(keepends=True):
+    for line in re.findall(r"[^\n]*\n|[^\n]+$", text):
         length = len(line.encode("utf-8"))
         if current and size + length > CHUNK_BYTES:
             out.append("".join(current))
