@@ -142,7 +142,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
         let mut group = criterion.benchmark_group(format!("prepare_step/{size}"));
         for source_count in SOURCE_COUNTS {
             let materials = sources(source_count);
-            let estimator = CachedEstimator::new(ApproximateEstimator);
+            let estimator = CachedEstimator::new(ApproximateEstimator::default());
             // The previous step: every message counted and hashed once.
             step(&model, &materials, (&messages).into(), &estimator);
             let key = format!("prepare/{size}/{source_count}");
@@ -154,7 +154,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             );
         }
         let materials = sources(10);
-        let estimator = CachedEstimator::new(ApproximateEstimator);
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
         step(&model, &materials, (&messages).into(), &estimator);
         record.bench(
             &mut group,
@@ -176,7 +176,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
                         &model,
                         &materials,
                         black_box(&messages).into(),
-                        &ApproximateEstimator,
+                        &ApproximateEstimator::default(),
                     )
                 },
             );
@@ -191,7 +191,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             &model,
             &sources(10),
             (&messages).into(),
-            &CachedEstimator::new(ApproximateEstimator),
+            &CachedEstimator::new(ApproximateEstimator::default()),
         );
         let wire = WireOptions {
             model: "bench".into(),
