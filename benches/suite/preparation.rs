@@ -2,12 +2,12 @@
 //!
 //! The history is a user turn, then tool exchanges with 400-character log results, held in a
 //! `History` (which tells the preparation what changed since its last look); the sources are
-//! reference blocks of 500 characters of prose. The estimator is approx-v1 behind a
+//! reference blocks of 500 characters of prose. The estimator is approx-v2-o200k behind a
 //! `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
 //! (the previous step saw the same history), so a step counts and hashes nothing new.
 //! `slice/N` is the step with 10 sources over the same messages as a plain slice, which the
 //! preparation recognises by comparing one handle per message. `uncached/N` is the step with
-//! approx-v1 alone (no `CachedEstimator`), so every step counts and hashes every message; it
+//! approx-v2-o200k alone (no `CachedEstimator`), so every step counts and hashes every message; it
 //! runs with 10 sources up to 10,000 messages.
 //!
 //! Two references in the same run: `history_clone/N` copies the history (messages share their

@@ -7,7 +7,8 @@
 //! and `benches/suite/estimation.rs`.
 //!
 //! Every file is hand-written for ctxbed. Files at the top level calibrated the weights of
-//! `approx-v1`; files under `holdout/` were written afterwards and only measured (the CJK
+//! `approx-v1` (approx-v2 is fitted on `calibration/fit/` instead, and tested on this corpus too);
+//! files under `holdout/` were written afterwards and only measured (the CJK
 //! ones among them also set the final CJK prices; `holdout/cjk-zh-chat.txt` and
 //! `holdout/cjk-ja-docs.txt` were written after that and never fitted). Each JSON document
 //! counts twice: as written (pretty) and re-serialised compactly.
