@@ -26,7 +26,7 @@
 //! use plan mode (`plan`: a mode or plan file at the start, a switch before later steps, a
 //! scripted tool that switches it while the agent's own call runs), a sixth of those with a
 //! session log get the session tools and calls to them, a tenth of those with a session log and
-//! two steps restart once more (over memory storage too), a tenth count with `approx-v1`,
+//! two steps restart once more (over memory storage too), a tenth count with `approx`,
 //! `read_file` calls page from a later line or character, and a scripted summary model may time
 //! out, answer malformed, be rate limited, reject pairing, or ask for a tool with its summary.
 //! A seventh of the seeds let the model propose requirements, a tenth have the application
@@ -89,7 +89,7 @@ use model::mock_script;
 /// a seed number quoted with a version reproduces the same run. Version 2 added task state;
 /// version 3 JSON-lines session storage with restarts and failing session-log writes,
 /// concurrent appends, and task actions before and during a call; version 4 plan mode, the
-/// session tools, restarts with memory storage and second restarts, the `approx-v1` estimator,
+/// session tools, restarts with memory storage and second restarts, the `approx` estimator,
 /// `read_file` offsets, more summary-model faults, combined turn conditions, requirement
 /// proposals, application writes to workspace material, and the simulated network; version 5
 /// restarts after damage inside a session log.
@@ -415,7 +415,7 @@ fn agent(
     }
 }
 
-/// A tenth of the seeds count with `approx-v1` (cached per message), drawn from its own stream
+/// A tenth of the seeds count with `approx` (cached per message), drawn from its own stream
 /// so the rest of the agent is as before.
 fn approximate_estimator(draw: &mut Draw, agent: &mut AgentSpec) {
     if draw.percent(10) {

@@ -159,7 +159,7 @@ fn a_scenario_can_budget_with_the_approximate_estimator() {
     .unwrap();
     let (code, text) = ctxbed(&["show", "scenarios/demo/approx.toml"], dir.path());
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("estimator=approx-v1"), "{text}");
+    assert!(text.contains("estimator=approx-v2-o200k"), "{text}");
     std::fs::write(
         dir.path().join("scenarios/demo/approx.toml"),
         "seed = 1\n[agent]\nmodel = \"hello\"\nestimator = \"aprox\"\n[[steps]]\ninput = \"Hi\"\n",

@@ -465,7 +465,7 @@ fn a_later_context_policy_replaces_every_field_set_before() {
         assert_ne!(seen[0].input_limit, 900, "the cap is gone with its policy");
         assert_eq!(
             seen[0].counting_method,
-            ctxbed_harness::tokens::ApproximateEstimator.method(),
+            ctxbed_harness::tokens::ApproximateEstimator::default().method(),
             "the default estimator"
         );
     });

@@ -90,7 +90,7 @@ fn text() -> impl Strategy<Value = String> {
 fn estimators() -> Vec<(&'static str, Box<dyn TokenEstimator>)> {
     vec![
         ("ratio", Box::new(RatioEstimator)),
-        ("approx", Box::new(ApproximateEstimator)),
+        ("approx", Box::new(ApproximateEstimator::default())),
         (
             "exact-o200k",
             Box::new(ExactEstimator::new(Vocabulary::O200k)),
@@ -101,7 +101,7 @@ fn estimators() -> Vec<(&'static str, Box<dyn TokenEstimator>)> {
         ),
         (
             "cached-approx",
-            Box::new(CachedEstimator::new(ApproximateEstimator)),
+            Box::new(CachedEstimator::new(ApproximateEstimator::default())),
         ),
     ]
 }
@@ -723,7 +723,7 @@ proptest! {
         every in 1usize..5,
     ) {
         let model = ModelInfo { name: "m".into(), context_window: Some(1_000_000), max_output_tokens: None };
-        let cached = CachedEstimator::new(ApproximateEstimator);
+        let cached = CachedEstimator::new(ApproximateEstimator::default());
         let materials: Vec<Material> = if transient {
             vec![Material::from_block("s", &ContextBlock::runtime("clock", "It is noon."))]
         } else {
@@ -765,7 +765,7 @@ proptest! {
                     Err(rejected) => (Some(rejected.error), Default::default(), rejected.manifest),
                 }
             };
-            let fresh = input(&ApproximateEstimator, (&plain).into());
+            let fresh = input(&ApproximateEstimator::default(), (&plain).into());
             let remembered = input(&cached, (&plain).into());
             prop_assert_eq!(&remembered, &fresh, "plain, after edit {} ({:?})", serial, edit);
             let remembered = input(&cached, (&tracked).into());

@@ -67,7 +67,7 @@ fn explain_prints_why_each_item_was_kept_or_dropped() {
     assert_eq!(code, 0, "{text}");
     for needle in [
         "request 4 of 4: call-1/r1.retry reasoning",
-        "estimate 710 of input limit 13680 tokens",
+        "estimate 823 of input limit 13680 tokens",
         "✂ compaction cut: 17 older messages were replaced by the summary above",
         "history_compaction:17 messages -> 1 summary",
         "validation\n  passed",

@@ -190,7 +190,7 @@ fn agent_faults(scenario: &Scenario) -> BTreeSet<&'static str> {
         found.insert("app writes");
     }
     if scenario.agent.estimator == EstimatorChoice::Approximate {
-        found.insert("approx-v1");
+        found.insert("approx-v2");
     }
     if scenario
         .task
@@ -369,7 +369,7 @@ const FAULTS: [&str; 30] = [
     "restart corrupt",
     "restart memory",
     "session tools",
-    "approx-v1",
+    "approx-v2",
     "plan mode",
     "tool sets plan mode",
     "sessions/ write failure",
@@ -545,7 +545,7 @@ fn the_faults_take_effect() {
         ("restart memory", &["session_restored"]),
         ("session tools", &[" session_history "]),
         ("plan mode", &["plan_state"]),
-        ("approx-v1", &["method=approx-v1"]),
+        ("approx-v2", &["method=approx-v2-"]),
         ("requirement proposals", &[" propose_requirement ok "]),
     ];
     for (fault, effect) in effects {

@@ -1,16 +1,23 @@
-//! Every estimator on each kind of content: throughput, and error against exact o200k.
+//! The approximate estimator on each family of the calibration corpus's held-out half:
+//! throughput, and error against exact o200k and cl100k beside the simple ratios, all in the
+//! same run.
 //!
-//! The corpus is `tests/data/estimator/` (hand-written, per kind of content); each kind's text
-//! is repeated to at least [`MEASURED_BYTES_MIN`], so one iteration is a long scan rather than
-//! call overhead. The estimators, each counting one text:
+//! The corpus is `tests/data/estimator/calibration/held-out/` (real logs, code, data, prose
+//! and catalogs per language; the weights were fitted on `fit/` only). For throughput each
+//! family's text is repeated to at least [`MEASURED_BYTES_MIN`], so one iteration is a long
+//! scan rather than call overhead. Timed, each counting one text:
 //!
 //! - `bpe-openai`: exact o200k with the crate ctxbed uses (`ExactEstimator`), the reference.
-//! - `tiktoken-rs`: exact o200k with `tiktoken-rs` (`encode_ordinary`, then the length).
-//! - `approx-v1`: ctxbed's content-aware estimator.
+//! - `approx`: ctxbed's content-aware estimator (`approx-v2-o200k`; the cl100k weights price the
+//!   same scan, so they run at the same speed).
+//!
+//! Error only (against each vocabulary's exact count of the family's text):
+//!
+//! - `approx-v2-o200k` / `approx-v2-cl100k`, and its largest error on one 20 KB chunk.
 //! - `chars/2.5`: the reference harness's `ceil(chars / 2.5)` (`RatioEstimator`).
 //! - `chars/4`: LangChain's documented default for `count_tokens_approximately`
-//!   (`chars_per_token = 4.0`, rounded up); its `extra_tokens_per_message = 3.0` is a
-//!   per-message overhead, like ctxbed's own, so it is left out of a text's count here.
+//!   (`chars_per_token = 4.0`, rounded up); its per-message overhead is left out, as ctxbed's.
+//! - `bytes/4`: the common "four bytes a token" rule, rounded up.
 
 #[path = "../../tests/support/estimator_corpus.rs"]
 mod estimator_corpus;
@@ -19,99 +26,100 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use ctxbed_harness::tokens::{
     ApproximateEstimator, ExactEstimator, RatioEstimator, TokenEstimator, Vocabulary,
 };
-use estimator_corpus::{self as corpus, Sample};
+use estimator_corpus::{self as corpus, Family, Split};
 
 use crate::record::{self, Record};
 
-/// Each kind's text is repeated to at least this many bytes.
+/// Each family's text is repeated to at least this many bytes.
 const MEASURED_BYTES_MIN: usize = 256 * 1024;
 
-/// LangChain's `count_tokens_approximately` default: characters per token.
-const LANGCHAIN_CHARS_PER_TOKEN: u64 = 4;
+/// The timed estimators; the first is the reference.
+const TIMED: [&str; 2] = ["bpe-openai", "approx"];
 
-/// The estimators, in table order; the first is the reference.
-const ESTIMATORS: [&str; 5] = [
-    "bpe-openai",
-    "tiktoken-rs",
-    "approx-v1",
-    "chars/2.5",
-    "chars/4",
-];
+/// The estimators of the error table, each against the vocabulary of the table.
+const COMPARED: [&str; 4] = ["approx", "chars/2.5", "chars/4", "bytes/4"];
 
-/// What the summary needs: per kind, its measured size and each estimator's error.
+const VOCABULARIES: [Vocabulary; 2] = [Vocabulary::O200k, Vocabulary::Cl100k];
+
+/// What the summary needs: per family, its measured size and each estimator's error.
 pub struct Estimation {
     record: Record,
-    kinds: Vec<Kind>,
+    families: Vec<Measured>,
 }
 
-struct Kind {
-    category: &'static str,
+struct Measured {
+    name: String,
     bytes: usize,
-    /// Exact o200k tokens of the kind's text (once, not repeated).
-    exact_tokens: u64,
-    /// Error of each estimator against `exact_tokens`, in per mille.
-    error_permille: [i64; ESTIMATORS.len()],
-    /// approx-v1's largest error on a single file of the kind, in per mille.
-    approx_worst_file_permille: i64,
+    /// Per vocabulary: exact tokens, each compared estimator's error (per mille), and the
+    /// approximate estimator's worst chunk (index, per mille).
+    errors: [(u64, [i64; COMPARED.len()], (usize, i64)); VOCABULARIES.len()],
 }
 
-/// One estimator's count of one text.
-fn count(estimator: &str, text: &str) -> u64 {
+fn count(estimator: &str, vocabulary: Vocabulary, text: &str) -> u64 {
     match estimator {
-        "bpe-openai" => ExactEstimator::new(Vocabulary::O200k).text_tokens(text),
-        "tiktoken-rs" => tiktoken_rs::o200k_base_singleton()
-            .encode_ordinary(text)
-            .len() as u64,
-        "approx-v1" => ApproximateEstimator.text_tokens(text),
+        "bpe-openai" => ExactEstimator::new(vocabulary).text_tokens(text),
+        "approx" => ApproximateEstimator::new(vocabulary).text_tokens(text),
         "chars/2.5" => RatioEstimator.text_tokens(text),
-        "chars/4" => (text.chars().count() as u64).div_ceil(LANGCHAIN_CHARS_PER_TOKEN),
+        "chars/4" => (text.chars().count() as u64).div_ceil(4),
+        "bytes/4" => (text.len() as u64).div_ceil(4),
         other => unreachable!("no estimator {other}"),
     }
 }
 
 pub fn run(criterion: &mut Criterion) -> Estimation {
-    let samples = corpus::load();
     let record = Record::default();
-    let mut kinds = Vec::new();
-    for category in corpus::categories(&samples) {
-        let text = corpus::joined(&samples, category);
-        kinds.push(kind(category, &text, &samples));
-        let measured = repeated(&text);
-        let mut group = criterion.benchmark_group(format!("estimation/{category}"));
+    let mut families = Vec::new();
+    for family in corpus::calibration(Split::HeldOut) {
+        let measured = repeated(&family.text());
+        families.push(measure(&family, measured.len()));
+        let mut group = criterion.benchmark_group(format!("estimation/{}", family.name));
         group.throughput(Throughput::Bytes(measured.len() as u64));
-        for estimator in ESTIMATORS {
-            let key = format!("{category}/{estimator}");
+        for estimator in TIMED {
+            let key = format!("{}/{estimator}", family.name);
             record.bench(
                 &mut group,
                 BenchmarkId::from_parameter(estimator),
                 &key,
-                || count(estimator, &measured),
+                || count(estimator, Vocabulary::O200k, &measured),
             );
         }
         group.finish();
     }
-    Estimation { record, kinds }
+    Estimation { record, families }
 }
 
-fn kind(category: &'static str, text: &str, samples: &[Sample]) -> Kind {
-    let exact_tokens = count("bpe-openai", text);
-    let error_permille =
-        ESTIMATORS.map(|estimator| corpus::error_permille(count(estimator, text), exact_tokens));
-    let approx_worst_file_permille = samples
-        .iter()
-        .filter(|sample| sample.category == category)
-        .map(|sample| {
-            let exact = count("bpe-openai", &sample.text);
-            corpus::error_permille(count("approx-v1", &sample.text), exact)
-        })
-        .max_by_key(|permille| permille.abs())
-        .unwrap_or(0);
-    Kind {
-        category,
-        bytes: repeated(text).len(),
-        exact_tokens,
-        error_permille,
-        approx_worst_file_permille,
+fn measure(family: &Family, bytes: usize) -> Measured {
+    let errors = VOCABULARIES.map(|vocabulary| {
+        let exact: Vec<u64> = family
+            .chunks
+            .iter()
+            .map(|chunk| count("bpe-openai", vocabulary, chunk))
+            .collect();
+        let total: u64 = exact.iter().sum();
+        let compared = COMPARED.map(|estimator| {
+            let estimate: u64 = family
+                .chunks
+                .iter()
+                .map(|chunk| count(estimator, vocabulary, chunk))
+                .sum();
+            corpus::error_permille(estimate, total)
+        });
+        let worst = family
+            .chunks
+            .iter()
+            .zip(&exact)
+            .map(|(chunk, exact)| {
+                corpus::error_permille(count("approx", vocabulary, chunk), *exact)
+            })
+            .enumerate()
+            .max_by_key(|(_, permille)| permille.abs())
+            .unwrap_or((0, 0));
+        (total, compared, worst)
+    });
+    Measured {
+        name: family.name.clone(),
+        bytes,
+        errors,
     }
 }
 
@@ -126,46 +134,57 @@ fn repeated(text: &str) -> String {
 
 impl Estimation {
     pub fn print(&self) {
-        eprintln!("\n## Estimators: throughput, and speed as a multiple of exact BPE (bpe-openai)");
-        eprint!("| content |");
-        for estimator in ESTIMATORS {
-            eprint!(" {estimator} |");
-        }
-        eprintln!();
-        eprintln!("| --- |{}", " ---: |".repeat(ESTIMATORS.len()));
-        for kind in &self.kinds {
-            let seconds = |estimator: &str| {
-                self.record
-                    .seconds(&format!("{}/{estimator}", kind.category))
-            };
-            let reference = seconds(ESTIMATORS[0]);
-            eprint!(
-                "| {} | {} |",
-                kind.category,
-                record::rate(kind.bytes, reference)
+        eprintln!(
+            "\n## approx on each held-out family: throughput, and as a multiple of bpe-openai"
+        );
+        eprintln!("| family | bpe-openai (o200k) | approx | approx / bpe-openai |");
+        eprintln!("| --- | ---: | ---: | ---: |");
+        let mut slowest: Option<(f64, &str)> = None;
+        for family in &self.families {
+            let seconds =
+                |estimator: &str| self.record.seconds(&format!("{}/{estimator}", family.name));
+            let (reference, approx) = (seconds(TIMED[0]), seconds(TIMED[1]));
+            if let Some(seconds) = approx {
+                let rate = family.bytes as f64 / seconds;
+                if slowest.is_none_or(|(slowest, _)| rate < slowest) {
+                    slowest = Some((rate, &family.name));
+                }
+            }
+            eprintln!(
+                "| {} | {} | {} | {} |",
+                family.name,
+                record::rate(family.bytes, reference),
+                record::rate(family.bytes, approx),
+                record::ratio(reference, approx),
             );
-            for estimator in &ESTIMATORS[1..] {
-                eprint!(
-                    " {} ({}) |",
-                    record::rate(kind.bytes, seconds(estimator)),
-                    record::ratio(reference, seconds(estimator)),
+        }
+        if let Some((rate, name)) = slowest {
+            eprintln!("slowest family: {name}, {:.2} GB/s", rate / 1e9);
+        }
+        for (index, vocabulary) in VOCABULARIES.iter().enumerate() {
+            let name = match vocabulary {
+                Vocabulary::O200k => "o200k",
+                Vocabulary::Cl100k => "cl100k",
+            };
+            eprintln!(
+                "\n## Held-out error against exact {name} (negative: under-counts), approx-v2-{name}"
+            );
+            eprintln!(
+                "| family | {name} tokens | approx | worst 20 KB chunk | chars/2.5 | chars/4 | bytes/4 |"
+            );
+            eprintln!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+            for family in &self.families {
+                let (tokens, compared, (chunk, worst)) = &family.errors[index];
+                eprintln!(
+                    "| {} | {tokens} | {} | {} (#{chunk}) | {} | {} | {} |",
+                    family.name,
+                    corpus::percent(compared[0]),
+                    corpus::percent(*worst),
+                    corpus::percent(compared[1]),
+                    corpus::percent(compared[2]),
+                    corpus::percent(compared[3]),
                 );
             }
-            eprintln!();
-        }
-        eprintln!("\n## Estimators: error against exact o200k (negative: under-counts)");
-        eprint!("| content | o200k tokens |");
-        for estimator in &ESTIMATORS[1..] {
-            eprint!(" {estimator} |");
-        }
-        eprintln!(" approx-v1, worst file |");
-        eprintln!("| --- | ---: |{}", " ---: |".repeat(ESTIMATORS.len()));
-        for kind in &self.kinds {
-            eprint!("| {} | {} |", kind.category, kind.exact_tokens);
-            for permille in &kind.error_permille[1..] {
-                eprint!(" {} |", corpus::percent(*permille));
-            }
-            eprintln!(" {} |", corpus::percent(kind.approx_worst_file_permille));
         }
     }
 }

@@ -6,10 +6,10 @@
 //! cargo bench --bench suite -- --test       # CI smoke: each benchmark once, small inputs
 //! ```
 //!
-//! - [`estimation`]: every estimator on each kind of content of the hand-written corpus
-//!   (`tests/data/estimator/`): throughput, and error against exact o200k computed in the same
-//!   run. The peers' approaches are reimplemented from their documented formulas (chars / 2.5,
-//!   LangChain's chars / 4 + 3 per message) or used as published (`bpe-openai`, `tiktoken-rs`).
+//! - [`estimation`]: the approximate estimator on each family of the calibration corpus's
+//!   held-out half (`tests/data/estimator/calibration/held-out/`): throughput against exact BPE
+//!   (`bpe-openai`), and error against exact o200k and cl100k computed in the same run, beside
+//!   the simple ratios (chars / 2.5, LangChain's chars / 4, bytes / 4).
 //! - [`preparation`]: one reasoning step's `context::prepare` over histories of 100 to 100,000
 //!   messages with 0, 10 and 100 source blocks, counts cached as in a run, next to the cost
 //!   of cloning the history (what building the request's message vector costs at least).

@@ -2,12 +2,12 @@
 //!
 //! The history is a user turn, then tool exchanges with 400-character log results, held in a
 //! `History` (which tells the preparation what changed since its last look); the sources are
-//! reference blocks of 500 characters of prose. The estimator is approx-v1 behind a
+//! reference blocks of 500 characters of prose. The estimator is approx-v2-o200k behind a
 //! `CachedEstimator`, as scenarios with `estimator = "approx"` run it, and the cache is warm
 //! (the previous step saw the same history), so a step counts and hashes nothing new.
 //! `slice/N` is the step with 10 sources over the same messages as a plain slice, which the
 //! preparation recognises by comparing one handle per message. `uncached/N` is the step with
-//! approx-v1 alone (no `CachedEstimator`), so every step counts and hashes every message; it
+//! approx-v2-o200k alone (no `CachedEstimator`), so every step counts and hashes every message; it
 //! runs with 10 sources up to 10,000 messages.
 //!
 //! Two references in the same run: `history_clone/N` copies the history (messages share their
@@ -142,7 +142,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
         let mut group = criterion.benchmark_group(format!("prepare_step/{size}"));
         for source_count in SOURCE_COUNTS {
             let materials = sources(source_count);
-            let estimator = CachedEstimator::new(ApproximateEstimator);
+            let estimator = CachedEstimator::new(ApproximateEstimator::default());
             // The previous step: every message counted and hashed once.
             step(&model, &materials, (&messages).into(), &estimator);
             let key = format!("prepare/{size}/{source_count}");
@@ -154,7 +154,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             );
         }
         let materials = sources(10);
-        let estimator = CachedEstimator::new(ApproximateEstimator);
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
         step(&model, &materials, (&messages).into(), &estimator);
         record.bench(
             &mut group,
@@ -176,7 +176,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
                         &model,
                         &materials,
                         black_box(&messages).into(),
-                        &ApproximateEstimator,
+                        &ApproximateEstimator::default(),
                     )
                 },
             );
@@ -191,7 +191,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             &model,
             &sources(10),
             (&messages).into(),
-            &CachedEstimator::new(ApproximateEstimator),
+            &CachedEstimator::new(ApproximateEstimator::default()),
         );
         let wire = WireOptions {
             model: "bench".into(),

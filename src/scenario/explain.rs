@@ -458,13 +458,13 @@ mod tests {
             Selector::Number(4),
             &[
                 "request 4 of 4: call-1/r1.retry reasoning (step 1, reasoning request 2 of step 1)",
-                "estimate 710 of input limit 13680 tokens (5%); 12970 to spare",
+                "estimate 823 of input limit 13680 tokens (6%); 12857 to spare",
                 "window 16000: input limit 13680 + safety margin 320 + output reserve 2000",
                 "summary-cd4a64e9928c5653",
                 "✂ compaction cut: 17 older messages were replaced by the summary above",
                 "calls execute (hist_0_8)",
                 "result of execute (hist_0_8)",
-                "conversation 3181 tok in request #1 → 707 tok here",
+                "conversation 3707 tok in request #1 → 820 tok here",
                 "the model replied",
             ],
         );
@@ -496,8 +496,8 @@ mod tests {
             "budget/budget-exceeded",
             Selector::Number(1),
             &[
-                "2147 OVER the limit",
-                "budget_exceeded: the estimate 3147 is 2147 over the input limit 1000",
+                "2537 OVER the limit",
+                "budget_exceeded: the estimate 3537 is 2537 over the input limit 1000",
                 "not sent: the preparation failed (context_budget_exceeded)",
             ],
         );
@@ -512,7 +512,7 @@ mod tests {
         check(
             "offload/over-limit",
             Selector::Number(2),
-            &["result 80001 chars → message m0003 1892 tok in this request"],
+            &["result 80001 chars → message m0003 2232 tok in this request"],
         );
     }
 }

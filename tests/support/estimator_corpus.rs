@@ -7,7 +7,8 @@
 //! and `benches/suite/estimation.rs`.
 //!
 //! Every file is hand-written for ctxbed. Files at the top level calibrated the weights of
-//! `approx-v1`; files under `holdout/` were written afterwards and only measured (the CJK
+//! `approx-v1` (approx-v2 is fitted on `calibration/fit/` instead, and tested on this corpus too);
+//! files under `holdout/` were written afterwards and only measured (the CJK
 //! ones among them also set the final CJK prices; `holdout/cjk-zh-chat.txt` and
 //! `holdout/cjk-ja-docs.txt` were written after that and never fitted). Each JSON document
 //! counts twice: as written (pretty) and re-serialised compactly.
@@ -147,4 +148,86 @@ pub fn percent(permille: i64) -> String {
     let sign = if permille < 0 { "-" } else { "+" };
     let magnitude = permille.unsigned_abs();
     format!("{sign}{}.{}%", magnitude / 10, magnitude % 10)
+}
+
+/// Largest chunk of a calibration family, as `tools/calibration/gather.py` cuts them.
+pub const CHUNK_BYTES: usize = 20 * 1024;
+
+/// Half of the calibration corpus under `tests/data/estimator/calibration/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// The chunks the weights were fitted on.
+    Fit,
+    /// The chunks never used for fitting: every reported figure is on these.
+    HeldOut,
+}
+
+impl Split {
+    fn directory(self) -> &'static str {
+        match self {
+            Split::Fit => "fit",
+            Split::HeldOut => "held-out",
+        }
+    }
+}
+
+/// One family of the calibration corpus (a kind of log, a language, a kind of code) in one
+/// split, cut into chunks of at most [`CHUNK_BYTES`] at line ends.
+pub struct Family {
+    /// The file's name without `.txt`, e.g. `log-dpkg` or `cjk-ja`.
+    pub name: String,
+    pub chunks: Vec<String>,
+}
+
+impl Family {
+    /// The family's category: `log`, `code`, `cjk`, … (the name up to its first `-`).
+    pub fn category(&self) -> &str {
+        self.name.split('-').next().unwrap_or(&self.name)
+    }
+
+    /// The whole text of the family in this split.
+    pub fn text(&self) -> String {
+        self.chunks.concat()
+    }
+}
+
+/// Cuts `text` into chunks of at most [`CHUNK_BYTES`] at line ends; a longer line is a chunk
+/// of its own.
+pub fn chunks(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in text.split_inclusive('\n') {
+        if !current.is_empty() && current.len() + line.len() > CHUNK_BYTES {
+            out.push(std::mem::take(&mut current));
+        }
+        current.push_str(line);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Every family of one split, in file-name order.
+pub fn calibration(split: Split) -> Vec<Family> {
+    let directory = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/estimator/calibration")
+        .join(split.directory());
+    files_in(&directory)
+        .into_iter()
+        .filter_map(|path| {
+            let name = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".txt")?
+                .to_string();
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                panic!("{} is UTF-8 text", path.display());
+            };
+            Some(Family {
+                name,
+                chunks: chunks(&text),
+            })
+        })
+        .collect()
 }

@@ -26,7 +26,8 @@ pub enum EstimatorChoice {
     ExactO200k,
     /// Exact cl100k counts.
     ExactCl100k,
-    /// The content-aware approximate estimate (`approx-v1`), with per-message caching.
+    /// The content-aware approximate estimate of the mock model's declared tokenizer
+    /// (`approx-v2-o200k` or `approx-v2-cl100k`), with per-message caching.
     Approximate,
 }
 

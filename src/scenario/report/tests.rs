@@ -287,7 +287,7 @@ fn a_run_gives_budgets_outcomes_and_before_after_figures() {
     assert_eq!(
         retry.transforms[0].figures.as_deref(),
         Some(
-            "conversation 3181 tok in request #1 → 707 tok here; whole request 3184 → 710 tok \
+            "conversation 3707 tok in request #1 → 820 tok here; whole request 3710 → 823 tok \
              (forced: the provider rejected request #1 as too long)"
         )
     );
@@ -351,13 +351,13 @@ fn the_limit_the_providers_error_names_is_the_one_the_bar_draws() {
     assert!(chart.contains("the provider's own limit: 1500 tokens, as its error states"));
     assert!(chart.contains(">model context_overflow: 3152 / 1500 (provider)</text>"));
     // The harness's own figures stay beside it, named as such.
-    assert!(chart.contains(">estimate 3184 / limit 13680 · passed</text>"));
+    assert!(chart.contains(">estimate 3710 / limit 13680 · passed</text>"));
     let page = html(&output, &scenario);
     assert!(page.contains("<tr><th>provider's limit (its error)</th><td class=\"num\">1500</td>"));
     assert!(page.contains("<tr><th>provider's count (its error)</th><td class=\"num\">3152</td>"));
     assert!(page.contains(
         "The provider counted 3152 tokens against its own limit of 1500 (the red line on the \
-         bar); this harness estimated 3184 against an input limit of 13680."
+         bar); this harness estimated 3710 against an input limit of 13680."
     ));
     // A request answered normally has no provider figures.
     let answered = page

@@ -80,7 +80,7 @@ impl World<'_> {
             output_reserve: spec.budget.output_reserve,
             safety_margin: spec.budget.safety_margin,
             max_output_tokens: spec.budget.requested_max_output,
-            estimator: estimator(spec.estimator),
+            estimator: estimator(spec.estimator, self.scenario.mock.vocabulary),
             observer: None,
         };
         let base = if spec.react {
@@ -183,13 +183,20 @@ impl World<'_> {
     }
 }
 
-pub(super) fn estimator(choice: EstimatorChoice) -> Arc<dyn TokenEstimator> {
+/// The agent's estimator. `approx` approximates the tokenizer the mock model declares
+/// (`vocabulary`), as a harness configured for its provider's tokenizer would.
+pub(super) fn estimator(
+    choice: EstimatorChoice,
+    vocabulary: Vocabulary,
+) -> Arc<dyn TokenEstimator> {
     match choice {
         EstimatorChoice::Ratio => Arc::new(CachedEstimator::new(RatioEstimator)),
         // The mock models' counter: a message the agent counted, the model does not recount.
         EstimatorChoice::ExactO200k => shared_exact_counter(Vocabulary::O200k),
         EstimatorChoice::ExactCl100k => shared_exact_counter(Vocabulary::Cl100k),
-        EstimatorChoice::Approximate => Arc::new(CachedEstimator::new(ApproximateEstimator)),
+        EstimatorChoice::Approximate => {
+            Arc::new(CachedEstimator::new(ApproximateEstimator::new(vocabulary)))
+        }
     }
 }
 

@@ -90,7 +90,7 @@ fn opening_lines(scenario: &Scenario, policy_version: &str) -> Vec<String> {
             agent.agent_id,
             agent.max_steps,
             agent.model_timeout.map_or("none".to_string(), duration),
-            estimator(agent.estimator).method(),
+            estimator(agent.estimator, mock.vocabulary).method(),
             match agent.pairing {
                 ctxbed_harness::context::PairingCheck::Strict => "strict",
                 ctxbed_harness::context::PairingCheck::Unchecked => "unchecked",

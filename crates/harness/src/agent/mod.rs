@@ -98,7 +98,7 @@ impl Default for ContextPolicy {
             // JSON, logs and CJK text, where a single ratio is off by up to 88 % (see
             // BENCHMARKS.md). Counts and manifest hashes are remembered per message, so a step
             // over a long history only counts what is new.
-            estimator: Arc::new(CachedEstimator::new(ApproximateEstimator)),
+            estimator: Arc::new(CachedEstimator::new(ApproximateEstimator::default())),
             observer: None,
         }
     }

@@ -690,7 +690,7 @@ mod tests {
             context_window: Some(100_000),
             max_output_tokens: None,
         };
-        let approx = CachedEstimator::new(ApproximateEstimator);
+        let approx = CachedEstimator::new(ApproximateEstimator::default());
         let ratio = CachedEstimator::new(RatioEstimator);
         let material_items = |estimator: &dyn TokenEstimator| {
             let prepared = prepare(&PrepareInput {
@@ -734,7 +734,10 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let (by_approx, by_ratio) = (fresh(&ApproximateEstimator), fresh(&RatioEstimator));
+        let (by_approx, by_ratio) = (
+            fresh(&ApproximateEstimator::default()),
+            fresh(&RatioEstimator),
+        );
         assert_eq!(by_approx.len(), 3);
         assert_ne!(
             by_approx, by_ratio,

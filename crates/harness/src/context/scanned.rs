@@ -358,7 +358,7 @@ mod tests {
     }
 
     fn fresh(history: &[Message]) -> Rc<Scan> {
-        let fresh = scan(history, &ApproximateEstimator);
+        let fresh = scan(history, &ApproximateEstimator::default());
         assert!(
             fresh.pairing().is_none(),
             "a one-off scan leaves pairing alone"
@@ -383,7 +383,7 @@ mod tests {
 
     #[test]
     fn a_remembered_scan_equals_a_fresh_one() {
-        let estimator = CachedEstimator::new(ApproximateEstimator);
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
         let mut history = vec![
             Message::user("u1", "Fix it."),
             Message::system("s1", "Be brief."),
@@ -438,7 +438,11 @@ mod tests {
             }
         }
         let history = vec![Message::user("u1", "Fix the export.")];
-        let approx = scan(&history, &CachedEstimator::new(ApproximateEstimator)).tokens();
+        let approx = scan(
+            &history,
+            &CachedEstimator::new(ApproximateEstimator::default()),
+        )
+        .tokens();
         let twice = scan(&history, &Twice).tokens();
         assert_eq!(approx, fresh(&history).tokens());
         assert_eq!(twice, Twice.message_tokens(&history[0]));
@@ -447,7 +451,7 @@ mod tests {
 
     #[test]
     fn a_history_over_the_bound_is_read_but_not_remembered() {
-        let estimator = CachedEstimator::new(ApproximateEstimator);
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
         // Copies of one message share its content, so the long history is cheap to build.
         let long = vec![Message::user("u", "Hi"); CONVERSATION_MEMO_MESSAGES_MAX + 1];
         let read = scan(&long, &estimator);
@@ -464,7 +468,7 @@ mod tests {
 
     #[test]
     fn the_memo_holds_a_bounded_number_of_scans() {
-        let estimator = CachedEstimator::new(ApproximateEstimator);
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
         for index in 0..CONVERSATION_MEMO_ENTRIES_MAX + 3 {
             let history = vec![Message::user(format!("u{index}"), "Hi")];
             scan(&history, &estimator);

@@ -122,17 +122,17 @@ mod tests {
     #[test]
     fn a_remembered_listing_equals_a_fresh_one() {
         let tools = schemas(&["read_file", "execute"]);
-        let approx = CachedEstimator::new(ApproximateEstimator);
+        let approx = CachedEstimator::new(ApproximateEstimator::default());
         let ratio = CachedEstimator::new(RatioEstimator);
         for _ in 0..2 {
             assert_eq!(
                 *listed(&tools, &approx),
-                list(&tools, &ApproximateEstimator)
+                list(&tools, &ApproximateEstimator::default())
             );
             assert_eq!(*listed(&tools, &ratio), list(&tools, &RatioEstimator));
         }
         assert_ne!(
-            list(&tools, &ApproximateEstimator).tokens,
+            list(&tools, &ApproximateEstimator::default()).tokens,
             list(&tools, &RatioEstimator).tokens,
             "the two methods count these schemas apart"
         );

@@ -36,12 +36,12 @@
 //! use ctxbed_harness::tokens::TokenEstimator;
 //! use ctxbed_harness::tokens::approx::ApproximateEstimator;
 //! use ctxbed_harness::tokens::cache::CachedEstimator;
-//! let cached = CachedEstimator::new(ApproximateEstimator);
+//! let cached = CachedEstimator::new(ApproximateEstimator::default());
 //! let message = Message::user("m1", "Run the tests, then summarise the failures.");
 //! let first = cached.message_tokens(&message);
 //! assert_eq!(cached.message_tokens(&message), first);
 //! assert_eq!(cached.stats().hit_count, 1);
-//! assert_eq!(first, ApproximateEstimator.message_tokens(&message));
+//! assert_eq!(first, ApproximateEstimator::default().message_tokens(&message));
 //! ```
 //!
 //! [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
