@@ -329,6 +329,28 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
                 manifest.input_limit.to_string(),
             );
         }
+        if let Some((input, output)) = expectation.usage {
+            let reported = step.events.iter().find_map(|event| match &event.kind {
+                EventKind::ModelCallFinished { request_id, usage }
+                    if *request_id == manifest.call_id =>
+                {
+                    Some(*usage)
+                }
+                _ => None,
+            });
+            let found = match reported {
+                Some(Some(usage)) => {
+                    format!("{} in, {} out", usage.input_tokens, usage.output_tokens)
+                }
+                Some(None) => "a reply with no usage".to_string(),
+                None => "no reply".to_string(),
+            };
+            push(
+                format!("{at} usage = {input} in, {output} out"),
+                found == format!("{input} in, {output} out"),
+                found,
+            );
+        }
         if let Some(expected) = expectation.allowance {
             let found = manifest.conversation_allowance;
             push(

@@ -272,6 +272,8 @@ pub struct Expectation {
     pub source_loads: BTreeMap<String, u64>,
     pub input_limit: Option<i64>,
     pub allowance: Option<i64>,
+    /// Usage (input, output tokens) the model reported for each selected request.
+    pub usage: Option<(u64, u64)>,
     /// Number of workspace files under each prefix, after the step.
     pub workspace_count_under: BTreeMap<String, u64>,
     /// Summary model calls in the step.

@@ -80,6 +80,11 @@ pub(super) fn expectation(
         input_limit: raw.input_limit,
         allowance: raw.allowance,
         workspace_count_under: raw.workspace_count_under.clone().unwrap_or_default(),
+        usage: raw.usage.as_ref().and_then(|usage| {
+            let input = count(&Some(usage.input_tokens.clone()), "usage.input_tokens")?;
+            let output = count(&Some(usage.output_tokens.clone()), "usage.output_tokens")?;
+            Some((input, output))
+        }),
         summary_calls: count(&raw.summary_calls, "summary_calls"),
         memory_calls: count(&raw.memory_calls, "memory_calls"),
         summary_request_contains: raw.summary_request_contains.clone().unwrap_or_default(),

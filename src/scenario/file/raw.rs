@@ -427,6 +427,8 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) source_loads: Option<BTreeMap<String, u64>>,
     pub(in crate::scenario) input_limit: Option<i64>,
     pub(in crate::scenario) allowance: Option<i64>,
+    /// The usage the model reported for the request (request-level).
+    pub(in crate::scenario) usage: Option<crate::scenario::mock_file::RawUsage>,
     pub(in crate::scenario) workspace_count_under: Option<BTreeMap<String, u64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) summary_calls: Option<Spanned<i64>>,
