@@ -97,6 +97,39 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             found.to_string(),
         );
     }
+    for (kind, fields) in &expectation.session_record_fields {
+        let records: Vec<&serde_json::Value> = step
+            .session_record_values
+            .iter()
+            .filter(|(k, _)| k == kind)
+            .map(|(_, value)| value)
+            .collect();
+        let holds = |record: &&serde_json::Value| {
+            fields
+                .iter()
+                .all(|(name, value)| record.get(name) == Some(value))
+        };
+        let wanted: Vec<String> = fields
+            .iter()
+            .map(|(name, value)| format!("{name} = {value}"))
+            .collect();
+        push(
+            format!("a session log record {kind} has {}", wanted.join(", ")),
+            records.iter().any(holds),
+            if records.is_empty() {
+                format!("no {kind} record")
+            } else {
+                ctxbed_harness::format::snippet(
+                    &records
+                        .iter()
+                        .map(|r| r.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    ctxbed_harness::limits::SNIPPET_CHARS_MAX,
+                )
+            },
+        );
+    }
     if let Some(expected) = expectation.summary_calls {
         let found = step.summary_calls();
         push(

@@ -286,6 +286,9 @@ pub struct Expectation {
     pub memory_request_contains: Vec<String>,
     /// Session-log records of each kind written during the step.
     pub session_records: BTreeMap<String, u64>,
+    /// Per record kind, payload fields (top-level, JSON values) that some record of that kind
+    /// written during the step holds.
+    pub session_record_fields: BTreeMap<String, BTreeMap<String, serde_json::Value>>,
 }
 
 /// A checked scenario, ready to run.

@@ -90,6 +90,7 @@ pub(super) fn expectation(
         summary_request_contains: raw.summary_request_contains.clone().unwrap_or_default(),
         memory_request_contains: raw.memory_request_contains.clone().unwrap_or_default(),
         session_records: raw.session_records.clone().unwrap_or_default(),
+        session_record_fields: raw.session_record_fields.clone().unwrap_or_default(),
     };
     (checker.problems.len() == before).then_some(expectation)
 }

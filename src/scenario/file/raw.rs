@@ -437,6 +437,9 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) summary_request_contains: Option<Vec<String>>,
     pub(in crate::scenario) memory_request_contains: Option<Vec<String>>,
     pub(in crate::scenario) session_records: Option<BTreeMap<String, u64>>,
+    /// Per record kind, fields some record of that kind written in the step must hold.
+    pub(in crate::scenario) session_record_fields:
+        Option<BTreeMap<String, BTreeMap<String, serde_json::Value>>>,
 }
 
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]

@@ -52,9 +52,11 @@ impl Run<'_> {
         );
         self.session_files_after(&mut session_files).await;
         let mut session_records: Vec<(String, u64)> = Vec::new();
+        let mut session_record_values = Vec::new();
         self.agent
             .for_each_session_record_from(&runtime, records_before, &mut |record| {
                 count_kind(&mut session_records, &record.kind);
+                session_record_values.push((record.kind.clone(), record.payload.value()));
             });
         let storage = &self.world.storage;
         Ok(StepRecord {
@@ -79,6 +81,7 @@ impl Run<'_> {
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
             session_records,
+            session_record_values,
             workspace_files: storage
                 .list("")
                 .await
