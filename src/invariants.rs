@@ -245,7 +245,9 @@ fn run_finished(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String
         .iter()
         .filter(|e| matches!(e.kind, EventKind::RunFinished { .. }))
         .count();
-    if finished != 1 || matches!(step.outcome, Err(AgentError::Interrupted)) {
+    // A call the application cancelled (`cancel_at_ms`) ends without run_finished, interrupted.
+    let cancelled = step.spec.cancel_at.is_some() && finished == 0;
+    if !cancelled && (finished != 1 || matches!(step.outcome, Err(AgentError::Interrupted))) {
         report(
             ViolationKind::RunNotFinished,
             format!(

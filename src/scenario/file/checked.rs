@@ -213,6 +213,8 @@ pub struct StepSpec {
     /// Task-state actions taken while the call runs, each at its virtual time after the step
     /// starts.
     pub concurrent_actions: Vec<(Duration, TaskAction)>,
+    /// The application cancels the call (drops its future) this long after the step starts.
+    pub cancel_at: Option<Duration>,
 }
 
 impl StepSpec {
@@ -230,6 +232,7 @@ impl StepSpec {
             concurrent_append: None,
             actions: Vec::new(),
             concurrent_actions: Vec::new(),
+            cancel_at: None,
         }
     }
 }

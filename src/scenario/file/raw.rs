@@ -355,6 +355,10 @@ pub(in crate::scenario) struct RawStep {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<RawAction>")]
     pub(in crate::scenario) concurrent_actions: Vec<Spanned<RawAction>>,
+    /// The application cancels the call this long (virtual time) after the step starts: the
+    /// call's future is dropped.
+    #[schemars(with = "Option<i64>")]
+    pub(in crate::scenario) cancel_at_ms: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]

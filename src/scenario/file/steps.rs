@@ -114,6 +114,10 @@ pub(super) fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<
                 task_action(checker, &field, raw).map(|action| (time, action))
             })
             .collect();
+        let cancel_at = step
+            .cancel_at_ms
+            .as_ref()
+            .map(|time| checker.latency(Some(time), &format!("steps[{index}].cancel_at_ms")));
         steps.push(StepSpec {
             user: step.user.clone(),
             session: step.session.clone(),
@@ -125,6 +129,7 @@ pub(super) fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<
             concurrent_append,
             actions,
             concurrent_actions,
+            cancel_at,
         });
     }
     steps

@@ -35,9 +35,17 @@ impl Run<'_> {
         let clock = &self.world.clock;
         let started = clock.elapsed();
         let others = self.spawn_other_writers(spec, &runtime);
-        let (events, timed_out) = self.call(spec, &runtime).await;
+        let (events, end) = self.call(spec, &runtime).await;
+        let timed_out = end == CallEnd::TimedOut;
         // Other writers finish even when the step ended before their time.
-        let after = others.finish().await;
+        let mut after = others.finish().await;
+        if let (CallEnd::Cancelled, Some(at)) = (end, spec.cancel_at) {
+            after.push((
+                started + at,
+                "application cancels the call (its future is dropped)".to_string(),
+            ));
+            after.sort_by_key(|(at, _)| *at);
+        }
         let outcome = events
             .iter()
             .rev()
@@ -214,16 +222,32 @@ impl Run<'_> {
         OtherWriters { writer, actors }
     }
 
-    /// The agent's call, its events collected; true when it ran past the step's virtual time
-    /// limit (then without events).
-    async fn call(&self, spec: &StepSpec, runtime: &RuntimeContext) -> (Vec<AgentEvent>, bool) {
+    /// The agent's call, its events collected, and how it ended. Past the step's virtual time
+    /// limit it has no events; cancelled by the application (`cancel_at_ms`), it keeps the
+    /// events before the cancel.
+    async fn call(&self, spec: &StepSpec, runtime: &RuntimeContext) -> (Vec<AgentEvent>, CallEnd) {
         let stream = self
             .agent
             .stream_events(spec.input.clone(), runtime.clone());
         let limit = Duration::from_secs(ctxbed_sim::limits::STEP_VIRTUAL_TIME_MAX_SECONDS);
-        match tokio::time::timeout(limit, stream.collect()).await {
-            Ok(events) => (events, false),
-            Err(_) => (Vec::new(), true),
+        match spec.cancel_at.filter(|at| *at < limit) {
+            Some(at) => {
+                let mut events = Vec::new();
+                let mut stream = std::pin::pin!(stream);
+                let collect = async {
+                    while let Some(event) = stream.next().await {
+                        events.push(event);
+                    }
+                };
+                match tokio::time::timeout(at, collect).await {
+                    Ok(()) => (events, CallEnd::Finished),
+                    Err(_) => (events, CallEnd::Cancelled),
+                }
+            }
+            None => match tokio::time::timeout(limit, stream.collect()).await {
+                Ok(events) => (events, CallEnd::Finished),
+                Err(_) => (Vec::new(), CallEnd::TimedOut),
+            },
         }
     }
 
@@ -255,6 +279,16 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// How a step's call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CallEnd {
+    Finished,
+    /// Past the step's virtual time limit.
+    TimedOut,
+    /// Dropped by the application at the step's `cancel_at_ms`.
+    Cancelled,
 }
 
 /// The step's other writers while they run.

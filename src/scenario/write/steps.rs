@@ -45,6 +45,7 @@ pub(super) fn step(spec: &StepSpec) -> Result<RawStep, WriteError> {
             .map(at),
         actions: each(&spec.actions, task_action)?,
         concurrent_actions,
+        cancel_at_ms: spec.cancel_at.map(millis).transpose()?,
     })
 }
 

@@ -472,6 +472,12 @@ impl HarnessAgent {
 }
 
 /// The events of one run, in order. Lazy: the run starts at the first [`next`](Self::next).
+///
+/// Dropping the stream cancels the run, as cancelling a subscription does: the run stops at its
+/// next await point (a source load, a model request, a tool, a session-log write), whatever it
+/// was doing. Work a dropped future cannot stop (a remote request already received, blocking
+/// work) may still finish elsewhere. What the run committed before stays committed; records it
+/// had not yet flushed stay pending for the session's next flush.
 pub struct EventStream {
     state: StreamState,
 }
@@ -479,8 +485,11 @@ pub struct EventStream {
 enum StreamState {
     /// Not polled yet: what the run needs (`None` only while it is being started).
     Cold(Option<ColdRun>),
-    /// Started: the run's events as it sends them.
-    Running(tokio::sync::mpsc::UnboundedReceiver<AgentEvent>),
+    /// Started: the run's events as it sends them, and the handle that cancels it.
+    Running(
+        tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+        tokio::task::AbortHandle,
+    ),
 }
 
 /// A call that has not started.
@@ -491,17 +500,31 @@ struct ColdRun {
 }
 
 impl ColdRun {
-    /// Starts the run in a task of its own and returns where its events arrive.
-    fn start(self) -> tokio::sync::mpsc::UnboundedReceiver<AgentEvent> {
+    /// Starts the run in a task of its own; returns where its events arrive and the handle
+    /// that cancels it.
+    fn start(
+        self,
+    ) -> (
+        tokio::sync::mpsc::UnboundedReceiver<AgentEvent>,
+        tokio::task::AbortHandle,
+    ) {
         let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut forward = |event: AgentEvent| {
-                // A dropped stream means nobody listens; the run still completes and commits.
                 let _ = sender.send(event);
             };
             let _ = run::run(&self.inner, self.input, self.runtime, &mut forward).await;
         });
-        receiver
+        (receiver, task.abort_handle())
+    }
+}
+
+impl Drop for EventStream {
+    /// Cancels the run if it is still going (a finished run has nothing left to cancel).
+    fn drop(&mut self) {
+        if let StreamState::Running(_, abort) = &self.state {
+            abort.abort();
+        }
     }
 }
 
@@ -509,7 +532,7 @@ impl std::fmt::Debug for EventStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = match self.state {
             StreamState::Cold(_) => "not started",
-            StreamState::Running(_) => "running",
+            StreamState::Running(..) => "running",
         };
         f.debug_struct("EventStream")
             .field("state", &state)
@@ -521,16 +544,17 @@ impl EventStream {
     /// The next event, or `None` after `RunFinished`. The first call starts the run.
     pub async fn next(&mut self) -> Option<AgentEvent> {
         if let StreamState::Cold(cold) = &mut self.state {
-            let receiver = cold.take()?.start();
-            self.state = StreamState::Running(receiver);
+            let (receiver, abort) = cold.take()?.start();
+            self.state = StreamState::Running(receiver, abort);
         }
         match &mut self.state {
-            StreamState::Running(receiver) => receiver.recv().await,
+            StreamState::Running(receiver, _) => receiver.recv().await,
             StreamState::Cold(_) => None,
         }
     }
 
-    /// Collects every remaining event.
+    /// Collects every remaining event (the run goes to its end; dropping the future of
+    /// `collect` before then cancels it).
     pub async fn collect(mut self) -> Vec<AgentEvent> {
         let mut events = Vec::new();
         while let Some(event) = self.next().await {
