@@ -138,6 +138,13 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             found.to_string(),
         );
     }
+    if let Some(expected) = expectation.observer_calls {
+        push(
+            format!("observer_calls = {expected}"),
+            step.observer_calls == expected,
+            step.observer_calls.to_string(),
+        );
+    }
     if let Some(expected) = expectation.memory_calls {
         let found = step.memory_calls();
         push(

@@ -283,6 +283,8 @@ pub struct Expectation {
     pub summary_calls: Option<u64>,
     /// Memory flush model calls in the step.
     pub memory_calls: Option<u64>,
+    /// Manifests the context policy's observer received during the step.
+    pub observer_calls: Option<u64>,
     /// Texts some summary request of the step contains.
     pub summary_request_contains: Vec<String>,
     /// Texts some memory flush (extraction) request of the step contains.

@@ -87,6 +87,7 @@ pub(super) fn expectation(
         }),
         summary_calls: count(&raw.summary_calls, "summary_calls"),
         memory_calls: count(&raw.memory_calls, "memory_calls"),
+        observer_calls: count(&raw.observer_calls, "observer_calls"),
         summary_request_contains: raw.summary_request_contains.clone().unwrap_or_default(),
         memory_request_contains: raw.memory_request_contains.clone().unwrap_or_default(),
         session_records: raw.session_records.clone().unwrap_or_default(),

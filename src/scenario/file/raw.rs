@@ -438,6 +438,8 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) summary_calls: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) memory_calls: Option<Spanned<i64>>,
+    #[schemars(with = "Option<i64>")]
+    pub(in crate::scenario) observer_calls: Option<Spanned<i64>>,
     pub(in crate::scenario) summary_request_contains: Option<Vec<String>>,
     pub(in crate::scenario) memory_request_contains: Option<Vec<String>>,
     pub(in crate::scenario) session_records: Option<BTreeMap<String, u64>>,

@@ -81,7 +81,12 @@ impl World<'_> {
             safety_margin: spec.budget.safety_margin,
             max_output_tokens: spec.budget.requested_max_output,
             estimator: estimator(spec.estimator, self.scenario.mock.vocabulary),
-            observer: None,
+            observer: Some(Arc::new({
+                let observed = self.observed.clone();
+                move |_: &ctxbed_harness::context::manifest::ContextManifest| {
+                    observed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            })),
         };
         let base = if spec.react {
             ReActAgent::builder()

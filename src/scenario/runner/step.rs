@@ -34,6 +34,10 @@ impl Run<'_> {
         let mut session_files = self.session_files_before().await;
         let clock = &self.world.clock;
         let started = clock.elapsed();
+        let observed_before = self
+            .world
+            .observed
+            .load(std::sync::atomic::Ordering::SeqCst);
         let others = self.spawn_other_writers(spec, &runtime);
         let (events, end) = self.call(spec, &runtime).await;
         let timed_out = end == CallEnd::TimedOut;
@@ -90,6 +94,11 @@ impl Run<'_> {
                 .collect(),
             session_records,
             session_record_values,
+            observer_calls: self
+                .world
+                .observed
+                .load(std::sync::atomic::Ordering::SeqCst)
+                .saturating_sub(observed_before),
             workspace_files: storage
                 .list("")
                 .await

@@ -3,14 +3,15 @@
 //! moment), and what happens before the first step: seeding the workspace, task state and
 //! pre-existing history.
 
-use ctxbed_sim::mock::MockModel;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use ctxbed_harness::agent::HarnessAgent;
 use ctxbed_harness::clock::{Clock, TokioClock};
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::{MemoryStorage, Storage, WorkspacePath};
+use ctxbed_sim::mock::MockModel;
 use ctxbed_sim::scripted::ScriptedSource;
 
 use super::agent::{SessionLogHandle, new_session_log};
@@ -29,6 +30,9 @@ pub(super) struct World<'a> {
     /// The scenario's separate summary model, one for the whole run (its script goes on
     /// across restarts, as a remote model's would).
     pub(super) summary_model: Option<Arc<MockModel>>,
+    /// Manifests the context policy's observer received, over the whole run (every agent of
+    /// the run shares the one observer, as agents of one builder do).
+    pub(super) observed: Arc<AtomicU64>,
     pub(super) sources: Vec<(String, Arc<ScriptedSource>)>,
 }
 
@@ -64,6 +68,7 @@ impl<'a> Run<'a> {
                 .summary_model
                 .as_ref()
                 .map(|script| Arc::new(MockModel::new(script.clone()))),
+            observed: Arc::new(AtomicU64::new(0)),
             sources: scripted_sources(scenario),
         };
         let session_log = new_session_log(scenario, &world.storage, None);
