@@ -127,7 +127,7 @@ pub enum PrepareError {
     #[error("invalid tool pairs: {problem}")]
     InvalidToolPairs { problem: PairingProblem },
     #[error(
-        "context budget exceeded: the request needs an estimated {estimated} tokens but the input limit is {limit}; shorten required material, raise the limit or enable compaction"
+        "context budget exceeded: the request needs an estimated {estimated} tokens but the input limit is {limit} after omission and any compaction; shorten the input or required material, raise the limit, or enable compaction if it is off"
     )]
     ContextBudgetExceeded { estimated: u64, limit: u64 },
     #[error("{0}")]
