@@ -153,20 +153,37 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
             found.to_string(),
         );
     }
-    for (purpose, needles) in [
-        (Purpose::Summary, &expectation.summary_request_contains),
-        (Purpose::MemoryFlush, &expectation.memory_request_contains),
+    for (purpose, contains, lacks) in [
+        (
+            Purpose::Summary,
+            &expectation.summary_request_contains,
+            &expectation.summary_request_lacks,
+        ),
+        (
+            Purpose::MemoryFlush,
+            &expectation.memory_request_contains,
+            &expectation.memory_request_lacks,
+        ),
     ] {
         let sent: Vec<String> = step
             .requests_for(purpose)
             .into_iter()
             .map(request_text)
             .collect();
-        for needle in needles {
+        let found = format!("{} {} request(s)", sent.len(), purpose.as_str());
+        for needle in contains {
             push(
                 format!("a {} request contains {needle:?}", purpose.as_str()),
                 sent.iter().any(|text| text.contains(needle.as_str())),
-                format!("{} {} request(s)", sent.len(), purpose.as_str()),
+                found.clone(),
+            );
+        }
+        // With no such request at all, "lacks" would hold vacuously: it fails instead.
+        for needle in lacks {
+            push(
+                format!("every {} request lacks {needle:?}", purpose.as_str()),
+                !sent.is_empty() && sent.iter().all(|text| !text.contains(needle.as_str())),
+                found.clone(),
             );
         }
     }

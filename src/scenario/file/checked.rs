@@ -289,6 +289,10 @@ pub struct Expectation {
     pub summary_request_contains: Vec<String>,
     /// Texts some memory flush (extraction) request of the step contains.
     pub memory_request_contains: Vec<String>,
+    /// Texts no summary request of the step contains (and there is one).
+    pub summary_request_lacks: Vec<String>,
+    /// Texts no memory flush request of the step contains (and there is one).
+    pub memory_request_lacks: Vec<String>,
     /// Session-log records of each kind written during the step.
     pub session_records: BTreeMap<String, u64>,
     /// Per record kind, payload fields (top-level, JSON values) that some record of that kind

@@ -90,6 +90,8 @@ pub(super) fn expectation(
         observer_calls: count(&raw.observer_calls, "observer_calls"),
         summary_request_contains: raw.summary_request_contains.clone().unwrap_or_default(),
         memory_request_contains: raw.memory_request_contains.clone().unwrap_or_default(),
+        summary_request_lacks: raw.summary_request_lacks.clone().unwrap_or_default(),
+        memory_request_lacks: raw.memory_request_lacks.clone().unwrap_or_default(),
         session_records: raw.session_records.clone().unwrap_or_default(),
         session_record_fields: raw.session_record_fields.clone().unwrap_or_default(),
     };

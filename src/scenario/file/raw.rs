@@ -442,6 +442,8 @@ pub(in crate::scenario) struct RawExpect {
     pub(in crate::scenario) observer_calls: Option<Spanned<i64>>,
     pub(in crate::scenario) summary_request_contains: Option<Vec<String>>,
     pub(in crate::scenario) memory_request_contains: Option<Vec<String>>,
+    pub(in crate::scenario) summary_request_lacks: Option<Vec<String>>,
+    pub(in crate::scenario) memory_request_lacks: Option<Vec<String>>,
     pub(in crate::scenario) session_records: Option<BTreeMap<String, u64>>,
     /// Per record kind, fields some record of that kind written in the step must hold.
     pub(in crate::scenario) session_record_fields:
