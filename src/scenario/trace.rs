@@ -61,7 +61,8 @@ pub struct StepRecord {
     pub session_records: Vec<(String, u64)>,
     /// Manifests the context policy's observer received during the step (not rendered).
     pub observer_calls: u64,
-    /// Session-log records written during the step: kind and payload, in order (not rendered).
+    /// Session-log records written during the step: kind and payload (with the record's
+    /// `call_id` added), in order (not rendered).
     pub session_record_values: Vec<(String, serde_json::Value)>,
     /// The step's session's committed working history after the step (not rendered; for
     /// checkers such as `crate::invariants`).

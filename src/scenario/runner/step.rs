@@ -68,7 +68,15 @@ impl Run<'_> {
         self.agent
             .for_each_session_record_from(&runtime, records_before, &mut |record| {
                 count_kind(&mut session_records, &record.kind);
-                session_record_values.push((record.kind.clone(), record.payload.value()));
+                // The run a record belongs to is part of what it says: `call_id` beside the
+                // payload's own fields.
+                let mut value = record.payload.value();
+                if let Some(fields) = value.as_object_mut() {
+                    fields
+                        .entry("call_id")
+                        .or_insert_with(|| serde_json::Value::from(record.call_id.clone()));
+                }
+                session_record_values.push((record.kind.clone(), value));
             });
         let storage = &self.world.storage;
         Ok(StepRecord {
