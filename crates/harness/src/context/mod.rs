@@ -226,7 +226,14 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
             }));
         }
     };
-    transforms.extend(
+    // Omission is decided before conversation reduction (the reduction runs within the
+    // allowance left after it), so its transforms go before compaction's.
+    let omitted_at = transforms
+        .iter()
+        .position(Transform::is_conversation_reduction)
+        .unwrap_or(transforms.len());
+    transforms.splice(
+        omitted_at..omitted_at,
         selection
             .omitted
             .iter()

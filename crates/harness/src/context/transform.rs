@@ -195,6 +195,22 @@ impl Transform {
         "todo_list_projected",
     ];
 
+    /// True for the transforms of conversation reduction (argument truncation, prune and
+    /// compaction, with the memory flush), which run after omission.
+    pub fn is_conversation_reduction(&self) -> bool {
+        matches!(
+            self,
+            Transform::ArgumentTruncation { .. }
+                | Transform::ToolOutputPrune { .. }
+                | Transform::CompactionTailInMessages
+                | Transform::HistoryCompactionSkipped
+                | Transform::MemoryFlush { .. }
+                | Transform::MemoryFlushFailed { .. }
+                | Transform::HistoryCompaction { .. }
+                | Transform::HistoryCompactionFailed { .. }
+        )
+    }
+
     /// The kind's name: the text form up to its first `:`.
     pub fn kind(&self) -> &'static str {
         match self {
