@@ -369,3 +369,52 @@ fn compaction_never_rewrites_durable_history() {
         }
     });
 }
+
+#[test]
+fn the_memory_flush_asks_the_memory_model_when_one_is_configured() {
+    use ctxbed_harness::compaction::config::CompactionConfig;
+    use ctxbed_harness::message::Message;
+    use ctxbed_harness::model::Purpose;
+    let runtime = paused_runtime();
+    runtime.block_on(async {
+        let agent_model = Arc::new(MockModel::new(MockScript::new(
+            info(),
+            vec![MockTurn::new(TurnAction::reply("Noted."))],
+        )));
+        let summary_model = Arc::new(MockModel::new(MockScript::new(info(), Vec::new())));
+        let memory_model = Arc::new(MockModel::new(MockScript::new(info(), Vec::new())));
+        let agent = HarnessAgent::builder()
+            .model(agent_model.clone())
+            .compaction(CompactionConfig {
+                trigger_messages: 4,
+                keep_tokens: Some(0),
+                keep_messages: 1,
+                model: Some(summary_model.clone()),
+                memory_model: Some(memory_model.clone()),
+                ..CompactionConfig::default()
+            })
+            .build()
+            .expect("agent");
+        let session = RuntimeContext::new().with_session("s");
+        let long = "the export writer groups rows by account and day. ".repeat(20);
+        agent.load_history(
+            &session,
+            vec![
+                Message::user(
+                    "u1",
+                    format!("Fact: the writer lives in src/writer.rs. {long}"),
+                ),
+                Message::assistant("a1", long.clone()),
+                Message::user("u2", format!("Task B. {long}")),
+                Message::assistant("a2", long.clone()),
+            ],
+        );
+        agent.call("Task C.", session).await.expect("the call");
+        let purposes = |model: &MockModel| -> Vec<Purpose> {
+            model.take_received().iter().map(|r| r.purpose).collect()
+        };
+        assert_eq!(purposes(&memory_model), [Purpose::MemoryFlush]);
+        assert_eq!(purposes(&summary_model), [Purpose::Summary]);
+        assert_eq!(purposes(&agent_model), [Purpose::Reasoning]);
+    });
+}
