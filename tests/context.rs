@@ -366,6 +366,12 @@ fn the_policy_version_names_the_settings_that_shape_preparation() {
                 HarnessAgent::builder()
                     .pairing_check(ctxbed_harness::context::PairingCheck::Repair),
             ),
+            build(HarnessAgent::builder().compaction(
+                ctxbed_harness::compaction::config::CompactionConfig {
+                    memory_prompt: "Keep the facts.\n{messages}".to_string(),
+                    ..Default::default()
+                },
+            )),
         ];
         for version in &changed {
             assert_ne!(*version, default);

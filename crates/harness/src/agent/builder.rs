@@ -263,8 +263,9 @@ impl HarnessAgentBuilder {
         let budget = self.policy.budget();
         let compaction = self.compaction.as_ref().map(|config| {
             format!(
-                "{config:?} summary_prompt=#{}",
-                crate::context::manifest::content_hash(config.summary_prompt.as_bytes())
+                "{config:?} summary_prompt=#{} memory_prompt=#{}",
+                crate::context::manifest::content_hash(config.summary_prompt.as_bytes()),
+                crate::context::manifest::content_hash(config.memory_prompt.as_bytes())
             )
         });
         let settings = format!(
