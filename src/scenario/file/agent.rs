@@ -277,38 +277,51 @@ fn compaction_config(
         }
         config.truncate_args = Some(t);
     }
-    if let Some(prompt) = &raw.summary_prompt {
-        if prompt
-            .get_ref()
-            .contains(ctxbed_harness::compaction::config::MESSAGES_PLACEHOLDER)
-        {
-            config.summary_prompt = prompt.get_ref().clone();
-        } else {
-            let problem = checker
-                .at(prompt, "the summary prompt has no `{messages}` placeholder")
-                .field("agent.compaction.summary_prompt")
-                .help("put `{messages}` where the conversation to summarise should go");
-            checker.problems.push(problem);
-        }
+    if let Some(prompt) = prompt_template(
+        checker,
+        raw.summary_prompt.as_ref(),
+        "summary_prompt",
+        "the conversation to summarise",
+    ) {
+        config.summary_prompt = prompt;
     }
     if let Some(flush) = raw.flush_before_compact {
         config.flush_before_compact = flush;
     }
-    if let Some(prompt) = &raw.memory_prompt {
-        if prompt
-            .get_ref()
-            .contains(ctxbed_harness::compaction::config::MESSAGES_PLACEHOLDER)
-        {
-            config.memory_prompt = prompt.get_ref().clone();
-        } else {
-            let problem = checker
-                .at(prompt, "the memory prompt has no `{messages}` placeholder")
-                .field("agent.compaction.memory_prompt")
-                .help("put `{messages}` where the messages to extract facts from should go");
-            checker.problems.push(problem);
-        }
+    if let Some(prompt) = prompt_template(
+        checker,
+        raw.memory_prompt.as_ref(),
+        "memory_prompt",
+        "the messages to extract facts from",
+    ) {
+        config.memory_prompt = prompt;
     }
     (checker.problems.len() == before).then_some(Some(config))
+}
+
+/// A compaction prompt template (`agent.compaction.<name>`), when given and holding the
+/// `{messages}` placeholder; a template without it is a problem naming what goes there.
+fn prompt_template(
+    checker: &mut Checker<'_>,
+    prompt: Option<&Spanned<String>>,
+    name: &str,
+    what: &str,
+) -> Option<String> {
+    let prompt = prompt?;
+    let placeholder = ctxbed_harness::compaction::config::MESSAGES_PLACEHOLDER;
+    if prompt.get_ref().contains(placeholder) {
+        return Some(prompt.get_ref().clone());
+    }
+    let kind = name.trim_end_matches("_prompt");
+    let problem = checker
+        .at(
+            prompt,
+            format!("the {kind} prompt has no `{placeholder}` placeholder"),
+        )
+        .field(format!("agent.compaction.{name}"))
+        .help(format!("put `{placeholder}` where {what} should go"));
+    checker.problems.push(problem);
+    None
 }
 
 /// Checks `agent.builtin_tools`: known names (with a did-you-mean), each listed once.
