@@ -19,18 +19,6 @@ use support::estimator_corpus::{self as corpus, REQUIRED_CATEGORIES, Split};
 const TOLERANCE_PERMILLE: i64 = 100;
 const CORPUS_BYTES_MAX: usize = 300 * 1024;
 
-/// Held-out families each vocabulary's weights do not yet bring within ±10 %, with the bound
-/// they do meet (per mille, signed error of the family's whole text). Listed in
-/// `BENCHMARKS.md`; a family leaves this list once it is within ±10 %.
-const KNOWN_WIDER: [(Vocabulary, &str, i64); 6] = [
-    (Vocabulary::Cl100k, "cjk-zh-hans", 120),
-    (Vocabulary::Cl100k, "cjk-zh-hant", 130),
-    (Vocabulary::Cl100k, "code-js", 140),
-    (Vocabulary::Cl100k, "code-rust", 140),
-    (Vocabulary::Cl100k, "cyrillic-uk", 140),
-    (Vocabulary::Cl100k, "prose-markdown", 120),
-];
-
 #[test]
 fn every_held_out_family_is_within_ten_percent_for_each_vocabulary() {
     let mut table = String::new();
@@ -50,10 +38,6 @@ fn every_held_out_family_is_within_ten_percent_for_each_vocabulary() {
                 }
             }
             let error = corpus::error_permille(totals.0, totals.1);
-            let bound = KNOWN_WIDER
-                .iter()
-                .find(|(v, name, _)| *v == vocabulary && *name == family.name)
-                .map_or(TOLERANCE_PERMILLE, |(_, _, bound)| *bound);
             let line = format!(
                 "{vocabulary:?} {:<16} exact {:>6}  approx {:>7}  worst chunk #{} {:>7}\n",
                 family.name,
@@ -62,7 +46,7 @@ fn every_held_out_family_is_within_ten_percent_for_each_vocabulary() {
                 worst.0,
                 corpus::percent(worst.1),
             );
-            if error.abs() > bound {
+            if error.abs() > TOLERANCE_PERMILLE {
                 failures.push(line.clone());
             }
             table.push_str(&line);
@@ -70,7 +54,7 @@ fn every_held_out_family_is_within_ten_percent_for_each_vocabulary() {
     }
     assert!(
         failures.is_empty(),
-        "outside the bound (±10 % unless listed in KNOWN_WIDER):\n{}\nall families:\n{table}",
+        "outside ±10 %:\n{}\nall families:\n{table}",
         failures.concat()
     );
 }

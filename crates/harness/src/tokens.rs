@@ -9,8 +9,10 @@
 //! - [`RatioEstimator`]: the reference harness's single-ratio estimate (`ceil(chars / 2.5)` per
 //!   string). Kept as the baseline the content-aware estimator is measured against.
 //! - [`ApproximateEstimator`] (in [`approx`]): content-aware, one fast pass counting o200k-like
-//!   pieces with integer weights; within ±10 % of o200k on prose, code, JSON, logs and CJK. The
-//!   agent's default (`ContextPolicy::default()`), as the seed's approximate estimator is.
+//!   pieces with integer weights, one table per vocabulary; within ±10 % of exact o200k and of
+//!   exact cl100k on every held-out family of real text (logs, code, data, prose, CJK and other
+//!   scripts). The agent's default (`ContextPolicy::default()`), as the seed's approximate
+//!   estimator is.
 //! - [`CachedEstimator`] (in [`cache`]): wraps any estimator and caches per-message counts by
 //!   content hash, so a step over a long history counts only the new messages.
 //!

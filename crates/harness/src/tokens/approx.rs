@@ -10,7 +10,10 @@
 //! [`ApproximateEstimator::new`]); only their prices differ:
 //!
 //! - [`TextFeatures`]: what one text contains — word, digit, punctuation, space and newline
-//!   pieces, letters deep inside long words, and non-ASCII characters by script.
+//!   pieces, letters deep inside long words, and non-ASCII characters by script; and what
+//!   costs more in a vocabulary with few tokens for it (cl100k): words that absorbed a symbol
+//!   or start with a non-ASCII character, Cyrillic outside the Russian alphabet, and
+//!   ideographs that are not one token of cl100k (a table generated from its vocabulary).
 //! - [`Weights`], [`WEIGHTS_O200K`] and [`WEIGHTS_CL100K`]: the integer milli-token price of
 //!   each feature, one table per vocabulary the estimator approximates, fitted against exact
 //!   counts on the `fit/` half of the calibration corpus in `tests/data/estimator/calibration/`
@@ -22,8 +25,9 @@
 //! when the processor has it (checked once per text), else sixteen at once with SSE2 on
 //! x86-64 and eight at once with word arithmetic elsewhere. Piece boundaries are then shifts
 //! and population counts on those masks, with one block of look-ahead. Ideographs, kana and
-//! CJK punctuation are counted from masks too; other non-ASCII characters are visited one by
-//! one, or a run of one script at a time where they are dense (`script`). Nothing is allocated and no float is used, and every way of classifying
+//! CJK punctuation are counted from masks too; other non-ASCII characters are counted a run of
+//! one script at a time (`script`). Only a cl100k estimate looks ideographs up one by one, in
+//! a 4 KB bitmap. Nothing is allocated and no float is used, and every way of classifying
 //! gives the same masks, so the count is the same on every machine; a plain per-byte reading
 //! of the same rules checks the block arithmetic in the tests.
 //!
@@ -45,10 +49,11 @@
 //! ```
 
 mod classify;
+mod han_cl100k;
 mod script;
 
 use self::classify::{BLOCK_BYTES, Baseline, Classifier, Masks, classify_with};
-use self::script::{SCRIPT_COUNT, Script, ScriptCounts};
+use self::script::{Script, ScriptCounts, ScriptTotals};
 use super::{TokenEstimator, Vocabulary};
 
 /// What one text contains, as the approximate estimator sees it.
@@ -100,10 +105,22 @@ pub struct TextFeatures {
     pub other_three_byte_count: u64,
     /// Four-byte characters: emoji and the supplementary planes.
     pub four_byte_count: u64,
+    /// Word pieces that absorbed the one symbol before them (`,optional`, `:amd`, `-rw`):
+    /// vocabularies hold far fewer of those than of words after a space.
+    pub word_symbol_count: u64,
+    /// Word pieces whose first character is not ASCII.
+    pub word_non_ascii_count: u64,
+    /// Cyrillic characters outside the basic Russian alphabet U+0410–U+044F (Ukrainian і, ї,
+    /// є, ґ, Serbian, Kazakh and other letters, and ё), also counted in `cyrillic_count`.
+    pub cyrillic_extended_count: u64,
+    /// Ideographs that are not one token of cl100k, also counted in `han_count`
+    /// (the committed table `han_cl100k` lists those that are). Only a scan that prices them
+    /// counts them: [`ApproximateEstimator::features`] does, an o200k estimate does not.
+    pub han_rare_count: u64,
 }
 
 /// Number of [`TextFeatures`] counts (and of [`Weights`] prices).
-pub const FEATURE_COUNT: usize = 20;
+pub const FEATURE_COUNT: usize = 24;
 
 /// The name of each count of [`TextFeatures::counts`], the field's name without `_count`.
 pub const FEATURE_NAMES: [&str; FEATURE_COUNT] = [
@@ -127,6 +144,10 @@ pub const FEATURE_NAMES: [&str; FEATURE_COUNT] = [
     "symbol",
     "other_three_byte",
     "four_byte",
+    "word_symbol",
+    "word_non_ascii",
+    "cyrillic_extended",
+    "han_rare",
 ];
 
 impl TextFeatures {
@@ -153,6 +174,10 @@ impl TextFeatures {
             self.symbol_count,
             self.other_three_byte_count,
             self.four_byte_count,
+            self.word_symbol_count,
+            self.word_non_ascii_count,
+            self.cyrillic_extended_count,
+            self.han_rare_count,
         ]
     }
 }
@@ -200,6 +225,15 @@ pub struct Weights {
     pub other_three_byte: u64,
     /// Per [`TextFeatures::four_byte_count`].
     pub four_byte: u64,
+    /// Per [`TextFeatures::word_symbol_count`], on top of the word piece.
+    pub word_symbol: u64,
+    /// Per [`TextFeatures::word_non_ascii_count`], on top of the word piece.
+    pub word_non_ascii: u64,
+    /// Per [`TextFeatures::cyrillic_extended_count`], on top of the Cyrillic price.
+    pub cyrillic_extended: u64,
+    /// Per [`TextFeatures::han_rare_count`], on top of the Han price. Zero means the scan
+    /// need not look ideographs up.
+    pub han_rare: u64,
 }
 
 /// Position inside a word piece (0-based) from which each further ASCII letter costs
@@ -215,6 +249,8 @@ pub const PUNCTUATION_LONG_FROM: u32 = 3;
 /// per family on the held-out half). Greek, other two-byte scripts and symbols are too rare
 /// there to fit and keep the prices of approx-v1, and kana keeps approx-v1's 700 (the fit
 /// gave 668, which under-counts the hand-written Japanese of `tests/data/estimator/` by 11 %).
+/// The last four features, added for cl100k, are not priced: o200k is within ±10 % without
+/// them, and its counts (every scenario's default) stay as they were.
 pub const WEIGHTS_O200K: Weights = Weights {
     word_piece: 1_133,
     word_long_letter: 208,
@@ -236,36 +272,51 @@ pub const WEIGHTS_O200K: Weights = Weights {
     symbol: 900,
     other_three_byte: 269,
     four_byte: 2_070,
+    word_symbol: 0,
+    word_non_ascii: 0,
+    cyrillic_extended: 0,
+    han_rare: 0,
 };
 
-/// The weights of `approx-v2-cl100k`, fitted the same way against exact cl100k counts. cl100k
-/// has far fewer tokens for non-Latin scripts, so those characters cost more than in o200k.
+/// The weights of `approx-v2-cl100k`, fitted against exact cl100k counts on the same `fit/`
+/// half (by `tools/calibration/fit.py`'s minimax fit, on every feature). cl100k has far fewer
+/// tokens for non-Latin scripts, so those characters cost more than in o200k; it has a token
+/// for only 549 ideographs, so the others cost [`Weights::han_rare`] more; Cyrillic outside
+/// the Russian alphabet (Ukrainian text has about 6 % of it) and words that absorbed a symbol
+/// (`,optional`, `:amd`) cost more than their letters say. Latin, Greek, other two- and
+/// three-byte characters and symbols are too rare in the corpus to fit and keep approx-v1's
+/// prices.
 pub const WEIGHTS_CL100K: Weights = Weights {
-    word_piece: 1_227,
-    word_long_letter: 78,
-    digit_piece: 1_162,
-    punctuation_piece: 1_227,
-    punctuation_long: 236,
-    space_piece: 543,
-    newline_piece: 1_238,
-    han: 979,
-    kana: 893,
-    hangul: 845,
-    cjk_punctuation: 1_187,
-    latin: 349,
+    word_piece: 1_017,
+    word_long_letter: 287,
+    digit_piece: 1_277,
+    punctuation_piece: 1_017,
+    punctuation_long: 78,
+    space_piece: 735,
+    newline_piece: 849,
+    han: 556,
+    kana: 799,
+    hangul: 587,
+    cjk_punctuation: 1_002,
+    latin: 350,
     greek: 200,
-    cyrillic: 325,
-    hebrew_arabic: 625,
+    cyrillic: 194,
+    hebrew_arabic: 497,
     other_two_byte: 300,
-    indic: 954,
+    indic: 803,
     symbol: 900,
-    other_three_byte: 875,
-    four_byte: 3_071,
+    other_three_byte: 500,
+    four_byte: 3_289,
+    word_symbol: 515,
+    word_non_ascii: 748,
+    cyrillic_extended: 2_255,
+    han_rare: 1_596,
 };
 
 // Appending text must never lower a count. Appending can absorb a space or a symbol into the
 // piece that follows it (or a space into a newline run), so the piece that absorbs must cost
-// at least as much as the piece it absorbed.
+// at least as much as the piece it absorbed. (A symbol absorbed into a word also adds
+// `word_symbol`; the other features only ever grow as text is appended.)
 const fn absorbing_pieces_cost_more(weights: &Weights) -> bool {
     weights.word_piece >= weights.punctuation_piece
         && weights.punctuation_piece >= weights.space_piece
@@ -312,9 +363,9 @@ impl ApproximateEstimator {
         }
     }
 
-    /// The features of one text, in one pass.
+    /// The features of one text, in one pass: every count, whichever vocabulary prices them.
     pub fn features(text: &str) -> TextFeatures {
-        scan(text.as_bytes())
+        scan(text.as_bytes(), true)
     }
 
     /// Milli-tokens of the given features under the given weights.
@@ -339,6 +390,10 @@ impl ApproximateEstimator {
             + features.symbol_count * weights.symbol
             + features.other_three_byte_count * weights.other_three_byte
             + features.four_byte_count * weights.four_byte
+            + features.word_symbol_count * weights.word_symbol
+            + features.word_non_ascii_count * weights.word_non_ascii
+            + features.cyrillic_extended_count * weights.cyrillic_extended
+            + features.han_rare_count * weights.han_rare
     }
 }
 
@@ -355,8 +410,10 @@ impl TokenEstimator for ApproximateEstimator {
     }
 
     fn text_tokens(&self, text: &str) -> u64 {
-        let features = Self::features(text);
-        Self::price(&features, self.weights()).div_ceil(1_000)
+        let weights = self.weights();
+        // Without a price for rare ideographs, their count is not needed (o200k's).
+        let features = scan(text.as_bytes(), weights.han_rare != 0);
+        Self::price(&features, weights).div_ceil(1_000)
     }
 }
 
@@ -368,27 +425,29 @@ struct Carry {
     digit_group_start: u64,
 }
 
-fn scan(bytes: &[u8]) -> TextFeatures {
+/// The features of `bytes`; `han_rare` asks for [`TextFeatures::han_rare_count`] too (it stays
+/// zero otherwise).
+fn scan(bytes: &[u8], han_rare: bool) -> TextFeatures {
     #[cfg(target_arch = "x86_64")]
     if let Some(avx2) = classify::Avx2::detect() {
         // SAFETY: `avx2` proves that the processor has AVX2, POPCNT and BMI1.
-        return unsafe { scan_avx2(bytes, avx2) };
+        return unsafe { scan_avx2(bytes, han_rare, avx2) };
     }
-    scan_with(Baseline, bytes)
+    scan_with(Baseline, bytes, han_rare)
 }
 
 /// The scan compiled for processors with AVX2, POPCNT and BMI1 (population counts become one
 /// instruction each).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt,bmi1")]
-fn scan_avx2(bytes: &[u8], avx2: classify::Avx2) -> TextFeatures {
-    scan_with(avx2, bytes)
+fn scan_avx2(bytes: &[u8], han_rare: bool, avx2: classify::Avx2) -> TextFeatures {
+    scan_with(avx2, bytes, han_rare)
 }
 
 /// The scan with one way of classifying blocks; inlined into each caller so that the
 /// caller's processor features apply to all of it.
 #[inline(always)]
-fn scan_with<C: Classifier>(classifier: C, bytes: &[u8]) -> TextFeatures {
+fn scan_with<C: Classifier>(classifier: C, bytes: &[u8], han_rare: bool) -> TextFeatures {
     let (blocks, rest) = bytes.as_chunks::<BLOCK_BYTES>();
     let mut tail = [0u8; BLOCK_BYTES];
     tail[..rest.len()].copy_from_slice(rest);
@@ -405,7 +464,7 @@ fn scan_with<C: Classifier>(classifier: C, bytes: &[u8]) -> TextFeatures {
     };
 
     let mut features = TextFeatures::default();
-    let mut script_counts = ScriptCounts::default();
+    let mut script_counts = ScriptCounts::new(han_rare);
     let mut carry = Carry::default();
     let mut current = masks_of(0);
     for index in 0..block_count {
@@ -414,17 +473,19 @@ fn scan_with<C: Classifier>(classifier: C, bytes: &[u8]) -> TextFeatures {
         if current.lead != 0
             && let Some((block, _)) = block_at(index)
         {
+            // The two bytes after the block, for a character that ends past it.
+            let after = |offset: usize| {
+                let position = (index + 1) * BLOCK_BYTES + offset;
+                bytes.get(position).copied().unwrap_or(0x80)
+            };
+            let after = [after(0), after(1)];
             // Only leads 0xe3 and 0xef need the second byte; without them, the CJK masks have
             // nothing to add to the runs.
             if current.lead_e3_ef == 0 {
-                script_counts.add_runs(classifier, block, current.lead);
+                script_counts.add_runs(classifier, block, after, current.lead);
             } else {
-                let next_byte = bytes
-                    .get((index + 1) * BLOCK_BYTES)
-                    .copied()
-                    .unwrap_or(0x80);
                 let common = classifier.leads(block);
-                script_counts.add_block(classifier, block, &common, next_byte, current.lead);
+                script_counts.add_block(classifier, block, &common, after, current.lead);
             }
         }
         current = next;
@@ -433,7 +494,10 @@ fn scan_with<C: Classifier>(classifier: C, bytes: &[u8]) -> TextFeatures {
     features
 }
 
-fn add_scripts(counts: &[u64; SCRIPT_COUNT], features: &mut TextFeatures) {
+fn add_scripts(totals: &ScriptTotals, features: &mut TextFeatures) {
+    let counts = &totals.by_script;
+    features.cyrillic_extended_count += totals.cyrillic_extended;
+    features.han_rare_count += totals.han_rare;
     let count = |script: Script| counts[script as usize];
     features.han_count += count(Script::Han);
     features.kana_count += count(Script::Kana);
@@ -488,6 +552,7 @@ fn count_pieces_without_ascii(
     let previous_wordish = carry.masks.letter | carry.masks.high;
     let start = !(previous_wordish >> 63) & 1;
     features.word_piece_count += start;
+    features.word_non_ascii_count += start;
     Carry {
         masks: *current,
         word_continue: !start,
@@ -510,13 +575,14 @@ fn count_pieces_of_any_block(
     let count = |mask: u64| u64::from(mask.count_ones());
     features.word_piece_count += count(words.start);
     features.word_long_letter_count += count(words.long);
+    features.word_non_ascii_count += count(words.start & current.high);
     features.digit_piece_count += count(digit_group_start);
     let (space_pieces, space_splits) = space_pieces(previous, current, next, next_wordish);
     features.space_piece_count += count(space_pieces) + count(space_splits);
-    let (punctuation_pieces, punctuation_long) =
-        punctuation_pieces(previous, current, next, next_wordish);
-    features.punctuation_piece_count += count(punctuation_pieces);
-    features.punctuation_long_count += count(punctuation_long);
+    let punctuation = punctuation_pieces(previous, current, next, next_wordish);
+    features.punctuation_piece_count += count(punctuation.start);
+    features.punctuation_long_count += count(punctuation.long);
+    features.word_symbol_count += count(punctuation.joined);
     features.newline_piece_count += count(newline_pieces(previous, current));
     Carry {
         masks: *current,
@@ -575,7 +641,18 @@ fn space_pieces(previous: &Masks, current: &Masks, next: &Masks, next_wordish: u
     (pieces, splits)
 }
 
-/// The first symbol of each punctuation piece, and symbols deep inside long runs.
+/// Punctuation masks of one block.
+struct Punctuation {
+    /// First symbol of each punctuation piece.
+    start: u64,
+    /// Symbols at position `PUNCTUATION_LONG_FROM` or later in their run.
+    long: u64,
+    /// Symbols alone before a word, which join the word's piece.
+    joined: u64,
+}
+
+/// The first symbol of each punctuation piece, symbols deep inside long runs, and symbols
+/// that join a word.
 ///
 /// One symbol alone before a word joins the word, unless a space already joined the symbol.
 #[inline(always)]
@@ -584,7 +661,7 @@ fn punctuation_pieces(
     current: &Masks,
     next: &Masks,
     next_wordish: u64,
-) -> (u64, u64) {
+) -> Punctuation {
     let punctuation = current.punctuation;
     let start = punctuation & !preceded(punctuation, previous.punctuation, 1);
     let end = punctuation & !followed(punctuation, next.punctuation);
@@ -594,7 +671,11 @@ fn punctuation_pieces(
     for n in 1..=PUNCTUATION_LONG_FROM {
         long &= preceded(punctuation, previous.punctuation, n);
     }
-    (start & !joined, long)
+    Punctuation {
+        start: start & !joined,
+        long,
+        joined,
+    }
 }
 
 /// The first line break of each run that is a piece: a run right after punctuation belongs

@@ -10,8 +10,16 @@
 //! present in the block, usually one or two, however many characters it holds. (Visiting the
 //! characters one by one took half as many instructions again on the mixed-script corpus,
 //! and its loop exits were mispredicted.)
+//!
+//! Two counts look further, for vocabularies that hold few tokens of a script. Cyrillic
+//! letters outside the basic Russian alphabet ([`ScriptTotals::cyrillic_extended`]) need the
+//! second byte of leads 0xd0 and 0xd1, three range masks more per block that holds Cyrillic.
+//! Ideographs that are not one token of cl100k ([`ScriptTotals::han_rare`]) need the whole code
+//! point, looked up in a bitmap one ideograph at a time (`han_cl100k`); only a scan asked for
+//! them ([`ScriptCounts::new`]) does that work.
 
 use super::classify::{BLOCK_BYTES, Classifier, LeadMasks};
+use super::han_cl100k;
 
 /// Kinds of non-ASCII characters the estimator prices differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,25 +101,47 @@ static LEAD_RUN: [(u8, u8); 64] = {
     runs
 };
 
+/// What [`ScriptCounts`] counted in one text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct ScriptTotals {
+    /// Characters per script, indexed by `Script as usize`.
+    pub by_script: [u64; SCRIPT_COUNT],
+    /// Cyrillic characters outside U+0410–U+044F (among `Script::Cyrillic`).
+    pub cyrillic_extended: u64,
+    /// Ideographs that are not one token of cl100k (among `Script::Han`); zero unless asked for.
+    pub han_rare: u64,
+}
+
 /// Per-script character counts of one text.
 #[derive(Debug, Default)]
 pub(super) struct ScriptCounts {
-    counts: [u64; SCRIPT_COUNT],
+    totals: ScriptTotals,
+    /// Whether to look ideographs up in the cl100k table.
+    han_rare: bool,
 }
 
 impl ScriptCounts {
+    /// Counts for one text; `han_rare` asks for [`ScriptTotals::han_rare`] too.
+    pub(super) fn new(han_rare: bool) -> Self {
+        ScriptCounts {
+            totals: ScriptTotals::default(),
+            han_rare,
+        }
+    }
+
     /// Counts the characters whose first byte is in `leads` (bit `i` is byte `i` of `block`;
-    /// `common` are the block's CJK masks; `next_byte` follows the block, 0x80 at the end of
-    /// the text).
+    /// `common` are the block's CJK masks; `after` are the two bytes that follow the block,
+    /// 0x80 past the end of the text).
     #[inline(always)]
     pub(super) fn add_block<C: Classifier>(
         &mut self,
         classifier: C,
         block: &[u8; BLOCK_BYTES],
         common: &LeadMasks,
-        next_byte: u8,
+        after: [u8; 2],
         leads: u64,
     ) {
+        let next_byte = after[0];
         // Bit `i` is set when byte `i + 1` (the second byte of a character at `i`) is in the mask.
         let second = |mask: u64, next_in_mask: bool| (mask >> 1) | (u64::from(next_in_mask) << 63);
         let second_80 = second(common.second_80, next_byte == 0x80);
@@ -122,20 +152,31 @@ impl ScriptCounts {
         let e3_punctuation = e3 & second_80;
         let han = (leads & common.han) | (e3 & !kana & !e3_punctuation);
         let cjk_punctuation = e3_punctuation | (leads & common.ef & second_bc_bf);
-        self.counts[Script::Han as usize] += u64::from(han.count_ones());
-        self.counts[Script::Kana as usize] += u64::from(kana.count_ones());
-        self.counts[Script::CjkPunctuation as usize] += u64::from(cjk_punctuation.count_ones());
+        let counts = &mut self.totals.by_script;
+        counts[Script::Han as usize] += u64::from(han.count_ones());
+        counts[Script::Kana as usize] += u64::from(kana.count_ones());
+        counts[Script::CjkPunctuation as usize] += u64::from(cjk_punctuation.count_ones());
+        if self.han_rare && han != 0 {
+            self.totals.han_rare += rare_ideographs(block, after, han);
+        }
 
-        self.add_runs(classifier, block, leads & !han & !kana & !cjk_punctuation);
+        self.add_runs(
+            classifier,
+            block,
+            after,
+            leads & !han & !kana & !cjk_punctuation,
+        );
     }
 
     /// Counts the characters whose first byte is in `leads`, none of them counted by the CJK
     /// masks, a run of lead bytes of one script at a time: most blocks hold one or two.
+    /// `after` are the two bytes that follow the block (0x80 past the end of the text).
     #[inline(always)]
     pub(super) fn add_runs<C: Classifier>(
         &mut self,
         classifier: C,
         block: &[u8; BLOCK_BYTES],
+        after: [u8; 2],
         leads: u64,
     ) {
         let mut rest = leads;
@@ -145,14 +186,62 @@ impl ScriptCounts {
             let run = rest & classifier.between(block, low, high);
             rest &= !run;
             let script = LEAD_TABLE[usize::from(lead & 0x3f)];
-            self.counts[script as usize] += u64::from(run.count_ones());
+            self.totals.by_script[script as usize] += u64::from(run.count_ones());
+            match script {
+                Script::Cyrillic => {
+                    self.totals.cyrillic_extended +=
+                        cyrillic_extended(classifier, block, after[0], run);
+                }
+                Script::Han if self.han_rare => {
+                    self.totals.han_rare += rare_ideographs(block, after, run);
+                }
+                _ => {}
+            }
         }
     }
 
-    /// The count of each script, indexed by `Script as usize`.
-    pub(super) fn finish(self) -> [u64; SCRIPT_COUNT] {
-        self.counts
+    /// What was counted.
+    pub(super) fn finish(self) -> ScriptTotals {
+        self.totals
     }
+}
+
+/// Of the Cyrillic characters whose lead bytes are `run`, those outside U+0410–U+044F: every
+/// character after leads 0xd2–0xd4, after 0xd0 those below U+0410 (second byte below 0x90),
+/// after 0xd1 those from U+0450 (second byte 0x90 or above).
+#[inline(always)]
+fn cyrillic_extended<C: Classifier>(
+    classifier: C,
+    block: &[u8; BLOCK_BYTES],
+    next_byte: u8,
+    run: u64,
+) -> u64 {
+    let d0 = run & classifier.between(block, 0xd0, 0xd0);
+    let d1 = run & classifier.between(block, 0xd1, 0xd1);
+    // Bit `i` is set when byte `i + 1`, the second byte of a character at `i`, is 0x90..=0xbf.
+    let second_high = (classifier.between(block, 0x90, 0xbf) >> 1)
+        | (u64::from((0x90..=0xbf).contains(&next_byte)) << 63);
+    let extended = (run & !d0 & !d1) | (d0 & !second_high) | (d1 & second_high);
+    u64::from(extended.count_ones())
+}
+
+/// Of the ideographs whose lead bytes are `han`, those that are not one token of cl100k.
+/// Every one is three bytes; `after` holds the bytes of one that ends past the block.
+#[inline(always)]
+fn rare_ideographs(block: &[u8; BLOCK_BYTES], after: [u8; 2], han: u64) -> u64 {
+    // The block and what follows, so that four bytes can be read from any position.
+    let mut window = [0u8; BLOCK_BYTES + 4];
+    window[..BLOCK_BYTES].copy_from_slice(block);
+    window[BLOCK_BYTES..BLOCK_BYTES + 2].copy_from_slice(&after);
+    let mut single = 0;
+    let mut rest = han;
+    while rest != 0 {
+        let at = rest.trailing_zeros() as usize & (BLOCK_BYTES - 1);
+        rest &= rest - 1;
+        let bytes = [window[at], window[at + 1], window[at + 2], window[at + 3]];
+        single += han_cl100k::is_single_token(u32::from_le_bytes(bytes));
+    }
+    u64::from(han.count_ones()) - single
 }
 
 #[cfg(test)]
@@ -175,8 +264,9 @@ mod tests {
             let mut block = [0u8; BLOCK_BYTES];
             block[..bytes.len()].copy_from_slice(bytes);
             let mut script_counts = ScriptCounts::default();
-            script_counts.add_block(Baseline, &block, &classify_leads_plainly(&block), 0x80, 1);
-            let counts = script_counts.finish();
+            let common = classify_leads_plainly(&block);
+            script_counts.add_block(Baseline, &block, &common, [0x80; 2], 1);
+            let counts = script_counts.finish().by_script;
             let expected = script_of(bytes[0], bytes[1]) as usize;
             assert_eq!(counts[expected], 1, "U+{code_point:04X}");
             assert_eq!(counts.iter().sum::<u64>(), 1);
@@ -236,15 +326,16 @@ mod tests {
                 Baseline,
                 &block,
                 &classify_leads_plainly(&block),
-                0x80,
+                [0x80; 2],
                 leads,
             );
-            check(script_counts.finish(), "the baseline");
+            check(script_counts.finish().by_script, "the baseline");
             #[cfg(target_arch = "x86_64")]
             if let Some(avx2) = super::super::classify::Avx2::detect() {
                 let mut script_counts = ScriptCounts::default();
-                script_counts.add_block(avx2, &block, &classify_leads_plainly(&block), 0x80, leads);
-                check(script_counts.finish(), "AVX2");
+                let common = classify_leads_plainly(&block);
+                script_counts.add_block(avx2, &block, &common, [0x80; 2], leads);
+                check(script_counts.finish().by_script, "AVX2");
             }
         }
     }
@@ -280,10 +371,10 @@ mod tests {
                 Baseline,
                 &block,
                 &classify_leads_plainly(&block),
-                bytes[1],
+                [bytes[1], bytes[2]],
                 leads,
             );
-            let counts = script_counts.finish();
+            let counts = script_counts.finish().by_script;
             assert_eq!(counts[script as usize], 1, "{character}");
             assert_eq!(counts.iter().sum::<u64>(), 1);
         }

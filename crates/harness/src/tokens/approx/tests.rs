@@ -3,6 +3,7 @@
 
 use super::classify::tests::classify_plainly;
 use super::*;
+use crate::tokens::ExactEstimator;
 
 fn check(text: &str, expected: TextFeatures) {
     assert_eq!(ApproximateEstimator::features(text), expected, "{text:?}");
@@ -15,8 +16,14 @@ fn pieces_follow_the_o200k_splitter() {
         ..TextFeatures::default()
     };
     check("the slow clock", words);
-    check("unit_price_cents", words);
     check("parseHttpHead", words);
+    check(
+        "unit_price_cents",
+        TextFeatures {
+            word_symbol_count: 2,
+            ..words
+        },
+    );
     check(
         "    let",
         TextFeatures {
@@ -103,6 +110,7 @@ fn features_plainly(text: &str) -> TextFeatures {
             let start = !is(wordish, before(p)) || camel;
             word_offset = if start { 0 } else { word_offset + 1 };
             features.word_piece_count += u64::from(start);
+            features.word_non_ascii_count += u64::from(start && at(masks.high, p));
             let long = at(masks.letter, p) && word_offset >= WORD_LONG_FROM;
             features.word_long_letter_count += u64::from(long);
         }
@@ -117,6 +125,7 @@ fn features_plainly(text: &str) -> TextFeatures {
             let end = !is(masks.punctuation, Some(p + 1));
             let absorbed = start && end && is(wordish, Some(p + 1)) && !is(masks.space, before(p));
             features.punctuation_piece_count += u64::from(start && !absorbed);
+            features.word_symbol_count += u64::from(absorbed);
             let long = punctuation_offset >= PUNCTUATION_LONG_FROM;
             features.punctuation_long_count += u64::from(long);
         }
@@ -142,15 +151,6 @@ fn features_plainly(text: &str) -> TextFeatures {
             features.newline_piece_count += u64::from(!absorbed);
         }
     }
-    // Scripts by the readable rule, one character at a time.
-    let mut script_counts = [0u64; SCRIPT_COUNT];
-    for character in text.chars().filter(|c| !c.is_ascii()) {
-        let mut buffer = [0u8; 4];
-        let encoded = character.encode_utf8(&mut buffer).as_bytes();
-        script_counts[script::script_of(encoded[0], encoded[1]) as usize] += 1;
-    }
-    let mut by_script = TextFeatures::default();
-    add_scripts(&script_counts, &mut by_script);
     TextFeatures {
         word_piece_count: features.word_piece_count,
         word_long_letter_count: features.word_long_letter_count,
@@ -159,15 +159,35 @@ fn features_plainly(text: &str) -> TextFeatures {
         punctuation_long_count: features.punctuation_long_count,
         space_piece_count: features.space_piece_count,
         newline_piece_count: features.newline_piece_count,
-        ..by_script
+        word_symbol_count: features.word_symbol_count,
+        word_non_ascii_count: features.word_non_ascii_count,
+        ..scripts_plainly(text)
     }
+}
+
+/// The script counts by the readable rules, one character at a time.
+fn scripts_plainly(text: &str) -> TextFeatures {
+    let mut totals = ScriptTotals::default();
+    for character in text.chars().filter(|c| !c.is_ascii()) {
+        let mut buffer = [0u8; 4];
+        let encoded = character.encode_utf8(&mut buffer).as_bytes();
+        let script = script::script_of(encoded[0], encoded[1]);
+        totals.by_script[script as usize] += 1;
+        let basic_russian = ('\u{410}'..='\u{44f}').contains(&character);
+        totals.cyrillic_extended += u64::from(script == Script::Cyrillic && !basic_russian);
+        let single = han_cl100k::SINGLE_TOKEN_IDEOGRAPHS.contains(character);
+        totals.han_rare += u64::from(script == Script::Han && !single);
+    }
+    let mut features = TextFeatures::default();
+    add_scripts(&totals, &mut features);
+    features
 }
 
 #[test]
 fn block_arithmetic_agrees_with_the_plain_rules() {
     const ALPHABET: &[&str] = &[
         "a", "b", "Z", "Q", "_", "'", "0", "9", " ", "\t", "\n", "\r", ".", "{", "\"", "/", "我",
-        "の", "。", "é", "Ж", "🎉",
+        "們", "㐀", "の", "。", "é", "Ж", "і", "ё", "ґ", "🎉",
     ];
     let mut state = 0x2545_f491_4f6c_dd1du64;
     for round in 0..4_000 {
@@ -292,14 +312,7 @@ fn scripts_are_counted_alike_in_long_texts() {
         Der Größenvergleich zeigt 1234 Einträge. カタカナとひらがなが混ざった文章です。\
         「全角」（かっこ）と＃記号。Привет, мир — 🎉 λόγος 한국어 문장 "
         .repeat(5);
-    let mut expected = [0u64; SCRIPT_COUNT];
-    for character in text.chars().filter(|c| !c.is_ascii()) {
-        let mut buffer = [0u8; 4];
-        let encoded = character.encode_utf8(&mut buffer).as_bytes();
-        expected[script::script_of(encoded[0], encoded[1]) as usize] += 1;
-    }
-    let mut by_script = TextFeatures::default();
-    add_scripts(&expected, &mut by_script);
+    let by_script = scripts_plainly(&text);
     let features = ApproximateEstimator::features(&text);
     assert_eq!(features.han_count, by_script.han_count);
     assert_eq!(features.kana_count, by_script.kana_count);
@@ -317,4 +330,103 @@ fn scripts_are_counted_alike_in_long_texts() {
         features.other_three_byte_count,
         by_script.other_three_byte_count
     );
+    assert_eq!(
+        features.cyrillic_extended_count,
+        by_script.cyrillic_extended_count
+    );
+    assert_eq!(features.han_rare_count, by_script.han_rare_count);
+}
+
+#[test]
+fn costlier_kinds_of_words_are_counted() {
+    let features = ApproximateEstimator::features("amd64,optional :amd\n-rw x");
+    assert_eq!(
+        features.word_symbol_count, 2,
+        ",optional and -rw; a space joined ':'"
+    );
+    let features = ApproximateEstimator::features("Привіт, Ґанко! Ёж и ёлка");
+    assert_eq!(features.cyrillic_count, 18);
+    assert_eq!(features.cyrillic_extended_count, 4, "і Ґ Ё ё");
+    assert_eq!(features.word_non_ascii_count, 5);
+    // 的 and 是 are one cl100k token each; 們 and 㐀 are not.
+    let features = ApproximateEstimator::features("的們是㐀");
+    assert_eq!((features.han_count, features.han_rare_count), (4, 2));
+}
+
+#[test]
+fn ideographs_and_cyrillic_are_looked_up_across_block_boundaries() {
+    // Every alignment of each character against the end of a block, with and without a lead
+    // byte 0xe3 or 0xef elsewhere in the block (which takes the scan through the CJK masks).
+    let sample = "的們㐀是і ж ёґ";
+    for other in ["", "の"] {
+        for pad in 0..BLOCK_BYTES {
+            let text = format!("{other}{}{sample}", "x".repeat(pad));
+            let features = ApproximateEstimator::features(&text);
+            let expected = scripts_plainly(&text);
+            assert_eq!(features.han_rare_count, expected.han_rare_count, "{text:?}");
+            let extended = (
+                features.cyrillic_extended_count,
+                expected.cyrillic_extended_count,
+            );
+            assert_eq!(extended.0, extended.1, "{text:?}");
+        }
+    }
+}
+
+#[test]
+fn an_estimate_that_does_not_price_rare_ideographs_does_not_count_them() {
+    let text = "們們們 and 的";
+    assert_eq!(scan(text.as_bytes(), false).han_rare_count, 0);
+    assert_eq!(scan(text.as_bytes(), true).han_rare_count, 3);
+    assert_eq!(WEIGHTS_O200K.han_rare, 0);
+    assert_ne!(WEIGHTS_CL100K.han_rare, 0);
+}
+
+/// The characters of `han_cl100k::SINGLE_TOKEN_IDEOGRAPHS` as the exact cl100k vocabulary
+/// gives them: every ideograph the estimator counts (U+3100–U+9FFF) that is one token. This
+/// test is the list's generator: `CTXBED_BLESS=1` rewrites the list in `han_cl100k.rs`.
+#[test]
+fn the_single_token_ideographs_are_cl100k_s() {
+    let exact = ExactEstimator::new(Vocabulary::Cl100k);
+    let expected: Vec<char> = (0x3100..=0x9fff_u32)
+        .filter_map(char::from_u32)
+        .filter(|character| exact.text_tokens(character.encode_utf8(&mut [0; 4])) == 1)
+        .collect();
+    let committed: Vec<char> = han_cl100k::SINGLE_TOKEN_IDEOGRAPHS.chars().collect();
+    if committed == expected {
+        return;
+    }
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/tokens/approx/han_cl100k.rs"
+    );
+    let blessing = std::env::var_os("CTXBED_BLESS").is_some_and(|value| value == "1");
+    assert!(
+        blessing,
+        "{path} lists {} ideographs, the vocabulary has {} of one token: rewrite the list with \
+         CTXBED_BLESS=1",
+        committed.len(),
+        expected.len()
+    );
+    let Ok(source) = std::fs::read_to_string(path) else {
+        panic!("{path} is readable");
+    };
+    let opening = "pub(super) const SINGLE_TOKEN_IDEOGRAPHS: &str = \"";
+    let (Some(start), Some(length)) = (
+        source.find(opening).map(|at| at + opening.len()),
+        source
+            .find(opening)
+            .and_then(|at| source[at + opening.len()..].find("\";")),
+    ) else {
+        panic!("{path} holds the list");
+    };
+    let lines: Vec<String> = expected
+        .chunks(24)
+        .map(|line| line.iter().collect())
+        .collect();
+    let list = format!("\\\n    {}", lines.join("\\\n    "));
+    let rewritten = format!("{}{list}{}", &source[..start], &source[start + length..]);
+    if let Err(error) = std::fs::write(path, rewritten) {
+        panic!("{path}: {error}");
+    }
 }
