@@ -148,15 +148,9 @@ def fit_first(names, data, vocabulary, fixed):
     family_weight = {family: 1.0 for family in families}
     n, best = len(names), None
     for _ in range(FIRST_ROUNDS):
-        matrix, vector = [[0.0] * n for _ in range(n)], [0.0] * n
-        for family, features, exact, share in rows:
-            x = [value / exact for value in features]
-            weight = share * family_weight[family]
-            for i in range(n):
-                if x[i]:
-                    vector[i] += weight * x[i]
-                    for j in range(n):
-                        matrix[i][j] += weight * x[i] * x[j]
+        matrix, vector = normal_equations(
+            rows, family_weight, n, lambda features, exact: [v / exact for v in features]
+        )
         for i, name in enumerate(names):
             ridge = FIXED_RIDGE if name in fixed else RIDGE
             matrix[i][i] += ridge
@@ -178,19 +172,31 @@ def fit_first(names, data, vocabulary, fixed):
     return best[1]
 
 
-def least_squares(names, rows, family_weight, fixed, groups):
-    """Prices (in tokens) solving the weighted least squares with each group of features
-    sharing one price; features of no group are priced zero."""
-    n = len(groups)
+def normal_equations(rows, family_weight, n, project):
+    """The weighted least-squares normal equations (matrix, vector) over `n` unknowns, each
+    row's relative features given by `project(features, exact)`."""
     matrix, vector = [[0.0] * n for _ in range(n)], [0.0] * n
     for family, features, exact, share in rows:
-        x = [sum(features[i] for i in group) / exact for group in groups]
+        x = project(features, exact)
         weight = share * family_weight[family]
         for i in range(n):
             if x[i]:
                 vector[i] += weight * x[i]
                 for j in range(n):
                     matrix[i][j] += weight * x[i] * x[j]
+    return matrix, vector
+
+
+def least_squares(names, rows, family_weight, fixed, groups):
+    """Prices (in tokens) solving the weighted least squares with each group of features
+    sharing one price; features of no group are priced zero."""
+    n = len(groups)
+    matrix, vector = normal_equations(
+        rows,
+        family_weight,
+        n,
+        lambda features, exact: [sum(features[i] for i in group) / exact for group in groups],
+    )
     for k, group in enumerate(groups):
         ridge = FIXED_RIDGE if any(names[i] in fixed for i in group) else RIDGE
         matrix[k][k] += ridge
