@@ -395,6 +395,8 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
                 }
                 _ => None,
             });
+            let passed = matches!(reported, Some(Some(usage))
+                if usage.input_tokens == input && usage.output_tokens == output);
             let found = match reported {
                 Some(Some(usage)) => {
                     format!("{} in, {} out", usage.input_tokens, usage.output_tokens)
@@ -404,7 +406,7 @@ fn request_checks(expectation: &Expectation, step: &StepRecord, prefix: &str) ->
             };
             push(
                 format!("{at} usage = {input} in, {output} out"),
-                found == format!("{input} in, {output} out"),
+                passed,
                 found,
             );
         }

@@ -174,31 +174,17 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
                 _ => None,
             })
         });
-    let summaries = raw
-        .summaries
-        .as_ref()
-        .map_or(Some(SummaryMode::Auto), |value| {
-            checker.choice(value, "summaries", &["auto", "scripted"], |v| match v {
+    let mut mode = |value: Option<&Spanned<String>>, field: &str| {
+        value.map_or(Some(SummaryMode::Auto), |value| {
+            checker.choice(value, field, &["auto", "scripted"], |v| match v {
                 "auto" => Some(SummaryMode::Auto),
                 "scripted" => Some(SummaryMode::Scripted),
                 _ => None,
             })
-        });
-    let memory_flushes = raw
-        .memory_flushes
-        .as_ref()
-        .map_or(Some(SummaryMode::Auto), |value| {
-            checker.choice(
-                value,
-                "memory_flushes",
-                &["auto", "scripted"],
-                |v| match v {
-                    "auto" => Some(SummaryMode::Auto),
-                    "scripted" => Some(SummaryMode::Scripted),
-                    _ => None,
-                },
-            )
-        });
+        })
+    };
+    let summaries = mode(raw.summaries.as_ref(), "summaries");
+    let memory_flushes = mode(raw.memory_flushes.as_ref(), "memory_flushes");
     if raw.turns.len() > crate::limits::MOCK_TURNS_MAX {
         checker.problems.push(
             Diagnostic::file_level(

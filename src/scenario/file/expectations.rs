@@ -46,10 +46,8 @@ pub(super) fn expectation(
         raw.transforms_absent.as_deref(),
         &format!("{field}.transforms_absent"),
     );
-    let mut count = |value: &Option<Spanned<i64>>, name: &str| {
-        value
-            .as_ref()
-            .and_then(|v| checker.count(v, &format!("{field}.{name}"), 0))
+    let mut count = |value: Option<&Spanned<i64>>, name: &str| {
+        value.and_then(|v| checker.count(v, &format!("{field}.{name}"), 0))
     };
     let expectation = Expectation {
         line,
@@ -58,13 +56,13 @@ pub(super) fn expectation(
         reply_contains: raw.reply_contains.clone(),
         error: raw.error.clone(),
         error_contains: raw.error_contains.clone(),
-        model_calls: count(&raw.model_calls, "model_calls"),
-        tool_results: count(&raw.tool_results, "tool_results"),
-        denied: count(&raw.denied, "denied"),
+        model_calls: count(raw.model_calls.as_ref(), "model_calls"),
+        tool_results: count(raw.tool_results.as_ref(), "tool_results"),
+        denied: count(raw.denied.as_ref(), "denied"),
         validation: raw.validation.clone(),
         request_messages: raw.request_messages.clone(),
-        elapsed_ms: count(&raw.elapsed_ms, "elapsed_ms"),
-        request: count(&raw.request, "request").and_then(|r| usize::try_from(r).ok()),
+        elapsed_ms: count(raw.elapsed_ms.as_ref(), "elapsed_ms"),
+        request: count(raw.request.as_ref(), "request").and_then(|r| usize::try_from(r).ok()),
         items_present: raw.items_present.clone().unwrap_or_default(),
         items_absent: raw.items_absent.clone().unwrap_or_default(),
         transforms_include,
@@ -81,13 +79,13 @@ pub(super) fn expectation(
         allowance: raw.allowance,
         workspace_count_under: raw.workspace_count_under.clone().unwrap_or_default(),
         usage: raw.usage.as_ref().and_then(|usage| {
-            let input = count(&Some(usage.input_tokens.clone()), "usage.input_tokens")?;
-            let output = count(&Some(usage.output_tokens.clone()), "usage.output_tokens")?;
+            let input = count(Some(&usage.input_tokens), "usage.input_tokens")?;
+            let output = count(Some(&usage.output_tokens), "usage.output_tokens")?;
             Some((input, output))
         }),
-        summary_calls: count(&raw.summary_calls, "summary_calls"),
-        memory_calls: count(&raw.memory_calls, "memory_calls"),
-        observer_calls: count(&raw.observer_calls, "observer_calls"),
+        summary_calls: count(raw.summary_calls.as_ref(), "summary_calls"),
+        memory_calls: count(raw.memory_calls.as_ref(), "memory_calls"),
+        observer_calls: count(raw.observer_calls.as_ref(), "observer_calls"),
         summary_request_contains: raw.summary_request_contains.clone().unwrap_or_default(),
         memory_request_contains: raw.memory_request_contains.clone().unwrap_or_default(),
         summary_request_lacks: raw.summary_request_lacks.clone().unwrap_or_default(),
