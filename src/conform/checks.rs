@@ -9,10 +9,13 @@
 //! | `overflow_retry` | after an overflow, the next reasoning request of the step is strictly smaller; nothing is sent after a second overflow in one step |
 //! | `duplicate_result` | no tool call has two results in one request |
 //! | `budget` | a step the harness refused for budget was not in fact refused by the provider |
-//! | `model_called` | the harness sent at least one request over the scenario |
+//! | `model_called` | the harness sent at least one request over the scenario, and every step that did not end in a budget refusal sent one |
+//! | `reply` | a step ends in a non-empty reply or a reported error |
 //!
-//! Summary requests (recognised by the host by their shape) are exempt from `input` and are not
-//! counted as retries.
+//! Side requests (those that do not continue the step's conversation, told apart by the host by
+//! structure: see `ctxbed_sim::host::continues_step`) are exempt from `input` and are not
+//! counted as retries; but a step whose requests were all side requests fails `input`.
+//! Violations found in a step carry its number, so each step has its own verdict.
 
 use std::collections::BTreeMap;
 
@@ -41,6 +44,8 @@ pub struct StepRun {
 pub struct Violation {
     pub rule: String,
     pub detail: String,
+    /// The step (1-based) it was found in; `None` for the scenario as a whole.
+    pub step: Option<usize>,
 }
 
 impl Violation {
@@ -48,15 +53,20 @@ impl Violation {
         Violation {
             rule: rule.to_string(),
             detail: detail.into(),
+            step: None,
         }
     }
 }
 
-fn is_summary(exchange: &Exchange) -> bool {
-    exchange
-        .request
-        .as_ref()
-        .is_some_and(|r| r.purpose.is_compaction())
+/// Per step (1-based), the rules its violations broke, each once, in order.
+pub fn step_rules(violations: &[Violation], step: usize) -> Vec<&str> {
+    let mut rules: Vec<&str> = Vec::new();
+    for violation in violations.iter().filter(|v| v.step == Some(step)) {
+        if !rules.contains(&violation.rule.as_str()) {
+            rules.push(&violation.rule);
+        }
+    }
+    rules
 }
 
 /// Every wire invariant over the steps' exchanges, in step and request order.
@@ -75,100 +85,153 @@ pub fn invariants(
     }
     for (index, run) in steps.iter().enumerate() {
         let number = index + 1;
-        let input = scenario.steps.get(index).map_or("", |s| s.input.as_str());
-        let mut overflows = 0;
-        let mut after_overflow: Option<u64> = None;
-        for exchange in &run.exchanges {
-            let at = format!("step {number}, request {}", exchange.number);
-            if overflows >= 2 {
-                found.push(Violation::new(
-                    "overflow_retry",
-                    format!("{at}: sent after two overflow errors in the same step"),
-                ));
-            }
-            let Some(request) = &exchange.request else {
-                continue;
-            };
-            let tokens = exchange.input_tokens.unwrap_or(0);
-            if let Some(window) = window {
-                let output = request.max_output_tokens.unwrap_or(0);
-                if tokens + output > window {
-                    found.push(Violation::new(
-                        "window",
-                        format!("{at}: {tokens} input tokens + {output} output tokens > the {window}-token window"),
-                    ));
-                }
-            }
-            if let Some(problem) = find_pairing_problem(&request.messages) {
-                found.push(Violation::new("pairing", format!("{at}: {problem}")));
-            }
-            let systems: Vec<usize> = request
-                .messages
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| m.role == Role::System)
-                .map(|(i, _)| i)
-                .collect();
-            if systems.len() > 1 || systems.first().is_some_and(|&i| i != 0) {
-                found.push(Violation::new(
-                    "system",
-                    format!("{at}: system messages at positions {systems:?}; at most one, first"),
-                ));
-            }
-            let mut results: BTreeMap<&str, usize> = BTreeMap::new();
-            for message in request.messages.iter() {
-                for part in &message.parts {
-                    if let ContentPart::ToolResult(result) = part {
-                        *results.entry(result.call_id.as_str()).or_default() += 1;
-                    }
-                }
-            }
-            for (call, count) in results.iter().filter(|(_, n)| **n > 1) {
-                found.push(Violation::new(
-                    "duplicate_result",
-                    format!("{at}: tool call {call} has {count} results"),
-                ));
-            }
-            if is_summary(exchange) {
-                continue;
-            }
-            let carries_input = request
-                .messages
-                .iter()
-                .any(|m| m.role == Role::User && m.text().contains(input));
-            if !input.is_empty() && !carries_input {
-                found.push(Violation::new(
-                    "input",
-                    format!("{at}: no user message carries the step's input"),
-                ));
-            }
-            if let Some(before) = after_overflow.take()
-                && tokens >= before
-            {
-                found.push(Violation::new(
-                    "overflow_retry",
-                    format!("{at}: the retry after an overflow has {tokens} input tokens, not fewer than the {before} that overflowed"),
-                ));
-            }
-            if exchange.outcome == "context_overflow" {
-                overflows += 1;
-                after_overflow = Some(tokens);
-            }
-        }
-        if let StepEnd::Error { kind, .. } = &run.end
-            && kind == "budget_refused"
-            && run
-                .exchanges
-                .last()
-                .is_some_and(|e| e.outcome == "context_overflow")
-        {
-            found.push(Violation::new(
-                "budget",
-                format!("step {number}: reported as refused for budget, but the provider refused its last request as an overflow"),
-            ));
+        let start = found.len();
+        step_invariants(scenario, index, run, window, total, &mut found);
+        for violation in &mut found[start..] {
+            violation.step = Some(number);
         }
     }
     found
+}
+
+/// The invariants of one step (`index` from 0); `total` is the scenario's request count.
+fn step_invariants(
+    scenario: &WireScenario,
+    index: usize,
+    run: &StepRun,
+    window: Option<u64>,
+    total: usize,
+    found: &mut Vec<Violation>,
+) {
+    let number = index + 1;
+    let input = scenario.steps.get(index).map_or("", |s| s.input.as_str());
+    match &run.end {
+        StepEnd::Reply(text) if text.trim().is_empty() => found.push(Violation::new(
+            "reply",
+            format!("step {number}: the harness replied with empty text; a step ends in a non-empty reply or a reported error"),
+        )),
+        StepEnd::Error { kind, .. } if run.exchanges.is_empty() && kind != "budget_refused" && total > 0 => {
+            found.push(Violation::new(
+                "model_called",
+                format!("step {number}: it failed with {kind} before sending any request to the model"),
+            ));
+        }
+        _ => {}
+    }
+    let main = run
+        .exchanges
+        .iter()
+        .filter(|e| !e.side && e.request.is_some())
+        .count();
+    let side = run.exchanges.iter().filter(|e| e.side).count();
+    if main == 0 && side > 0 && !input.is_empty() {
+        found.push(Violation::new(
+            "input",
+            format!("step {number}: none of its {side} request(s) continued the conversation (none ended in the step's input or in a result of a tool call made in this step), so each was answered as a side request"),
+        ));
+    }
+    let mut overflows = 0;
+    let mut after_overflow: Option<u64> = None;
+    for exchange in &run.exchanges {
+        let at = format!("step {number}, request {}", exchange.number);
+        if overflows >= 2 {
+            found.push(Violation::new(
+                "overflow_retry",
+                format!("{at}: sent after two overflow errors in the same step"),
+            ));
+        }
+        let Some(request) = &exchange.request else {
+            continue;
+        };
+        let tokens = exchange.input_tokens.unwrap_or(0);
+        request_invariants(&at, request, tokens, window, found);
+        if exchange.side {
+            continue;
+        }
+        let carries_input = request
+            .messages
+            .iter()
+            .any(|m| m.role == Role::User && m.text().contains(input));
+        if !input.is_empty() && !carries_input {
+            found.push(Violation::new(
+                "input",
+                format!("{at}: no user message carries the step's input"),
+            ));
+        }
+        if let Some(before) = after_overflow.take()
+            && tokens >= before
+        {
+            found.push(Violation::new(
+                    "overflow_retry",
+                    format!("{at}: the retry after an overflow has {tokens} input tokens, not fewer than the {before} that overflowed"),
+                ));
+        }
+        if exchange.outcome == "context_overflow" {
+            overflows += 1;
+            after_overflow = Some(tokens);
+        }
+    }
+    if let StepEnd::Error { kind, .. } = &run.end
+        && kind == "budget_refused"
+        && run
+            .exchanges
+            .last()
+            .is_some_and(|e| e.outcome == "context_overflow")
+    {
+        found.push(Violation::new(
+                "budget",
+                format!("step {number}: reported as refused for budget, but the provider refused its last request as an overflow"),
+            ));
+    }
+}
+
+/// The rules every request obeys, main-loop or side: window, pairing, system, duplicate results.
+fn request_invariants(
+    at: &str,
+    request: &ctxbed_harness::model::ModelRequest,
+    tokens: u64,
+    window: Option<u64>,
+    found: &mut Vec<Violation>,
+) {
+    if let Some(window) = window {
+        let output = request.max_output_tokens.unwrap_or(0);
+        if tokens + output > window {
+            found.push(Violation::new(
+                "window",
+                format!("{at}: {tokens} input tokens + {output} output tokens > the {window}-token window"),
+            ));
+        }
+    }
+    if let Some(problem) = find_pairing_problem(&request.messages) {
+        found.push(Violation::new("pairing", format!("{at}: {problem}")));
+    }
+    let systems: Vec<usize> = request
+        .messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::System)
+        .map(|(i, _)| i)
+        .collect();
+    if systems.len() > 1 || systems.first().is_some_and(|&i| i != 0) {
+        found.push(Violation::new(
+            "system",
+            format!("{at}: system messages at positions {systems:?}; at most one, first"),
+        ));
+    }
+    let mut results: BTreeMap<&str, usize> = BTreeMap::new();
+    for message in request.messages.iter() {
+        for part in &message.parts {
+            if let ContentPart::ToolResult(result) = part {
+                *results.entry(result.call_id.as_str()).or_default() += 1;
+            }
+        }
+    }
+    for (call, count) in results.iter().filter(|(_, n)| **n > 1) {
+        found.push(Violation::new(
+            "duplicate_result",
+            format!("{at}: tool call {call} has {count} results"),
+        ));
+    }
 }
 
 /// The scenario's own expectations.
@@ -187,7 +250,11 @@ pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation
                 ));
                 continue;
             };
+            let start = found.len();
             check_one(expect, number, run, &mut found);
+            for violation in &mut found[start..] {
+                violation.step = Some(number);
+            }
         }
     }
     found
@@ -313,6 +380,9 @@ mod tests {
             input_tokens: Some(tokens),
             status: 200,
             outcome: outcome.into(),
+            step: Some(1),
+            side: false,
+            note: None,
         }
     }
 

@@ -102,8 +102,8 @@ impl CellReport {
 
     /// True when the cell does not fail the run. A golden pins a reviewed verdict, a known
     /// failure included: when one exists, the trace must match it (any change of behaviour is a
-    /// mismatch); without one, the cell must pass or be not applicable. `strict` also fails a
-    /// pinned failure.
+    /// mismatch); without one the cell is `new` and fails until it is blessed, whatever its
+    /// verdict. `strict` also fails a pinned failure.
     pub fn ok(&self, strict: bool) -> bool {
         let verdict_ok = !matches!(self.cell, Cell::Fail { .. });
         match &self.golden_outcome {
@@ -160,6 +160,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
         cut_stream_requests: scenario.cut_stream.clone(),
     };
     serve.host.hang = Duration::from_secs(scenario.step_timeout_seconds + 5);
+    serve.host.steps = true;
     let models = match Models::load_file(&layout.mock_model(&scenario.model), &serve) {
         Ok(models) => models,
         Err(error) => {
@@ -219,17 +220,15 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
     report.problem = outcome.problem;
     report.violations = violations;
     if !matches!(report.cell, Cell::NotApplicable { .. }) {
-        let exists = golden.exists();
-        if exists || options.mode == GoldenMode::Bless {
-            report.golden_outcome =
-                Some(match golden::check(&golden, &report.trace, options.mode) {
-                    Ok(outcome) => outcome,
-                    Err(error) => GoldenOutcome::Mismatch {
-                        diff: format!("the golden cannot be used: {error}"),
-                        new_file: None,
-                    },
-                });
-        }
+        // A run without a golden is `new`: its trace is written beside the golden's place for
+        // review (outside CI), and it fails until it is blessed.
+        report.golden_outcome = Some(match golden::check(&golden, &report.trace, options.mode) {
+            Ok(outcome) => outcome,
+            Err(error) => GoldenOutcome::Mismatch {
+                diff: format!("the golden cannot be used: {error}"),
+                new_file: None,
+            },
+        });
     }
     report
 }
@@ -417,6 +416,7 @@ async fn talk(
     let timeout = Duration::from_secs(scenario.step_timeout_seconds);
     for (index, step) in scenario.steps.iter().enumerate() {
         let number = index + 1;
+        host.begin_step(number, &step.input);
         let before = host.request_count();
         let line = json!({"type": "step", "step": number, "user": step.user, "session": step.session, "input": step.input});
         let answer = match peer.send(&line).await {

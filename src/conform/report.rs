@@ -9,9 +9,11 @@ use crate::scenario::golden::GoldenOutcome;
 /// The lines for one run.
 pub fn describe(report: &CellReport, strict: bool) -> String {
     let mut out = String::new();
+    let new = matches!(report.golden_outcome, Some(GoldenOutcome::Missing { .. }));
     let verdict = match (&report.cell, report.ok(strict)) {
-        (Cell::Pass, true) => "pass",
         (Cell::NotApplicable { .. }, _) => "n/a ",
+        _ if new => "NEW ",
+        (Cell::Pass, true) => "pass",
         (Cell::Fail { .. }, true) => "fail (pinned by its golden)",
         _ => "FAIL",
     };
@@ -46,8 +48,29 @@ pub fn describe(report: &CellReport, strict: bool) -> String {
                 );
             }
         }
-        Some(GoldenOutcome::Blessed { changed: true }) => {
-            let _ = writeln!(out, "  blessed {}", report.golden.display());
+        Some(GoldenOutcome::Missing { new_file }) => {
+            let _ = writeln!(
+                out,
+                "  new: no golden at {} yet; its verdict would be {}",
+                report.golden.display(),
+                verdict_words(&report.cell)
+            );
+            if let Some(new_file) = new_file {
+                let _ = writeln!(
+                    out,
+                    "  new trace: {} (review it, then rerun with --bless to pin it)",
+                    new_file.display()
+                );
+            }
+        }
+        Some(GoldenOutcome::Blessed { changed }) => {
+            let _ = writeln!(
+                out,
+                "  {} {}: pins {}",
+                if *changed { "blessed" } else { "unchanged" },
+                report.golden.display(),
+                verdict_words(&report.cell)
+            );
         }
         _ => {}
     }
@@ -55,4 +78,13 @@ pub fn describe(report: &CellReport, strict: bool) -> String {
         let _ = writeln!(out, "  adapter log: {}", report.log.display());
     }
     out
+}
+
+/// A verdict in words: `pass`, `fail: window, expect`, `n/a`.
+pub fn verdict_words(cell: &Cell) -> String {
+    match cell {
+        Cell::Pass => "pass".to_string(),
+        Cell::Fail { rules } => format!("fail: {}", rules.join(", ")),
+        Cell::NotApplicable { .. } => "n/a".to_string(),
+    }
 }

@@ -11,7 +11,7 @@ use ctxbed_harness::message::{ContentPart, Message, Role};
 use ctxbed_harness::model::Purpose;
 use ctxbed_sim::host::Exchange;
 
-use super::checks::{StepEnd, StepRun, Violation};
+use super::checks::{StepEnd, StepRun, Violation, step_rules};
 use super::file::WireScenario;
 
 /// Characters of a reply or error message shown.
@@ -68,8 +68,11 @@ fn request_line(exchange: &Exchange, ids: &mut Ids, out: &mut String) {
     if exchange.stream {
         head.push_str(" stream");
     }
+    if exchange.side {
+        head.push_str(" side");
+    }
     if let Some(request) = &exchange.request {
-        if request.purpose != Purpose::Reasoning {
+        if request.purpose != Purpose::Reasoning && !exchange.side {
             let _ = write!(head, " {}", request.purpose.as_str());
         }
         let _ = write!(head, " {} tokens", exchange.input_tokens.unwrap_or(0));
@@ -83,6 +86,24 @@ fn request_line(exchange: &Exchange, ids: &mut Ids, out: &mut String) {
         let shapes: Vec<String> = request.messages.iter().map(|m| shape(m, ids)).collect();
         let _ = writeln!(out, "    {}", shapes.join(" "));
     }
+    if let Some(note) = &exchange.note {
+        let _ = writeln!(out, "    note: {note}");
+    }
+}
+
+/// A step's own verdict line: the rules its violations broke, and the earlier steps that failed.
+fn step_verdict(number: usize, violations: &[Violation], failed: &[usize]) -> String {
+    let rules = step_rules(violations, number);
+    let mut line = if rules.is_empty() {
+        "  step verdict: pass".to_string()
+    } else {
+        format!("  step verdict: fail: {}", rules.join(", "))
+    };
+    if !failed.is_empty() {
+        let list: Vec<String> = failed.iter().map(usize::to_string).collect();
+        let _ = write!(line, " (after failed step {})", list.join(", "));
+    }
+    line
 }
 
 /// The trace's text.
@@ -101,6 +122,7 @@ pub fn render(
     let _ = writeln!(out, "harness {harness} {version}");
     let window = window.map_or_else(|| "none".to_string(), |w| w.to_string());
     let _ = writeln!(out, "model {} (window {window})", scenario.model);
+    let mut failed: Vec<usize> = Vec::new();
     for (index, run) in steps.iter().enumerate() {
         let step = &scenario.steps[index];
         let _ = writeln!(
@@ -124,6 +146,10 @@ pub fn render(
                 )
             }
         };
+        let _ = writeln!(out, "{}", step_verdict(index + 1, violations, &failed));
+        if !step_rules(violations, index + 1).is_empty() {
+            failed.push(index + 1);
+        }
     }
     if let Some(problem) = problem {
         let _ = writeln!(out, "\nadapter: {problem}");

@@ -184,6 +184,7 @@ fn turn(draw: &mut Draw, window: Option<u64>, action: TurnAction) -> MockTurn {
         times: draw.range(1, 3) as u32,
         line: 0,
         usage: None,
+        step: None,
     }
 }
 

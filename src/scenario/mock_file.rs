@@ -85,6 +85,11 @@ pub(super) struct RawTurn {
     pub(super) times: Option<Spanned<i64>>,
     /// Usage figures to report instead of the exact counts (what a recorded model reported).
     pub(super) usage: Option<RawUsage>,
+    /// The step (from 1) whose main-loop requests this turn answers in `ctxbed conform`; give
+    /// every main-loop turn a step, or none (then each step's turns run up to its first plain
+    /// text reply).
+    #[schemars(with = "Option<i64>")]
+    pub(super) step: Option<Spanned<i64>>,
 }
 
 /// Usage figures a turn reports instead of the exact counts.
@@ -107,6 +112,9 @@ pub(super) struct RawCondition {
     pub(super) contains: Option<String>,
     #[schemars(with = "Option<String>")]
     pub(super) purpose: Option<Spanned<String>>,
+    /// `true`: the turn answers side requests only (summaries, memory extraction, any request
+    /// that does not continue the conversation); `false`: main-loop requests only.
+    pub(super) side: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -204,6 +212,25 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         .enumerate()
         .filter_map(|(index, turn)| checker.turn(index, turn))
         .collect();
+    let stepped = |turn: &Spanned<RawTurn>| turn.get_ref().step.is_some();
+    let side = |turn: &Spanned<RawTurn>| {
+        turn.get_ref()
+            .when
+            .as_ref()
+            .is_some_and(|when| when.side == Some(true))
+    };
+    if raw.turns.iter().any(|turn| stepped(turn)) {
+        for (index, turn) in raw.turns.iter().enumerate() {
+            if !stepped(turn) && !side(turn) {
+                checker.problems.push(
+                    checker
+                        .at(turn, format!("turns[{index}] has no `step`, but other turns have one"))
+                        .field(format!("turns[{index}].step"))
+                        .help("give every main-loop turn a `step = N`, or remove `step` from all of them"),
+                );
+            }
+        }
+    }
     if !checker.problems.is_empty() {
         let mut problems = checker.problems;
         super::diagnostic::sort(&mut problems);
@@ -340,6 +367,13 @@ impl Checker<'_> {
                 })
             }
         };
+        let step = match &turn.step {
+            Some(value) => {
+                let step = self.count(value, &format!("{field}.step"), 1)?;
+                Some(usize::try_from(step).unwrap_or(usize::MAX))
+            }
+            None => None,
+        };
         let action = self.action(turn, spanned, &field)?;
         Some(MockTurn {
             when,
@@ -348,6 +382,7 @@ impl Checker<'_> {
             times,
             line,
             usage,
+            step,
         })
     }
 
@@ -379,6 +414,7 @@ impl Checker<'_> {
             tokens_at_most,
             contains: raw.contains.clone(),
             purpose,
+            side: raw.side,
         })
     }
 

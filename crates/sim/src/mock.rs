@@ -156,6 +156,11 @@ pub struct TurnCondition {
     pub contains: Option<String>,
     /// The request has this purpose.
     pub purpose: Option<Purpose>,
+    /// `true`: the turn answers side requests only (a summary, a memory extraction, any request
+    /// that does not continue the conversation); `false`: main-loop requests only. In a
+    /// scripted run a side request is one whose purpose is not reasoning; over the wire the host
+    /// tells them apart by structure (see [`crate::host`]).
+    pub side: Option<bool>,
 }
 
 /// One scripted turn.
@@ -172,6 +177,9 @@ pub struct MockTurn {
     /// Usage figures to report instead of the exact counts: a recording keeps what the real
     /// model reported, so a replay reports it too.
     pub usage: Option<Usage>,
+    /// The step (1-based) whose requests this turn answers when the model is driven step by
+    /// step ([`Lane::Step`]); `None` deals turns to steps by [`step_groups`].
+    pub step: Option<usize>,
 }
 
 impl MockTurn {
@@ -184,6 +192,7 @@ impl MockTurn {
             times: 1,
             line: 0,
             usage: None,
+            step: None,
         }
     }
 }
@@ -230,12 +239,70 @@ impl MockScript {
     }
 }
 
-#[derive(Debug, Default)]
-struct Cursor {
+/// Which of a script's turns may answer a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Lane {
+    /// Every turn, in order: the script as one sequence (scenarios run in process, `ctxbed
+    /// serve` without steps).
+    Script,
+    /// The main-loop turns of one step (1-based), in order: a step's answers never depend on
+    /// how many requests earlier steps made.
+    Step(usize),
+    /// The turns scripted for side requests (`when.side = true`), in order; past them, side
+    /// requests get the deterministic summariser or fact extractor.
+    Side,
+}
+
+/// Where one lane has got to in its turns.
+#[derive(Debug, Default, Clone, Copy)]
+struct Position {
     turn: usize,
     used: u32,
+}
+
+#[derive(Debug, Default)]
+struct Cursor {
+    lanes: BTreeMap<Lane, Position>,
     requests: u64,
     call_ids: u64,
+}
+
+/// Deals a script's main-loop turns (every turn not marked `when.side = true`) to steps: by
+/// each turn's `step` when the script gives one, else in order, a step's turns running up to
+/// and including its first plain text reply (a reply without tool calls, the step's final
+/// answer). Returns, per step, the indices of its turns; trailing turns after the last reply
+/// form a last step.
+pub fn step_groups(turns: &[MockTurn]) -> Vec<Vec<usize>> {
+    let main = turns
+        .iter()
+        .enumerate()
+        .filter(|(_, turn)| turn.when.side != Some(true));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    if turns.iter().any(|turn| turn.step.is_some()) {
+        for (index, turn) in main {
+            let step = turn.step.unwrap_or(1).max(1);
+            if groups.len() < step {
+                groups.resize(step, Vec::new());
+            }
+            groups[step - 1].push(index);
+        }
+        return groups;
+    }
+    let mut current = Vec::new();
+    for (index, turn) in main {
+        current.push(index);
+        if ends_step(&turn.action) {
+            groups.push(std::mem::take(&mut current));
+        }
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
+}
+
+fn ends_step(action: &TurnAction) -> bool {
+    matches!(action, TurnAction::Reply { text: Some(_), tool_calls, .. } if tool_calls.is_empty())
 }
 
 /// A model that replays a [`MockScript`].
@@ -247,18 +314,38 @@ pub struct MockModel {
     message_counts: Mutex<BTreeMap<String, (Message, u64)>>,
     cursor: Mutex<Cursor>,
     received: Mutex<Vec<ModelRequest>>,
+    /// Per step, the indices of its main-loop turns ([`step_groups`]).
+    groups: Vec<Vec<usize>>,
+    /// The indices of the turns scripted for side requests.
+    side: Vec<usize>,
 }
 
 impl MockModel {
     pub fn new(script: MockScript) -> Self {
         let estimator = shared_exact_counter(script.vocabulary);
+        let groups = step_groups(&script.turns);
+        let side = (0..script.turns.len())
+            .filter(|&i| script.turns[i].when.side == Some(true))
+            .collect();
         MockModel {
             script,
             estimator,
             message_counts: Mutex::new(BTreeMap::new()),
             cursor: Mutex::new(Cursor::default()),
             received: Mutex::new(Vec::new()),
+            groups,
+            side,
         }
+    }
+
+    /// Exact tokens of a reply message, as usage reports them.
+    pub fn output_tokens(&self, message: &Message) -> u64 {
+        self.estimator.message_tokens(message)
+    }
+
+    /// How many steps the script's main-loop turns answer ([`step_groups`]).
+    pub fn scripted_steps(&self) -> usize {
+        self.groups.len()
     }
 
     /// Every request received since the last call, in order (the test-bed's view of the wire).
@@ -315,29 +402,60 @@ impl MockModel {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Picks the turn for this request and advances the cursor.
-    fn next_turn(&self, request: &ModelRequest, tokens: u64) -> Result<MockTurn, ModelError> {
+    /// The indices of the turns `lane` may use, in order.
+    fn lane_turns(&self, lane: Lane) -> std::borrow::Cow<'_, [usize]> {
+        match lane {
+            Lane::Script => (0..self.script.turns.len()).collect::<Vec<_>>().into(),
+            Lane::Step(step) => self
+                .groups
+                .get(step.wrapping_sub(1))
+                .map_or(&[][..], Vec::as_slice)
+                .into(),
+            Lane::Side => self.side.as_slice().into(),
+        }
+    }
+
+    /// Picks the turn of `lane` for this request and advances that lane; `None` when the lane
+    /// has no turn left.
+    fn next_turn(&self, request: &ModelRequest, tokens: u64, lane: Lane) -> Option<MockTurn> {
+        let turns = self.lane_turns(lane);
         let mut cursor = self.lock();
         cursor.requests += 1;
-        while let Some(turn) = self.script.turns.get(cursor.turn) {
+        let position = cursor.lanes.entry(lane).or_default();
+        while let Some(turn) = turns.get(position.turn).map(|&i| &self.script.turns[i]) {
             if !condition_holds(&turn.when, request, tokens) {
-                cursor.turn += 1;
-                cursor.used = 0;
+                position.turn += 1;
+                position.used = 0;
                 continue;
             }
-            cursor.used += 1;
-            if cursor.used >= turn.times {
-                cursor.turn += 1;
-                cursor.used = 0;
+            position.used += 1;
+            if position.used >= turn.times {
+                position.turn += 1;
+                position.used = 0;
             }
-            return Ok(turn.clone());
+            return Some(turn.clone());
         }
-        let last_line = self.script.turns.last().map_or(0, |turn| turn.line);
-        Err(ModelError::ScriptExhausted {
+        None
+    }
+
+    fn exhausted(&self, lane: Lane) -> ModelError {
+        let turns = self.lane_turns(lane);
+        let last = turns.last().map(|&i| &self.script.turns[i]);
+        let last_line = last
+            .or(self.script.turns.last())
+            .map_or(0, |turn| turn.line);
+        let whose = match lane {
+            Lane::Step(step) if turns.is_empty() => {
+                format!(" (it scripts no turn for step {step})")
+            }
+            Lane::Step(step) => format!(" (the last of step {step}'s turns)"),
+            _ => String::new(),
+        };
+        ModelError::ScriptExhausted {
             model: self.script.info.name.clone(),
-            file: format!("{}:{last_line}", self.script.file),
-            request: cursor.requests,
-        })
+            file: format!("{}:{last_line}{whose}", self.script.file),
+            request: self.lock().requests,
+        }
     }
 
     fn next_call_id(&self) -> String {
@@ -462,6 +580,21 @@ impl Model for MockModel {
     }
 
     async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        self.call_in(request, Lane::Script).await
+    }
+}
+
+impl MockModel {
+    /// Answers `request` from the turns of `lane` (see [`Lane`]); [`Model::call`] is
+    /// `call_in(request, Lane::Script)`.
+    ///
+    /// # Errors
+    /// The strict provider checks, a scripted error, or a lane with no turn left.
+    pub async fn call_in(
+        &self,
+        request: &ModelRequest,
+        lane: Lane,
+    ) -> Result<ModelReply, ModelError> {
         self.received
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -470,16 +603,29 @@ impl Model for MockModel {
         if self.script.strict {
             self.check_request(request, tokens)?;
         }
-        let auto_summary =
-            request.purpose == Purpose::Summary && self.script.summaries == SummaryMode::Auto;
-        let auto_extraction = request.purpose == Purpose::MemoryFlush
-            && self.script.memory_flushes == SummaryMode::Auto;
-        let turn = if auto_summary {
-            MockTurn::new(TurnAction::Summarize)
-        } else if auto_extraction {
-            MockTurn::new(TurnAction::ExtractFacts)
-        } else {
-            self.next_turn(request, tokens)?
+        let automatic = |purpose: Purpose| match purpose {
+            Purpose::MemoryFlush => MockTurn::new(TurnAction::ExtractFacts),
+            _ => MockTurn::new(TurnAction::Summarize),
+        };
+        let turn = match lane {
+            Lane::Script => {
+                let auto_summary = request.purpose == Purpose::Summary
+                    && self.script.summaries == SummaryMode::Auto;
+                let auto_extraction = request.purpose == Purpose::MemoryFlush
+                    && self.script.memory_flushes == SummaryMode::Auto;
+                if auto_summary || auto_extraction {
+                    automatic(request.purpose)
+                } else {
+                    self.next_turn(request, tokens, lane)
+                        .ok_or_else(|| self.exhausted(lane))?
+                }
+            }
+            Lane::Side => self
+                .next_turn(request, tokens, lane)
+                .unwrap_or_else(|| automatic(request.purpose)),
+            Lane::Step(_) => self
+                .next_turn(request, tokens, lane)
+                .ok_or_else(|| self.exhausted(lane))?,
         };
         if !turn.latency.is_zero() {
             tokio::time::sleep(turn.latency).await;
@@ -501,13 +647,16 @@ fn condition_holds(condition: &TurnCondition, request: &ModelRequest, tokens: u6
     let over = condition.tokens_over.is_none_or(|limit| tokens > limit);
     let at_most = condition.tokens_at_most.is_none_or(|limit| tokens <= limit);
     let purpose = condition.purpose.is_none_or(|p| p == request.purpose);
+    let side = condition
+        .side
+        .is_none_or(|side| side == (request.purpose != Purpose::Reasoning));
     let contains = condition.contains.as_ref().is_none_or(|needle| {
         request
             .messages
             .iter()
             .any(|message| message_mentions(message, needle))
     });
-    over && at_most && purpose && contains
+    over && at_most && purpose && side && contains
 }
 
 fn message_mentions(message: &Message, needle: &str) -> bool {

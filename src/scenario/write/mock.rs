@@ -59,11 +59,13 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
                 Purpose::MemoryFlush => "memory_flush",
             })
         }),
+        side: when.side,
     };
     let unconditional = condition.tokens_over.is_none()
         && condition.tokens_at_most.is_none()
         && condition.contains.is_none()
-        && condition.purpose.is_none();
+        && condition.purpose.is_none()
+        && condition.side.is_none();
     let mut raw = RawTurn {
         when: (!unconditional).then_some(condition),
         latency_ms: (!turn.latency.is_zero())
@@ -77,6 +79,7 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
             }),
             None => None,
         },
+        step: turn.step.map(|step| count(step as u64)).transpose()?,
         ..RawTurn::default()
     };
     match &turn.action {

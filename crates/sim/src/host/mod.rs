@@ -25,10 +25,10 @@ use http_body_util::{Either, Full, StreamBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 
-use crate::mock::MockModel;
+use crate::mock::{Lane, MockModel};
 use ctxbed_harness::message::{ContentPart, Role};
 use ctxbed_harness::model::provider::Provider;
-use ctxbed_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose};
+use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Purpose};
 
 /// Exchanges one host keeps; past it, requests are still answered but no longer recorded.
 pub const EXCHANGES_MAX: usize = 100_000;
@@ -60,6 +60,13 @@ pub struct HostOptions {
     pub hang: Duration,
     /// The `retry-after` header (seconds) sent with a 429.
     pub retry_after_seconds: u64,
+    /// Deal the script's turns to steps ([`ProviderHost::begin_step`]): each request is told
+    /// apart by structure as the step's main-loop request or a side request, main-loop requests
+    /// are answered from their step's own turns, side requests by the turns scripted for them or
+    /// the deterministic summariser. Requests before the first step are side requests. On in
+    /// `ctxbed conform`; off in network scenarios and in a plain `ctxbed serve`, which play the
+    /// script in arrival order.
+    pub steps: bool,
 }
 
 impl Default for HostOptions {
@@ -70,6 +77,7 @@ impl Default for HostOptions {
             report_usage: true,
             hang: Duration::from_secs(crate::limits::STEP_VIRTUAL_TIME_MAX_SECONDS),
             retry_after_seconds: 1,
+            steps: false,
         }
     }
 }
@@ -122,6 +130,34 @@ pub struct Exchange {
     /// `reply` or `tool_calls`, an error kind (`context_overflow`, `pairing_rejected`,
     /// `rate_limited`, …), or a fault (`reset`, `cut_stream`, `not_json`).
     pub outcome: String,
+    /// The step the host was in when the request arrived (0: before the first), when it deals
+    /// turns to steps.
+    pub step: Option<usize>,
+    /// True for a side request: one that does not continue the step's conversation (see
+    /// [`continues_step`]); answered without using a main-loop turn.
+    pub side: bool,
+    /// What the host changed in the scripted answer, and why (a tool call the request did not
+    /// offer, answered as text).
+    pub note: Option<String>,
+}
+
+/// A tool call the mock made during a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IssuedCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// The step a host is in, as the test-bed announced it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepState {
+    /// 1-based; 0 before the first step.
+    pub number: usize,
+    /// The input the step's call was given.
+    pub input: String,
+    /// The tool calls the mock answered this step's main-loop requests with.
+    pub calls: Vec<IssuedCall>,
 }
 
 /// A response body: whole, or a stream of frames that may end in an error (a cut).
@@ -139,6 +175,7 @@ pub struct ProviderHost {
     options: HostOptions,
     requests: AtomicU64,
     exchanges: Mutex<Vec<Exchange>>,
+    step: Mutex<StepState>,
 }
 
 impl ProviderHost {
@@ -161,7 +198,25 @@ impl ProviderHost {
             options,
             requests: AtomicU64::new(0),
             exchanges: Mutex::new(Vec::new()),
+            step: Mutex::new(StepState::default()),
         }
+    }
+
+    /// Starts step `number` (1-based), whose call was given `input`: from now on, requests that
+    /// continue this step's conversation are answered from its own turns (with
+    /// [`HostOptions::steps`]).
+    pub fn begin_step(&self, number: usize, input: &str) {
+        *self.lock_step() = StepState {
+            number,
+            input: input.to_string(),
+            calls: Vec::new(),
+        };
+    }
+
+    fn lock_step(&self) -> std::sync::MutexGuard<'_, StepState> {
+        self.step
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// HTTP requests received so far.
@@ -205,6 +260,9 @@ impl ProviderHost {
             input_tokens: None,
             status: 0,
             outcome: "reset".to_string(),
+            step: None,
+            side: false,
+            note: None,
         };
         let response = self.respond(api, body, &mut exchange).await;
         if exchange.outcome != "reset" {
@@ -243,17 +301,51 @@ impl ProviderHost {
             Api::OpenAi => openai::parse_request(&json),
             Api::Anthropic => anthropic::parse_request(&json),
         };
-        if self.options.infer_summaries {
-            if asks_for_memory(&request) {
-                request.purpose = Purpose::MemoryFlush;
-            } else if asks_for_summary(&request) {
-                request.purpose = Purpose::Summary;
+        let lane = if self.options.steps {
+            let step = self.lock_step().clone();
+            exchange.step = Some(step.number);
+            if step.number > 0 && continues_step(&request, &step) {
+                Lane::Step(step.number)
+            } else {
+                exchange.side = true;
+                // The wording only chooses the shape of the automatic answer (facts or a
+                // summary); whether the request is a side request is decided by structure.
+                request.purpose = if asks_for_memory(&request) {
+                    Purpose::MemoryFlush
+                } else {
+                    Purpose::Summary
+                };
+                Lane::Side
             }
-        }
+        } else {
+            if self.options.infer_summaries {
+                if asks_for_memory(&request) {
+                    request.purpose = Purpose::MemoryFlush;
+                } else if asks_for_summary(&request) {
+                    request.purpose = Purpose::Summary;
+                }
+            }
+            Lane::Script
+        };
         exchange.stream = stream;
         exchange.body = json;
         exchange.input_tokens = Some(self.model.count_input_tokens(&request));
-        let outcome = self.model.call(&request).await;
+        let outcome = self
+            .model
+            .call_in(&request, lane)
+            .await
+            .map(|reply| self.offered_calls_only(reply, &request, exchange));
+        if let (Lane::Step(number), Ok(reply)) = (lane, &outcome) {
+            let mut step = self.lock_step();
+            if step.number == number {
+                step.calls
+                    .extend(reply.message.tool_calls().map(|call| IssuedCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                    }));
+            }
+        }
         exchange.request = Some(request);
         match outcome {
             Ok(reply) => {
@@ -292,6 +384,52 @@ impl ProviderHost {
                 self.error_response(error).await
             }
         }
+    }
+
+    /// The reply with every tool call the request did not offer taken out (a provider cannot
+    /// call a tool it was not given); when nothing is left, a text reply saying so. The change
+    /// is noted on the exchange.
+    fn offered_calls_only(
+        &self,
+        mut reply: ModelReply,
+        request: &ModelRequest,
+        exchange: &mut Exchange,
+    ) -> ModelReply {
+        let offered = |name: &str| request.tools.iter().any(|tool| tool.name == name);
+        let dropped: Vec<String> = reply
+            .message
+            .tool_calls()
+            .filter(|call| !offered(&call.name))
+            .map(|call| call.name.clone())
+            .collect();
+        if dropped.is_empty() {
+            return reply;
+        }
+        let mut parts: Vec<ContentPart> = reply.message.parts.to_vec();
+        parts.retain(|part| !matches!(part, ContentPart::ToolCall(call) if !offered(&call.name)));
+        let names = dropped.join(", ");
+        let why = if request.tools.is_empty() {
+            "the request offered no tools".to_string()
+        } else {
+            "the request did not offer it".to_string()
+        };
+        if !parts
+            .iter()
+            .any(|part| matches!(part, ContentPart::Text { .. } | ContentPart::ToolCall(_)))
+        {
+            parts.push(ContentPart::text(format!(
+                "I would call {names} now, but {why}."
+            )));
+        }
+        exchange.note = Some(format!(
+            "the scripted call of {names} is answered as text: {why}"
+        ));
+        let message = ctxbed_harness::message::Message::new(String::new(), Role::Assistant, parts);
+        if let Some(usage) = reply.usage.as_mut() {
+            usage.output_tokens = self.model.output_tokens(&message);
+        }
+        reply.message = message;
+        reply
     }
 
     fn imitates_anthropic(&self) -> bool {
@@ -364,6 +502,68 @@ impl ProviderHost {
             ),
         }
     }
+}
+
+/// True when `request` continues the conversation of `step`: its last turn (the last message that
+/// is not a system message) is the step's input or carries the result of a tool call the mock
+/// made in this step. When the request offers tools, every turn after the last assistant message
+/// counts (a harness may add a reminder after the results). Any other request (a summary, a
+/// memory extraction, a title, a classifier, however it is worded) is a side request.
+pub fn continues_step(request: &ModelRequest, step: &StepState) -> bool {
+    let turns: Vec<&ctxbed_harness::message::Message> = request
+        .messages
+        .iter()
+        .filter(|message| message.role != Role::System)
+        .collect();
+    let Some(last) = turns.last() else {
+        return false;
+    };
+    if is_step_turn(request, last, step) {
+        return true;
+    }
+    !request.tools.is_empty()
+        && turns
+            .iter()
+            .rev()
+            .take_while(|message| message.role != Role::Assistant)
+            .any(|message| is_step_turn(request, message, step))
+}
+
+/// A user turn that is the step's input, or a turn carrying a result of one of the step's calls
+/// (by id, or by the name and arguments of the call it answers, for a harness that renames ids).
+fn is_step_turn(
+    request: &ModelRequest,
+    message: &ctxbed_harness::message::Message,
+    step: &StepState,
+) -> bool {
+    let input = step.input.trim();
+    let is_input = message.role == Role::User
+        && !input.is_empty()
+        && (message.text().trim() == input
+            || message
+                .parts
+                .iter()
+                .any(|part| matches!(part, ContentPart::Text { text } if text.trim() == input)));
+    if is_input {
+        return true;
+    }
+    let issued = |call_id: &str| {
+        step.calls.iter().any(|call| call.id == call_id)
+            || request
+                .messages
+                .iter()
+                .flat_map(|m| m.tool_calls())
+                .filter(|call| call.id == call_id)
+                .any(|call| {
+                    step.calls
+                        .iter()
+                        .any(|c| c.name == call.name && c.arguments == call.arguments)
+                })
+    };
+    message.parts.iter().any(|part| match part {
+        ContentPart::ToolResult(result) => issued(&result.call_id),
+        _ => false,
+    })
 }
 
 /// True when a request carries no tools and its last message asks to extract facts into
