@@ -70,8 +70,12 @@ fn probe(adapter: &str) -> CellReport {
         adapter,
         &options,
     );
-    // The probe has no goldens: each verdict is asserted here.
-    assert_eq!(report.golden_outcome, None);
+    // The probe has no goldens: each verdict is asserted here, and a run that applies is `new`.
+    let expected = match report.cell {
+        Cell::NotApplicable { .. } => None,
+        _ => Some(GoldenOutcome::Missing { new_file: None }),
+    };
+    assert_eq!(report.golden_outcome, expected);
     report
 }
 
@@ -236,4 +240,114 @@ fn requests_sent_while_setting_up_belong_to_no_step() {
     // Its only request was the warm-up: the step itself never called the model.
     assert_fails_only_model_called(&report);
     assert!(!report.trace.contains("request 1 "), "{}", report.trace);
+}
+
+/// Runs `scenario` against the planted test adapter `adapter` (tests/wire-suite/peers).
+fn planted(scenario: &Path, adapter: &str) -> CellReport {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let options = options(Path::new("tests/wire-suite/peers"), logs.path());
+    conform::run_one(scenario, adapter, &options)
+}
+
+/// Per step, its verdict: the rules it broke (empty: it passed).
+fn step_verdicts(report: &CellReport, steps: usize) -> Vec<Vec<String>> {
+    (1..=steps)
+        .map(|step| {
+            conform::checks::step_rules(&report.violations, step)
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_failed_step_leaves_the_verdicts_of_later_steps_as_they_were() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let reference = options(Path::new("peers"), logs.path());
+    let mut shown = 0;
+    for path in wire_scenarios() {
+        let name = conform::scenario_name(&path);
+        let steps = conform::file::load(&path, &name)
+            .expect("a wire scenario")
+            .steps
+            .len();
+        if steps < 2 {
+            continue;
+        }
+        // Fail the second step where a third follows (so a session of its own, as in
+        // two-sessions, is the one failed), else the first.
+        let failed = if steps >= 3 { 2 } else { 1 };
+        let clean = conform::run_one(&path, "ctxbed", &reference);
+        let broken = planted(&path, &format!("planted-fail-step-{failed}"));
+        let before = step_verdicts(&clean, steps);
+        let after = step_verdicts(&broken, steps);
+        assert!(
+            after[failed - 1].contains(&"model_called".to_string()),
+            "{name}: the planted step must fail:\n{}",
+            broken.trace
+        );
+        assert_eq!(
+            before[failed..],
+            after[failed..],
+            "{name}: the steps after the failed step {failed} got other verdicts:\n{}",
+            broken.trace
+        );
+        assert!(
+            broken
+                .trace
+                .contains(&format!("(after failed step {failed})")),
+            "{name}: a later step's verdict says an earlier step failed:\n{}",
+            broken.trace
+        );
+        shown += 1;
+    }
+    assert!(shown >= 10, "shown on {shown} scenarios");
+}
+
+/// Per wire scenario, a planted fault of the kind its description warns against, and a rule the
+/// run must then break.
+const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
+    ("basic-tool-round", "planted-orphan-call", "pairing"),
+    ("cut-stream", "planted-orphan-call", "pairing"),
+    ("huge-tool-result", "planted-no-context", "window"),
+    ("malformed-reply", "planted-empty-reply-on-error", "reply"),
+    ("many-steps", "planted-no-context", "window"),
+    ("overflow-anthropic", "planted-no-context", "expect"),
+    ("overflow-anthropic", "planted-retry-same", "overflow_retry"),
+    ("overflow-openai", "planted-no-context", "expect"),
+    ("overflow-openai", "planted-retry-same", "overflow_retry"),
+    ("parallel-tools", "planted-orphan-call", "pairing"),
+    ("rate-limit-retry", "planted-no-retry", "expect"),
+    ("tool-error", "planted-drop-tool-errors", "expect"),
+    ("two-sessions", "planted-one-session", "expect"),
+    ("window-cjk", "planted-no-context", "window"),
+    ("window-cjk-no-usage", "planted-no-context", "window"),
+    ("window-english", "planted-no-context", "window"),
+    ("window-english-no-usage", "planted-no-context", "window"),
+];
+
+#[test]
+fn every_wire_scenario_fails_the_harness_its_description_warns_of() {
+    let scenarios = wire_scenarios();
+    for path in &scenarios {
+        let name = conform::scenario_name(path);
+        assert!(
+            FAILS_EACH_SCENARIO
+                .iter()
+                .any(|(scenario, ..)| format!("wire/{scenario}") == name),
+            "{name} has no planted fault that fails it: add one to FAILS_EACH_SCENARIO"
+        );
+    }
+    for (scenario, adapter, rule) in FAILS_EACH_SCENARIO {
+        let path = PathBuf::from(format!("scenarios/wire/{scenario}.toml"));
+        let report = planted(&path, adapter);
+        assert!(
+            matches!(&report.cell, Cell::Fail { rules } if rules.iter().any(|r| r == rule)),
+            "{scenario} with {adapter} must fail `{rule}`, got {:?}:\n{}",
+            report.cell,
+            report.trace
+        );
+        assert!(report.problem.is_none(), "{scenario}: {:?}", report.problem);
+    }
 }

@@ -17,6 +17,7 @@ pub mod checks;
 pub mod file;
 pub mod matrix;
 pub mod peer;
+pub mod plant;
 pub mod reference;
 pub mod report;
 pub mod trace;
@@ -167,6 +168,18 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
             return report.unloadable(format!("the mock model does not load:\n{error}"));
         }
     };
+    if let Some(scripted) = models
+        .iter()
+        .next()
+        .map(|(_, host)| host.model().scripted_steps())
+        && scripted < scenario.steps.len()
+    {
+        return report.unloadable(format!(
+            "the mock model {} scripts turns for {scripted} step(s), but the scenario has {} steps: each step's turns run up to its first plain text reply (or give turns `step = N`)",
+            scenario.model,
+            scenario.steps.len()
+        ));
+    }
     if let Some(parent) = log.parent() {
         let _ = std::fs::create_dir_all(parent);
     }

@@ -5,7 +5,8 @@
 //! It builds a [`HarnessAgent`] as a user would for a long conversation: the HTTP provider for
 //! the API the mock speaks, told the model's window and output budget, with the harness's
 //! defaults (compaction, overflow recovery, tool-result offload) and an in-memory workspace.
-//! Each protocol tool returns its scripted results in order.
+//! Each protocol tool returns its scripted results in order. `CTXBED_PEER_PLANT` makes it do a
+//! named wrong thing instead ([`super::plant`]), for the test-bed's own tests.
 
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -22,7 +23,10 @@ use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::MemoryStorage;
 use ctxbed_harness::tokens::{CachedEstimator, RatioEstimator};
 use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
-use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderKind};
+use ctxbed_providers::transport::default_transport;
+use ctxbed_providers::{ApiKey, HttpProvider, ProviderConfig, ProviderKind};
+
+use super::plant::{PlantedTransport, Plants};
 
 /// A tool whose n-th call returns its n-th scripted result (the last repeats).
 struct ScriptedResults {
@@ -65,7 +69,7 @@ fn env(name: &'static str) -> Result<String, ReferenceError> {
     std::env::var(name).map_err(|_| ReferenceError::Env(name))
 }
 
-fn build(setup: &Value) -> Result<HarnessAgent, ReferenceError> {
+fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError> {
     let api = env("CTXBED_API")?;
     let (kind, base_url) = match api.as_str() {
         "anthropic" => (ProviderKind::Anthropic, env("CTXBED_ANTHROPIC_BASE_URL")?),
@@ -80,12 +84,35 @@ fn build(setup: &Value) -> Result<HarnessAgent, ReferenceError> {
     config.max_output_tokens = std::env::var("CTXBED_MAX_OUTPUT_TOKENS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let provider =
-        HttpProvider::from_env(config).map_err(|e| ReferenceError::Build(e.to_string()))?;
+    if plants.no_context {
+        config.context_window = None;
+    }
+    if plants.no_retry {
+        config.retry.attempts_max = 1;
+    }
+    let provider = if plants.touches_the_wire() {
+        let key = std::env::var("CTXBED_API_KEY").ok().map(ApiKey::new);
+        let inner = config
+            .base_url
+            .parse::<http::Uri>()
+            .map(|uri| default_transport(&uri))
+            .map_err(|e| ReferenceError::Build(e.to_string()))?;
+        let transport = Arc::new(PlantedTransport {
+            inner,
+            plants: plants.clone(),
+        });
+        HttpProvider::new(config, key, transport)
+    } else {
+        HttpProvider::from_env(config)
+    }
+    .map_err(|e| ReferenceError::Build(e.to_string()))?;
     let mut builder = HarnessAgent::builder()
         .name("ctxbed-reference")
         .model(Arc::new(provider))
         .workspace(Arc::new(MemoryStorage::new()));
+    if plants.no_context {
+        builder = builder.disable_compaction().disable_tool_result_eviction();
+    }
     match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
         Err(_) | Ok("" | "default") => {}
         Ok("ratio") => {
@@ -128,6 +155,13 @@ fn build(setup: &Value) -> Result<HarnessAgent, ReferenceError> {
                         .to_string(),
                     r.get("error").and_then(Value::as_bool).unwrap_or(false),
                 )
+            })
+            .map(|(text, error)| {
+                if error && plants.drop_tool_errors {
+                    (String::new(), false)
+                } else {
+                    (text, error)
+                }
             })
             .collect();
         builder = builder.tool(Arc::new(ScriptedResults {
@@ -182,6 +216,7 @@ pub fn run() -> Result<(), ReferenceError> {
         .enable_all()
         .build()
         .map_err(|e| ReferenceError::Build(e.to_string()))?;
+    let plants = Plants::from_env().map_err(ReferenceError::Input)?;
     let mut agent: Option<HarnessAgent> = None;
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| ReferenceError::Input(e.to_string()))?;
@@ -189,7 +224,7 @@ pub fn run() -> Result<(), ReferenceError> {
             .map_err(|e| ReferenceError::Input(format!("not JSON ({e}): {line}")))?;
         match message.get("type").and_then(Value::as_str) {
             Some("setup") => {
-                agent = Some(build(&message)?);
+                agent = Some(build(&message, &plants)?);
                 say(
                     &json!({"type": "ready", "harness": "ctxbed", "version": env!("CARGO_PKG_VERSION")}),
                 )?;
@@ -206,13 +241,25 @@ pub fn run() -> Result<(), ReferenceError> {
                         .unwrap_or_default()
                         .to_string()
                 };
+                let session = if plants.one_session {
+                    "s1".to_string()
+                } else {
+                    text("session")
+                };
                 let context = RuntimeContext::new()
                     .with_user(text("user"))
-                    .with_session(text("session"));
-                let answer = match runtime.block_on(agent.call(text("input"), context)) {
-                    Ok(reply) => json!({"type": "reply", "step": step, "text": reply.text()}),
-                    Err(error) => {
-                        json!({"type": "error", "step": step, "kind": error_kind(&error), "message": ctxbed_harness::format::snippet(&error.to_string(), 2_000)})
+                    .with_session(session);
+                let answer = if plants.fail_step.is_some() && plants.fail_step == step.as_u64() {
+                    json!({"type": "error", "step": step, "kind": "other", "message": "a planted failure: this step never called the model"})
+                } else {
+                    match runtime.block_on(agent.call(text("input"), context)) {
+                        Ok(reply) => json!({"type": "reply", "step": step, "text": reply.text()}),
+                        Err(_) if plants.empty_reply_on_error => {
+                            json!({"type": "reply", "step": step, "text": ""})
+                        }
+                        Err(error) => {
+                            json!({"type": "error", "step": step, "kind": error_kind(&error), "message": ctxbed_harness::format::snippet(&error.to_string(), 2_000)})
+                        }
                     }
                 };
                 say(&answer)?;

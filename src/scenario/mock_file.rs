@@ -620,4 +620,63 @@ times = 2
         assert_eq!(problems[0].help.as_deref(), Some("did you mean `window`?"));
         assert_eq!(problems[0].position, Some((1, 1)));
     }
+
+    #[test]
+    fn turns_name_their_step_all_or_none_and_side_turns_need_none() {
+        let source = r#"
+[[turns]]
+step = 2
+reply = "Second."
+[[turns]]
+when = { side = true }
+error = "timeout"
+[[turns]]
+step = 1
+reply = "First."
+"#;
+        let script = parse_mock("m", "mock-models/m.toml", source).expect("valid steps");
+        assert_eq!(script.turns[0].step, Some(2));
+        assert_eq!(script.turns[1].when.side, Some(true));
+        assert_eq!(
+            ctxbed_sim::mock::step_groups(&script.turns),
+            [vec![2], vec![0]]
+        );
+        let written = super::super::write::mock_toml(&script).expect("writes back");
+        let again = parse_mock("m", "m.toml", &written).expect("the written file loads");
+        let marks = |turns: &[MockTurn]| -> Vec<(Option<usize>, Option<bool>)> {
+            turns.iter().map(|t| (t.step, t.when.side)).collect()
+        };
+        assert_eq!(marks(&again.turns), marks(&script.turns), "{written}");
+
+        let mixed = "[[turns]]\nstep = 1\nreply = \"a\"\n[[turns]]\nreply = \"b\"\n";
+        let problems = parse_mock("m", "m.toml", mixed).expect_err("a turn without a step");
+        assert!(
+            problems[0].message.contains("turns[1] has no `step`"),
+            "{problems:?}"
+        );
+        assert_eq!(problems[0].position.map(|(line, _)| line), Some(4));
+        let zero = parse_mock("m", "m.toml", "[[turns]]\nstep = 0\nreply = \"a\"\n");
+        assert!(zero.is_err(), "steps count from 1");
+    }
+
+    #[test]
+    fn without_steps_each_step_runs_up_to_its_first_plain_reply() {
+        let source = r#"
+[[turns]]
+error = "overflow"
+[[turns]]
+tool_calls = [{ name = "read_log" }]
+[[turns]]
+reply = "One."
+[[turns]]
+reply = "Two."
+[[turns]]
+error = "timeout"
+"#;
+        let script = parse_mock("m", "m.toml", source).expect("valid");
+        assert_eq!(
+            ctxbed_sim::mock::step_groups(&script.turns),
+            [vec![0, 1, 2], vec![3], vec![4]]
+        );
+    }
 }

@@ -263,6 +263,8 @@ struct Position {
 #[derive(Debug, Default)]
 struct Cursor {
     lanes: BTreeMap<Lane, Position>,
+    /// Each lane's position before its last turn was taken, for [`MockModel::give_back`].
+    before: BTreeMap<Lane, Position>,
     requests: u64,
     call_ids: u64,
 }
@@ -421,6 +423,8 @@ impl MockModel {
         let turns = self.lane_turns(lane);
         let mut cursor = self.lock();
         cursor.requests += 1;
+        let start = cursor.lanes.get(&lane).copied().unwrap_or_default();
+        cursor.before.insert(lane, start);
         let position = cursor.lanes.entry(lane).or_default();
         while let Some(turn) = turns.get(position.turn).map(|&i| &self.script.turns[i]) {
             if !condition_holds(&turn.when, request, tokens) {
@@ -436,6 +440,15 @@ impl MockModel {
             return Some(turn.clone());
         }
         None
+    }
+
+    /// Puts back the turn `lane` last answered with, so the next request of that lane gets it
+    /// again: the answer never reached the client (the host cut its stream).
+    pub fn give_back(&self, lane: Lane) {
+        let mut cursor = self.lock();
+        if let Some(before) = cursor.before.remove(&lane) {
+            cursor.lanes.insert(lane, before);
+        }
     }
 
     fn exhausted(&self, lane: Lane) -> ModelError {

@@ -369,6 +369,10 @@ impl ProviderHost {
                         .contains(&exchange.number);
                     if cut {
                         exchange.outcome = "cut_stream".to_string();
+                        // The answer never reaches the client: a retry gets the same turn.
+                        if matches!(lane, Lane::Step(_)) {
+                            self.model.give_back(lane);
+                        }
                     }
                     streamed(events, cut)
                 } else {
@@ -507,7 +511,8 @@ impl ProviderHost {
 /// True when `request` continues the conversation of `step`: its last turn (the last message that
 /// is not a system message) is the step's input or carries the result of a tool call the mock
 /// made in this step. When the request offers tools, every turn after the last assistant message
-/// counts (a harness may add a reminder after the results). Any other request (a summary, a
+/// counts (a harness may add a reminder after the results), and so does a line of a turn that is
+/// the input (turns merged into one). Any other request (a summary, a
 /// memory extraction, a title, a classifier, however it is worded) is a side request.
 pub fn continues_step(request: &ModelRequest, step: &StepState) -> bool {
     let turns: Vec<&ctxbed_harness::message::Message> = request
@@ -537,13 +542,18 @@ fn is_step_turn(
     step: &StepState,
 ) -> bool {
     let input = step.input.trim();
+    let text = message.text();
+    // With tools offered, the input may share its turn with other lines (consecutive user
+    // turns merged, as Anthropic's alternation forces; a reminder added after it): a line of
+    // the turn that is the input counts. A request without tools must be the input itself.
     let is_input = message.role == Role::User
         && !input.is_empty()
-        && (message.text().trim() == input
+        && (text.trim() == input
             || message
                 .parts
                 .iter()
-                .any(|part| matches!(part, ContentPart::Text { text } if text.trim() == input)));
+                .any(|part| matches!(part, ContentPart::Text { text } if text.trim() == input))
+            || (!request.tools.is_empty() && text.lines().any(|line| line.trim() == input)));
     if is_input {
         return true;
     }

@@ -272,7 +272,7 @@ fn a_reset_fault_answers_nothing_and_is_recorded_as_reset() {
         ..HostOptions::default()
     };
     let host = host(Provider::OpenAi, turns, options);
-    let body = json!({"messages": [{"role": "user", "content": "hi"}]});
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "tools": [read_log()]});
     let _ = runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
     let response =
         runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
@@ -284,4 +284,197 @@ fn a_reset_fault_answers_nothing_and_is_recorded_as_reset() {
     );
     assert_eq!(exchanges[1].outcome, "tool_calls");
     assert!(body_text(response).contains(r#""finish_reason":"tool_calls""#));
+}
+
+fn read_log() -> Value {
+    json!({"type": "function", "function": {"name": "read_log", "parameters": {"type": "object"}}})
+}
+
+fn call_turn(path: &str) -> MockTurn {
+    MockTurn::new(TurnAction::Reply {
+        thinking: None,
+        text: None,
+        tool_calls: vec![ScriptedCall {
+            id: None,
+            name: "read_log".into(),
+            arguments: json!({ "path": path }),
+        }],
+    })
+}
+
+fn stepped_host(turns: Vec<MockTurn>) -> ProviderHost {
+    host(
+        Provider::OpenAi,
+        turns,
+        HostOptions {
+            steps: true,
+            ..HostOptions::default()
+        },
+    )
+}
+
+/// Sends `body` to an OpenAI host and returns the exchange it recorded.
+fn send(host: &ProviderHost, body: &Value) -> (String, Exchange) {
+    let response =
+        runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
+    let text = body_text(response);
+    let exchange = host.exchanges().pop().expect("an exchange");
+    (text, exchange)
+}
+
+const SYSTEM: &str = "You are a build engineer.";
+
+/// The three summariser shapes real harnesses use, over a conversation of one step.
+fn summariser_requests(history: &[Value]) -> Vec<Value> {
+    let transcript = "user: Why did build 1 fail?\nassistant: The linker ran out of memory.";
+    let mut in_last_turn = history.to_vec();
+    in_last_turn.push(json!({"role": "user", "content": "Write a brief recap of the conversation so far, in five lines."}));
+    vec![
+        // The instruction in the system prompt, the history as a plain transcript.
+        json!({"messages": [
+            {"role": "system", "content": "You compress conversations for a coding agent. Keep decisions and file names."},
+            {"role": "user", "content": transcript}]}),
+        // The history as messages, the instruction in the last user turn.
+        json!({"messages": in_last_turn}),
+        // The history wrapped in the harness's own tags.
+        json!({"messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": format!("<conversation>\n{transcript}\n</conversation>\nRecap the above.")}]}),
+    ]
+}
+
+#[test]
+fn side_requests_are_told_by_structure_whatever_their_wording() {
+    for shape in 0..3 {
+        let host = stepped_host(vec![
+            call_turn("build-1.log"),
+            MockTurn::new(TurnAction::reply("Step 1: the linker ran out of memory.")),
+            MockTurn::new(TurnAction::reply("Step 2: the same.")),
+        ]);
+        host.begin_step(1, "Why did build 1 fail?");
+        let user = json!({"role": "user", "content": "Why did build 1 fail?"});
+        let system = json!({"role": "system", "content": SYSTEM});
+        let first = json!({"messages": [system, user], "tools": [read_log()]});
+        let (_, exchange) = send(&host, &first);
+        assert!(
+            !exchange.side && exchange.outcome == "tool_calls",
+            "{exchange:?}"
+        );
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0001", "type": "function", "function": {"name": "read_log", "arguments": "{\"path\":\"build-1.log\"}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "call_0001", "content": "signal 9"});
+        let history = vec![system.clone(), user.clone(), call, result];
+        // A summary in the middle of the step, in this shape: a side request, answered by the
+        // summariser, using no turn.
+        let side = &summariser_requests(&history)[shape];
+        let (text, exchange) = send(&host, side);
+        assert!(exchange.side, "shape {shape}: {exchange:?}");
+        assert!(text.contains("Summary of"), "shape {shape}: {text}");
+        // The step goes on where it was: the result of its call gets the step's reply.
+        let next = json!({"messages": history, "tools": [read_log()]});
+        let (text, exchange) = send(&host, &next);
+        assert!(!exchange.side, "shape {shape}: {exchange:?}");
+        assert!(text.contains("Step 1: the linker"), "shape {shape}: {text}");
+    }
+}
+
+#[test]
+fn steps_take_their_own_turns_whatever_earlier_steps_sent() {
+    let host = stepped_host(vec![
+        call_turn("build-1.log"),
+        MockTurn::new(TurnAction::reply("Step 1 done.")),
+        call_turn("build-2.log"),
+        MockTurn::new(TurnAction::reply("Step 2 done.")),
+    ]);
+    assert_eq!(host.model().scripted_steps(), 2);
+    // Step 1 fails before its tool round: one request, then the harness gives up.
+    host.begin_step(1, "One?");
+    let one = json!({"messages": [{"role": "user", "content": "One?"}], "tools": [read_log()]});
+    let _ = send(&host, &one);
+    // Step 2 still gets step 2's turns.
+    host.begin_step(2, "Two?");
+    let two = json!({"messages": [{"role": "user", "content": "Two?"}], "tools": [read_log()]});
+    let (text, exchange) = send(&host, &two);
+    assert!(text.contains("build-2.log"), "{text}");
+    assert_eq!(exchange.step, Some(2));
+    // Anthropic-style merged turns: the input as a line of the last user turn still counts.
+    let merged =
+        json!({"messages": [{"role": "user", "content": "One?\n\nTwo?"}], "tools": [read_log()]});
+    let (text, _) = send(&host, &merged);
+    assert!(text.contains("Step 2 done."), "{text}");
+    // Past its turns, a step gets a 500 that names the step.
+    let (text, _) = send(&host, &two);
+    assert!(text.contains("step 2"), "{text}");
+}
+
+#[test]
+fn requests_before_the_first_step_are_side_requests() {
+    let host = stepped_host(vec![MockTurn::new(TurnAction::reply("Step 1."))]);
+    let (_, exchange) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "warm up"}]}),
+    );
+    assert!(exchange.side);
+    assert_eq!(exchange.step, Some(0));
+    host.begin_step(1, "Go.");
+    let (text, _) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "Go."}]}),
+    );
+    assert!(text.contains("Step 1."), "the warm-up used no turn: {text}");
+}
+
+#[test]
+fn a_tool_call_is_made_only_where_the_tool_was_offered() {
+    let host = stepped_host(vec![call_turn("a.log"), call_turn("b.log")]);
+    host.begin_step(1, "Go.");
+    // No tools offered: the scripted call is answered as text, and the exchange says why.
+    let (text, exchange) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "Go."}]}),
+    );
+    assert_eq!(exchange.outcome, "reply");
+    assert!(text.contains("the request offered no tools"), "{text}");
+    assert!(
+        exchange
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("read_log"))
+    );
+    // Another tool offered: not that one either.
+    let other =
+        json!({"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}});
+    let (_, exchange) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "Go."}], "tools": [other]}),
+    );
+    assert_eq!(exchange.outcome, "reply");
+    assert!(
+        exchange
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("did not offer"))
+    );
+}
+
+#[test]
+fn a_cut_stream_gives_its_turn_back_to_the_retry() {
+    let host = host(
+        Provider::OpenAi,
+        vec![MockTurn::new(TurnAction::reply("Step 1."))],
+        HostOptions {
+            steps: true,
+            faults: HostFaults {
+                reset_requests: Vec::new(),
+                cut_stream_requests: vec![1],
+            },
+            ..HostOptions::default()
+        },
+    );
+    host.begin_step(1, "Go.");
+    let body = json!({"messages": [{"role": "user", "content": "Go."}], "stream": true});
+    let (_, exchange) = send(&host, &body);
+    assert_eq!(exchange.outcome, "cut_stream");
+    let (text, exchange) = send(&host, &body);
+    assert_eq!(exchange.outcome, "reply");
+    assert!(text.contains("Step 1."), "{text}");
 }

@@ -1,0 +1,202 @@
+//! Planted faults for the reference adapter: ctxbed's own harness made to do one named wrong
+//! thing, so the test-bed can show that each wire scenario fails a harness that does what its
+//! description warns against, and that a failed step does not change the verdicts of later ones.
+//!
+//! `CTXBED_PEER_PLANT` holds a comma-separated list (the test adapters under
+//! `tests/wire-suite/peers/planted-*` each set one):
+//!
+//! | plant | the harness … |
+//! | --- | --- |
+//! | `fail_step=K` | answers step K with an error without calling the model |
+//! | `empty_reply_on_error` | turns any failed call into an empty reply |
+//! | `no_context` | manages no context: no window, no compaction, no offload |
+//! | `no_retry` | never retries a provider error (one attempt) |
+//! | `orphan_call` | sends tool calls without their results (results stripped from each request body) |
+//! | `retry_same` | answers an overflow by resending the same request once |
+//! | `one_session` | runs every step in one session, whatever the step says |
+//! | `drop_tool_errors` | hands a failed tool's result to the model as an empty success |
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde_json::Value;
+
+use ctxbed_providers::transport::{ResponseBody, Transport, TransportError};
+
+/// The environment variable naming the plants.
+pub const PLANT_VARIABLE: &str = "CTXBED_PEER_PLANT";
+
+/// The plants of one adapter run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plants {
+    pub fail_step: Option<u64>,
+    pub empty_reply_on_error: bool,
+    pub no_context: bool,
+    pub no_retry: bool,
+    pub orphan_call: bool,
+    pub retry_same: bool,
+    pub one_session: bool,
+    pub drop_tool_errors: bool,
+}
+
+impl Plants {
+    /// Reads [`PLANT_VARIABLE`]; unset or empty plants nothing.
+    ///
+    /// # Errors
+    /// A plant that does not exist, or a step that is not a number.
+    pub fn from_env() -> Result<Plants, String> {
+        Plants::parse(&std::env::var(PLANT_VARIABLE).unwrap_or_default())
+    }
+
+    /// Parses a comma-separated list of plants.
+    ///
+    /// # Errors
+    /// A plant that does not exist, or a step that is not a number.
+    pub fn parse(text: &str) -> Result<Plants, String> {
+        let mut plants = Plants::default();
+        for item in text.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.split_once('=') {
+                Some(("fail_step", step)) => {
+                    plants.fail_step = Some(step.parse().map_err(|_| {
+                        format!("{PLANT_VARIABLE}: `fail_step={step}` needs a step number")
+                    })?);
+                }
+                Some(_) => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
+                None => {
+                    let flag = match item {
+                        "empty_reply_on_error" => &mut plants.empty_reply_on_error,
+                        "no_context" => &mut plants.no_context,
+                        "no_retry" => &mut plants.no_retry,
+                        "orphan_call" => &mut plants.orphan_call,
+                        "retry_same" => &mut plants.retry_same,
+                        "one_session" => &mut plants.one_session,
+                        "drop_tool_errors" => &mut plants.drop_tool_errors,
+                        _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
+                    };
+                    *flag = true;
+                }
+            }
+        }
+        Ok(plants)
+    }
+
+    /// True when a plant changes what goes over the wire (and needs [`PlantedTransport`]).
+    pub fn touches_the_wire(&self) -> bool {
+        self.orphan_call || self.retry_same
+    }
+}
+
+/// A transport that sends what the plants say instead of what the harness built.
+pub struct PlantedTransport {
+    pub inner: Arc<dyn Transport>,
+    pub plants: Plants,
+}
+
+#[async_trait]
+impl Transport for PlantedTransport {
+    async fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<ResponseBody>, TransportError> {
+        let request = if self.plants.orphan_call {
+            request.map(|body| strip_tool_results(&body))
+        } else {
+            request
+        };
+        if !self.plants.retry_same {
+            return self.inner.send(request).await;
+        }
+        let again = copy(&request);
+        let response = self.inner.send(request).await?;
+        if response.status() != http::StatusCode::BAD_REQUEST {
+            return Ok(response);
+        }
+        let (parts, mut body) = response.into_parts();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next_chunk().await {
+            bytes.extend_from_slice(&chunk?);
+        }
+        let text = String::from_utf8_lossy(&bytes).to_lowercase();
+        if text.contains("context") || text.contains("too long") {
+            return self.inner.send(again).await;
+        }
+        Ok(http::Response::from_parts(parts, ResponseBody::full(bytes)))
+    }
+}
+
+/// A copy of a request, to send it again.
+fn copy(request: &http::Request<Bytes>) -> http::Request<Bytes> {
+    let mut again = http::Request::new(request.body().clone());
+    *again.method_mut() = request.method().clone();
+    *again.uri_mut() = request.uri().clone();
+    *again.headers_mut() = request.headers().clone();
+    again
+}
+
+/// The body with every tool result taken out: OpenAI `tool` messages, Anthropic `tool_result`
+/// blocks (and user messages left empty by that).
+fn strip_tool_results(body: &Bytes) -> Bytes {
+    let Ok(mut json) = serde_json::from_slice::<Value>(body) else {
+        return body.clone();
+    };
+    if let Some(messages) = json.get_mut("messages").and_then(Value::as_array_mut) {
+        messages.retain(|m| m.get("role").and_then(Value::as_str) != Some("tool"));
+        for message in messages.iter_mut() {
+            if let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) {
+                blocks.retain(|b| b.get("type").and_then(Value::as_str) != Some("tool_result"));
+            }
+        }
+        messages.retain(|m| {
+            m.get("content")
+                .and_then(Value::as_array)
+                .is_none_or(|blocks| !blocks.is_empty())
+        });
+    }
+    serde_json::to_vec(&json).map_or_else(|_| body.clone(), Bytes::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plants_parse_and_refuse_unknown_names() {
+        let plants = Plants::parse("fail_step=2, no_context").expect("valid plants");
+        assert_eq!(plants.fail_step, Some(2));
+        assert!(plants.no_context && !plants.orphan_call);
+        assert!(Plants::parse("").expect("empty").eq(&Plants::default()));
+        assert!(
+            Plants::parse("fail_step=x")
+                .unwrap_err()
+                .contains("step number")
+        );
+        assert!(
+            Plants::parse("forget")
+                .unwrap_err()
+                .contains("unknown plant `forget`")
+        );
+    }
+
+    #[test]
+    fn tool_results_are_stripped_in_both_wire_formats() {
+        let openai = serde_json::json!({"messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "tool_calls": [{"id": "c1"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "r"}
+        ]});
+        let out: Value =
+            serde_json::from_slice(&strip_tool_results(&Bytes::from(openai.to_string())))
+                .expect("json");
+        assert_eq!(out["messages"].as_array().map(Vec::len), Some(2));
+        let anthropic = serde_json::json!({"messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+        ]});
+        let out: Value =
+            serde_json::from_slice(&strip_tool_results(&Bytes::from(anthropic.to_string())))
+                .expect("json");
+        assert_eq!(out["messages"].as_array().map(Vec::len), Some(2));
+    }
+}
