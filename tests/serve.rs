@@ -125,7 +125,7 @@ fn streams_are_server_sent_events_in_each_format() {
     let (status, body) = post(
         &server.addr,
         "/v1/chat/completions",
-        r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        r#"{"model":"m","stream":true,"tools":[{"type":"function","function":{"name":"read_log","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"hi"}]}"#,
     );
     assert_eq!(status, 200);
     assert!(body.contains(r#""finish_reason":"tool_calls""#), "{body}");
@@ -168,7 +168,7 @@ fn sigterm_stops_the_server_with_a_summary() {
     let _ = post(
         &server.addr,
         "/v1/chat/completions",
-        r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        r#"{"model":"m","tools":[{"type":"function","function":{"name":"read_log","parameters":{"type":"object"}}}],"messages":[{"role":"user","content":"hi"}]}"#,
     );
     let pid = server.child.id().to_string();
     Command::new("kill")

@@ -12,10 +12,8 @@ What it configures, and why:
   compaction session, `OpenAIResponsesCompactionSession`, needs the Responses API's
   `responses.compact`; `SessionSettings(limit=N)` counts items, not tokens, and can split a tool
   call from its result). Its docs point to `RunConfig.call_model_input_filter` "to stay within a
-  token limit", and ship `ToolOutputTrimmer` as a ready-made filter for bulky old tool outputs.
-  So the filter below runs `ToolOutputTrimmer` and then drops whole oldest turns (a user message
-  and everything up to the next one, so a tool call never loses its result) until an estimate of
-  the request fits CTXBED_WINDOW minus the output budget. The current turn is never dropped.
+  token limit", and ship `ToolOutputTrimmer` as a ready-made filter for bulky old tool outputs:
+  a docs-recipe row, `ToolOutputTrimmer()` with the SDK's defaults is the filter, unchanged.
 - Tools: raw `FunctionTool`s with the scenario's JSON schema passed through untouched
   (`strict_json_schema=False`). The SDK's docs say a hand-made `FunctionTool` must handle its own
   errors, so a scripted failure is returned as the tool output, worded like the SDK's
@@ -28,7 +26,6 @@ import asyncio
 import copy
 import json
 import logging
-import math
 import os
 import sys
 from importlib.metadata import version
@@ -52,12 +49,10 @@ from agents import (  # noqa: E402
     set_tracing_disabled,
 )
 from agents.extensions import ToolOutputTrimmer  # noqa: E402
-from agents.run_config import ModelInputData  # noqa: E402
 
 HARNESS = "openai-agents"
 API = os.environ.get("CTXBED_API", "openai")
 MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
-WINDOW = int(os.environ.get("CTXBED_WINDOW", "8000"))
 MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
 STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
 
@@ -67,51 +62,13 @@ def emit(obj):
     PROTOCOL_OUT.flush()
 
 
-# ---- token estimate ----------------------------------------------------------------------------
-# The SDK counts no tokens, so the budget uses a deliberately cautious estimate: ASCII at 2.5
-# characters a token (ctxbed's reference estimator), every other character a token of its own.
-
-
-def tokens(value) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        ascii_chars = len(value.encode("ascii", "ignore"))
-        return math.ceil(ascii_chars / 2.5) + (len(value) - ascii_chars)
-    if isinstance(value, dict):
-        return 4 + sum(tokens(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(tokens(v) for v in value)
-    return tokens(str(value))
-
-
-# ---- context-window filter ---------------------------------------------------------------------
+# ---- context management: the SDK's documented filter, unchanged -----------------------------
+# The SDK counts no tokens. Its ready-made `call_model_input_filter` is `ToolOutputTrimmer`
+# (agents.extensions, "Built-in call_model_input_filter that trims large tool outputs from older
+# turns"); it runs with the SDK's defaults, so the row measures what the SDK ships, not a trimmer
+# of ours.
 
 TRIMMER = ToolOutputTrimmer()  # the SDK's defaults: 2 recent turns kept whole
-tools_cost = 0  # estimated size of the tool schemas, set at setup
-
-
-def is_user_message(item) -> bool:
-    return isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message"
-
-
-def fit_window(data):
-    """`call_model_input_filter`: keep the request within CTXBED_WINDOW (see the module docstring)."""
-    trimmed = TRIMMER(data)
-    items = list(trimmed.input)
-    budget = WINDOW - MAX_OUTPUT - tokens(trimmed.instructions) - tools_cost
-    total = tokens(items)
-    # Cut points: the start of every user turn but the first item; the last one is the current turn.
-    cuts = [i for i, item in enumerate(items) if is_user_message(item) and i > 0]
-    start = 0
-    for cut in cuts:
-        if total <= budget:
-            break
-        total -= tokens(items[start:cut])
-        start = cut
-    if start:
-        logging.info("fit_window: dropped %d old items, ~%d tokens left of %d", start, total, budget)
-    return ModelInputData(input=items[start:], instructions=trimmed.instructions)
 
 
 # ---- tools ---------------------------------------------------------------------------------------
@@ -177,11 +134,10 @@ def classify(exc) -> str:
 
 
 async def main():
-    global tools_cost
     set_tracing_disabled(True)
     loop = asyncio.get_running_loop()
     agent, unsupported, sessions = None, None, {}
-    run_config = RunConfig(call_model_input_filter=fit_window, tracing_disabled=True)
+    run_config = RunConfig(call_model_input_filter=TRIMMER, tracing_disabled=True)
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -199,7 +155,6 @@ async def main():
                 continue
             client = openai.AsyncOpenAI(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=os.environ.get("CTXBED_API_KEY", "ctxbed-test"))
             tools = [make_tool(t) for t in msg.get("tools", [])]
-            tools_cost = sum(8 + tokens([t.name, t.description, json.dumps(t.params_json_schema)]) for t in tools)
             agent = Agent(
                 name="ctxbed",
                 instructions=msg.get("system") or None,
@@ -207,7 +162,7 @@ async def main():
                 model_settings=ModelSettings(max_tokens=MAX_OUTPUT),
                 tools=tools,
             )
-            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents")})
+            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": "docs recipe"})
         elif msg["type"] == "step":
             step = msg["step"]
             if agent is None:

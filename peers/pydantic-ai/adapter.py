@@ -9,13 +9,11 @@ What it configures, and why:
 - Instrumentation off: `Agent.instrument_all(False)`; `run` also disables Logfire/OpenTelemetry.
 - Conversations: the documented pattern, `message_history=result.all_messages()`, kept per
   protocol `session`. A failed step leaves its session's history as it was.
-- Long conversations: the docs' model-agnostic compaction is a history processor wrapped as a
-  `ProcessHistory` capability (the v2 form of `history_processors=`), e.g. "keep only recent
-  messages", with the warning to keep tool calls and returns paired. `fit_window` below drops
-  whole oldest turns (a user prompt and everything up to the next one, so a call never loses its
-  return) until an estimate of the request fits CTXBED_WINDOW minus the output budget; the
-  current turn is never dropped. The system prompt is passed as `instructions`, which Pydantic AI
-  re-sends on every request rather than storing in the history, so trimming cannot lose it.
+- Long conversations (a docs-recipe row): Pydantic AI counts no tokens and has no model-agnostic
+  trimming of its own; its docs ("Manage Context Size") give a history processor wrapped as a
+  `ProcessHistory` capability, `keep_recent` (the last 10 messages), which is used unchanged. The
+  system prompt is passed as `instructions`, which Pydantic AI re-sends on every request rather
+  than storing in the history, so trimming cannot lose it.
 - Tools: `Tool.from_schema` with the scenario's JSON schema passed through (`strict=False`, so
   Pydantic AI does not rewrite it for OpenAI strict mode). A scripted failure
   raises `ToolFailed`, Pydantic AI's documented way to report a failed tool result to the model
@@ -25,7 +23,6 @@ What it configures, and why:
 import asyncio
 import json
 import logging
-import math
 import os
 import sys
 from importlib.metadata import version
@@ -36,7 +33,7 @@ PROTOCOL_OUT = sys.stdout
 sys.stdout = sys.stderr
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
-from pydantic_ai import Agent, ModelMessage, ModelRequest, Tool, ToolCallPart, ToolFailed, UserPromptPart  # noqa: E402
+from pydantic_ai import Agent, ModelMessage, Tool, ToolFailed  # noqa: E402
 from pydantic_ai import exceptions as pai_errors  # noqa: E402
 from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
@@ -55,58 +52,15 @@ def emit(obj):
     PROTOCOL_OUT.flush()
 
 
-# ---- token estimate ----------------------------------------------------------------------------
-# The budget uses a deliberately cautious estimate: ASCII at 2.5 characters a token (ctxbed's
-# reference estimator), every other character a token of its own.
+# ---- context management: the docs' recipe, unchanged ------------------------------------------
+# Pydantic AI counts no tokens and has no model-agnostic trimming of its own. Its docs ("Manage
+# Context Size", shipped with the package in .agents/skills/building-pydantic-ai-agents/references/
+# INPUT-AND-HISTORY.md) give this processor for trimming long conversations; it is used as written,
+# so the row measures the recipe a user would copy, not a trimmer of ours.
 
 
-def tokens(value) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, str):
-        ascii_chars = len(value.encode("ascii", "ignore"))
-        return math.ceil(ascii_chars / 2.5) + (len(value) - ascii_chars)
-    if isinstance(value, dict):
-        return 4 + sum(tokens(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(tokens(v) for v in value)
-    return tokens(json.dumps(value, default=str))
-
-
-def message_tokens(message: ModelMessage) -> int:
-    total = 4
-    for part in message.parts:
-        total += 8 + tokens([getattr(part, a, None) for a in ("content", "tool_name", "tool_call_id")])
-        if isinstance(part, ToolCallPart):
-            total += tokens(part.args_as_json_str())
-    return total
-
-
-# ---- context-window history processor ----------------------------------------------------------
-
-fixed_cost = 0  # estimated size of the instructions and tool schemas, set at setup
-
-
-def starts_turn(message: ModelMessage) -> bool:
-    return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
-
-
-def fit_window(messages: list[ModelMessage]) -> list[ModelMessage]:
-    """History processor: keep the request within CTXBED_WINDOW (see the module docstring)."""
-    budget = WINDOW - MAX_OUTPUT - fixed_cost
-    sizes = [message_tokens(m) for m in messages]
-    total = sum(sizes)
-    # Cut points: the start of every user turn but the first message; the last one is the current turn.
-    cuts = [i for i, m in enumerate(messages) if starts_turn(m) and i > 0]
-    start = 0
-    for cut in cuts:
-        if total <= budget:
-            break
-        total -= sum(sizes[start:cut])
-        start = cut
-    if start:
-        logging.info("fit_window: dropped %d old messages, ~%d tokens left of %d", start, total, budget)
-    return messages[start:]
+async def keep_recent(messages: list[ModelMessage]) -> list[ModelMessage]:
+    return messages[-10:] if len(messages) > 10 else messages
 
 
 # ---- tools ---------------------------------------------------------------------------------------
@@ -199,7 +153,6 @@ async def drain_events(_ctx, events):
 
 
 async def main():
-    global fixed_cost
     Agent.instrument_all(False)
     loop = asyncio.get_running_loop()
     agent, unsupported, histories = None, None, {}
@@ -218,11 +171,8 @@ async def main():
                 continue
             system = msg.get("system") or None
             tools = [make_tool(t) for t in msg.get("tools", [])]
-            fixed_cost = tokens(system) + sum(
-                16 + tokens([t["name"], t.get("description"), json.dumps(t.get("parameters"))]) for t in msg.get("tools", [])
-            )
-            agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(fit_window)])
-            emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim")})
+            agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(keep_recent)])
+            emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim"), "context": "docs recipe"})
         elif msg["type"] == "step":
             step = msg["step"]
             if agent is None:

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::{write_err, write_out};
 use ctxbed::conform::{self, ConformOptions, matrix, report};
-use ctxbed::scenario::golden::GoldenMode;
+use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome};
 
 pub fn serve_command(
     mock: Option<PathBuf>,
@@ -217,17 +217,16 @@ pub fn conform_command(
         elapsed.as_secs_f64()
     );
     if let Some(path) = matrix_path {
-        let root = ctxbed::scenario::file::Layout::of(&files[0]).root;
-        let page_dir = path
-            .parent()
-            .map(|dir| dir.strip_prefix(&root).unwrap_or(dir).to_path_buf())
-            .unwrap_or_default();
-        let trace = |report: &conform::CellReport| {
-            report
-                .golden
-                .strip_prefix(&root)
-                .unwrap_or(&report.golden)
-                .to_path_buf()
+        let absolute = |path: &std::path::Path| {
+            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+        };
+        let page_dir = absolute(path.parent().unwrap_or(std::path::Path::new(".")));
+        // A run without a golden links to the trace written for review, where there is one.
+        let trace = |report: &conform::CellReport| match &report.golden_outcome {
+            Some(GoldenOutcome::Missing {
+                new_file: Some(new_file),
+            }) => absolute(new_file),
+            _ => absolute(&report.golden),
         };
         let markdown = matrix::markdown(&reports, &harnesses, &page_dir, trace, elapsed);
         let html = matrix::html(&reports, &harnesses, &page_dir, trace);

@@ -45,6 +45,11 @@ fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// What an adapter's `ready` line may say of its harness's context management: its `own`, the
+/// `docs recipe` its docs give (used unchanged, where the harness has no token-aware trimming of
+/// its own), or `none`.
+pub const CONTEXT_KINDS: [&str; 3] = ["own", "docs recipe", "none"];
+
 /// How long an adapter may take to start and answer `setup` (Python imports are slow).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -80,6 +85,9 @@ pub struct CellReport {
     pub scenario: String,
     pub harness: String,
     pub version: String,
+    /// How the harness manages its context, as its adapter declares (`own`, `docs recipe`,
+    /// `none`).
+    pub context: String,
     pub cell: Cell,
     pub violations: Vec<Violation>,
     /// What went wrong with the adapter or the scenario, if anything.
@@ -139,6 +147,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
         scenario: layout.name.clone(),
         harness: harness.to_string(),
         version: String::new(),
+        context: String::new(),
         cell: Cell::Fail { rules: Vec::new() },
         violations: Vec::new(),
         problem: None,
@@ -197,6 +206,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
     let outcome = runtime.block_on(drive(&scenario, harness, options, models, serve, &log));
     report.elapsed = started.elapsed();
     report.version = outcome.version.clone();
+    report.context = outcome.context.clone();
     let window = outcome.window;
     let mut violations = Vec::new();
     if outcome.unsupported.is_none() {
@@ -209,6 +219,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
         &scenario,
         harness,
         &outcome.version,
+        &outcome.context,
         window,
         &outcome.steps,
         outcome.problem.as_deref(),
@@ -248,6 +259,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
 
 struct DriveOutcome {
     version: String,
+    context: String,
     window: Option<u64>,
     steps: Vec<StepRun>,
     /// Per step, the host's request count before it and after its answer: its requests are
@@ -267,6 +279,7 @@ async fn drive(
 ) -> DriveOutcome {
     let mut outcome = DriveOutcome {
         version: String::new(),
+        context: String::new(),
         window: None,
         steps: Vec::new(),
         ranges: Vec::new(),
@@ -405,6 +418,19 @@ async fn talk(
                     .and_then(Value::as_str)
                     .unwrap_or("unknown")
                     .to_string();
+                let context = line.get("context").and_then(Value::as_str).unwrap_or("own");
+                if !CONTEXT_KINDS.contains(&context) {
+                    return Some(
+                        PeerError::Garbage {
+                            line: format!(
+                                "{line} (`context` is one of {})",
+                                CONTEXT_KINDS.join(", ")
+                            ),
+                        }
+                        .to_string(),
+                    );
+                }
+                outcome.context = context.to_string();
             }
             Some("unsupported") => {
                 let reason = line

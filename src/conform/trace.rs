@@ -111,6 +111,7 @@ pub fn render(
     scenario: &WireScenario,
     harness: &str,
     version: &str,
+    context: &str,
     window: Option<u64>,
     steps: &[StepRun],
     problem: Option<&str>,
@@ -120,6 +121,9 @@ pub fn render(
     let mut ids = Ids::default();
     let _ = writeln!(out, "scenario {}", scenario.name);
     let _ = writeln!(out, "harness {harness} {version}");
+    if !context.is_empty() && context != "own" {
+        let _ = writeln!(out, "context management: {context}");
+    }
     let window = window.map_or_else(|| "none".to_string(), |w| w.to_string());
     let _ = writeln!(out, "model {} (window {window})", scenario.model);
     let mut failed: Vec<usize> = Vec::new();

@@ -10,6 +10,7 @@ openai_url, anthropic_url = sys.argv[1], sys.argv[2]
 oa = openai.OpenAI(base_url=openai_url, api_key="k", max_retries=0)
 an = anthropic.Anthropic(base_url=anthropic_url, api_key="k", max_retries=0)
 tools = [{"type": "function", "function": {"name": "read_log", "parameters": {"type": "object"}}}]
+anthropic_tools = [{"name": "read_log", "input_schema": {"type": "object"}}]
 
 whole = oa.chat.completions.create(model="wire", messages=[{"role": "user", "content": "hi"}], tools=tools)
 call = whole.choices[0].message.tool_calls[0]
@@ -22,7 +23,8 @@ for chunk in oa.chat.completions.create(model="wire", messages=[{"role": "user",
         text += choice.delta.content or ""
 print("openai stream:", text)
 
-with an.messages.stream(model="wire", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:
+with an.messages.stream(model="wire", max_tokens=100, messages=[{"role": "user", "content": "hi"}],
+                        tools=anthropic_tools) as stream:
     final = stream.get_final_message()
 print("anthropic stream:", final.content[0].name, final.content[0].input, final.stop_reason)
 
