@@ -351,3 +351,38 @@ fn every_wire_scenario_fails_the_harness_its_description_warns_of() {
         assert!(report.problem.is_none(), "{scenario}: {:?}", report.problem);
     }
 }
+
+#[test]
+fn verdicts_do_not_depend_on_how_a_summariser_words_its_prompt() {
+    // Three real summariser shapes (tests/wire-suite/harness/summariser.py), none saying
+    // "summarise": the instruction in the system prompt, in the last user turn, or after the
+    // history wrapped in tags. Each summary is a side request: it uses no scripted turn, so the
+    // steps after it get their own answers and every verdict is the same.
+    let shapes = [
+        "summariser-system",
+        "summariser-last-user",
+        "summariser-tags",
+    ];
+    for scenario in [
+        "window-english",
+        "window-cjk",
+        "many-steps",
+        "overflow-openai",
+    ] {
+        let path = PathBuf::from(format!("scenarios/wire/{scenario}.toml"));
+        for shape in shapes {
+            let report = planted(&path, shape);
+            assert_eq!(
+                report.cell,
+                Cell::Pass,
+                "{scenario} [{shape}]:\n{}",
+                report.trace
+            );
+            assert!(
+                report.trace.contains(" side ") && report.trace.contains("0 tools"),
+                "{scenario} [{shape}] summarised at least once:\n{}",
+                report.trace
+            );
+        }
+    }
+}
