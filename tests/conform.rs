@@ -386,3 +386,37 @@ fn verdicts_do_not_depend_on_how_a_summariser_words_its_prompt() {
         }
     }
 }
+
+#[test]
+fn a_row_without_a_golden_is_new_and_fails_until_blessed() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args([
+            "conform",
+            "--peers",
+            "tests/wire-suite/peers",
+            "--harness",
+            "planted-no-retry",
+        ])
+        .arg("--logs")
+        .arg(logs.path())
+        .arg("scenarios/wire/basic-tool-round.toml")
+        .env("CI", "true")
+        .output()
+        .expect("ctxbed conform runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.starts_with("NEW  wire/basic-tool-round [planted-no-retry]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("new: no golden at golden/wire/basic-tool-round/planted-no-retry.trace yet; its verdict would be pass"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 new (no golden yet)"), "{stdout}");
+    assert!(
+        !Path::new("golden/wire/basic-tool-round/planted-no-retry.trace.new").exists(),
+        "CI never writes files"
+    );
+}

@@ -209,11 +209,13 @@ pub fn conform_command(
     let passed = count(&|r| r.cell == conform::Cell::Pass && r.ok(strict));
     let pinned = count(&|r| matches!(r.cell, conform::Cell::Fail { .. }) && r.ok(strict));
     let not_applicable = count(&|r| matches!(r.cell, conform::Cell::NotApplicable { .. }));
+    let new = count(&|r| matches!(r.golden_outcome, Some(GoldenOutcome::Missing { .. })));
     outln!(
-        "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {failed} failed or changed, {not_applicable} not applicable, in {:.0} s",
+        "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {} failed or changed, {new} new (no golden yet), {not_applicable} not applicable, in {:.0} s",
         reports.len(),
         files.len(),
         harnesses.len(),
+        failed - new,
         elapsed.as_secs_f64()
     );
     if let Some(path) = matrix_path {
