@@ -478,3 +478,29 @@ fn a_cut_stream_gives_its_turn_back_to_the_retry() {
     assert_eq!(exchange.outcome, "reply");
     assert!(text.contains("Step 1."), "{text}");
 }
+
+#[test]
+fn side_requests_take_the_turns_scripted_for_them_then_the_summariser() {
+    use crate::mock::{ScriptedError, TurnCondition};
+    let failing_summary = MockTurn {
+        when: TurnCondition {
+            side: Some(true),
+            ..TurnCondition::default()
+        },
+        ..MockTurn::new(TurnAction::Error(ScriptedError::Transient(503)))
+    };
+    let host = stepped_host(vec![
+        failing_summary,
+        MockTurn::new(TurnAction::reply("Step 1.")),
+    ]);
+    assert_eq!(host.model().scripted_steps(), 1, "a side turn belongs to no step");
+    host.begin_step(1, "Go.");
+    let recap = json!({"messages": [{"role": "user", "content": "Recap, please."}]});
+    let (_, exchange) = send(&host, &recap);
+    assert!(exchange.side);
+    assert_eq!(exchange.status, 503, "the scripted side turn");
+    let (text, _) = send(&host, &recap);
+    assert!(text.contains("Summary of"), "past its side turns: {text}");
+    let (text, _) = send(&host, &json!({"messages": [{"role": "user", "content": "Go."}]}));
+    assert!(text.contains("Step 1."), "the step's own turn is still there: {text}");
+}
