@@ -9,8 +9,7 @@
 
 use serde_json::json;
 
-use super::events::EventKind;
-use super::run::{Call, Sink, emit};
+use super::run::{Call, Sink};
 use crate::compaction::config::TailBudget;
 use crate::compaction::cut::{cut_index, is_pair_closed};
 use crate::compaction::memory::{flush_input, parse_facts};
@@ -334,60 +333,21 @@ impl Call<'_> {
                 return Err(AskFailure::Other(rejected.error.kind().to_string()));
             }
         };
-        emit(
-            inner,
-            sink,
-            EventKind::ModelCallStarted {
-                request_id: request_id.to_string(),
-            },
-        );
-        self.record(
-            "model/start",
-            json!({ "request": request_id, "purpose": purpose.as_str() }),
-        );
-        let answer = model.call(&prepared.request).await;
-        self.record(
-            "model/end",
-            json!({ "request": request_id, "status": answer.as_ref().map_or_else(|e| e.kind(), |_| "ok") }),
-        );
-        match answer {
-            Ok(reply) => {
-                emit(
-                    inner,
-                    sink,
-                    EventKind::ModelCallFinished {
-                        request_id: request_id.to_string(),
-                        usage: reply.usage,
-                    },
-                );
-                Ok(reply)
-            }
-            Err(error) => {
-                let failure = match &error {
-                    ModelError::ContextOverflow {
-                        actual_tokens,
-                        max_tokens,
-                        ..
-                    } => AskFailure::Overflow {
-                        actual: *actual_tokens,
-                        max: *max_tokens,
-                        estimated: u64::try_from(prepared.manifest.estimated_input_tokens)
-                            .unwrap_or(0),
-                        reserve: prepared.request.max_output_tokens.unwrap_or(0),
-                    },
-                    other => AskFailure::Other(other.kind().to_string()),
-                };
-                emit(
-                    inner,
-                    sink,
-                    EventKind::ModelCallFailed {
-                        request_id: request_id.to_string(),
-                        error,
-                    },
-                );
-                Err(failure)
-            }
-        }
+        self.call_model(request_id, purpose, model, &prepared.request, sink)
+            .await
+            .map_err(|error| match &error {
+                ModelError::ContextOverflow {
+                    actual_tokens,
+                    max_tokens,
+                    ..
+                } => AskFailure::Overflow {
+                    actual: *actual_tokens,
+                    max: *max_tokens,
+                    estimated: u64::try_from(prepared.manifest.estimated_input_tokens).unwrap_or(0),
+                    reserve: prepared.request.max_output_tokens.unwrap_or(0),
+                },
+                other => AskFailure::Other(other.kind().to_string()),
+            })
     }
 
     /// Best-effort: asks the memory model (else the summary model, else the agent's) to extract

@@ -12,7 +12,7 @@ use super::{AgentError, AgentInner, SessionKey};
 use crate::context::workspace::{self, WorkspaceMaterial};
 use crate::limits;
 use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
-use crate::model::{ModelError, ModelReply, ModelRequest};
+use crate::model::{Model, ModelError, ModelReply, ModelRequest, Purpose};
 use crate::runtime::RuntimeContext;
 use crate::session::SessionRecord;
 use crate::tools::{Permission, ToolContext, ToolOutcome};
@@ -296,12 +296,37 @@ impl Call<'_> {
         self.ask_model(&retry_id, &prepared.request, sink).await
     }
 
+    /// The reasoning request to the agent's model ([`Call::call_model`]).
     async fn ask_model(
         &self,
         request_id: &str,
         request: &ModelRequest,
         sink: &mut Sink<'_>,
     ) -> Result<ModelReply, AgentError> {
+        let model = self.inner.model.clone();
+        self.call_model(
+            request_id,
+            Purpose::Reasoning,
+            model.as_ref(),
+            request,
+            sink,
+        )
+        .await
+        .map_err(AgentError::Model)
+    }
+
+    /// The one way this harness calls a model, for reasoning, summaries and memory flushes
+    /// alike: the `ModelCallStarted` event and `model/start` record, the call bounded by the
+    /// agent's model timeout (a late answer is [`ModelError::Timeout`]), the `model/end` record
+    /// and the `ModelCallFinished` or `ModelCallFailed` event.
+    pub(super) async fn call_model(
+        &self,
+        request_id: &str,
+        purpose: Purpose,
+        model: &dyn Model,
+        request: &ModelRequest,
+        sink: &mut Sink<'_>,
+    ) -> Result<ModelReply, ModelError> {
         emit(
             self.inner,
             sink,
@@ -311,9 +336,9 @@ impl Call<'_> {
         );
         self.record(
             "model/start",
-            serde_json::json!({ "request": request_id, "purpose": "reasoning" }),
+            serde_json::json!({ "request": request_id, "purpose": purpose.as_str() }),
         );
-        let call = self.inner.model.call(request);
+        let call = model.call(request);
         let answer = match self.inner.model_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(answer) => answer,
@@ -328,30 +353,25 @@ impl Call<'_> {
                 "status": answer.as_ref().map_or_else(|e| e.kind(), |_| "ok"),
             }),
         );
-        match answer {
-            Ok(reply) => {
-                emit(
-                    self.inner,
-                    sink,
-                    EventKind::ModelCallFinished {
-                        request_id: request_id.to_string(),
-                        usage: reply.usage,
-                    },
-                );
-                Ok(reply)
-            }
-            Err(error) => {
-                emit(
-                    self.inner,
-                    sink,
-                    EventKind::ModelCallFailed {
-                        request_id: request_id.to_string(),
-                        error: error.clone(),
-                    },
-                );
-                Err(AgentError::Model(error))
-            }
+        match &answer {
+            Ok(reply) => emit(
+                self.inner,
+                sink,
+                EventKind::ModelCallFinished {
+                    request_id: request_id.to_string(),
+                    usage: reply.usage,
+                },
+            ),
+            Err(error) => emit(
+                self.inner,
+                sink,
+                EventKind::ModelCallFailed {
+                    request_id: request_id.to_string(),
+                    error: error.clone(),
+                },
+            ),
         }
+        answer
     }
 
     /// Gives the reply its id, reports its parts and checks it is usable.

@@ -493,7 +493,11 @@ fn side_requests_take_the_turns_scripted_for_them_then_the_summariser() {
         failing_summary,
         MockTurn::new(TurnAction::reply("Step 1.")),
     ]);
-    assert_eq!(host.model().scripted_steps(), 1, "a side turn belongs to no step");
+    assert_eq!(
+        host.model().scripted_steps(),
+        1,
+        "a side turn belongs to no step"
+    );
     host.begin_step(1, "Go.");
     let recap = json!({"messages": [{"role": "user", "content": "Recap, please."}]});
     let (_, exchange) = send(&host, &recap);
@@ -501,6 +505,12 @@ fn side_requests_take_the_turns_scripted_for_them_then_the_summariser() {
     assert_eq!(exchange.status, 503, "the scripted side turn");
     let (text, _) = send(&host, &recap);
     assert!(text.contains("Summary of"), "past its side turns: {text}");
-    let (text, _) = send(&host, &json!({"messages": [{"role": "user", "content": "Go."}]}));
-    assert!(text.contains("Step 1."), "the step's own turn is still there: {text}");
+    let (text, _) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "Go."}]}),
+    );
+    assert!(
+        text.contains("Step 1."),
+        "the step's own turn is still there: {text}"
+    );
 }
