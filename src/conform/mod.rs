@@ -217,9 +217,11 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
     }
     report.trace = trace::render(
         &scenario,
-        harness,
-        &outcome.version,
-        &outcome.context,
+        trace::Harness {
+            name: harness,
+            version: &outcome.version,
+            context: &outcome.context,
+        },
         window,
         &outcome.steps,
         outcome.problem.as_deref(),

@@ -106,12 +106,19 @@ fn step_verdict(number: usize, violations: &[Violation], failed: &[usize]) -> St
     line
 }
 
+/// The harness a trace is of, as its adapter introduced it.
+#[derive(Debug, Clone, Copy)]
+pub struct Harness<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    /// Its context management as the adapter declares it (`own` is not shown).
+    pub context: &'a str,
+}
+
 /// The trace's text.
 pub fn render(
     scenario: &WireScenario,
-    harness: &str,
-    version: &str,
-    context: &str,
+    harness: Harness<'_>,
     window: Option<u64>,
     steps: &[StepRun],
     problem: Option<&str>,
@@ -120,9 +127,9 @@ pub fn render(
     let mut out = String::new();
     let mut ids = Ids::default();
     let _ = writeln!(out, "scenario {}", scenario.name);
-    let _ = writeln!(out, "harness {harness} {version}");
-    if !context.is_empty() && context != "own" {
-        let _ = writeln!(out, "context management: {context}");
+    let _ = writeln!(out, "harness {} {}", harness.name, harness.version);
+    if !harness.context.is_empty() && harness.context != "own" {
+        let _ = writeln!(out, "context management: {}", harness.context);
     }
     let window = window.map_or_else(|| "none".to_string(), |w| w.to_string());
     let _ = writeln!(out, "model {} (window {window})", scenario.model);

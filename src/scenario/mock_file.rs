@@ -219,7 +219,7 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
             .as_ref()
             .is_some_and(|when| when.side == Some(true))
     };
-    if raw.turns.iter().any(|turn| stepped(turn)) {
+    if raw.turns.iter().any(&stepped) {
         for (index, turn) in raw.turns.iter().enumerate() {
             if !stepped(turn) && !side(turn) {
                 checker.problems.push(
