@@ -116,3 +116,73 @@ fn offload_by_default_moves_results_over_80000_characters_with_2000_character_pr
         assert!(!placeholder.contains(&format!("H{}", "x".repeat(2_000))));
     });
 }
+
+#[test]
+fn truncation_triggers_at_exactly_25_messages() {
+    let config = TruncateArgsConfig::default();
+    // 12 rounds and a user turn: 25 messages, the trigger met exactly; the oldest 5 messages
+    // hold 3 calls, older than the latest 20.
+    let mut at = calls_with_arguments(12, 2_001);
+    at.push(Message::user("u", "go on"));
+    assert_eq!(at.len(), 25);
+    assert_eq!(truncate_args(&mut at, &config, 100), 3);
+    let mut under = calls_with_arguments(12, 2_001);
+    assert_eq!(under.len(), 24);
+    assert_eq!(truncate_args(&mut under, &config, 100), 0);
+}
+
+/// One token per character, so a boundary can be met exactly.
+struct PerChar;
+
+impl ctxbed_harness::tokens::TokenEstimator for PerChar {
+    fn method(&self) -> &'static str {
+        "per-char"
+    }
+    fn exact(&self) -> bool {
+        true
+    }
+    fn text_tokens(&self, text: &str) -> u64 {
+        text.chars().count() as u64
+    }
+}
+
+fn results(sizes: &[usize]) -> Vec<Message> {
+    let mut history = Vec::new();
+    for (n, size) in sizes.iter().enumerate() {
+        let id = format!("c{n}");
+        history.push(Message::assistant_tool_calls(
+            format!("a{n}"),
+            vec![ContentPart::tool_call(
+                id.clone(),
+                "execute",
+                serde_json::json!({}),
+            )],
+        ));
+        history.push(Message::tool_result(
+            format!("r{n}"),
+            id,
+            "execute",
+            "x".repeat(*size),
+            false,
+        ));
+    }
+    history
+}
+
+#[test]
+fn prune_protects_exactly_40000_tokens_and_needs_exactly_20000_prunable() {
+    use ctxbed_harness::compaction::config::PruneConfig;
+    use ctxbed_harness::compaction::prune::prune;
+    let config = PruneConfig::default();
+    // The newest 40,000 tokens are protected; an older 20,000 are exactly enough to prune.
+    let mut at = results(&[20_000, 40_000]);
+    let pruned = prune(&mut at, &config, &PerChar).expect("20,000 prunable tokens prune");
+    assert_eq!((pruned.results, pruned.tokens_before), (1, 20_000));
+    // 19,999 prunable tokens are one short.
+    let mut short = results(&[19_999, 40_000]);
+    assert!(prune(&mut short, &config, &PerChar).is_none());
+    // With the newest result at 39,999 tokens the protection is not yet full, so the older
+    // one is protected too and nothing is pruned.
+    let mut unfilled = results(&[20_000, 39_999]);
+    assert!(prune(&mut unfilled, &config, &PerChar).is_none());
+}

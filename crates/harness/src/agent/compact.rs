@@ -100,7 +100,7 @@ impl Call<'_> {
         }
         let tokens = tokens_of(&self.history);
         let triggered = self.history.len() >= config.trigger_messages
-            || tokens > config.token_trigger(allowance);
+            || tokens >= config.token_trigger(allowance);
         if !triggered && force.is_none() {
             return reduced;
         }
