@@ -1,6 +1,6 @@
-//! The report in a real browser: when `/usr/bin/chromium` exists, render a report page headless
-//! and check that the screenshot is a real picture. Without chromium the test says it was
-//! skipped and passes (CI does not install a browser).
+//! The report in a real browser: render a report page with `/usr/bin/chromium` headless and
+//! check that the screenshot is a real picture. `.ci/run` installs Debian's chromium, so under CI
+//! a missing browser is a failure; elsewhere the test says it was skipped and passes.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -19,7 +19,13 @@ const SCREENSHOT_BYTES_MIN: u64 = 30_000;
 #[test]
 fn chromium_renders_the_report() {
     if !Path::new(CHROMIUM).exists() {
-        eprintln!("skipped: {CHROMIUM} not found; install chromium to render the report");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests"
+        );
+        eprintln!(
+            "skipped: {CHROMIUM} not found; install chromium (apt-get install chromium) to render the report"
+        );
         return;
     }
     let scenario = load(Path::new("scenarios/overflow/recover-once.toml")).expect("loads");

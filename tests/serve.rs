@@ -316,3 +316,20 @@ fn unpaired_tool_results_get_the_imitated_pairing_error() {
         "{text}"
     );
 }
+
+#[test]
+fn an_out_of_range_time_scale_is_refused_without_a_panic() {
+    for scale in ["1e17", "-1", "NaN", "inf"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+            .args(["serve", "mock-models/serve-clients.toml"])
+            .arg(format!("--time-scale={scale}"))
+            .output()
+            .expect("ctxbed runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{scale}: {stderr}");
+        assert!(
+            stderr.contains("a number from 0 to 1000"),
+            "{scale}: {stderr}"
+        );
+    }
+}

@@ -42,6 +42,17 @@ use crate::scenario::source::read_source;
 use ctxbed_sim::host::{Api, HostBody, HostOptions, ProviderHost, full};
 use ctxbed_sim::mock::MockModel;
 
+/// The largest `--time-scale`: a thousand times slower than scripted is already far past any
+/// client's timeout.
+pub const TIME_SCALE_MAX: f64 = 1_000.0;
+
+/// `duration` times `scale`, saturating at the longest wait a server holds a request
+/// ([`limits::SERVE_HANG_SECONDS`]).
+fn scaled(duration: Duration, scale: f64) -> Duration {
+    let most = Duration::from_secs(limits::SERVE_HANG_SECONDS);
+    Duration::try_from_secs_f64(duration.as_secs_f64() * scale).map_or(most, |d| d.min(most))
+}
+
 /// How a server listens and answers.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -104,8 +115,8 @@ pub enum ServeError {
         path: String,
         source: std::io::Error,
     },
-    /// A time scale that is negative or not a number.
-    #[error("the time scale must be a finite number at least 0, not {0}")]
+    /// A time scale that is negative, not a number, or over [`TIME_SCALE_MAX`].
+    #[error("the time scale must be a number from 0 to {TIME_SCALE_MAX}, not {0}")]
     TimeScale(f64),
 }
 
@@ -202,7 +213,7 @@ fn stem(path: &Path) -> String {
 }
 
 fn load_host(path: &Path, options: &ServeOptions) -> Result<ProviderHost, ServeError> {
-    if !options.time_scale.is_finite() || options.time_scale < 0.0 {
+    if !(0.0..=TIME_SCALE_MAX).contains(&options.time_scale) {
         return Err(ServeError::TimeScale(options.time_scale));
     }
     let label = path.display().to_string();
@@ -211,10 +222,10 @@ fn load_host(path: &Path, options: &ServeOptions) -> Result<ProviderHost, ServeE
     let mut script = parse_mock(&stem(path), &label, &source)
         .map_err(|found| ServeError::Load(Diagnostics(found)))?;
     for turn in &mut script.turns {
-        turn.latency = turn.latency.mul_f64(options.time_scale);
+        turn.latency = scaled(turn.latency, options.time_scale);
     }
     let mut host = options.host.clone();
-    host.hang = host.hang.mul_f64(options.time_scale);
+    host.hang = scaled(host.hang, options.time_scale);
     Ok(ProviderHost::with_options(MockModel::new(script), host))
 }
 
