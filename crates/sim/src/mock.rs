@@ -320,12 +320,15 @@ pub struct MockModel {
     groups: Vec<Vec<usize>>,
     /// The indices of the turns scripted for side requests.
     side: Vec<usize>,
+    /// Every turn's index, in order (the script lane).
+    every: Vec<usize>,
 }
 
 impl MockModel {
     pub fn new(script: MockScript) -> Self {
         let estimator = shared_exact_counter(script.vocabulary);
         let groups = step_groups(&script.turns);
+        let script_turns = script.turns.len();
         let side = (0..script.turns.len())
             .filter(|&i| script.turns[i].when.side == Some(true))
             .collect();
@@ -337,6 +340,7 @@ impl MockModel {
             received: Mutex::new(Vec::new()),
             groups,
             side,
+            every: (0..script_turns).collect(),
         }
     }
 
@@ -405,15 +409,14 @@ impl MockModel {
     }
 
     /// The indices of the turns `lane` may use, in order.
-    fn lane_turns(&self, lane: Lane) -> std::borrow::Cow<'_, [usize]> {
+    fn lane_turns(&self, lane: Lane) -> &[usize] {
         match lane {
-            Lane::Script => (0..self.script.turns.len()).collect::<Vec<_>>().into(),
+            Lane::Script => &self.every,
             Lane::Step(step) => self
                 .groups
                 .get(step.wrapping_sub(1))
-                .map_or(&[][..], Vec::as_slice)
-                .into(),
-            Lane::Side => self.side.as_slice().into(),
+                .map_or(&[][..], Vec::as_slice),
+            Lane::Side => &self.side,
         }
     }
 
