@@ -161,14 +161,19 @@ pub fn parse_scenario(
     };
     let seeds = SeedTree::new(seed);
     let agent = agent_spec(&mut checker, &raw.agent);
-    let mock = load_mock(&mut checker, layout, &raw.agent.get_ref().model);
+    let mock = load_mock(
+        &mut checker,
+        layout,
+        &raw.agent.get_ref().model,
+        "agent.model",
+    );
     let summary_model = raw
         .agent
         .get_ref()
         .compaction
         .as_ref()
         .and_then(|c| c.get_ref().summary_model.as_ref())
-        .and_then(|name| load_mock(&mut checker, layout, name));
+        .and_then(|name| load_mock(&mut checker, layout, name, "agent.compaction.summary_model"));
     let tools = raw
         .tools
         .iter()

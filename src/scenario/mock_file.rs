@@ -45,9 +45,9 @@ pub(super) struct RawMock {
     /// Documentation for the reader of the file.
     #[serde(default)]
     pub(super) description: Option<String>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) window: Option<Spanned<i64>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) max_output: Option<Spanned<i64>>,
     #[schemars(with = "Option<String>")]
     pub(super) imitates: Option<Spanned<String>>,
@@ -75,20 +75,20 @@ pub(super) struct RawTurn {
     pub(super) extract_facts: Option<bool>,
     #[schemars(with = "Option<String>")]
     pub(super) error: Option<Spanned<String>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 100))]
     pub(super) status: Option<Spanned<i64>>,
     pub(super) body: Option<String>,
     pub(super) raw: Option<String>,
     #[schemars(with = "Option<i64>")]
     pub(super) latency_ms: Option<Spanned<i64>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) times: Option<Spanned<i64>>,
     /// Usage figures to report instead of the exact counts (what a recorded model reported).
     pub(super) usage: Option<RawUsage>,
     /// The step (from 1) whose main-loop requests this turn answers in `ctxbed conform`; give
     /// every main-loop turn a step, or none (then each step's turns run up to its first plain
     /// text reply).
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) step: Option<Spanned<i64>>,
 }
 
@@ -278,7 +278,8 @@ impl Checker<'_> {
                     value,
                     format!("`{field}` must be at least {min}, found {number}"),
                 )
-                .field(field);
+                .field(field)
+                .help(format!("write a whole number ≥ {min}"));
             self.problems.push(problem);
             return None;
         }

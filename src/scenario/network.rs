@@ -58,22 +58,22 @@ pub(super) struct RawNetwork {
     pub(super) connect_timeout_ms: Option<Spanned<i64>>,
     pub(super) retry: Option<RawRetry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(with = "Vec<i64>")]
+    #[schemars(with = "Vec<i64>", inner(range(min = 1)))]
     pub(super) reset_requests: Vec<Spanned<i64>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(with = "Vec<i64>")]
+    #[schemars(with = "Vec<i64>", inner(range(min = 1)))]
     pub(super) cut_stream_requests: Vec<Spanned<i64>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<RawPartition>")]
     pub(super) partitions: Vec<Spanned<RawPartition>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) tick_ms: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawRetry {
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) attempts: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(super) base_ms: Option<Spanned<i64>>,

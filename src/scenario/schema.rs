@@ -13,11 +13,29 @@ use super::mock_file::RawMock;
 pub const KINDS: [&str; 2] = ["scenario", "mock-model"];
 
 fn titled(mut schema: Value, title: &str, description: &str) -> Value {
+    non_negative(&mut schema);
     if let Some(object) = schema.as_object_mut() {
         object.insert("title".into(), title.into());
         object.insert("description".into(), description.into());
     }
     schema
+}
+
+/// Every count, size, time and seed in both formats is a whole number of at least 0 (the loader
+/// refuses negatives), so each 64-bit integer without a stated minimum gets `minimum: 0`; fields
+/// whose least value is higher say so with `range(min = …)` beside their declaration.
+fn non_negative(node: &mut Value) {
+    match node {
+        Value::Object(object) => {
+            let int64 = object.get("format").and_then(Value::as_str) == Some("int64");
+            if int64 && !object.contains_key("minimum") {
+                object.insert("minimum".into(), 0.into());
+            }
+            object.values_mut().for_each(non_negative);
+        }
+        Value::Array(items) => items.iter_mut().for_each(non_negative),
+        _ => {}
+    }
 }
 
 /// The schema of a scenario file (`scenarios/**/*.toml`, wire scenarios excepted).

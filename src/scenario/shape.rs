@@ -11,6 +11,7 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::Value;
 use toml::Spanned;
@@ -57,35 +58,55 @@ pub fn problems(file: &str, source: &str, format: Format) -> Vec<Diagnostic> {
     let Ok(instance) = toml::from_str::<Value>(source) else {
         return Vec::new();
     };
+    let reporter = Reporter {
+        file,
+        source,
+        schema: &compiled.schema,
+        document: &document,
+    };
     let mut found = Vec::new();
+    let mut ranges = Vec::new();
     for error in compiled.validator.iter_errors(&instance) {
+        reporter.report(&error, &mut found, &mut ranges);
+    }
+    if found.is_empty() {
+        // The loader's own checks report ranges beside every other problem it finds.
+        return Vec::new();
+    }
+    found.append(&mut ranges);
+    super::diagnostic::sort(&mut found);
+    found
+}
+
+/// Turns schema errors into diagnostics at their place in the file.
+struct Reporter<'a, 'i> {
+    file: &'a str,
+    source: &'a str,
+    schema: &'a Value,
+    document: &'a Spanned<DeTable<'i>>,
+}
+
+impl Reporter<'_, '_> {
+    /// Adds the diagnostics of `error`: shape problems to `found`, values out of range (which
+    /// the loader could still read) to `ranges`.
+    fn report(
+        &self,
+        error: &ValidationError<'_>,
+        found: &mut Vec<Diagnostic>,
+        ranges: &mut Vec<Diagnostic>,
+    ) {
         let path = pointer_segments(error.instance_path().as_str());
-        let place = resolve(&document, &path);
+        let place = resolve(self.document, &path);
         let dotted = dotted(&path);
+        let value_span = place.as_ref().map_or(0..0, |p| p.value.clone());
+        let (file, source) = (self.file, self.source);
         match error.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let allowed = allowed_keys(&compiled.schema, &path);
-                for name in unexpected {
-                    let span = place
-                        .as_ref()
-                        .and_then(|p| p.key_span(name))
-                        .unwrap_or(0..0);
-                    let field = join(&dotted, name);
-                    let help = match closest(name, allowed.iter().map(String::as_str)) {
-                        Some(best) => format!("did you mean `{best}`?"),
-                        None => format!("expected one of: {}", allowed.join(", ")),
-                    };
-                    found.push(
-                        Diagnostic::at(file, source, span, format!("unknown field `{name}`"))
-                            .field(field)
-                            .help(help),
-                    );
-                }
+                self.unknown_fields(&path, place.as_ref(), unexpected, found);
             }
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
                 let span = place.as_ref().map_or(0..0, |p| p.header_span());
-                let field = join(&dotted, name);
                 let message = if dotted.is_empty() {
                     format!("missing field `{name}`")
                 } else {
@@ -93,37 +114,127 @@ pub fn problems(file: &str, source: &str, format: Format) -> Vec<Diagnostic> {
                 };
                 found.push(
                     Diagnostic::at(file, source, span, message)
-                        .field(field)
+                        .field(join(&dotted, name))
                         .help(format!("add `{name} = …` (see docs/scenario-format.md)")),
                 );
             }
             ValidationErrorKind::Type { kind } => {
-                let span = place.as_ref().map_or(0..0, |p| p.value.clone());
-                let expected = expected_types(kind);
-                found.push(
-                    Diagnostic::at(
-                        file,
-                        source,
-                        span,
-                        format!(
-                            "wrong type: `{dotted}` must be {expected}, not {}",
-                            describe(error.instance())
-                        ),
-                    )
-                    .field(dotted.clone())
-                    .help(type_help(&expected)),
+                let expected = expected_types(&type_names(kind));
+                let minimum = minimum_at(self.schema, &path);
+                found.push(self.wrong_type(value_span, &dotted, &expected, minimum, error));
+            }
+            ValidationErrorKind::Minimum { limit } => {
+                let message = format!(
+                    "`{dotted}` must be at least {limit}, found {}",
+                    error.instance()
+                );
+                ranges.push(
+                    Diagnostic::at(file, source, value_span, message)
+                        .field(dotted)
+                        .help(format!("write a whole number ≥ {limit}")),
                 );
             }
+            ValidationErrorKind::AnyOf { context } => match matching_branch(error, context) {
+                Some(branch) => {
+                    for inner in branch {
+                        self.report(inner, found, ranges);
+                    }
+                }
+                None => {
+                    let expected = expected_types(&branch_types(error, context));
+                    found.push(self.wrong_type(value_span, &dotted, &expected, None, error));
+                }
+            },
             _ => {
-                let span = place.as_ref().map_or(0..0, |p| p.value.clone());
                 found.push(
-                    Diagnostic::at(file, source, span, error.to_string()).field(dotted.clone()),
+                    Diagnostic::at(file, source, value_span, error.to_string()).field(dotted),
                 );
             }
         }
     }
-    super::diagnostic::sort(&mut found);
-    found
+
+    fn unknown_fields(
+        &self,
+        path: &[String],
+        place: Option<&Place<'_, '_>>,
+        unexpected: &[String],
+        found: &mut Vec<Diagnostic>,
+    ) {
+        let dotted = dotted(path);
+        let allowed = allowed_keys(self.schema, path);
+        for name in unexpected {
+            let span = place.and_then(|p| p.key_span(name)).unwrap_or(0..0);
+            let help = match closest(name, allowed.iter().map(String::as_str)) {
+                Some(best) => format!("did you mean `{best}`?"),
+                None => format!("expected one of: {}", allowed.join(", ")),
+            };
+            found.push(
+                Diagnostic::at(
+                    self.file,
+                    self.source,
+                    span,
+                    format!("unknown field `{name}`"),
+                )
+                .field(join(&dotted, name))
+                .help(help),
+            );
+        }
+    }
+
+    fn wrong_type(
+        &self,
+        span: Range<usize>,
+        dotted: &str,
+        expected: &str,
+        minimum: Option<i64>,
+        error: &ValidationError<'_>,
+    ) -> Diagnostic {
+        let message = format!(
+            "wrong type: `{dotted}` must be {expected}, not {}",
+            describe(error.instance())
+        );
+        Diagnostic::at(self.file, self.source, span, message)
+            .field(dotted)
+            .help(type_help(expected, minimum))
+    }
+}
+
+/// The types an `anyOf`'s branches would have taken, for a value none of them does.
+fn branch_types(
+    error: &ValidationError<'_>,
+    context: &[Vec<ValidationError<'static>>],
+) -> Vec<String> {
+    context
+        .iter()
+        .flatten()
+        .filter(|inner| inner.instance_path() == error.instance_path())
+        .filter_map(|inner| match inner.kind() {
+            ValidationErrorKind::Type { kind } => Some(type_names(kind)),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// The branch of an `anyOf` whose type the value has (its errors lie deeper than the value
+/// itself), so a mistake inside a table that may also be `false` is reported as that field's own.
+fn matching_branch<'e>(
+    error: &ValidationError<'_>,
+    context: &'e [Vec<ValidationError<'static>>],
+) -> Option<&'e [ValidationError<'static>]> {
+    context
+        .iter()
+        .find(|branch| {
+            !branch.is_empty()
+                && branch.iter().all(|inner| {
+                    !(inner.instance_path() == error.instance_path()
+                        && matches!(
+                            inner.kind(),
+                            ValidationErrorKind::Type { .. } | ValidationErrorKind::AnyOf { .. }
+                        ))
+                })
+        })
+        .map(Vec::as_slice)
 }
 
 fn pointer_segments(pointer: &str) -> Vec<String> {
@@ -202,27 +313,33 @@ fn resolve<'a, 'i>(document: &'a Spanned<DeTable<'i>>, path: &[String]) -> Optio
     Some(Place { value: span, table })
 }
 
-/// The property names the schema allows at `path` (following `$ref`, `items` and the non-null
+/// The schema node describing the value at `path` (following `$ref`, `items` and the non-null
 /// branch of an optional value).
-fn allowed_keys(schema: &Value, path: &[String]) -> Vec<String> {
+fn node_at<'a>(schema: &'a Value, path: &[String]) -> Option<&'a Value> {
     let mut node = deref(schema, schema);
     for segment in path {
-        node = if segment.parse::<usize>().is_ok() {
-            match node.get("items") {
-                Some(items) => deref(schema, items),
-                None => return Vec::new(),
-            }
+        let next = if segment.parse::<usize>().is_ok() {
+            node.get("items")?
         } else {
-            match node.get("properties").and_then(|p| p.get(segment)) {
-                Some(next) => deref(schema, next),
-                None => return Vec::new(),
-            }
+            node.get("properties")?.get(segment)?
         };
+        node = deref(schema, next);
     }
-    node.get("properties")
+    Some(node)
+}
+
+/// The property names the schema allows at `path`.
+fn allowed_keys(schema: &Value, path: &[String]) -> Vec<String> {
+    node_at(schema, path)
+        .and_then(|node| node.get("properties"))
         .and_then(Value::as_object)
         .map(|p| p.keys().cloned().collect())
         .unwrap_or_default()
+}
+
+/// The schema's `minimum` for the number at `path`, if it has one.
+fn minimum_at(schema: &Value, path: &[String]) -> Option<i64> {
+    node_at(schema, path)?.get("minimum")?.as_i64()
 }
 
 fn deref<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
@@ -249,26 +366,33 @@ fn deref<'a>(root: &'a Value, node: &'a Value) -> &'a Value {
     node
 }
 
-fn expected_types(kind: &TypeKind) -> String {
-    let names: Vec<String> = match kind {
+fn type_names(kind: &TypeKind) -> Vec<String> {
+    match kind {
         TypeKind::Single(one) => vec![one.to_string()],
         TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
-    };
-    let names: Vec<&str> = names
-        .iter()
-        .map(String::as_str)
-        .filter(|n| *n != "null")
-        .map(|n| match n {
-            "integer" => "an integer",
+    }
+}
+
+/// "an integer", "a table or true or false": the types named in words, nothing (`null`) left out
+/// as TOML has no way to write it.
+fn expected_types(names: &[String]) -> String {
+    let mut words: Vec<&str> = Vec::new();
+    for name in names {
+        let word = match name.as_str() {
+            "null" => continue,
+            "integer" => "a whole number",
             "number" => "a number",
             "string" => "a string",
             "boolean" => "true or false",
             "array" => "a list",
             "object" => "a table",
             other => other,
-        })
-        .collect();
-    names.join(" or ")
+        };
+        if !words.contains(&word) {
+            words.push(word);
+        }
+    }
+    words.join(" or ")
 }
 
 fn describe(value: &Value) -> String {
@@ -283,17 +407,16 @@ fn describe(value: &Value) -> String {
     }
 }
 
-fn type_help(expected: &str) -> String {
-    match expected {
-        "an integer" => format!(
-            "write a whole number without quotes, from {} to {}",
-            i64::MIN,
-            i64::MAX
-        ),
-        "a string" => "put the text in double quotes".to_string(),
-        "true or false" => "write true or false, without quotes".to_string(),
-        "a list" => "write a list in brackets, e.g. [\"a\", \"b\"]".to_string(),
-        "a table" => "write a table, e.g. { key = 1 } or a [section]".to_string(),
-        other => format!("write {other}"),
+fn type_help(expected: &str, minimum: Option<i64>) -> String {
+    match (expected, minimum) {
+        ("a whole number", Some(minimum)) => {
+            format!("write a whole number without quotes, ≥ {minimum}")
+        }
+        ("a whole number", None) => "write a whole number without quotes".to_string(),
+        ("a string", _) => "put the text in double quotes".to_string(),
+        ("true or false", _) => "write true or false, without quotes".to_string(),
+        ("a list", _) => "write a list in brackets, e.g. [\"a\", \"b\"]".to_string(),
+        ("a table", _) => "write a table, e.g. { key = 1 } or a [section]".to_string(),
+        (other, _) => format!("write {other}"),
     }
 }

@@ -1,7 +1,8 @@
 //! The defaults the specification names, asserted through behaviour with nothing overridden:
 //! argument truncation (25 messages or 40,000 tokens, the latest 20 protected, strings over
 //! 2,000 characters), `keep_messages = 20`, and the offload defaults (over 80,000 characters,
-//! 2,000-character head and tail previews, `large_tool_results/`).
+//! 2,000-character head and tail previews, `large_tool_results/`), and workspace material bounded
+//! at 8,000 tokens.
 
 use ctxbed_harness::compaction::config::{CompactionConfig, TruncateArgsConfig};
 use ctxbed_harness::compaction::truncate::truncate_args;
@@ -185,4 +186,55 @@ fn prune_protects_exactly_40000_tokens_and_needs_exactly_20000_prunable() {
     // one is protected too and nothing is pruned.
     let mut unfilled = results(&[20_000, 39_999]);
     assert!(prune(&mut unfilled, &config, &PerChar).is_none());
+}
+
+#[test]
+fn workspace_material_fills_exactly_8000_tokens_by_default() {
+    use ctxbed_harness::context::transform::Transform;
+    use ctxbed_harness::context::workspace::{MAX_CONTEXT_TOKENS_DEFAULT, load};
+    use ctxbed_harness::storage::WorkspacePath;
+
+    async fn write(storage: &MemoryStorage, file: &str, chars: usize) {
+        let path = WorkspacePath::parse(file).expect("a workspace path");
+        let bytes = "w".repeat(chars).into_bytes();
+        storage
+            .write(&path, bytes)
+            .await
+            .expect("memory storage writes");
+    }
+
+    assert_eq!(MAX_CONTEXT_TOKENS_DEFAULT, 8_000);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        // Exactly at the bound: AGENTS.md and MEMORY.md together fill 8,000 tokens, whole.
+        let at_bound = MemoryStorage::new();
+        write(&at_bound, "AGENTS.md", 5_000).await;
+        write(&at_bound, "MEMORY.md", 3_000).await;
+        let loaded = load(&at_bound, &PerChar, MAX_CONTEXT_TOKENS_DEFAULT).await;
+        assert!(loaded.transforms.is_empty(), "{:?}", loaded.transforms);
+        let sizes: Vec<usize> = loaded.materials.iter().map(|m| m.text.len()).collect();
+        assert_eq!(sizes, [5_000, 3_000]);
+
+        // One token over: the later file is cut to what remains, and a file after it is skipped.
+        let over = MemoryStorage::new();
+        write(&over, "AGENTS.md", 5_000).await;
+        write(&over, "MEMORY.md", 3_001).await;
+        write(&over, "knowledge/api.md", 10).await;
+        let loaded = load(&over, &PerChar, MAX_CONTEXT_TOKENS_DEFAULT).await;
+        let sizes: Vec<usize> = loaded.materials.iter().map(|m| m.text.len()).collect();
+        assert_eq!(sizes, [5_000, 3_000]);
+        assert_eq!(
+            loaded.transforms,
+            [
+                Transform::WorkspaceTruncated {
+                    item_id: "workspace:MEMORY.md".into()
+                },
+                Transform::WorkspaceSkipped {
+                    item_id: "workspace:knowledge/api.md".into()
+                },
+            ]
+        );
+    });
 }

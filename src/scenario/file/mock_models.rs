@@ -9,10 +9,13 @@ use crate::scenario::diagnostic::closest;
 use crate::scenario::mock_file::{Checker, parse_mock};
 use crate::scenario::source::read_source;
 
+/// Loads the mock model `model` names; `field` is where the scenario names it
+/// (`agent.model`, `agent.compaction.summary_model`).
 pub(super) fn load_mock(
     checker: &mut Checker<'_>,
     layout: &Layout,
     model: &Spanned<String>,
+    field: &str,
 ) -> Option<MockScript> {
     let name = model.get_ref();
     let valid_name = !name.is_empty()
@@ -32,7 +35,7 @@ pub(super) fn load_mock(
         };
         let problem = checker
             .at(model, format!("no mock model named `{name}`"))
-            .field("agent.model")
+            .field(field)
             .help(help);
         checker.problems.push(problem);
         return None;

@@ -53,7 +53,7 @@ pub(in crate::scenario) struct RawAgent {
     #[schemars(with = "String")]
     pub(in crate::scenario) model: Spanned<String>,
     pub(in crate::scenario) sys_prompt: Option<String>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) max_steps: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) model_timeout_ms: Option<Spanned<i64>>,
@@ -119,13 +119,13 @@ pub(in crate::scenario) struct RawTask {
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawCompaction {
     pub(in crate::scenario) enabled: Option<bool>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) trigger_messages: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) trigger_tokens: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) keep_tokens: Option<Spanned<i64>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) keep_messages: Option<Spanned<i64>>,
     pub(in crate::scenario) prune: Option<RawPrune>,
     pub(in crate::scenario) truncate_args: Option<RawTruncate>,
@@ -147,7 +147,7 @@ pub(in crate::scenario) struct RawPrune {
     pub(in crate::scenario) protect_tokens: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) minimum_prunable_tokens: Option<Spanned<i64>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 2))]
     pub(in crate::scenario) preview_chars: Option<Spanned<i64>>,
     pub(in crate::scenario) excluded_tools: Option<Vec<String>>,
 }
@@ -161,7 +161,7 @@ pub(in crate::scenario) struct RawTruncate {
     pub(in crate::scenario) trigger_tokens: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) protect_latest: Option<Spanned<i64>>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) max_arg_length: Option<Spanned<i64>>,
     pub(in crate::scenario) truncation_text: Option<String>,
 }
@@ -170,7 +170,7 @@ pub(in crate::scenario) struct RawTruncate {
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawOffload {
     pub(in crate::scenario) enabled: Option<bool>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) max_result_chars: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) preview_chars: Option<Spanned<i64>>,
@@ -192,7 +192,7 @@ pub(in crate::scenario) struct RawInstruction {
 pub(in crate::scenario) struct RawSource {
     #[schemars(with = "String")]
     pub(in crate::scenario) name: Spanned<String>,
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) timeout_ms: Option<Spanned<i64>>,
     #[schemars(with = "Option<String>")]
     pub(in crate::scenario) on_failure: Option<Spanned<String>>,
@@ -399,7 +399,7 @@ pub(in crate::scenario) struct RawAction {
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(in crate::scenario) struct RawExpect {
-    #[schemars(with = "Option<i64>")]
+    #[schemars(with = "Option<i64>", range(min = 1))]
     pub(in crate::scenario) step: Option<Spanned<i64>>,
     pub(in crate::scenario) reply: Option<String>,
     pub(in crate::scenario) reply_contains: Option<String>,
