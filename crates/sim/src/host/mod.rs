@@ -15,6 +15,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod validate;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -296,6 +297,12 @@ impl ProviderHost {
             exchange.outcome = "not_json".to_string();
             return full(400, self.not_json_body(api));
         };
+        if let Err(invalid) = validate::check(api, &json) {
+            exchange.outcome = "invalid_request".to_string();
+            exchange.note = Some(invalid.reason);
+            exchange.body = json;
+            return full(400, invalid.body);
+        }
         let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let mut request = match api {
             Api::OpenAi => openai::parse_request(&json),

@@ -272,7 +272,7 @@ fn a_reset_fault_answers_nothing_and_is_recorded_as_reset() {
         ..HostOptions::default()
     };
     let host = host(Provider::OpenAi, turns, options);
-    let body = json!({"messages": [{"role": "user", "content": "hi"}], "tools": [read_log()]});
+    let body = json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}], "tools": [read_log()]});
     let _ = runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
     let response =
         runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
@@ -315,6 +315,8 @@ fn stepped_host(turns: Vec<MockTurn>) -> ProviderHost {
 
 /// Sends `body` to an OpenAI host and returns the exchange it recorded.
 fn send(host: &ProviderHost, body: &Value) -> (String, Exchange) {
+    let mut body = body.clone();
+    body["model"] = "wire".into();
     let response =
         runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
     let text = body_text(response);
@@ -513,4 +515,46 @@ fn side_requests_take_the_turns_scripted_for_them_then_the_summariser() {
         text.contains("Step 1."),
         "the step's own turn is still there: {text}"
     );
+}
+
+#[test]
+fn a_request_the_provider_would_refuse_is_refused_in_its_words_and_uses_no_turn() {
+    let host = host(
+        Provider::OpenAi,
+        vec![MockTurn::new(TurnAction::reply("The only turn."))],
+        HostOptions::default(),
+    );
+    let refused = [
+        json!([]),
+        json!({}),
+        json!({"model": "wire", "messages": "hi"}),
+        json!({"model": "wire", "messages": null}),
+        json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}], "max_tokens": -1}),
+        json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}], "max_tokens": "100"}),
+        json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}], "stream": "yes"}),
+        json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}], "tools": "x"}),
+    ];
+    for body in &refused {
+        let response =
+            runtime().block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
+        assert_eq!(response.status(), 400, "{body}");
+        let text = body_text(response);
+        assert!(text.contains(r#""type":"invalid_request_error""#), "{text}");
+        let exchange = host.exchanges().pop().expect("an exchange");
+        assert_eq!(exchange.outcome, "invalid_request", "{body}");
+        assert!(exchange.note.is_some());
+    }
+    // Anthropic requires the output bound.
+    let no_bound = json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}]});
+    let response =
+        runtime().block_on(host.answer("/v1/messages", Some(no_bound.to_string().into())));
+    assert_eq!(response.status(), 400);
+    assert!(body_text(response).contains("max_tokens: Field required"));
+    // None of them used the script's only turn.
+    let (text, exchange) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "hi"}]}),
+    );
+    assert_eq!(exchange.outcome, "reply");
+    assert!(text.contains("The only turn."), "{text}");
 }

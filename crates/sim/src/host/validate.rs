@@ -1,0 +1,364 @@
+//! Request validation before a request reaches the mock model: what the imitated provider refuses
+//! with a 400 is refused here too, in that provider's words, and uses up no scripted turn.
+//!
+//! OpenAI Chat Completions words its refusals as `Missing required parameter: 'messages'.`,
+//! `Invalid type for 'stream': expected a boolean, but got a string instead.` and `Invalid
+//! 'max_tokens': integer below minimum value. Expected a value >= 1, but got -1 instead.`, with
+//! the parameter in `param` and a `code`; Anthropic Messages validates like pydantic and says
+//! `max_tokens: Field required` or `messages: Input should be a valid list` inside its error
+//! envelope. Only what both document as required or typed is checked: the model, the messages (a
+//! non-empty list of objects with a role), the output bound (Anthropic requires it), `stream`
+//! and `tools`. Everything else passes, as unknown fields do at the providers.
+
+use serde_json::{Value, json};
+
+use super::Api;
+
+/// A refused request: the provider's 400 body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    /// The body to answer with (status 400).
+    pub body: String,
+    /// A short account for the exchange record (`messages: not a list`).
+    pub reason: String,
+}
+
+/// What is wrong with one field, in neutral terms; each provider words it.
+#[derive(Debug, Clone, PartialEq)]
+enum Problem {
+    /// The body is not a JSON object.
+    NotObject(&'static str),
+    Missing(String),
+    /// The field has the wrong JSON type: (field, expected, found).
+    WrongType(String, Expected, &'static str),
+    /// An integer below its minimum: (field, minimum, found).
+    BelowMinimum(String, i64, i64),
+    /// A list that must not be empty.
+    Empty(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expected {
+    String,
+    Integer,
+    Boolean,
+    List,
+    Object,
+}
+
+/// Checks a request body as `api`'s provider would.
+///
+/// # Errors
+/// The first problem the provider would report, as its 400 body.
+pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
+    match first_problem(api, json) {
+        None => Ok(()),
+        Some(problem) => Err(Invalid {
+            reason: reason(&problem),
+            body: match api {
+                Api::OpenAi => openai_body(&problem),
+                Api::Anthropic => anthropic_body(&problem),
+            },
+        }),
+    }
+}
+
+fn first_problem(api: Api, json: &Value) -> Option<Problem> {
+    let Some(body) = json.as_object() else {
+        return Some(Problem::NotObject(kind(json)));
+    };
+    let field = |name: &str| body.get(name).filter(|v| !v.is_null());
+    match field("model") {
+        None => return Some(Problem::Missing("model".into())),
+        Some(model) if !model.is_string() => {
+            return Some(Problem::WrongType(
+                "model".into(),
+                Expected::String,
+                kind(model),
+            ));
+        }
+        Some(_) => {}
+    }
+    if let Some(problem) = messages_problem(api, field("messages")) {
+        return Some(problem);
+    }
+    let bounds: &[&str] = match api {
+        Api::OpenAi => &["max_tokens", "max_completion_tokens"],
+        Api::Anthropic => &["max_tokens"],
+    };
+    for name in bounds {
+        match field(name) {
+            None if api == Api::Anthropic => return Some(Problem::Missing((*name).into())),
+            None => {}
+            Some(value) => match value.as_i64() {
+                None => {
+                    let found = kind(value);
+                    return Some(Problem::WrongType((*name).into(), Expected::Integer, found));
+                }
+                Some(number) if number < 1 => {
+                    return Some(Problem::BelowMinimum((*name).into(), 1, number));
+                }
+                Some(_) => {}
+            },
+        }
+    }
+    if let Some(stream) = field("stream").filter(|v| !v.is_boolean()) {
+        return Some(Problem::WrongType(
+            "stream".into(),
+            Expected::Boolean,
+            kind(stream),
+        ));
+    }
+    if let Some(tools) = field("tools").filter(|v| !v.is_array()) {
+        return Some(Problem::WrongType(
+            "tools".into(),
+            Expected::List,
+            kind(tools),
+        ));
+    }
+    None
+}
+
+fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
+    let Some(messages) = messages else {
+        return Some(Problem::Missing("messages".into()));
+    };
+    let Some(list) = messages.as_array() else {
+        let found = kind(messages);
+        return Some(Problem::WrongType("messages".into(), Expected::List, found));
+    };
+    if list.is_empty() && api == Api::OpenAi {
+        return Some(Problem::Empty("messages".into()));
+    }
+    for (index, message) in list.iter().enumerate() {
+        let path = item_path(api, "messages", index);
+        let Some(object) = message.as_object() else {
+            return Some(Problem::WrongType(path, Expected::Object, kind(message)));
+        };
+        match object.get("role") {
+            None | Some(Value::Null) => return Some(Problem::Missing(format!("{path}.role"))),
+            Some(role) if !role.is_string() => {
+                let found = kind(role);
+                return Some(Problem::WrongType(
+                    format!("{path}.role"),
+                    Expected::String,
+                    found,
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    None
+}
+
+/// `messages[2]` as OpenAI names an item, `messages.2` as Anthropic does.
+fn item_path(api: Api, field: &str, index: usize) -> String {
+    match api {
+        Api::OpenAi => format!("{field}[{index}]"),
+        Api::Anthropic => format!("{field}.{index}"),
+    }
+}
+
+/// The JSON type of `value`, in OpenAI's words.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "an integer",
+        Value::Number(_) => "a decimal",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn reason(problem: &Problem) -> String {
+    match problem {
+        Problem::NotObject(found) => format!("the body is {found}, not an object"),
+        Problem::Missing(field) => format!("{field}: missing"),
+        Problem::WrongType(field, _, found) => format!("{field}: {found}"),
+        Problem::BelowMinimum(field, _, found) => format!("{field}: {found}"),
+        Problem::Empty(field) => format!("{field}: empty"),
+    }
+}
+
+fn openai_body(problem: &Problem) -> String {
+    let (message, param, code) = match problem {
+        Problem::NotObject(found) => (
+            format!("Invalid type for 'body': expected an object, but got {found} instead."),
+            Value::Null,
+            "invalid_type",
+        ),
+        Problem::Missing(field) if field == "model" => (
+            "you must provide a model parameter".to_string(),
+            Value::Null,
+            "",
+        ),
+        Problem::Missing(field) => (
+            format!("Missing required parameter: '{field}'."),
+            field.as_str().into(),
+            "missing_required_parameter",
+        ),
+        Problem::WrongType(field, expected, found) => {
+            let expected = match expected {
+                Expected::String => "a string",
+                Expected::Integer => "an integer",
+                Expected::Boolean => "a boolean",
+                Expected::List => "an array of objects",
+                Expected::Object => "an object",
+            };
+            (
+                format!(
+                    "Invalid type for '{field}': expected {expected}, but got {found} instead."
+                ),
+                field.as_str().into(),
+                "invalid_type",
+            )
+        }
+        Problem::BelowMinimum(field, minimum, found) => (
+            format!(
+                "Invalid '{field}': integer below minimum value. Expected a value >= {minimum}, but got {found} instead."
+            ),
+            field.as_str().into(),
+            "integer_below_min_value",
+        ),
+        Problem::Empty(field) => (
+            format!(
+                "Invalid '{field}': empty array. Expected an array with minimum length 1, but got an empty array instead."
+            ),
+            field.as_str().into(),
+            "empty_array",
+        ),
+    };
+    let code = if code.is_empty() {
+        Value::Null
+    } else {
+        code.into()
+    };
+    json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
+        .to_string()
+}
+
+fn anthropic_body(problem: &Problem) -> String {
+    let message = match problem {
+        Problem::NotObject(_) => {
+            "Input should be a valid dictionary or object to extract fields from".to_string()
+        }
+        Problem::Missing(field) => format!("{field}: Field required"),
+        Problem::WrongType(field, expected, _) => {
+            let expected = match expected {
+                Expected::String => "a valid string",
+                Expected::Integer => "a valid integer",
+                Expected::Boolean => "a valid boolean",
+                Expected::List => "a valid list",
+                Expected::Object => "a valid dictionary or object to extract fields from",
+            };
+            format!("{field}: Input should be {expected}")
+        }
+        Problem::BelowMinimum(field, minimum, _) => {
+            format!("{field}: Input should be greater than or equal to {minimum}")
+        }
+        Problem::Empty(field) => format!("{field}: List should have at least 1 item"),
+    };
+    super::anthropic::error_body("invalid_request_error", &message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn openai(body: Value) -> String {
+        check(Api::OpenAi, &body)
+            .err()
+            .map(|i| i.body)
+            .unwrap_or_default()
+    }
+
+    fn anthropic(body: Value) -> String {
+        check(Api::Anthropic, &body)
+            .err()
+            .map(|i| i.body)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn well_formed_requests_pass() {
+        let chat = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 10, "stream": true, "tools": []});
+        assert_eq!(check(Api::OpenAi, &chat), Ok(()));
+        assert_eq!(check(Api::Anthropic, &chat), Ok(()));
+        let minimal = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        assert_eq!(check(Api::OpenAi, &minimal), Ok(()));
+    }
+
+    #[test]
+    fn openai_refusals_use_its_wording() {
+        assert!(
+            openai(json!([]))
+                .contains("Invalid type for 'body': expected an object, but got an array instead.")
+        );
+        assert!(openai(json!({})).contains("you must provide a model parameter"));
+        let missing = openai(json!({"model": "m"}));
+        assert!(
+            missing.contains("Missing required parameter: 'messages'."),
+            "{missing}"
+        );
+        assert!(missing.contains(r#""code":"missing_required_parameter""#));
+        assert!(openai(json!({"model": "m", "messages": "hi"})).contains(
+            "Invalid type for 'messages': expected an array of objects, but got a string instead."
+        ));
+        assert!(openai(json!({"model": "m", "messages": []})).contains("empty array"));
+        let ok = json!([{"role": "user", "content": "hi"}]);
+        assert!(
+            openai(json!({"model": "m", "messages": ok, "max_tokens": -1}))
+                .contains("Expected a value >= 1, but got -1 instead.")
+        );
+        assert!(
+            openai(json!({"model": "m", "messages": ok, "max_tokens": "100"})).contains(
+                "Invalid type for 'max_tokens': expected an integer, but got a string instead."
+            )
+        );
+        assert!(
+            openai(json!({"model": "m", "messages": ok, "stream": "yes"})).contains(
+                "Invalid type for 'stream': expected a boolean, but got a string instead."
+            )
+        );
+        assert!(
+            openai(json!({"model": "m", "messages": ok, "tools": "x"}))
+                .contains("Invalid type for 'tools'")
+        );
+        assert!(
+            openai(json!({"model": "m", "messages": [{"content": "hi"}]}))
+                .contains("Missing required parameter: 'messages[0].role'.")
+        );
+    }
+
+    #[test]
+    fn anthropic_refusals_use_its_wording() {
+        let ok = json!([{"role": "user", "content": "hi"}]);
+        let body = anthropic(json!({"model": "m", "messages": ok}));
+        assert_eq!(
+            body,
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}"#
+        );
+        assert!(
+            anthropic(json!({"model": "m", "messages": null, "max_tokens": 5}))
+                .contains("messages: Field required")
+        );
+        assert!(
+            anthropic(json!({"model": "m", "messages": "hi", "max_tokens": 5}))
+                .contains("messages: Input should be a valid list")
+        );
+        assert!(
+            anthropic(json!({"model": "m", "messages": ok, "max_tokens": 0}))
+                .contains("max_tokens: Input should be greater than or equal to 1")
+        );
+        assert!(
+            anthropic(json!({"model": "m", "messages": ["hi"], "max_tokens": 5}))
+                .contains("messages.0: Input should be a valid dictionary")
+        );
+        assert!(
+            anthropic(json!({"messages": ok, "max_tokens": 5})).contains("model: Field required")
+        );
+    }
+}
