@@ -10,14 +10,16 @@
 //! the reports into `docs/peers.md`.
 //!
 //! **Invariant:** the adapter's account is never trusted for a check; only its replies and
-//! error kinds are (for expectations on them). Every run ends: each read has a timeout, and the
-//! adapter and server are stopped on every path.
+//! error kinds are (for expectations on them). Every run ends: each read and write has a timeout
+//! and ends early on [`INTERRUPTED`], and the server and the adapter's whole process group
+//! ([`process`]) are stopped on every path.
 
 pub mod checks;
 pub mod file;
 pub mod matrix;
 pub mod peer;
 pub mod plant;
+pub mod process;
 pub mod reference;
 pub mod report;
 pub mod trace;
@@ -383,7 +385,8 @@ fn adapter_env(
 
 /// Speaks to the adapter for the whole scenario; the steps it ran go into `outcome.steps`
 /// (with their request numbers in `outcome.ranges`). Returns the problem
-/// that ended the run early, if any.
+/// that ended the run early, if any. The adapter's process group is killed on every path, and
+/// its log is complete when this returns.
 async fn talk(
     scenario: &WireScenario,
     dir: &Path,
@@ -396,6 +399,29 @@ async fn talk(
         Ok(peer) => peer,
         Err(error) => return Some(error.to_string()),
     };
+    let talked = match set_up(&mut peer, scenario, outcome).await {
+        Ok(true) => run_steps(&mut peer, scenario, host, outcome).await,
+        Ok(false) => Ok(()),
+        Err(problem) => Err(problem),
+    };
+    if let Err(problem) = talked {
+        peer.kill().await;
+        return Some(problem);
+    }
+    let status = peer.finish().await;
+    if status.contains("killed") && outcome.unsupported.is_none() {
+        return Some(format!("the adapter {status}"));
+    }
+    None
+}
+
+/// Sends `setup` and reads its answer into `outcome`: true when the adapter is ready, false when
+/// it cannot speak the scenario's API.
+async fn set_up(
+    peer: &mut Peer,
+    scenario: &WireScenario,
+    outcome: &mut DriveOutcome,
+) -> Result<bool, String> {
     let tools: Vec<Value> = scenario
         .tools
         .iter()
@@ -409,51 +435,51 @@ async fn talk(
         })
         .collect();
     let setup = json!({"type": "setup", "system": scenario.system, "tools": tools});
-    if let Err(error) = peer.send(&setup).await {
-        return Some(error.to_string());
-    }
-    match peer.receive(SETUP_TIMEOUT).await {
-        Ok(line) => match line.get("type").and_then(Value::as_str) {
-            Some("ready") => {
-                outcome.version = line
-                    .get("version")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown")
-                    .to_string();
-                let context = line.get("context").and_then(Value::as_str).unwrap_or("own");
-                if !CONTEXT_KINDS.contains(&context) {
-                    return Some(
-                        PeerError::Garbage {
-                            line: format!(
-                                "{line} (`context` is one of {})",
-                                CONTEXT_KINDS.join(", ")
-                            ),
-                        }
-                        .to_string(),
-                    );
+    peer.send(&setup).await.map_err(|e| e.to_string())?;
+    let line = peer
+        .receive(SETUP_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    match line.get("type").and_then(Value::as_str) {
+        Some("ready") => {
+            outcome.version = line
+                .get("version")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown")
+                .to_string();
+            let context = line.get("context").and_then(Value::as_str).unwrap_or("own");
+            if !CONTEXT_KINDS.contains(&context) {
+                return Err(PeerError::Garbage {
+                    line: format!("{line} (`context` is one of {})", CONTEXT_KINDS.join(", ")),
                 }
-                outcome.context = context.to_string();
+                .to_string());
             }
-            Some("unsupported") => {
-                let reason = line
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason given");
-                outcome.unsupported = Some(reason.to_string());
-                peer.finish().await;
-                return None;
-            }
-            _ => {
-                return Some(
-                    PeerError::Garbage {
-                        line: format!("{line} (expected `ready` or `unsupported`)"),
-                    }
-                    .to_string(),
-                );
-            }
-        },
-        Err(error) => return Some(error.to_string()),
+            outcome.context = context.to_string();
+            Ok(true)
+        }
+        Some("unsupported") => {
+            let reason = line
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given");
+            outcome.unsupported = Some(reason.to_string());
+            Ok(false)
+        }
+        _ => Err(PeerError::Garbage {
+            line: format!("{line} (expected `ready` or `unsupported`)"),
+        }
+        .to_string()),
     }
+}
+
+/// Runs the scenario's steps in order, recording each; the problem that ended them early, if
+/// any (its step is recorded as an adapter error).
+async fn run_steps(
+    peer: &mut Peer,
+    scenario: &WireScenario,
+    host: &ProviderHost,
+    outcome: &mut DriveOutcome,
+) -> Result<(), String> {
     let timeout = Duration::from_secs(scenario.step_timeout_seconds);
     for (index, step) in scenario.steps.iter().enumerate() {
         let number = index + 1;
@@ -473,39 +499,28 @@ async fn talk(
             }
         };
         let problem = match answer {
-            None if interrupted() => Some("interrupted: the run was asked to stop".to_string()),
-            None => Some(format!(
+            None if interrupted() => PeerError::Interrupted.to_string(),
+            None => format!(
                 "the harness sent more than the scenario's {} requests (it was stopped)",
                 scenario.request_limit
-            )),
-            Some(Err(error)) => Some(error.to_string()),
+            ),
+            Some(Err(error)) => error.to_string(),
             Some(Ok(line)) => match parse_end(&line, number) {
                 Ok(end) => {
                     record_step(outcome, host, before, end);
-                    None
+                    continue;
                 }
-                Err(problem) => Some(problem),
+                Err(problem) => problem,
             },
         };
-        if let Some(problem) = problem {
-            record_step(
-                outcome,
-                host,
-                before,
-                StepEnd::Error {
-                    kind: "adapter".into(),
-                    message: problem.clone(),
-                },
-            );
-            peer.kill().await;
-            return Some(problem);
-        }
+        let end = StepEnd::Error {
+            kind: "adapter".into(),
+            message: problem.clone(),
+        };
+        record_step(outcome, host, before, end);
+        return Err(problem);
     }
-    let status = peer.finish().await;
-    if status.contains("killed") {
-        return Some(format!("the adapter {status}"));
-    }
-    None
+    Ok(())
 }
 
 /// Records how a step ended and which request numbers it caused; `drive` fills in the step's

@@ -1,0 +1,246 @@
+//! `ctxbed conform` leaves no process behind: each adapter runs in a process group of its own,
+//! killed whole when the scenario ends, on an error, when its `Peer` is dropped and when the run
+//! is interrupted (during setup too). An adapter that exits while a process it started holds its
+//! output open fails at once, and its standard error is kept only up to a cap.
+//!
+//! The adapters are the scripts in `tests/data/conform-processes/`; each names its group and its
+//! background process on its standard error, so the test reads them from the log.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ctxbed::conform::peer::Peer;
+use ctxbed::conform::process::STDERR_LOG_BYTES_MAX;
+use ctxbed::conform::{self, CellReport, ConformOptions};
+use ctxbed::scenario::golden::GoldenMode;
+
+const PEERS: &str = "tests/data/conform-processes";
+const PROBE: &str = "tests/wire-suite/scenarios/wire/probe.toml";
+
+fn peers_dir() -> PathBuf {
+    std::path::absolute(PEERS).expect("an absolute peers path")
+}
+
+fn run(adapter: &str, logs: &Path) -> CellReport {
+    let options = ConformOptions {
+        peers_dir: peers_dir(),
+        logs_dir: logs.to_path_buf(),
+        ctxbed_bin: PathBuf::from(env!("CARGO_BIN_EXE_ctxbed")),
+        mode: GoldenMode::Compare { write_new: false },
+    };
+    conform::run_one(Path::new(PROBE), adapter, &options)
+}
+
+/// The adapter's group and background process, from its `group <pgid> background <pid>` line.
+fn named(log: &Path) -> Option<(u32, u32)> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let line = text.lines().find(|line| line.starts_with("group "))?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["group", group, "background", pid] => Some((group.parse().ok()?, pid.parse().ok()?)),
+        _ => None,
+    }
+}
+
+/// [`named`], waiting up to 10 s for the adapter to write the line.
+fn wait_named(log: &Path) -> (u32, u32) {
+    let started = Instant::now();
+    loop {
+        if let Some(found) = named(log) {
+            return found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the adapter never named its processes in {}",
+            log.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process's group and state letter, from `/proc/<pid>/stat` (`None` once it is gone).
+fn stat(pid: &str) -> Option<(u32, char)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp ...`: the command may hold spaces and parentheses.
+    let fields: Vec<&str> = text
+        .get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    let state = fields.first()?.chars().next()?;
+    Some((fields.get(2)?.parse().ok()?, state))
+}
+
+/// The live processes (zombies do not count) in `group`, and `background` if it is alive.
+fn left_over(group: u32, background: u32) -> Vec<u32> {
+    let mut left: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("/proc is readable")
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| matches!(stat(&pid.to_string()), Some((g, s)) if g == group && s != 'Z'))
+        .collect();
+    if matches!(stat(&background.to_string()), Some((_, s)) if s != 'Z')
+        && !left.contains(&background)
+    {
+        left.push(background);
+    }
+    left
+}
+
+/// Asserts that nothing of the adapter's group is left (SIGKILL acts at once, but not
+/// synchronously: allow 2 s). Leftovers are killed before the test fails, so a failing run leaves
+/// nothing behind either.
+fn assert_gone(group: u32, background: u32) {
+    let started = Instant::now();
+    let mut left = left_over(group, background);
+    while !left.is_empty() && started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+        left = left_over(group, background);
+    }
+    if !left.is_empty() {
+        for pid in left.iter().chain([&group]) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+        panic!("processes of the adapter's group {group} are still running: {left:?}");
+    }
+}
+
+#[test]
+fn a_background_process_of_the_adapter_ends_with_the_scenario() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let report = run("background", logs.path());
+    assert!(report.problem.is_none(), "{:?}", report.problem);
+    let (group, background) = named(&report.log).expect("the log names the processes");
+    assert_ne!(group, std::process::id());
+    assert_gone(group, background);
+}
+
+#[test]
+fn an_adapter_that_exits_while_a_child_holds_its_output_fails_at_once() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let started = Instant::now();
+    let report = run("exit-held", logs.path());
+    let elapsed = started.elapsed();
+    let (group, background) = named(&report.log).expect("the log is complete");
+    assert_gone(group, background);
+    // The setup timeout is 120 s: the failure must not wait for it.
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "failed after {elapsed:?}"
+    );
+    let problem = report.problem.clone().unwrap_or_default();
+    for needle in [
+        "kept its output open",
+        "exit status: 3",
+        &report.log.display().to_string(),
+    ] {
+        assert!(problem.contains(needle), "{problem}");
+    }
+}
+
+#[test]
+fn an_adapter_flooding_its_standard_error_gets_a_capped_log() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let report = run("stderr-flood", logs.path());
+    assert!(report.problem.is_none(), "{:?}", report.problem);
+    let log = std::fs::read(&report.log).expect("the log exists");
+    let cap = usize::try_from(STDERR_LOG_BYTES_MAX).expect("the cap fits");
+    assert!(log.len() <= cap + 512, "the log has {} bytes", log.len());
+    assert!(log[..cap].iter().all(|byte| *byte == b'e'));
+    let text = String::from_utf8_lossy(&log[cap..]);
+    let last = text.trim_end().lines().last().unwrap_or_default();
+    let dropped = 16 * 1024 * 1024 - STDERR_LOG_BYTES_MAX;
+    for needle in [
+        format!("{dropped} more bytes"),
+        "discarded".to_string(),
+        STDERR_LOG_BYTES_MAX.to_string(),
+    ] {
+        assert!(last.contains(&needle), "the log ends with {last:?}");
+    }
+}
+
+#[test]
+fn a_dropped_peer_takes_its_group_with_it() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let log = logs.path().join("background.log");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let (group, background) = runtime.block_on(async {
+        let mut peer = Peer::start(&peers_dir().join("background"), &[], &log).expect("it starts");
+        let setup = serde_json::json!({"type": "setup", "system": "", "tools": []});
+        peer.send(&setup).await.expect("setup is sent");
+        let ready = peer.receive(Duration::from_secs(10)).await.expect("ready");
+        assert_eq!(ready["type"], "ready");
+        let started = Instant::now();
+        let found = loop {
+            if let Some(found) = named(&log) {
+                break found;
+            }
+            assert!(started.elapsed() < Duration::from_secs(10), "never named");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        drop(peer);
+        found
+    });
+    assert_gone(group, background);
+}
+
+#[test]
+fn sigterm_during_setup_stops_conform_and_the_adapter_group_at_once() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args([
+            "conform",
+            "--peers",
+            PEERS,
+            "--harness",
+            "setup-hang",
+            "--logs",
+        ])
+        .arg(logs.path())
+        .arg(PROBE)
+        .env("CI", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ctxbed conform starts");
+    let (group, background) = wait_named(&logs.path().join("wire/probe/setup-hang.log"));
+    // The adapter has started and waits in setup (whose timeout is 120 s).
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    while child
+        .try_wait()
+        .expect("conform can be waited for")
+        .is_none()
+    {
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            assert_gone(group, background);
+            panic!("conform was still running 5 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let elapsed = started.elapsed();
+    let output = child.wait_with_output().expect("conform exits");
+    assert!(
+        elapsed < Duration::from_millis(1_500),
+        "stopped after {elapsed:?}"
+    );
+    assert_eq!(output.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("interrupted: the run was asked to stop"),
+        "{stdout}"
+    );
+    assert_gone(group, background);
+}
