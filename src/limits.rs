@@ -61,3 +61,19 @@ pub const SERVE_MODELS_MAX: usize = 1_000;
 /// The largest request body `ctxbed serve` reads; a larger one is answered as a reset
 /// connection, as a real provider's front end would refuse it.
 pub const SERVE_REQUEST_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// Connections `ctxbed serve` holds open at once; further clients wait in the listen backlog
+/// until one closes, so a flood of clients cannot exhaust the process's open files.
+pub const SERVE_CONNECTIONS_MAX: usize = 256;
+
+/// How long a client may take to send a request's headers, and how long an open connection may
+/// sit idle between requests, before `ctxbed serve` closes it.
+pub const SERVE_HEADER_SECONDS: u64 = 30;
+
+/// How long a client may take to send a request's body once its headers are in (a body shorter
+/// than its `Content-Length` would otherwise hold the connection for ever).
+pub const SERVE_BODY_SECONDS: u64 = 60;
+
+/// The longest pause after a failed `accept` (at the open-file limit, say): the server backs off
+/// from 10 ms, doubling to this, instead of spinning.
+pub const SERVE_ACCEPT_BACKOFF_MS_MAX: u64 = 1_000;

@@ -231,7 +231,8 @@ enum Command {
         /// Multiply every scripted latency (and a timeout turn's hang) by this; 0 answers at once.
         #[arg(long, default_value_t = 1.0)]
         time_scale: f64,
-        /// Write every request and its outcome to this file, one canonical JSON line each.
+        /// Write every request and its outcome to this file as it happens, one canonical JSON line
+        /// each (never through a symbolic link or onto a mock file; synced at exit).
         #[arg(long)]
         record: Option<PathBuf>,
         /// Leave usage figures out of OpenAI replies, as many local servers do.
@@ -362,6 +363,8 @@ fn main() -> ExitCode {
             options.host.faults.reset_requests = reset;
             options.host.faults.cut_stream_requests = cut_stream;
             options.host.retry_after_seconds = retry_after;
+            // Exchanges go to the record file as they happen; memory stays flat under traffic.
+            options.host.retain_exchanges = 0;
             cli::wire::serve_command(mock, models, options)
         }
         Command::Conform {

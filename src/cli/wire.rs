@@ -8,13 +8,18 @@ use crate::{write_err, write_out};
 use ctxbed::conform::{self, ConformOptions, matrix, report};
 use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome};
 
+/// Worker threads of `ctxbed serve`'s runtime.
+const SERVE_WORKERS: usize = 4;
+
 pub fn serve_command(
     mock: Option<PathBuf>,
     dir: Option<PathBuf>,
     options: ctxbed::serve::ServeOptions,
 ) -> ExitCode {
     use ctxbed::serve::{Models, Server, summary};
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Several workers, so a client sending a huge request does not stall the others.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(SERVE_WORKERS)
         .enable_all()
         .build()
     {

@@ -330,6 +330,13 @@ async fn drive(
     let _ = server_task.await;
     // Exchanges complete after their step's answer; give each step its own by number.
     let exchanges = host.exchanges();
+    if host.dropped() > 0 && outcome.problem.is_none() {
+        outcome.problem = Some(format!(
+            "the mock kept only the first {} requests; {} more were answered but not checked",
+            exchanges.len(),
+            host.dropped()
+        ));
+    }
     let window = host.model().script().info.context_window;
     let lines: Vec<String> = exchanges
         .iter()

@@ -8,7 +8,8 @@ use crate::limits;
 /// Reads a scenario or mock-model file. `label` is the path as the user should see it.
 ///
 /// # Errors
-/// Missing, unreadable, too large, empty or non-UTF-8 files, and symbolic links (never followed,
+/// Missing, unreadable, too large, empty or non-UTF-8 files, anything but a regular file
+/// (`/dev/zero`, a pipe), and symbolic links (never followed,
 /// so a link cannot make the suite read a file outside it).
 pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> {
     if is_link(path) {
@@ -26,6 +27,15 @@ pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> 
             format!("cannot read the file: {error}"),
         ))
     })?;
+    if !metadata.is_file() {
+        return Err(Box::new(
+            Diagnostic::file_level(
+                label,
+                "not a regular file (a directory, device, pipe or socket is never read as a suite file)",
+            )
+            .help("name a .toml file"),
+        ));
+    }
     if metadata.len() > limits::SCENARIO_FILE_BYTES_MAX {
         return Err(Box::new(
             Diagnostic::file_level(
@@ -39,13 +49,32 @@ pub fn read_source(path: &Path, label: &str) -> Result<String, Box<Diagnostic>> 
             .help("split it, or generate large content with `result_chars` instead of inlining it"),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|error| {
+    let bytes = read_at_most(path, limits::SCENARIO_FILE_BYTES_MAX).map_err(|error| {
         Box::new(Diagnostic::file_level(
             label,
             format!("cannot read the file: {error}"),
         ))
     })?;
+    if bytes.len() as u64 > limits::SCENARIO_FILE_BYTES_MAX {
+        return Err(Box::new(Diagnostic::file_level(
+            label,
+            format!(
+                "the file grew past {} bytes while it was read",
+                limits::SCENARIO_FILE_BYTES_MAX
+            ),
+        )));
+    }
     decode(label, bytes)
+}
+
+/// At most `limit + 1` bytes of `path` (one more than allowed, so growth past the limit shows).
+fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// True when `path` itself is a symbolic link: the suite reads and writes no file through one.

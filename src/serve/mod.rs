@@ -22,13 +22,14 @@
 
 pub mod record;
 
+pub use record::{RecordError, Recorder};
+
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Limited};
@@ -66,6 +67,8 @@ pub struct ServeOptions {
     pub time_scale: f64,
     /// Where to write each exchange as a canonical JSON line.
     pub record: Option<PathBuf>,
+    /// The bounds on each connection.
+    pub limits: ConnectionLimits,
 }
 
 impl Default for ServeOptions {
@@ -80,6 +83,7 @@ impl Default for ServeOptions {
             },
             time_scale: 1.0,
             record: None,
+            limits: ConnectionLimits::default(),
         }
     }
 }
@@ -109,12 +113,9 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    /// The record file could not be created or written.
-    #[error("cannot write the record file {path}: {source}")]
-    Record {
-        path: String,
-        source: std::io::Error,
-    },
+    /// The record file was refused, or could not be created or written.
+    #[error(transparent)]
+    Record(#[from] RecordError),
     /// A time scale that is negative, not a number, or over [`TIME_SCALE_MAX`].
     #[error("the time scale must be a number from 0 to {TIME_SCALE_MAX}, not {0}")]
     TimeScale(f64),
@@ -126,6 +127,8 @@ pub struct Models {
     hosts: BTreeMap<String, Arc<ProviderHost>>,
     /// One model answers every request, whatever `model` it names.
     single: bool,
+    /// The mock-model files loaded (the record may not overwrite them).
+    files: Vec<PathBuf>,
 }
 
 impl Models {
@@ -139,6 +142,7 @@ impl Models {
         Ok(Models {
             hosts: BTreeMap::from([(name, Arc::new(host))]),
             single: true,
+            files: vec![path.to_path_buf()],
         })
     }
 
@@ -161,10 +165,10 @@ impl Models {
         paths.truncate(limits::SERVE_MODELS_MAX);
         let mut hosts = BTreeMap::new();
         let mut problems = Vec::new();
-        for path in paths {
-            match load_host(&path, options) {
+        for path in &paths {
+            match load_host(path, options) {
                 Ok(host) => {
-                    hosts.insert(stem(&path), Arc::new(host));
+                    hosts.insert(stem(path), Arc::new(host));
                 }
                 Err(ServeError::Load(Diagnostics(found))) => problems.extend(found),
                 Err(other) => return Err(other),
@@ -179,13 +183,18 @@ impl Models {
         Ok(Models {
             hosts,
             single: false,
+            files: paths,
         })
     }
 
     /// Hosts built elsewhere (a conformance run builds its own); `single` as in
     /// [`Models::load_file`].
     pub fn from_hosts(hosts: BTreeMap<String, Arc<ProviderHost>>, single: bool) -> Models {
-        Models { hosts, single }
+        Models {
+            hosts,
+            single,
+            files: Vec::new(),
+        }
     }
 
     /// The host of a model, by name.
@@ -229,71 +238,34 @@ fn load_host(path: &Path, options: &ServeOptions) -> Result<ProviderHost, ServeE
     Ok(ProviderHost::with_options(MockModel::new(script), host))
 }
 
-/// Writes every exchange of every host once, as canonical JSON lines, as they happen.
-#[derive(Debug)]
-pub struct Recorder {
-    path: String,
-    state: Mutex<RecorderState>,
-}
-
-#[derive(Debug)]
-struct RecorderState {
-    file: std::io::BufWriter<std::fs::File>,
-    written: BTreeMap<String, usize>,
-}
-
-impl Recorder {
-    /// Creates (or truncates) the record file.
-    ///
-    /// # Errors
-    /// The file cannot be created.
-    pub fn create(path: &Path) -> Result<Recorder, ServeError> {
-        let label = path.display().to_string();
-        let file = std::fs::File::create(path).map_err(|source| ServeError::Record {
-            path: label.clone(),
-            source,
-        })?;
-        Ok(Recorder {
-            path: label,
-            state: Mutex::new(RecorderState {
-                file: std::io::BufWriter::new(file),
-                written: BTreeMap::new(),
-            }),
-        })
-    }
-
-    /// Writes the exchanges of `host` not written yet.
-    ///
-    /// # Errors
-    /// The file cannot be written.
-    pub fn write_new(&self, name: &str, host: &ProviderHost) -> Result<(), ServeError> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let exchanges = host.exchanges();
-        let done = state.written.get(name).copied().unwrap_or(0);
-        let window = host.model().script().info.context_window;
-        let error = |source| ServeError::Record {
-            path: self.path.clone(),
-            source,
-        };
-        for exchange in exchanges.iter().skip(done) {
-            let line = record::exchange_line(name, window, exchange);
-            writeln!(state.file, "{line}").map_err(error)?;
-        }
-        state.file.flush().map_err(error)?;
-        state.written.insert(name.to_string(), exchanges.len());
-        Ok(())
-    }
-}
-
 /// A bound server, ready to run.
 #[derive(Debug)]
 pub struct Server {
     listener: tokio::net::TcpListener,
     models: Arc<Models>,
     recorder: Option<Arc<Recorder>>,
+    limits: ConnectionLimits,
+}
+
+/// What bounds each connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Connections open at once ([`limits::SERVE_CONNECTIONS_MAX`]).
+    pub connections: usize,
+    /// For the request headers, and between the requests of a kept-alive connection.
+    pub header: Duration,
+    /// For the body, once the headers are in.
+    pub body: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            connections: limits::SERVE_CONNECTIONS_MAX,
+            header: Duration::from_secs(limits::SERVE_HEADER_SECONDS),
+            body: Duration::from_secs(limits::SERVE_BODY_SECONDS),
+        }
+    }
 }
 
 impl Server {
@@ -301,23 +273,24 @@ impl Server {
     ///
     /// # Errors
     /// A non-loopback address without `allow_remote`, an address that cannot be bound, a record
-    /// file that cannot be created.
+    /// file that is refused or cannot be created.
     pub async fn bind(models: Models, options: &ServeOptions) -> Result<Server, ServeError> {
         let addr = options.listen;
         if !addr.ip().is_loopback() && !options.allow_remote {
             return Err(ServeError::NotLoopback { addr });
         }
+        let recorder = match &options.record {
+            Some(path) => Some(Arc::new(Recorder::create(path, &models.files)?)),
+            None => None,
+        };
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
-        let recorder = match &options.record {
-            Some(path) => Some(Arc::new(Recorder::create(path)?)),
-            None => None,
-        };
         Ok(Server {
             listener,
             models: Arc::new(models),
             recorder,
+            limits: options.limits,
         })
     }
 
@@ -333,7 +306,8 @@ impl Server {
         self.models.clone()
     }
 
-    /// Serves until `shutdown` completes; then stops accepting and ends every open connection.
+    /// Serves until `shutdown` completes; then stops accepting, ends every open connection and
+    /// flushes the record to disk.
     ///
     /// # Errors
     /// The record file could not be written (the server stops: a record with holes is worse
@@ -341,47 +315,110 @@ impl Server {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServeError> {
         let mut connections = tokio::task::JoinSet::new();
         let (failed_tx, mut failed_rx) = tokio::sync::mpsc::channel::<ServeError>(1);
+        let slots = Arc::new(tokio::sync::Semaphore::new(self.limits.connections.max(1)));
+        let mut backoff = Backoff::default();
         tokio::pin!(shutdown);
-        loop {
+        let outcome = loop {
             tokio::select! {
                 biased;
-                () = &mut shutdown => break,
-                Some(error) = failed_rx.recv() => {
-                    connections.shutdown().await;
-                    return Err(error);
-                }
-                accepted = self.listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let models = self.models.clone();
-                    let recorder = self.recorder.clone();
-                    let failed = failed_tx.clone();
+                () = &mut shutdown => break Ok(()),
+                Some(error) = failed_rx.recv() => break Err(error),
+                slot = slots.clone().acquire_owned() => {
+                    let Ok(slot) = slot else { break Ok(()) };
+                    let accepted = tokio::select! {
+                        biased;
+                        () = &mut shutdown => break Ok(()),
+                        accepted = self.listener.accept() => accepted,
+                    };
+                    let stream = match accepted {
+                        Ok((stream, _)) => {
+                            backoff.reset();
+                            stream
+                        }
+                        Err(error) => {
+                            backoff.wait(&error).await;
+                            continue;
+                        }
+                    };
+                    let connection = Connection {
+                        models: self.models.clone(),
+                        recorder: self.recorder.clone(),
+                        failed: failed_tx.clone(),
+                        limits: self.limits,
+                    };
                     connections.spawn(async move {
-                        let service = hyper::service::service_fn(move |request| {
-                            let models = models.clone();
-                            let recorder = recorder.clone();
-                            let failed = failed.clone();
-                            async move {
-                                let response = route(&models, request, recorder.as_deref()).await;
-                                let response = match response {
-                                    Ok(response) => response,
-                                    Err(error) => {
-                                        let _ = failed.try_send(error);
-                                        full(500, json!({"error": {"message": "the test-bed could not record the request"}}).to_string())
-                                    }
-                                };
-                                Ok::<_, Infallible>(response)
-                            }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
+                        connection.serve(stream).await;
+                        drop(slot);
                     });
                     while connections.try_join_next().is_some() {}
                 }
             }
-        }
+        };
         connections.shutdown().await;
-        Ok(())
+        if let Some(recorder) = &self.recorder {
+            recorder.finish()?;
+        }
+        outcome
+    }
+}
+
+/// The pause after a failed `accept`: 10 ms, doubling to [`limits::SERVE_ACCEPT_BACKOFF_MS_MAX`].
+#[derive(Debug, Default)]
+struct Backoff {
+    next_ms: u64,
+}
+
+impl Backoff {
+    async fn wait(&mut self, error: &std::io::Error) {
+        if self.next_ms == 0 {
+            tracing::warn!(%error, "cannot accept a connection; backing off");
+            self.next_ms = 10;
+        }
+        tokio::time::sleep(Duration::from_millis(self.next_ms)).await;
+        self.next_ms = (self.next_ms * 2).min(limits::SERVE_ACCEPT_BACKOFF_MS_MAX);
+    }
+
+    fn reset(&mut self) {
+        self.next_ms = 0;
+    }
+}
+
+/// What one connection's requests share.
+struct Connection {
+    models: Arc<Models>,
+    recorder: Option<Arc<Recorder>>,
+    failed: tokio::sync::mpsc::Sender<ServeError>,
+    limits: ConnectionLimits,
+}
+
+impl Connection {
+    async fn serve(self, stream: tokio::net::TcpStream) {
+        let shared = Arc::new(self);
+        let header = shared.limits.header;
+        let service = hyper::service::service_fn(move |request| {
+            let shared = shared.clone();
+            async move {
+                let recorder = shared.recorder.as_deref();
+                let response = route(&shared.models, request, recorder, shared.limits.body).await;
+                let response = match response {
+                    Ok(response) => response,
+                    Err(error) => {
+                        let _ = shared.failed.try_send(error);
+                        full(
+                            500,
+                            json!({"error": {"message": "the test-bed could not record the request"}})
+                                .to_string(),
+                        )
+                    }
+                };
+                Ok::<_, Infallible>(response)
+            }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header)
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
     }
 }
 
@@ -389,6 +426,7 @@ async fn route(
     models: &Models,
     request: http::Request<hyper::body::Incoming>,
     recorder: Option<&Recorder>,
+    body_timeout: Duration,
 ) -> Result<http::Response<HostBody>, ServeError> {
     let path = request.uri().path().to_string();
     let api = Api::for_path(&path);
@@ -398,11 +436,15 @@ async fn route(
     if request.method() != http::Method::POST {
         return Ok(not_found(api, &format!("{} {path}", request.method())));
     }
-    let body = Limited::new(request.into_body(), limits::SERVE_REQUEST_BYTES_MAX)
-        .collect()
-        .await
-        .ok()
-        .map(|body| body.to_bytes());
+    let collected = tokio::time::timeout(
+        body_timeout,
+        Limited::new(request.into_body(), limits::SERVE_REQUEST_BYTES_MAX).collect(),
+    )
+    .await;
+    let body = match collected {
+        Err(_) => return Ok(body_timeout_response(api, body_timeout)),
+        Ok(collected) => collected.ok().map(|body| body.to_bytes()),
+    };
     let named = body
         .as_ref()
         .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
@@ -414,11 +456,26 @@ async fn route(
     let Some((name, host)) = models.route(named.as_deref()) else {
         return Ok(unknown_model(api, named.as_deref().unwrap_or("")));
     };
-    let response = host.answer(&path, body).await;
+    let (response, exchange) = host.exchange(&path, body).await;
     if let Some(recorder) = recorder {
-        recorder.write_new(name, host)?;
+        let window = host.model().script().info.context_window;
+        recorder.write(name, window, &exchange)?;
     }
+    host.keep(exchange);
     Ok(response)
+}
+
+/// 408 for a body that did not arrive in time, in the API's error envelope.
+fn body_timeout_response(api: Api, waited: Duration) -> http::Response<HostBody> {
+    let message = format!(
+        "the request body did not arrive within {} s",
+        waited.as_secs()
+    );
+    let body = match api {
+        Api::Anthropic => ctxbed_sim::host::anthropic::error_body("timeout_error", &message),
+        Api::OpenAi => json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "timeout"}}).to_string(),
+    };
+    full(408, body)
 }
 
 fn model_list(models: &Models) -> http::Response<HostBody> {
@@ -453,17 +510,15 @@ fn unknown_model(api: Api, name: &str) -> http::Response<HostBody> {
     full(404, body)
 }
 
-/// A summary of what each model answered: requests, then each outcome's count.
+/// A summary of what each model answered: requests, then each outcome's count, and how many
+/// exchanges were not kept in memory when a limit dropped any.
 pub fn summary(models: &Models) -> String {
     let mut lines = Vec::new();
     for (name, host) in models.iter() {
-        let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-        for exchange in host.exchanges() {
-            *outcomes.entry(exchange.outcome).or_default() += 1;
-        }
         let count = host.request_count();
         let plural = if count == 1 { "" } else { "s" };
-        let detail: Vec<String> = outcomes
+        let detail: Vec<String> = host
+            .outcomes()
             .iter()
             .map(|(outcome, n)| format!("{n} {outcome}"))
             .collect();
@@ -474,6 +529,13 @@ pub fn summary(models: &Models) -> String {
         };
         let label = host.model().script().imitates.as_str();
         lines.push(format!("{name} ({label}): {count} request{plural}{detail}"));
+        if host.dropped() > 0 {
+            lines.push(format!(
+                "{name}: {} exchanges past the first {} were answered but not kept in memory",
+                host.dropped(),
+                host.options().retain_exchanges
+            ));
+        }
     }
     lines.join("\n")
 }

@@ -316,6 +316,9 @@ pub struct MockModel {
     message_counts: Mutex<BTreeMap<String, (Message, u64)>>,
     cursor: Mutex<Cursor>,
     received: Mutex<Vec<ModelRequest>>,
+    /// Whether `received` keeps requests (off behind a provider host, which keeps its own
+    /// bounded record, so a long-running server's memory does not grow with every request).
+    log_requests: bool,
     /// Per step, the indices of its main-loop turns ([`step_groups`]).
     groups: Vec<Vec<usize>>,
     /// The indices of the turns scripted for side requests.
@@ -338,6 +341,7 @@ impl MockModel {
             message_counts: Mutex::new(BTreeMap::new()),
             cursor: Mutex::new(Cursor::default()),
             received: Mutex::new(Vec::new()),
+            log_requests: true,
             groups,
             side,
             every: (0..script_turns).collect(),
@@ -352,6 +356,13 @@ impl MockModel {
     /// How many steps the script's main-loop turns answer ([`step_groups`]).
     pub fn scripted_steps(&self) -> usize {
         self.groups.len()
+    }
+
+    /// The same model, keeping no log of the requests it receives ([`MockModel::take_received`]
+    /// then stays empty).
+    pub fn without_request_log(mut self) -> Self {
+        self.log_requests = false;
+        self
     }
 
     /// Every request received since the last call, in order (the test-bed's view of the wire).
@@ -611,10 +622,12 @@ impl MockModel {
         request: &ModelRequest,
         lane: Lane,
     ) -> Result<ModelReply, ModelError> {
-        self.received
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(request.clone());
+        if self.log_requests {
+            self.received
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(request.clone());
+        }
         let tokens = self.count_input_tokens(request);
         if self.script.strict {
             self.check_request(request, tokens)?;

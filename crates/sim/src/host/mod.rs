@@ -17,6 +17,7 @@ pub mod anthropic;
 pub mod openai;
 pub mod validate;
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -31,7 +32,8 @@ use ctxbed_harness::message::{ContentPart, Role};
 use ctxbed_harness::model::provider::Provider;
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Purpose};
 
-/// Exchanges one host keeps; past it, requests are still answered but no longer recorded.
+/// Exchanges one host keeps in memory by default; past it, requests are still answered and
+/// counted, and [`ProviderHost::dropped`] says how many were not kept.
 pub const EXCHANGES_MAX: usize = 100_000;
 
 /// Faults the provider host injects by request number (1-based, counting every HTTP request
@@ -68,6 +70,10 @@ pub struct HostOptions {
     /// `ctxbed conform`; off in network scenarios and in a plain `ctxbed serve`, which play the
     /// script in arrival order.
     pub steps: bool,
+    /// How many exchanges the host keeps in memory ([`ProviderHost::exchanges`]); past it,
+    /// requests are answered and counted but not kept. `ctxbed serve` keeps none (each exchange
+    /// goes to its record file as it happens), so its memory does not grow with traffic.
+    pub retain_exchanges: usize,
 }
 
 impl Default for HostOptions {
@@ -79,6 +85,7 @@ impl Default for HostOptions {
             hang: Duration::from_secs(crate::limits::STEP_VIRTUAL_TIME_MAX_SECONDS),
             retry_after_seconds: 1,
             steps: false,
+            retain_exchanges: EXCHANGES_MAX,
         }
     }
 }
@@ -176,6 +183,10 @@ pub struct ProviderHost {
     options: HostOptions,
     requests: AtomicU64,
     exchanges: Mutex<Vec<Exchange>>,
+    /// Exchanges not kept because `retain_exchanges` was reached.
+    dropped: AtomicU64,
+    /// How many requests ended in each outcome, kept or not.
+    outcomes: Mutex<BTreeMap<String, u64>>,
     step: Mutex<StepState>,
 }
 
@@ -195,10 +206,13 @@ impl ProviderHost {
     /// A host answering with `model` as `options` say.
     pub fn with_options(model: MockModel, options: HostOptions) -> Self {
         ProviderHost {
-            model,
+            // The host keeps its own bounded record of what it received.
+            model: model.without_request_log(),
             options,
             requests: AtomicU64::new(0),
             exchanges: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
+            outcomes: Mutex::new(BTreeMap::new()),
             step: Mutex::new(StepState::default()),
         }
     }
@@ -225,6 +239,11 @@ impl ProviderHost {
         self.requests.load(Ordering::Relaxed)
     }
 
+    /// The options the host answers with.
+    pub fn options(&self) -> &HostOptions {
+        &self.options
+    }
+
     /// The mock model behind the host.
     pub fn model(&self) -> &MockModel {
         &self.model
@@ -246,9 +265,37 @@ impl ProviderHost {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Answers one request. `body` is `None` when it could not be read (the client went away):
-    /// the answer is then a reset.
+    /// How many exchanges were not kept because `retain_exchanges` was reached (0 when the
+    /// host keeps none by design).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// How many requests ended in each outcome (`reply`, `context_overflow`, …), over every
+    /// request, kept or not.
+    pub fn outcomes(&self) -> BTreeMap<String, u64> {
+        self.outcomes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Answers one request and keeps its exchange (see [`HostOptions::retain_exchanges`]).
+    /// `body` is `None` when it could not be read (the client went away): the answer is then a
+    /// reset.
     pub async fn answer(&self, path: &str, body: Option<Bytes>) -> http::Response<HostBody> {
+        let (response, exchange) = self.exchange(path, body).await;
+        self.keep(exchange);
+        response
+    }
+
+    /// Answers one request and hands back its exchange without keeping it, for a caller that
+    /// writes it somewhere first; [`ProviderHost::keep`] then keeps it.
+    pub async fn exchange(
+        &self,
+        path: &str,
+        body: Option<Bytes>,
+    ) -> (http::Response<HostBody>, Exchange) {
         let number = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
         let api = Api::for_path(path);
         let mut exchange = Exchange {
@@ -269,11 +316,32 @@ impl ProviderHost {
         if exchange.outcome != "reset" {
             exchange.status = response.status().as_u16();
         }
-        let mut exchanges = self.lock_exchanges();
-        if exchanges.len() < EXCHANGES_MAX {
-            exchanges.push(exchange);
+        *self
+            .outcomes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(exchange.outcome.clone())
+            .or_default() += 1;
+        (response, exchange)
+    }
+
+    /// Keeps `exchange` in memory while fewer than `retain_exchanges` are kept; past it, counts
+    /// it as dropped.
+    pub fn keep(&self, exchange: Exchange) {
+        let limit = self.options.retain_exchanges;
+        if limit == 0 {
+            return;
         }
-        response
+        let mut exchanges = self.lock_exchanges();
+        if exchanges.len() < limit {
+            exchanges.push(exchange);
+        } else if self.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+            tracing::warn!(
+                limit,
+                model = %self.model.script().info.name,
+                "the host keeps no more exchanges; later requests are answered but not kept"
+            );
+        }
     }
 
     async fn respond(

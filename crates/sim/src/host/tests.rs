@@ -558,3 +558,47 @@ fn a_request_the_provider_would_refuse_is_refused_in_its_words_and_uses_no_turn(
     assert_eq!(exchange.outcome, "reply");
     assert!(text.contains("The only turn."), "{text}");
 }
+
+#[test]
+fn the_host_keeps_at_most_its_retention_and_counts_every_outcome() {
+    let mut turn = MockTurn::new(TurnAction::reply("Again."));
+    turn.times = 5;
+    let turns = vec![turn];
+    let bounded = host(
+        Provider::OpenAi,
+        turns.clone(),
+        HostOptions {
+            retain_exchanges: 2,
+            ..HostOptions::default()
+        },
+    );
+    let none = host(
+        Provider::OpenAi,
+        turns,
+        HostOptions {
+            retain_exchanges: 0,
+            ..HostOptions::default()
+        },
+    );
+    let body = json!({"model": "wire", "messages": [{"role": "user", "content": "hi"}]});
+    for host in [&bounded, &none] {
+        for _ in 0..3 {
+            let _ = runtime()
+                .block_on(host.answer("/v1/chat/completions", Some(body.to_string().into())));
+        }
+        let _ = runtime().block_on(host.answer("/v1/chat/completions", Some("[".into())));
+        assert_eq!(host.request_count(), 4);
+        assert_eq!(
+            host.outcomes(),
+            std::collections::BTreeMap::from([
+                ("not_json".to_string(), 1),
+                ("reply".to_string(), 3)
+            ])
+        );
+    }
+    let kept: Vec<u64> = bounded.exchanges().iter().map(|e| e.number).collect();
+    assert_eq!(kept, [1, 2], "the first ones are kept");
+    assert_eq!(bounded.dropped(), 2, "and the drops are counted");
+    assert!(none.exchanges().is_empty());
+    assert_eq!(none.dropped(), 0, "keeping none is a choice, not a loss");
+}
