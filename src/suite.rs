@@ -21,6 +21,8 @@ pub struct FileReport {
     pub name: String,
     pub path: PathBuf,
     pub verdict: Verdict,
+    /// The trace the scenario rendered (both runs alike), when it ran.
+    pub trace: Option<String>,
 }
 
 /// What happened to one file.
@@ -101,14 +103,15 @@ fn walk(dir: &Path, found: &mut BTreeSet<PathBuf>) -> std::io::Result<()> {
 /// Loads, runs (twice), checks and compares one scenario file.
 pub fn run_file(path: &Path, mode: GoldenMode) -> FileReport {
     let layout = Layout::of(path);
-    let verdict = match load(path) {
-        Err(diagnostics) => Verdict::Invalid { diagnostics },
+    let (verdict, trace) = match load(path) {
+        Err(diagnostics) => (Verdict::Invalid { diagnostics }, None),
         Ok(scenario) => verdict(&scenario, &layout, mode),
     };
     FileReport {
         name: layout.name,
         path: path.to_path_buf(),
         verdict,
+        trace,
     }
 }
 
@@ -116,7 +119,7 @@ fn verdict(
     scenario: &crate::scenario::file::Scenario,
     layout: &Layout,
     mode: GoldenMode,
-) -> Verdict {
+) -> (Verdict, Option<String>) {
     let rerun = format!(
         "rerun: ctxbed show {} (seed {})",
         scenario.label, scenario.seed
@@ -124,12 +127,26 @@ fn verdict(
     let (first, second) = match (run(scenario), run(scenario)) {
         (Ok(first), Ok(second)) => (first, second),
         (Err(error), _) | (_, Err(error)) => {
-            return Verdict::Failed {
+            let failed = Verdict::Failed {
                 reasons: vec![error.to_string(), rerun],
             };
+            return (failed, None);
         }
     };
-    let mut reasons: Vec<String> = crate::invariants::check(scenario, &first)
+    let verdict = judge(scenario, layout, mode, &first, &second, rerun);
+    (verdict, Some(first.text))
+}
+
+/// The verdict on two runs of `scenario`: invariants, determinism, expectations, golden.
+fn judge(
+    scenario: &crate::scenario::file::Scenario,
+    layout: &Layout,
+    mode: GoldenMode,
+    first: &crate::scenario::runner::RunOutput,
+    second: &crate::scenario::runner::RunOutput,
+    rerun: String,
+) -> Verdict {
+    let mut reasons: Vec<String> = crate::invariants::check(scenario, first)
         .iter()
         .map(|violation| format!("invariant broken: {violation}"))
         .collect();
@@ -162,7 +179,7 @@ fn verdict(
             return Verdict::Failed { reasons };
         }
     };
-    let golden_label = format!("golden/{}.trace", layout.name);
+    let golden_label = format!("golden/{}.{}", layout.name, golden::SNAPSHOT_EXTENSION);
     match outcome {
         GoldenOutcome::Matched => {}
         GoldenOutcome::Blessed { changed } if reasons.is_empty() => {

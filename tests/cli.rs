@@ -47,7 +47,7 @@ fn a_bad_file_is_reported_and_the_others_still_run() {
     let dir = suite();
     let (code, _) = ctxbed(&["run", "--bless", "scenarios/demo/good.toml"], dir.path());
     assert_eq!(code, 0);
-    assert!(dir.path().join("golden/demo/good.trace").is_file());
+    assert!(dir.path().join("golden/demo/good.snap").is_file());
     let (code, text) = ctxbed(&["run", "scenarios"], dir.path());
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("INVALID  scenarios/demo/bad.toml"), "{text}");
@@ -63,18 +63,18 @@ fn a_changed_golden_fails_with_a_diff_and_ci_writes_nothing() {
     std::fs::remove_file(dir.path().join("scenarios/demo/bad.toml")).unwrap();
     let (code, _) = ctxbed(&["run", "--bless"], dir.path());
     assert_eq!(code, 0);
-    let golden = dir.path().join("golden/demo/good.trace");
+    let golden = dir.path().join("golden/demo/good.snap");
     let original = std::fs::read_to_string(&golden).unwrap();
     std::fs::write(&golden, original.replace("Hello.", "Goodbye.")).unwrap();
     let (code, text) = ctxbed(&["run"], dir.path());
     assert_eq!(code, 1, "{text}");
     assert!(
-        text.contains("trace differs from golden/demo/good.trace"),
+        text.contains("trace differs from golden/demo/good.snap"),
         "{text}"
     );
     assert!(text.contains("-") && text.contains("+"), "{text}");
     assert!(
-        !dir.path().join("golden/demo/good.trace.new").exists(),
+        !dir.path().join("golden/demo/good.snap.new").exists(),
         "CI must not write files"
     );
 }
@@ -214,10 +214,14 @@ fn links_out_of_the_suite_are_refused_for_reading_and_writing() {
     let outside = tempfile::tempdir().expect("temp dir");
     let victim = outside.path().join("victim.txt");
     std::fs::write(&victim, "precious\n").unwrap();
-    // A `.trace.new` that links outside: a mismatching run outside CI would write through it.
+    // A `.snap.new` that links outside: a mismatching run outside CI would write through it.
     std::fs::create_dir_all(root.join("golden/demo")).unwrap();
-    std::fs::write(root.join("golden/demo/good.trace"), "an old golden\n").unwrap();
-    std::os::unix::fs::symlink(&victim, root.join("golden/demo/good.trace.new")).unwrap();
+    std::fs::write(
+        root.join("golden/demo/good.snap"),
+        "---\nsource: tests/conformance.rs\n---\nan old golden\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&victim, root.join("golden/demo/good.snap.new")).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
         .args(["run", "scenarios/demo/good.toml"])
         .current_dir(root)

@@ -5,12 +5,15 @@
 //! Every file under `tests/invalid/` is one test too: it must fail to load, and its rendered
 //! diagnostics must match the `.expected` file beside it.
 //!
-//! Set `CTXBED_BLESS=1` to rewrite goldens and expected diagnostics. Outside CI a mismatch writes
-//! `<golden>.trace.new` for review.
+//! Goldens are insta file snapshots (`golden/<name>.snap`), asserted with
+//! `insta::assert_snapshot!`: outside CI a changed trace is written as `<name>.snap.new` and
+//! `cargo insta review` shows and accepts each; under `CI` nothing is written and a mismatch
+//! fails. `CTXBED_BLESS=1` rewrites goldens and expected diagnostics directly, writing the same
+//! bytes as insta (and as `ctxbed run --bless`).
 
 use std::path::{Path, PathBuf};
 
-use ctxbed::scenario::file::load;
+use ctxbed::scenario::file::{Layout, load};
 use ctxbed::scenario::golden::{self, GoldenMode, GoldenOutcome};
 use ctxbed::suite::{Verdict, discover, run_file};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -18,7 +21,6 @@ use libtest_mimic::{Arguments, Failed, Trial};
 fn main() {
     let arguments = Arguments::from_args();
     let bless = ctxbed::scenario::golden::bless_from_env().expect("the bless switch");
-    let write_new = std::env::var_os("CI").is_none();
     let mut trials = Vec::new();
     let scenarios = discover(&[PathBuf::from("scenarios")]).expect("scenarios/ is readable");
     for path in scenarios {
@@ -28,9 +30,7 @@ fn main() {
             .with_extension("")
             .to_string_lossy()
             .replace('\\', "/");
-        trials.push(Trial::test(name, move || {
-            scenario_trial(&path, bless, write_new)
-        }));
+        trials.push(Trial::test(name, move || scenario_trial(&path, bless)));
     }
     let invalid = discover(&[PathBuf::from("tests/invalid")]).expect("tests/invalid/ is readable");
     for path in invalid
@@ -46,25 +46,54 @@ fn main() {
     libtest_mimic::run(&arguments, trials).exit();
 }
 
-fn scenario_trial(path: &Path, bless: bool, write_new: bool) -> Result<(), Failed> {
+fn scenario_trial(path: &Path, bless: bool) -> Result<(), Failed> {
     let mode = if bless {
         GoldenMode::Bless
     } else {
-        GoldenMode::Compare { write_new }
+        GoldenMode::Skip
     };
     let report = run_file(path, mode);
     match report.verdict {
-        Verdict::Passed { .. } => Ok(()),
-        Verdict::Blessed { failed_checks, .. } if failed_checks.is_empty() => Ok(()),
-        Verdict::Blessed { failed_checks, .. } => Err(failed_checks.join("\n").into()),
-        Verdict::Failed { reasons } => Err(reasons.join("\n").into()),
-        Verdict::Invalid { diagnostics } => Err(diagnostics
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-            .into()),
+        Verdict::Passed { .. } => {}
+        Verdict::Blessed { failed_checks, .. } if failed_checks.is_empty() => return Ok(()),
+        Verdict::Blessed { failed_checks, .. } => return Err(failed_checks.join("\n").into()),
+        Verdict::Failed { reasons } => return Err(reasons.join("\n").into()),
+        Verdict::Invalid { diagnostics } => {
+            return Err(diagnostics
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+                .into());
+        }
     }
+    let trace = report.trace.ok_or("the scenario ran but left no trace")?;
+    assert_golden(&Layout::of(path).golden(), &trace)
+}
+
+/// Asserts `trace` against the snapshot file `golden` through insta.
+fn assert_golden(golden: &Path, trace: &str) -> Result<(), Failed> {
+    let directory = golden.parent().ok_or("a golden has a directory")?;
+    let name = golden
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .ok_or("a golden has a UTF-8 name")?;
+    let root = std::env::current_dir().map_err(|e| e.to_string())?;
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root.join(directory));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.bind(|| insta::assert_snapshot!(name, trace));
+    // insta accepted the contents; the bytes must also be what `ctxbed run --bless` writes.
+    let stored = std::fs::read_to_string(golden).map_err(|e| e.to_string())?;
+    if stored != golden::snapshot_file(trace) {
+        return Err(format!(
+            "{} holds the trace but not in the form `ctxbed run --bless` writes; bless it again",
+            golden.display()
+        )
+        .into());
+    }
+    Ok(())
 }
 
 fn invalid_trial(path: &Path, bless: bool) -> Result<(), Failed> {

@@ -54,7 +54,7 @@ fn the_quick_start_passes_as_written() {
         stdout.contains("ok       first  (2 requests, 2 checks)"),
         "{stdout}"
     );
-    let golden = dir.path().join("demo/golden/first.trace");
+    let golden = dir.path().join("demo/golden/first.snap");
     let trace = std::fs::read_to_string(golden).expect("the blessed golden");
     assert!(trace.contains("The linker ran out of memory."), "{trace}");
 }

@@ -97,11 +97,13 @@ impl Layout {
         Layout { root, name }
     }
 
-    /// The golden trace's path.
+    /// The golden trace's path: an insta snapshot, `golden/<name>.snap`.
     pub fn golden(&self) -> PathBuf {
-        self.root
-            .join("golden")
-            .join(format!("{}.trace", self.name))
+        self.root.join("golden").join(format!(
+            "{}.{}",
+            self.name,
+            super::golden::SNAPSHOT_EXTENSION
+        ))
     }
 
     /// The mock-model file for a model name.

@@ -1,9 +1,15 @@
-//! Golden traces: compare a run's rendering with `golden/<name>.trace`, or bless it.
+//! Golden traces: compare a run's rendering with its golden, or bless it.
+//!
+//! A scenario's golden is an insta file snapshot, `golden/<name>.snap`: a short header
+//! (`---`, `source: tests/conformance.rs`, `---`) and then the trace, byte for byte as insta
+//! writes it, so `cargo test` compares through `insta::assert_snapshot!` and `cargo insta review`
+//! shows and accepts changed traces one by one, while `ctxbed run --bless` writes the very same
+//! file. Other goldens (`.trace`, `.expected`) hold their text alone.
 //!
 //! A mismatch yields a unified diff. Outside CI the new rendering is written next to the golden
-//! as `<name>.trace.new` for review; `ctxbed run --bless` (or `CTXBED_BLESS=1 cargo test`, the one
-//! switch every golden and snapshot test reads through [`bless_from_env`])
-//! rewrites goldens. CI never writes files.
+//! for review (`<name>.snap.new`, which `cargo insta review` picks up, or `<name>.trace.new`);
+//! `ctxbed run --bless` (or `CTXBED_BLESS=1 cargo test`, the one switch every golden and
+//! snapshot test reads through [`bless_from_env`]) rewrites goldens. CI never writes files.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +33,34 @@ pub fn bless_from_env() -> Result<bool, String> {
     Ok(asked)
 }
 
+/// The `source` insta records in a scenario snapshot: the test that asserts it.
+pub const SNAPSHOT_SOURCE: &str = "tests/conformance.rs";
+
+/// The extension of goldens kept as insta snapshots.
+pub const SNAPSHOT_EXTENSION: &str = "snap";
+
+/// A rendering as the snapshot file insta writes for it: the header, then the text with its
+/// trailing newlines folded into one.
+pub fn snapshot_file(text: &str) -> String {
+    format!(
+        "---\nsource: {SNAPSHOT_SOURCE}\n---\n{}\n",
+        text.trim_end_matches('\n')
+    )
+}
+
+/// The rendering a snapshot file holds (the text after its header), with one final newline;
+/// `None` when the file has no snapshot header.
+pub fn snapshot_text(file: &str) -> Option<String> {
+    let after_open = file.strip_prefix("---\n")?;
+    let end = after_open.find("\n---\n")?;
+    let body = &after_open[end + "\n---\n".len()..];
+    Some(format!("{}\n", body.trim_end_matches('\n')))
+}
+
+fn is_snapshot(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == SNAPSHOT_EXTENSION)
+}
+
 /// What to do with a rendering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GoldenMode {
@@ -34,6 +68,9 @@ pub enum GoldenMode {
     Compare { write_new: bool },
     /// Rewrite the golden.
     Bless,
+    /// Leave the golden to the caller, which compares the rendering itself (`cargo test`
+    /// asserts it with insta).
+    Skip,
 }
 
 /// The result of a golden comparison.
@@ -59,13 +96,37 @@ pub enum GoldenOutcome {
 /// link: goldens are never read or written through links, so a link cannot make a run
 /// overwrite a file outside the suite.
 pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<GoldenOutcome> {
-    let new_path = path.with_extension("trace.new");
+    let snapshot = is_snapshot(path);
+    let new_path = match path.extension() {
+        Some(extension) => path.with_extension(format!("{}.new", extension.to_string_lossy())),
+        None => path.with_extension("new"),
+    };
     refuse_link(path)?;
     refuse_link(&new_path)?;
     let expected = match std::fs::read_to_string(path) {
+        Ok(text) if snapshot => Some(snapshot_text(&text).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "{} has no snapshot header (`---`, `source: …`, `---`); bless it again",
+                path.display()
+            ))
+        })?),
         Ok(text) => Some(text),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(error) => return Err(error),
+    };
+    let normalised;
+    let actual = if snapshot {
+        normalised = format!("{}\n", actual.trim_end_matches('\n'));
+        normalised.as_str()
+    } else {
+        actual
+    };
+    let stored = |text: &str| {
+        if snapshot {
+            snapshot_file(text)
+        } else {
+            text.to_string()
+        }
     };
     match mode {
         GoldenMode::Bless => {
@@ -74,11 +135,12 @@ pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<Gol
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                std::fs::write(path, actual)?;
+                std::fs::write(path, stored(actual))?;
             }
             remove_if_present(&new_path)?;
             Ok(GoldenOutcome::Blessed { changed })
         }
+        GoldenMode::Skip => Ok(GoldenOutcome::Matched),
         GoldenMode::Compare { write_new } => {
             let outcome = match expected {
                 Some(expected) if expected == actual => {
@@ -97,7 +159,7 @@ pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<Gol
                 if let Some(parent) = new_path.parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                std::fs::write(&new_path, actual)?;
+                std::fs::write(&new_path, stored(actual))?;
             }
             Ok(outcome)
         }
