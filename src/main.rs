@@ -216,12 +216,16 @@ enum Command {
     /// Ctrl-C. The first line printed is `listening on http://ADDRESS`.
     Serve {
         /// The mock-model file; it answers every request, whatever model the request names.
-        #[arg(required_unless_present = "models", conflicts_with = "models")]
+        #[arg(required_unless_present_any = ["models", "builtin"], conflicts_with_all = ["models", "builtin"])]
         mock: Option<PathBuf>,
         /// A directory of mock-model files instead: the request's `model` picks the file by its
         /// name (`wire-8k` for `wire-8k.toml`).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "builtin")]
         models: Option<PathBuf>,
+        /// A built-in mock model instead, by name (`wire-window-8k-english`; `ctxbed conform
+        /// --list` shows which scenario uses which).
+        #[arg(long)]
+        builtin: Option<String>,
         /// The address to listen on; port 0 picks a free port.
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: std::net::SocketAddr,
@@ -248,31 +252,10 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         retry_after: u64,
     },
-    /// Run wire scenarios against harnesses through their adapters in peers/ and check what
-    /// they sent to the model (see docs/peer-protocol.md).
-    Conform {
-        /// Wire scenario files or directories (default: `scenarios/wire`).
-        paths: Vec<PathBuf>,
-        /// A harness to test (an adapter directory under --peers); repeat for several
-        /// (default: every adapter there).
-        #[arg(long = "harness")]
-        harnesses: Vec<String>,
-        /// The directory of adapters.
-        #[arg(long, default_value = "peers")]
-        peers: PathBuf,
-        /// Where adapters' standard error is kept, one log per scenario and harness.
-        #[arg(long, default_value = "target/conform")]
-        logs: PathBuf,
-        /// Rewrite each (scenario, harness) golden trace instead of comparing.
-        #[arg(long)]
-        bless: bool,
-        /// Fail on every failing verdict, even one its golden pins as known.
-        #[arg(long)]
-        strict: bool,
-        /// Write the matrix here as Markdown, and as HTML beside it (`.html`).
-        #[arg(long)]
-        matrix: Option<PathBuf>,
-    },
+    /// Run wire scenarios against harnesses through their adapters and check what they sent to
+    /// the model (see docs/peer-protocol.md). The wire suite is built in: this works from any
+    /// directory.
+    Conform(cli::wire::ConformArgs),
     /// Print the JSON Schema of a file format (`scenario` or `mock-model`), for editors that
     /// complete and check TOML from a schema (the repository's .taplo.toml associates them).
     Schema {
@@ -343,6 +326,7 @@ fn main() -> ExitCode {
         Command::Serve {
             mock,
             models,
+            builtin,
             listen,
             allow_remote,
             time_scale,
@@ -365,17 +349,9 @@ fn main() -> ExitCode {
             options.host.retry_after_seconds = retry_after;
             // Exchanges go to the record file as they happen; memory stays flat under traffic.
             options.host.retain_exchanges = 0;
-            cli::wire::serve_command(mock, models, options)
+            cli::wire::serve_command(mock, models, builtin, options)
         }
-        Command::Conform {
-            paths,
-            harnesses,
-            peers,
-            logs,
-            bless,
-            strict,
-            matrix,
-        } => cli::wire::conform_command(paths, harnesses, peers, logs, bless, strict, matrix),
+        Command::Conform(arguments) => cli::wire::conform_command(arguments),
         Command::Schema { kind } => match ctxbed::scenario::schema::by_kind(&kind) {
             Some(schema) => {
                 outln!(

@@ -12,6 +12,7 @@ fn options(peers: &Path, logs: &Path) -> ConformOptions {
         logs_dir: logs.to_path_buf(),
         ctxbed_bin: PathBuf::from(env!("CARGO_BIN_EXE_ctxbed")),
         mode: GoldenMode::Compare { write_new: false },
+        adapters: Vec::new(),
     }
 }
 

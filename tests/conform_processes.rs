@@ -29,6 +29,7 @@ fn run(adapter: &str, logs: &Path) -> CellReport {
         logs_dir: logs.to_path_buf(),
         ctxbed_bin: PathBuf::from(env!("CARGO_BIN_EXE_ctxbed")),
         mode: GoldenMode::Compare { write_new: false },
+        adapters: Vec::new(),
     };
     conform::run_one(Path::new(PROBE), adapter, &options)
 }

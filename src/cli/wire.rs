@@ -14,6 +14,7 @@ const SERVE_WORKERS: usize = 4;
 pub fn serve_command(
     mock: Option<PathBuf>,
     dir: Option<PathBuf>,
+    builtin: Option<String>,
     options: ctxbed::serve::ServeOptions,
 ) -> ExitCode {
     use ctxbed::serve::{Models, Server, summary};
@@ -29,10 +30,23 @@ pub fn serve_command(
             return ExitCode::FAILURE;
         }
     };
-    let models = match (mock, dir) {
-        (Some(path), _) => Models::load_file(&path, &options),
-        (None, Some(dir)) => Models::load_dir(&dir, &options),
-        (None, None) => unreachable!("clap requires a mock file or --models"),
+    let models = match (mock, dir, builtin) {
+        (Some(path), _, _) => Models::load_file(&path, &options),
+        (None, Some(dir), _) => Models::load_dir(&dir, &options),
+        (None, None, Some(name)) => match conform::builtin::mock(&name) {
+            Some(source) => {
+                let label = format!("(built in) mock-models/{name}.toml");
+                Models::load_source(&name, &label, source, &options)
+            }
+            None => {
+                errln!(
+                    "error: no built-in mock model `{name}`; built in: {}",
+                    conform::builtin::mock_names().join(", ")
+                );
+                return ExitCode::from(2);
+            }
+        },
+        (None, None, None) => unreachable!("clap requires a mock file, --models or --builtin"),
     };
     let models = match models {
         Ok(models) => models,
@@ -121,44 +135,156 @@ fn every_adapter(peers: &Path) -> Vec<String> {
     names
 }
 
-pub fn conform_command(
-    paths: Vec<PathBuf>,
-    harnesses: Vec<String>,
-    peers: PathBuf,
-    logs: PathBuf,
-    bless: bool,
-    strict: bool,
-    matrix_path: Option<PathBuf>,
-) -> ExitCode {
-    let paths = if paths.is_empty() {
-        vec![PathBuf::from("scenarios/wire")]
+/// `ctxbed conform`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ConformArgs {
+    /// Wire scenario files or directories (default: `scenarios/wire` when the current directory
+    /// has one, else the built-in suite).
+    pub paths: Vec<PathBuf>,
+    /// A built-in wire scenario by name (`overflow-openai`); repeat for several. `--list` names
+    /// them.
+    #[arg(long = "scenario")]
+    pub scenarios: Vec<String>,
+    /// List the built-in wire scenarios and their mock models, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// An adapter given as a command line, run by `sh -c` in the current directory
+    /// (`--adapter "python my_adapter.py"`); repeat for several. Its runs are reported as
+    /// `adapter` (`adapter-2`, … for more) and have no goldens: the verdict is the rules alone.
+    #[arg(long = "adapter")]
+    pub adapters: Vec<String>,
+    /// A harness to test (an adapter directory under --peers); repeat for several (default:
+    /// every adapter there, unless --adapter is given).
+    #[arg(long = "harness")]
+    pub harnesses: Vec<String>,
+    /// The directory of adapters.
+    #[arg(long, default_value = "peers")]
+    pub peers: PathBuf,
+    /// Where each run's adapter log, trace and requests are kept, one folder per scenario.
+    #[arg(long, default_value = "ctxbed-conform")]
+    pub logs: PathBuf,
+    /// Rewrite each (scenario, harness) golden trace instead of comparing.
+    #[arg(long)]
+    pub bless: bool,
+    /// Fail on every failing verdict, even one its golden pins as known.
+    #[arg(long)]
+    pub strict: bool,
+    /// Write the matrix here as Markdown, and as HTML beside it (`.html`).
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+}
+
+/// One wire scenario to run: a file, or one of the built-in suite.
+enum Target {
+    File(PathBuf),
+    Builtin(&'static conform::builtin::Builtin),
+}
+
+impl Target {
+    fn run(&self, harness: &str, options: &ConformOptions) -> conform::CellReport {
+        match self {
+            Target::File(path) => conform::run_one(path, harness, options),
+            Target::Builtin(builtin) => conform::run_builtin(builtin, harness, options),
+        }
+    }
+}
+
+fn list_builtins() -> ExitCode {
+    for builtin in conform::builtin::SUITE {
+        outln!(
+            "{:<24} {:<24} {}",
+            builtin.name,
+            builtin.model,
+            conform::builtin::description(builtin)
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// The scenarios named: files and directories, built-in names, or by default the current
+/// directory's `scenarios/wire` or else the whole built-in suite.
+fn targets(paths: &[PathBuf], names: &[String]) -> Result<Vec<Target>, String> {
+    let mut targets = Vec::new();
+    for name in names {
+        match conform::builtin::scenario(name) {
+            Some(builtin) => targets.push(Target::Builtin(builtin)),
+            None => {
+                let known: Vec<&str> = conform::builtin::SUITE.iter().map(|b| b.name).collect();
+                return Err(format!(
+                    "no built-in wire scenario `{name}`; built in: {}",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    let local = Path::new("scenarios/wire");
+    let paths = if paths.is_empty() && names.is_empty() && local.is_dir() {
+        vec![local.to_path_buf()]
     } else {
-        paths
+        paths.to_vec()
     };
-    let files = match ctxbed::suite::discover(&paths) {
-        Ok(files) if !files.is_empty() => files,
-        Ok(_) => {
-            errln!(
-                "error: no wire scenario (*.toml) under {}",
+    if paths.is_empty() && names.is_empty() {
+        targets.extend(conform::builtin::SUITE.iter().map(Target::Builtin));
+        return Ok(targets);
+    }
+    if !paths.is_empty() {
+        let files = ctxbed::suite::discover(&paths).map_err(|error| {
+            format!("{error}; name wire scenario files, or built-in ones with --scenario")
+        })?;
+        if files.is_empty() {
+            return Err(format!(
+                "no wire scenario (*.toml) under {}",
                 paths[0].display()
-            );
-            return ExitCode::from(2);
+            ));
         }
-        Err(error) => {
-            errln!(
-                "error: {error}; run ctxbed conform from the suite root, or name the wire scenarios"
-            );
+        targets.extend(files.into_iter().map(Target::File));
+    }
+    Ok(targets)
+}
+
+pub fn conform_command(arguments: ConformArgs) -> ExitCode {
+    let ConformArgs {
+        paths,
+        scenarios,
+        list,
+        adapters,
+        harnesses,
+        peers,
+        logs,
+        bless,
+        strict,
+        matrix: matrix_path,
+    } = arguments;
+    if list {
+        return list_builtins();
+    }
+    let targets = match targets(&paths, &scenarios) {
+        Ok(targets) => targets,
+        Err(problem) => {
+            errln!("error: {problem}");
             return ExitCode::from(2);
         }
     };
-    let harnesses = if harnesses.is_empty() {
+    let named_adapters: Vec<(String, String)> = adapters
+        .iter()
+        .enumerate()
+        .map(|(index, line)| {
+            let name = if index == 0 {
+                "adapter".to_string()
+            } else {
+                format!("adapter-{}", index + 1)
+            };
+            (name, line.clone())
+        })
+        .collect();
+    let mut harnesses = if harnesses.is_empty() && named_adapters.is_empty() {
         every_adapter(&peers)
     } else {
         harnesses
     };
-    if harnesses.is_empty() {
+    if harnesses.is_empty() && named_adapters.is_empty() {
         errln!(
-            "error: no adapter in {} (a directory with an executable `run`); name one with --harness",
+            "error: no adapter in {} (a directory with an executable `run`); name one with --harness, or give a command with --adapter",
             peers.display()
         );
         return ExitCode::from(2);
@@ -174,6 +300,7 @@ pub fn conform_command(
             return ExitCode::from(2);
         }
     }
+    harnesses.extend(named_adapters.iter().map(|(name, _)| name.clone()));
     if bless && std::env::var_os("CI").is_some() {
         errln!(
             "error: --bless with CI set: CI never writes goldens; bless locally, review the traces, and commit"
@@ -186,6 +313,7 @@ pub fn conform_command(
         peers_dir,
         logs_dir: logs,
         ctxbed_bin,
+        adapters: named_adapters,
         mode: if bless {
             GoldenMode::Bless
         } else {
@@ -197,12 +325,12 @@ pub fn conform_command(
     listen_for_stop();
     let started = std::time::Instant::now();
     let mut reports = Vec::new();
-    for file in &files {
+    for target in &targets {
         for harness in &harnesses {
             if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
             }
-            let report = conform::run_one(file, harness, &options);
+            let report = target.run(harness, &options);
             out!("{}", report::describe(&report, strict));
             reports.push(report);
         }
@@ -218,7 +346,7 @@ pub fn conform_command(
     outln!(
         "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {} failed or changed, {new} new (no golden yet), {not_applicable} not applicable, in {:.0} s",
         reports.len(),
-        files.len(),
+        targets.len(),
         harnesses.len(),
         failed - new,
         elapsed.as_secs_f64()

@@ -14,6 +14,8 @@
 //! and ends early on [`INTERRUPTED`], and the server and the adapter's whole process group
 //! ([`process`]) are stopped on every path.
 
+pub mod builtin;
+mod cell;
 pub mod checks;
 pub mod file;
 pub mod matrix;
@@ -31,13 +33,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::scenario::file::Layout;
-use crate::scenario::golden::{self, GoldenMode, GoldenOutcome};
+use crate::scenario::golden::{GoldenMode, GoldenOutcome};
 use crate::serve::{Models, ServeOptions, Server};
 use checks::{StepEnd, StepRun, Violation};
 use ctxbed_harness::model::provider::Provider;
-use ctxbed_sim::host::{HostFaults, ProviderHost};
+use ctxbed_sim::host::ProviderHost;
 use file::WireScenario;
-use peer::{Peer, PeerError};
+use peer::{Launch, Peer, PeerError};
+
+pub use cell::{run_builtin, run_one};
 
 /// Set when the user asks a conformance run to stop (Ctrl-C, SIGTERM): the running adapter is
 /// killed and no further run starts.
@@ -65,6 +69,24 @@ pub struct ConformOptions {
     /// The `ctxbed` executable, given to adapters as `CTXBED_BIN` (the reference adapter runs it).
     pub ctxbed_bin: PathBuf,
     pub mode: GoldenMode,
+    /// Adapters given as command lines (`--adapter CMD`), by the name their runs are reported
+    /// under; any other harness name is a directory under `peers_dir`. Runs of these have no
+    /// goldens: their verdict is the rules alone.
+    pub adapters: Vec<(String, String)>,
+}
+
+impl ConformOptions {
+    /// How to start the adapter of `harness`.
+    pub fn launch(&self, harness: &str) -> Launch {
+        match self.adapters.iter().find(|(name, _)| name == harness) {
+            Some((_, line)) => Launch::Shell(line.clone()),
+            None => Launch::Dir(self.peers_dir.join(harness)),
+        }
+    }
+
+    fn pins_goldens(&self, harness: &str) -> bool {
+        !self.adapters.iter().any(|(name, _)| name == harness)
+    }
 }
 
 /// The verdict of one (scenario, harness) run.
@@ -132,135 +154,6 @@ pub fn scenario_name(path: &Path) -> String {
     Layout::of(path).name
 }
 
-/// Runs one wire scenario against one harness.
-pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellReport {
-    let layout = Layout::of(path);
-    let golden = layout
-        .root
-        .join("golden")
-        .join(&layout.name)
-        .join(format!("{harness}.trace"));
-    let log = options
-        .logs_dir
-        .join(&layout.name)
-        .join(format!("{harness}.log"));
-    let started = std::time::Instant::now();
-    let mut report = CellReport {
-        scenario: layout.name.clone(),
-        harness: harness.to_string(),
-        version: String::new(),
-        context: String::new(),
-        cell: Cell::Fail { rules: Vec::new() },
-        violations: Vec::new(),
-        problem: None,
-        trace: String::new(),
-        golden: golden.clone(),
-        golden_outcome: None,
-        log: log.clone(),
-        elapsed: Duration::ZERO,
-    };
-    let scenario = match file::load(path, &layout.name) {
-        Ok(scenario) => scenario,
-        Err(diagnostics) => {
-            return report.unloadable(format!("the scenario does not load:\n{diagnostics}"));
-        }
-    };
-    let mut serve = ServeOptions::default();
-    serve.host.report_usage = scenario.usage;
-    serve.host.faults = HostFaults {
-        reset_requests: scenario.reset.clone(),
-        cut_stream_requests: scenario.cut_stream.clone(),
-    };
-    serve.host.hang = Duration::from_secs(scenario.step_timeout_seconds + 5);
-    serve.host.steps = true;
-    let models = match Models::load_file(&layout.mock_model(&scenario.model), &serve) {
-        Ok(models) => models,
-        Err(error) => {
-            return report.unloadable(format!("the mock model does not load:\n{error}"));
-        }
-    };
-    if let Some(scripted) = models
-        .iter()
-        .next()
-        .map(|(_, host)| host.model().scripted_steps())
-        && scripted < scenario.steps.len()
-    {
-        return report.unloadable(format!(
-            "the mock model {} scripts turns for {scripted} step(s), but the scenario has {} steps: each step's turns run up to its first plain text reply (or give turns `step = N`)",
-            scenario.model,
-            scenario.steps.len()
-        ));
-    }
-    if let Some(parent) = log.parent() {
-        let _ = std::fs::create_dir_all(parent);
-    }
-    let _ = std::fs::remove_file(&log);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            report.problem = Some(format!("cannot start a runtime: {error}"));
-            return report;
-        }
-    };
-    let outcome = runtime.block_on(drive(&scenario, harness, options, models, serve, &log));
-    report.elapsed = started.elapsed();
-    report.version = outcome.version.clone();
-    report.context = outcome.context.clone();
-    let window = outcome.window;
-    let mut violations = Vec::new();
-    if outcome.unsupported.is_none() {
-        violations = checks::invariants(&scenario, window, &outcome.steps);
-        if outcome.problem.is_none() {
-            violations.extend(checks::expectations(&scenario, &outcome.steps));
-        }
-    }
-    report.trace = trace::render(
-        &scenario,
-        trace::Harness {
-            name: harness,
-            version: &outcome.version,
-            context: &outcome.context,
-        },
-        window,
-        &outcome.steps,
-        outcome.problem.as_deref(),
-        &violations,
-    );
-    report.cell = if let Some(reason) = outcome.unsupported {
-        Cell::NotApplicable { reason }
-    } else if violations.is_empty() && outcome.problem.is_none() {
-        Cell::Pass
-    } else {
-        let mut rules: Vec<String> = Vec::new();
-        if outcome.problem.is_some() {
-            rules.push("adapter".into());
-        }
-        for violation in &violations {
-            if !rules.contains(&violation.rule) {
-                rules.push(violation.rule.clone());
-            }
-        }
-        Cell::Fail { rules }
-    };
-    report.problem = outcome.problem;
-    report.violations = violations;
-    if !matches!(report.cell, Cell::NotApplicable { .. }) {
-        // A run without a golden is `new`: its trace is written beside the golden's place for
-        // review (outside CI), and it fails until it is blessed.
-        report.golden_outcome = Some(match golden::check(&golden, &report.trace, options.mode) {
-            Ok(outcome) => outcome,
-            Err(error) => GoldenOutcome::Mismatch {
-                diff: format!("the golden cannot be used: {error}"),
-                new_file: None,
-            },
-        });
-    }
-    report
-}
-
 struct DriveOutcome {
     version: String,
     context: String,
@@ -318,7 +211,7 @@ async fn drive(
     let env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
     let problem = talk(
         scenario,
-        &options.peers_dir.join(harness),
+        &options.launch(harness),
         &env,
         log,
         &host,
@@ -396,13 +289,13 @@ fn adapter_env(
 /// its log is complete when this returns.
 async fn talk(
     scenario: &WireScenario,
-    dir: &Path,
+    launch: &Launch,
     env: &[(String, String)],
     log: &Path,
     host: &ProviderHost,
     outcome: &mut DriveOutcome,
 ) -> Option<String> {
-    let mut peer = match Peer::start(dir, env, log) {
+    let mut peer = match Peer::launch(launch, env, log) {
         Ok(peer) => peer,
         Err(error) => return Some(error.to_string()),
     };

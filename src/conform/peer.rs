@@ -58,6 +58,41 @@ pub enum PeerError {
     Interrupted,
 }
 
+/// How an adapter is started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// `DIR/run`, started in `DIR`: an adapter directory under `peers/`.
+    Dir(PathBuf),
+    /// A command line, run by `sh -c` in the current directory (`--adapter "python x.py"`).
+    Shell(String),
+}
+
+impl Launch {
+    fn command(&self) -> Command {
+        match self {
+            Launch::Dir(dir) => {
+                let mut command = Command::new(dir.join("run"));
+                command.current_dir(dir);
+                command
+            }
+            Launch::Shell(line) => {
+                let mut command = Command::new("sh");
+                command.arg("-c").arg(line);
+                command
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Launch::Dir(dir) => write!(f, "{}", dir.join("run").display()),
+            Launch::Shell(line) => write!(f, "`{line}`"),
+        }
+    }
+}
+
 /// A running adapter.
 #[derive(Debug)]
 pub struct Peer {
@@ -81,9 +116,21 @@ impl Peer {
     /// # Errors
     /// The program cannot be started or the log cannot be opened.
     pub fn start(dir: &Path, env: &[(String, String)], log: &Path) -> Result<Peer, PeerError> {
-        let program = dir.join("run");
+        Peer::launch(&Launch::Dir(dir.to_path_buf()), env, log)
+    }
+
+    /// Starts the adapter `launch` describes, with `env` added to the environment and standard
+    /// error copied to `log`.
+    ///
+    /// # Errors
+    /// The program cannot be started or the log cannot be opened.
+    pub fn launch(
+        launch: &Launch,
+        env: &[(String, String)],
+        log: &Path,
+    ) -> Result<Peer, PeerError> {
         let start_error = |reason: String| PeerError::Start {
-            path: program.display().to_string(),
+            path: launch.to_string(),
             reason,
         };
         let log_file = std::fs::OpenOptions::new()
@@ -91,9 +138,8 @@ impl Peer {
             .append(true)
             .open(log)
             .map_err(|e| start_error(format!("cannot open its log {}: {e}", log.display())))?;
-        let mut command = Command::new(&program);
+        let mut command = launch.command();
         command
-            .current_dir(dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

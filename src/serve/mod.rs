@@ -146,6 +146,25 @@ impl Models {
         })
     }
 
+    /// A mock model given as text (a built-in one, say), answering every request; `label`
+    /// names it in diagnostics.
+    ///
+    /// # Errors
+    /// The text has problems (each with line, column and field).
+    pub fn load_source(
+        name: &str,
+        label: &str,
+        source: &str,
+        options: &ServeOptions,
+    ) -> Result<Models, ServeError> {
+        let host = host_from_source(name, label, source, options)?;
+        Ok(Models {
+            hosts: BTreeMap::from([(name.to_string(), Arc::new(host))]),
+            single: true,
+            files: Vec::new(),
+        })
+    }
+
     /// Every `*.toml` of a directory, each answering requests that name it.
     ///
     /// # Errors
@@ -222,14 +241,23 @@ fn stem(path: &Path) -> String {
 }
 
 fn load_host(path: &Path, options: &ServeOptions) -> Result<ProviderHost, ServeError> {
-    if !(0.0..=TIME_SCALE_MAX).contains(&options.time_scale) {
-        return Err(ServeError::TimeScale(options.time_scale));
-    }
     let label = path.display().to_string();
     let source = read_source(path, &label)
         .map_err(|problem| ServeError::Load(Diagnostics(vec![*problem])))?;
-    let mut script = parse_mock(&stem(path), &label, &source)
-        .map_err(|found| ServeError::Load(Diagnostics(found)))?;
+    host_from_source(&stem(path), &label, &source, options)
+}
+
+fn host_from_source(
+    name: &str,
+    label: &str,
+    source: &str,
+    options: &ServeOptions,
+) -> Result<ProviderHost, ServeError> {
+    if !(0.0..=TIME_SCALE_MAX).contains(&options.time_scale) {
+        return Err(ServeError::TimeScale(options.time_scale));
+    }
+    let mut script =
+        parse_mock(name, label, source).map_err(|found| ServeError::Load(Diagnostics(found)))?;
     for turn in &mut script.turns {
         turn.latency = scaled(turn.latency, options.time_scale);
     }

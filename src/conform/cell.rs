@@ -1,0 +1,213 @@
+//! One (scenario, harness) run: the scenario and its mock loaded (from a file or built in), the
+//! adapter driven, the rules checked, the trace kept beside the log and, for adapters under
+//! `peers/`, compared with its golden.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{Cell, CellReport, ConformOptions, DriveOutcome, builtin, checks, drive, file, trace};
+use crate::scenario::file::Layout;
+use crate::scenario::golden::{self, GoldenOutcome};
+use crate::serve::{Models, ServeOptions};
+use ctxbed_sim::host::HostFaults;
+use file::WireScenario;
+
+/// Runs one wire scenario file against one harness.
+pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellReport {
+    let layout = Layout::of(path);
+    let golden = layout
+        .root
+        .join("golden")
+        .join(&layout.name)
+        .join(format!("{harness}.trace"));
+    let mut report = blank_report(&layout.name, harness, golden, options);
+    let scenario = match file::load(path, &layout.name) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            return report.unloadable(format!("the scenario does not load:\n{diagnostics}"));
+        }
+    };
+    let serve = serve_options(&scenario);
+    let models = match Models::load_file(&layout.mock_model(&scenario.model), &serve) {
+        Ok(models) => models,
+        Err(error) => {
+            return report.unloadable(format!("the mock model does not load:\n{error}"));
+        }
+    };
+    report.elapsed = Duration::ZERO;
+    run_cell(report, &scenario, models, serve, options)
+}
+
+/// Runs one built-in wire scenario ([`builtin::SUITE`]) against one harness. Built-in runs have
+/// no goldens: the verdict is the rules alone.
+pub fn run_builtin(
+    builtin: &builtin::Builtin,
+    harness: &str,
+    options: &ConformOptions,
+) -> CellReport {
+    let name = format!("wire/{}", builtin.name);
+    let report = blank_report(&name, harness, PathBuf::new(), options);
+    let label = format!("(built in) scenarios/{name}.toml");
+    let scenario = match file::parse(&label, builtin.scenario, &name) {
+        Ok(scenario) => scenario,
+        Err(diagnostics) => {
+            return report.unloadable(format!("the scenario does not load:\n{diagnostics}"));
+        }
+    };
+    let serve = serve_options(&scenario);
+    let mock_label = format!("(built in) mock-models/{}.toml", builtin.model);
+    let models = match Models::load_source(builtin.model, &mock_label, builtin.mock, &serve) {
+        Ok(models) => models,
+        Err(error) => {
+            return report.unloadable(format!("the mock model does not load:\n{error}"));
+        }
+    };
+    let mut report = run_cell(report, &scenario, models, serve, options);
+    report.golden_outcome = None;
+    report
+}
+
+/// A report of `scenario` against `harness` before it runs.
+fn blank_report(
+    scenario: &str,
+    harness: &str,
+    golden: PathBuf,
+    options: &ConformOptions,
+) -> CellReport {
+    let log = options
+        .logs_dir
+        .join(scenario)
+        .join(format!("{harness}.log"));
+    CellReport {
+        scenario: scenario.to_string(),
+        harness: harness.to_string(),
+        version: String::new(),
+        context: String::new(),
+        cell: Cell::Fail { rules: Vec::new() },
+        violations: Vec::new(),
+        problem: None,
+        trace: String::new(),
+        golden,
+        golden_outcome: None,
+        log,
+        elapsed: Duration::ZERO,
+    }
+}
+
+/// How the server behind one wire scenario answers.
+fn serve_options(scenario: &WireScenario) -> ServeOptions {
+    let mut serve = ServeOptions::default();
+    serve.host.report_usage = scenario.usage;
+    serve.host.faults = HostFaults {
+        reset_requests: scenario.reset.clone(),
+        cut_stream_requests: scenario.cut_stream.clone(),
+    };
+    serve.host.hang = Duration::from_secs(scenario.step_timeout_seconds + 5);
+    serve.host.steps = true;
+    serve
+}
+
+/// Runs a loaded scenario and its models against the harness `report` names.
+fn run_cell(
+    mut report: CellReport,
+    scenario: &WireScenario,
+    models: Models,
+    serve: ServeOptions,
+    options: &ConformOptions,
+) -> CellReport {
+    let started = std::time::Instant::now();
+    let harness = report.harness.clone();
+    let harness = harness.as_str();
+    let log = report.log.clone();
+    let golden = report.golden.clone();
+    if let Some(scripted) = models
+        .iter()
+        .next()
+        .map(|(_, host)| host.model().scripted_steps())
+        && scripted < scenario.steps.len()
+    {
+        return report.unloadable(format!(
+            "the mock model {} scripts turns for {scripted} step(s), but the scenario has {} steps: each step's turns run up to its first plain text reply (or give turns `step = N`)",
+            scenario.model,
+            scenario.steps.len()
+        ));
+    }
+    if let Some(parent) = log.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = std::fs::remove_file(&log);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            report.problem = Some(format!("cannot start a runtime: {error}"));
+            return report;
+        }
+    };
+    let outcome = runtime.block_on(drive(scenario, harness, options, models, serve, &log));
+    report.elapsed = started.elapsed();
+    judge(&mut report, scenario, outcome);
+    // The trace is kept beside the adapter's log, wherever the logs go.
+    if let Err(error) = std::fs::write(log.with_extension("trace"), &report.trace) {
+        tracing::warn!(path = %log.display(), %error, "cannot keep the trace");
+    }
+    let pinned = options.pins_goldens(harness) && !golden.as_os_str().is_empty();
+    if pinned && !matches!(report.cell, Cell::NotApplicable { .. }) {
+        // A run without a golden is `new`: its trace is written beside the golden's place for
+        // review (outside CI), and it fails until it is blessed.
+        report.golden_outcome = Some(match golden::check(&golden, &report.trace, options.mode) {
+            Ok(outcome) => outcome,
+            Err(error) => GoldenOutcome::Mismatch {
+                diff: format!("the golden cannot be used: {error}"),
+                new_file: None,
+            },
+        });
+    }
+    report
+}
+
+/// Fills `report` from a finished run: the rules checked, the trace, the verdict.
+fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome) {
+    report.version = outcome.version.clone();
+    report.context = outcome.context.clone();
+    let window = outcome.window;
+    let mut violations = Vec::new();
+    if outcome.unsupported.is_none() {
+        violations = checks::invariants(scenario, window, &outcome.steps);
+        if outcome.problem.is_none() {
+            violations.extend(checks::expectations(scenario, &outcome.steps));
+        }
+    }
+    report.trace = trace::render(
+        scenario,
+        trace::Harness {
+            name: &report.harness,
+            version: &outcome.version,
+            context: &outcome.context,
+        },
+        window,
+        &outcome.steps,
+        outcome.problem.as_deref(),
+        &violations,
+    );
+    report.cell = if let Some(reason) = outcome.unsupported {
+        Cell::NotApplicable { reason }
+    } else if violations.is_empty() && outcome.problem.is_none() {
+        Cell::Pass
+    } else {
+        let mut rules: Vec<String> = Vec::new();
+        if outcome.problem.is_some() {
+            rules.push("adapter".into());
+        }
+        for violation in &violations {
+            if !rules.contains(&violation.rule) {
+                rules.push(violation.rule.clone());
+            }
+        }
+        Cell::Fail { rules }
+    };
+    report.problem = outcome.problem;
+    report.violations = violations;
+}

@@ -1,0 +1,168 @@
+//! `ctxbed conform` and `ctxbed serve` from a directory that is not ctxbed's: the wire suite is
+//! built into the binary, an adapter is any command, and logs and traces go where the user says
+//! (by default `ctxbed-conform/` in the current directory).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ctxbed");
+
+fn ctxbed_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "true")
+        .env_remove("CTXBED_PEER_PLANT")
+        .output()
+        .expect("ctxbed runs")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn the_built_in_suite_is_listed_from_anywhere() {
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let output = ctxbed_in(empty.path(), &["conform", "--list"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let listing = String::from_utf8_lossy(&output.stdout).into_owned();
+    let names: Vec<&str> = listing
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    assert_eq!(names.len(), 15, "{listing}");
+    assert!(names.contains(&"overflow-openai"), "{listing}");
+    assert!(listing.contains("wire-window-8k-english"), "{listing}");
+}
+
+#[test]
+fn a_command_adapter_runs_a_built_in_scenario_from_an_empty_directory() {
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let adapter = format!("'{BIN}' peer");
+    let output = ctxbed_in(
+        empty.path(),
+        &[
+            "conform",
+            "--adapter",
+            &adapter,
+            "--scenario",
+            "overflow-openai",
+        ],
+    );
+    let said = text(&output);
+    assert!(output.status.success(), "{said}");
+    assert!(
+        said.contains("pass wire/overflow-openai [adapter]"),
+        "{said}"
+    );
+    assert!(said.contains("1 passed"), "{said}");
+    let kept = empty.path().join("ctxbed-conform/wire/overflow-openai");
+    for file in ["adapter.log", "adapter.trace", "adapter.requests.jsonl"] {
+        assert!(
+            kept.join(file).is_file(),
+            "{file} is kept in {}",
+            kept.display()
+        );
+    }
+    let trace = std::fs::read_to_string(kept.join("adapter.trace")).expect("the trace");
+    assert!(trace.contains("overflow"), "{trace}");
+}
+
+#[test]
+fn a_planted_fault_fails_through_a_command_adapter_with_its_rule() {
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let logs = empty.path().join("where-i-say");
+    let adapter = format!("CTXBED_PEER_PLANT=orphan_call '{BIN}' peer");
+    let output = ctxbed_in(
+        empty.path(),
+        &[
+            "conform",
+            "--adapter",
+            &adapter,
+            "--scenario",
+            "wire/basic-tool-round",
+            "--logs",
+            logs.to_str().expect("UTF-8"),
+        ],
+    );
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("FAIL wire/basic-tool-round [adapter]"),
+        "{said}"
+    );
+    assert!(said.contains("pairing"), "{said}");
+    assert!(logs.join("wire/basic-tool-round/adapter.log").is_file());
+    assert!(
+        !empty.path().join("ctxbed-conform").exists(),
+        "logs went where asked"
+    );
+}
+
+#[test]
+fn unknown_built_in_names_are_refused_with_the_list() {
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let output = ctxbed_in(
+        empty.path(),
+        &["conform", "--adapter", "true", "--scenario", "overflow"],
+    );
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("no built-in wire scenario `overflow`"),
+        "{said}"
+    );
+    assert!(said.contains("overflow-openai"), "{said}");
+    let output = ctxbed_in(empty.path(), &["serve", "--builtin", "wire-nope"]);
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains("wire-window-8k-english"), "{said}");
+}
+
+#[test]
+fn serve_builtin_answers_as_the_mock_it_names() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--builtin",
+            "wire-window-8k-english",
+            "--time-scale",
+            "0",
+        ])
+        .current_dir(empty.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("ctxbed serve starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a first line");
+    let addr = first
+        .trim_end()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("the first line is {first:?}"))
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).expect("a connection");
+    write!(
+        stream,
+        "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .expect("a request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("an answer");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        answer.contains("\"id\":\"wire-window-8k-english\""),
+        "{answer}"
+    );
+    assert!(answer.contains("\"context_window\":8000"), "{answer}");
+}
