@@ -256,10 +256,10 @@ enum Command {
     /// the model (see docs/peer-protocol.md). The wire suite is built in: this works from any
     /// directory.
     Conform(cli::wire::ConformArgs),
-    /// Print the JSON Schema of a file format (`scenario` or `mock-model`), for editors that
+    /// Print the JSON Schema of a file format (`scenario`, `mock-model` or `wire`), for editors that
     /// complete and check TOML from a schema (the repository's .taplo.toml associates them).
     Schema {
-        #[arg(value_parser = ["scenario", "mock-model"])]
+        #[arg(value_parser = ["scenario", "mock-model", "wire"])]
         kind: String,
     },
     /// The reference adapter: ctxbed's own harness speaking the peer protocol on standard
@@ -352,7 +352,9 @@ fn main() -> ExitCode {
             cli::wire::serve_command(mock, models, builtin, options)
         }
         Command::Conform(arguments) => cli::wire::conform_command(arguments),
-        Command::Schema { kind } => match ctxbed::scenario::schema::by_kind(&kind) {
+        Command::Schema { kind } => match ctxbed::scenario::schema::by_kind(&kind)
+            .or_else(|| (kind == "wire").then(ctxbed::conform::file::schema))
+        {
             Some(schema) => {
                 outln!(
                     "{}",

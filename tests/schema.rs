@@ -17,6 +17,7 @@ fn the_committed_schemas_are_the_generated_ones() {
     for (name, generated) in [
         ("scenario", schema::scenario()),
         ("mock-model", schema::mock_model()),
+        ("wire", ctxbed::conform::file::schema()),
     ] {
         assert_eq!(
             committed(name),
@@ -82,5 +83,47 @@ fn wrong_shapes_do_not_validate() {
             !errors(validator, &instance).is_empty(),
             "accepted:\n{text}"
         );
+    }
+}
+
+#[test]
+fn every_wire_scenario_validates_and_wrong_ones_do_not() {
+    let wire = jsonschema::validator_for(&ctxbed::conform::file::schema()).expect("a valid schema");
+    let mut count = 0;
+    for entry in std::fs::read_dir("scenarios/wire").expect("scenarios/wire") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let found = errors(&wire, &as_json(&path));
+            assert!(found.is_empty(), "{}: {found:?}", path.display());
+            count += 1;
+        }
+    }
+    assert!(count >= 15, "{count} wire scenarios");
+    for text in [
+        "description = \"d\"\nmodel = \"m\"\n[[steps]]\ninput = \"x\"\nrepaet = 2\n",
+        "description = \"d\"\nmodel = \"m\"\nrequest_limit = \"many\"\n[[steps]]\ninput = \"x\"\n",
+        "description = \"d\"\n[[steps]]\ninput = \"x\"\n",
+    ] {
+        let instance: Value = toml::from_str(text).expect("TOML");
+        assert!(!errors(&wire, &instance).is_empty(), "accepted:\n{text}");
+    }
+}
+
+#[test]
+fn a_wire_scenario_reports_every_mistake_at_once() {
+    let text = "description = \"d\"\nmodel = \"m\"\nbogus = 1\nrequest_limit = \"many\"\n\n[[steps]]\ninput = \"x\"\nrepeat = 300\n\n[[expect]]\nstep = 0\nreply_contans = \"x\"\n";
+    let problems = match ctxbed::conform::file::parse("w.toml", text, "wire/w") {
+        Ok(_) => panic!("a broken wire scenario loaded"),
+        Err(problems) => problems.to_string(),
+    };
+    for expected in [
+        "unknown field `bogus`",
+        "`request_limit` must be a whole number",
+        "`steps[0].repeat` must be at most 200, found 300",
+        "`expect[0].step` must be at least 1, found 0",
+        "did you mean `reply_contains`?",
+        "w.toml:12:1",
+    ] {
+        assert!(problems.contains(expected), "{expected} in:\n{problems}");
     }
 }

@@ -28,6 +28,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 use crate::scenario::diagnostic::{Diagnostic, Diagnostics, from_toml};
+use crate::scenario::shape::Compiled;
 use crate::scenario::source::read_source;
 use ctxbed_sim::text::{TextKind, generate_text};
 
@@ -40,10 +41,11 @@ pub const STEPS_MAX: usize = 200;
 /// Characters of one generated tool result.
 pub const RESULT_CHARS_MAX: usize = 2_000_000;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawWire {
     description: String,
+    #[schemars(with = "String")]
     model: Spanned<String>,
     #[serde(default)]
     seed: u64,
@@ -55,7 +57,9 @@ struct RawWire {
     stream: bool,
     #[serde(default = "yes")]
     usage: bool,
+    #[schemars(with = "Option<u64>", range(min = 1))]
     request_limit: Option<Spanned<u64>>,
+    #[schemars(with = "Option<u64>", range(min = 1))]
     step_timeout_seconds: Option<Spanned<u64>>,
     #[serde(default)]
     faults: RawFaults,
@@ -74,7 +78,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawFaults {
     #[serde(default)]
@@ -83,27 +87,31 @@ struct RawFaults {
     cut_stream: Vec<u64>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawTool {
+    #[schemars(with = "String")]
     name: Spanned<String>,
     #[serde(default)]
     description: String,
     parameters: Option<Value>,
+    #[schemars(with = "Vec<RawResult>")]
     results: Spanned<Vec<RawResult>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawResult {
     text: Option<String>,
+    #[schemars(with = "Option<usize>")]
     chars: Option<Spanned<usize>>,
+    #[schemars(with = "Option<String>")]
     content: Option<Spanned<String>>,
     #[serde(default)]
     error: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawStep {
     input: String,
@@ -111,6 +119,7 @@ struct RawStep {
     session: String,
     #[serde(default = "default_user")]
     user: String,
+    #[schemars(with = "Option<usize>", range(min = 1, max = 200))]
     repeat: Option<Spanned<usize>>,
 }
 
@@ -122,12 +131,14 @@ fn default_user() -> String {
     "user".to_string()
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawExpect {
+    #[schemars(with = "Option<usize>", range(min = 1))]
     step: Option<Spanned<usize>>,
     reply: Option<String>,
     reply_contains: Option<String>,
+    #[schemars(with = "Option<String>")]
     error: Option<Spanned<String>>,
     requests: Option<u64>,
     requests_at_least: Option<u64>,
@@ -206,6 +217,21 @@ pub const ERROR_KINDS: [&str; 8] = [
     "other",
 ];
 
+/// The JSON Schema of the wire-scenario format (`ctxbed schema wire`), derived from the structs
+/// the loader reads.
+pub fn schema() -> Value {
+    crate::scenario::schema::titled(
+        serde_json::to_value(schemars::schema_for!(RawWire)).unwrap_or_default(),
+        "ctxbed wire scenario",
+        "A ctxbed wire scenario (scenarios/wire/*.toml), run against any harness by `ctxbed conform`. See docs/peer-protocol.md.",
+    )
+}
+
+fn compiled() -> Option<&'static Compiled> {
+    static WIRE: std::sync::OnceLock<Option<Compiled>> = std::sync::OnceLock::new();
+    WIRE.get_or_init(|| Compiled::new(schema())).as_ref()
+}
+
 /// Reads and checks a wire scenario; `name` is its suite name.
 ///
 /// # Errors
@@ -221,6 +247,10 @@ pub fn load(path: &Path, name: &str) -> Result<WireScenario, Diagnostics> {
 /// # Errors
 /// Every problem found.
 pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diagnostics> {
+    let shape = compiled().map_or_else(Vec::new, |c| c.problems(label, source));
+    if !shape.is_empty() {
+        return Err(Diagnostics(shape));
+    }
     let raw: RawWire =
         toml::from_str(source).map_err(|e| Diagnostics(vec![from_toml(label, source, &e)]))?;
     let mut problems = Vec::new();

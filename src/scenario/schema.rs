@@ -12,7 +12,8 @@ use super::mock_file::RawMock;
 /// The formats a schema can be printed for.
 pub const KINDS: [&str; 2] = ["scenario", "mock-model"];
 
-fn titled(mut schema: Value, title: &str, description: &str) -> Value {
+/// `schema` with a title and description, and every 64-bit count given its minimum of 0.
+pub(crate) fn titled(mut schema: Value, title: &str, description: &str) -> Value {
     non_negative(&mut schema);
     if let Some(object) = schema.as_object_mut() {
         object.insert("title".into(), title.into());

@@ -26,9 +26,24 @@ pub enum Format {
     MockModel,
 }
 
-struct Compiled {
+/// A format's schema, compiled once, to check files against.
+#[derive(Debug)]
+pub struct Compiled {
     schema: Value,
     validator: jsonschema::Validator,
+}
+
+impl Compiled {
+    /// Compiles `schema`; `None` if it is not a valid JSON Schema.
+    pub fn new(schema: Value) -> Option<Compiled> {
+        let validator = jsonschema::validator_for(&schema).ok()?;
+        Some(Compiled { schema, validator })
+    }
+
+    /// Every shape problem of `source` against this schema (see [`problems`]).
+    pub fn problems(&self, file: &str, source: &str) -> Vec<Diagnostic> {
+        check(self, file, source)
+    }
 }
 
 fn compiled(format: Format) -> Option<&'static Compiled> {
@@ -38,20 +53,19 @@ fn compiled(format: Format) -> Option<&'static Compiled> {
         Format::Scenario => (&SCENARIO, super::schema::scenario as fn() -> Value),
         Format::MockModel => (&MOCK, super::schema::mock_model as fn() -> Value),
     };
-    cell.get_or_init(|| {
-        let schema = schema();
-        let validator = jsonschema::validator_for(&schema).ok()?;
-        Some(Compiled { schema, validator })
-    })
-    .as_ref()
+    cell.get_or_init(|| Compiled::new(schema())).as_ref()
 }
 
 /// Every shape problem of `source`, in file order. Empty when the shape is right, and also when
 /// the text is not TOML at all (the TOML parser's own error is reported instead).
 pub fn problems(file: &str, source: &str, format: Format) -> Vec<Diagnostic> {
-    let Some(compiled) = compiled(format) else {
-        return Vec::new();
-    };
+    match compiled(format) {
+        Some(compiled) => check(compiled, file, source),
+        None => Vec::new(),
+    }
+}
+
+fn check(compiled: &Compiled, file: &str, source: &str) -> Vec<Diagnostic> {
     let Ok(document) = DeTable::parse(source) else {
         return Vec::new();
     };
@@ -122,6 +136,17 @@ impl Reporter<'_, '_> {
                 let expected = expected_types(&type_names(kind));
                 let minimum = minimum_at(self.schema, &path);
                 found.push(self.wrong_type(value_span, &dotted, &expected, minimum, error));
+            }
+            ValidationErrorKind::Maximum { limit } => {
+                let message = format!(
+                    "`{dotted}` must be at most {limit}, found {}",
+                    error.instance()
+                );
+                ranges.push(
+                    Diagnostic::at(file, source, value_span, message)
+                        .field(dotted)
+                        .help(format!("write a whole number ≤ {limit}")),
+                );
             }
             ValidationErrorKind::Minimum { limit } => {
                 let message = format!(
