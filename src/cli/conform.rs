@@ -1,5 +1,5 @@
-//! The wire commands: `ctxbed serve` (mock models on loopback) and `ctxbed conform` (wire
-//! scenarios against harnesses through their adapters).
+//! `ctxbed conform`: wire scenarios (files, or the built-in suite) against harnesses through
+//! their adapters (directories under `peers/`, or any command line).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,97 +8,7 @@ use crate::{write_err, write_out};
 use ctxbed::conform::{self, ConformOptions, matrix, report};
 use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome};
 
-/// Worker threads of `ctxbed serve`'s runtime.
-const SERVE_WORKERS: usize = 4;
-
-pub fn serve_command(
-    mock: Option<PathBuf>,
-    dir: Option<PathBuf>,
-    builtin: Option<String>,
-    options: ctxbed::serve::ServeOptions,
-) -> ExitCode {
-    use ctxbed::serve::{Models, Server, summary};
-    // Several workers, so a client sending a huge request does not stall the others.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(SERVE_WORKERS)
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            errln!("error: cannot start the runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let models = match (mock, dir, builtin) {
-        (Some(path), _, _) => Models::load_file(&path, &options),
-        (None, Some(dir), _) => Models::load_dir(&dir, &options),
-        (None, None, Some(name)) => match conform::builtin::mock(&name) {
-            Some(source) => {
-                let label = format!("(built in) mock-models/{name}.toml");
-                Models::load_source(&name, &label, source, &options)
-            }
-            None => {
-                errln!(
-                    "error: no built-in mock model `{name}`; built in: {}",
-                    conform::builtin::mock_names().join(", ")
-                );
-                return ExitCode::from(2);
-            }
-        },
-        (None, None, None) => unreachable!("clap requires a mock file, --models or --builtin"),
-    };
-    let models = match models {
-        Ok(models) => models,
-        Err(error) => {
-            errln!("{error}");
-            return ExitCode::from(2);
-        }
-    };
-    runtime.block_on(async {
-        let server = match Server::bind(models, &options).await {
-            Ok(server) => server,
-            Err(error) => {
-                errln!("error: {error}");
-                return ExitCode::from(2);
-            }
-        };
-        outln!("listening on http://{}", server.local_addr());
-        let served = server.models();
-        let outcome = server.run(stop_signal()).await;
-        errln!("{}", summary(&served));
-        match outcome {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(error) => {
-                errln!("error: {error}");
-                ExitCode::FAILURE
-            }
-        }
-    })
-}
-
-/// Ctrl-C, or (on Unix) SIGTERM.
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = terminate.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}
+use super::serve::stop_signal;
 
 /// Sets [`conform::INTERRUPTED`] on Ctrl-C or SIGTERM, from a thread of its own, so a signal
 /// between two runs is not lost; the running adapter is then killed by its run.
