@@ -323,3 +323,80 @@ fn every_record_line_is_whole_even_after_kill_9() {
         );
     }
 }
+
+/// A served mock in a child process, with `args` after the mock file.
+fn serve_child(mock: &str, args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["serve", mock, "--time-scale", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ctxbed serve starts");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("a first line");
+    let addr = first
+        .trim_end()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("the first line is {first:?}"))
+        .to_string();
+    (child, addr)
+}
+
+fn post_to(addr: &str, path: &str, body: &str) -> String {
+    let mut stream = TcpStream::connect(addr).expect("a connection");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("a request");
+    read_until_closed(&mut stream, Duration::from_secs(10)).0
+}
+
+#[test]
+fn unknown_routes_get_the_imitated_providers_404() {
+    let (mut openai, addr) = serve_child(MOCK, &[]);
+    let answer = post_to(&addr, "/v1/foo/bar", SMALL);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(
+        answer.contains("Unknown request URL: POST /v1/foo/bar. Please check the URL for typos"),
+        "{answer}"
+    );
+    assert!(answer.contains(r#""code":"unknown_url""#), "{answer}");
+    let _ = openai.kill();
+    let _ = openai.wait();
+    let (mut anthropic, addr) = serve_child("mock-models/strict-anthropic.toml", &[]);
+    let answer = post_to(&addr, "/v1/complete", SMALL);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(
+        answer.contains(
+            r#"{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}"#
+        ),
+        "{answer}"
+    );
+    let _ = anthropic.kill();
+    let _ = anthropic.wait();
+}
+
+#[test]
+fn a_cut_stream_sends_its_head_and_part_of_an_event_then_breaks() {
+    let (mut child, addr) = serve_child(MOCK, &["--cut-stream", "1"]);
+    let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+    let answer = post_to(&addr, "/v1/chat/completions", body);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("text/event-stream"), "{answer}");
+    assert!(
+        answer.contains("data: {"),
+        "events arrived before the cut: {answer}"
+    );
+    assert!(!answer.contains("[DONE]"), "{answer}");
+    // Chunked transfer never reached its last chunk, and the last event is cut in the middle.
+    assert!(!answer.ends_with("0\r\n\r\n"), "{answer}");
+    let last = answer.rsplit("data: ").next().unwrap_or_default();
+    assert!(!last.contains("\n\n"), "the last event is whole: {last:?}");
+}

@@ -11,6 +11,7 @@
 //! | `budget` | a step the harness refused for budget was not in fact refused by the provider |
 //! | `model_called` | the harness sent at least one request over the scenario, and every step that did not end in a budget refusal sent one |
 //! | `reply` | a step ends in a non-empty reply or a reported error |
+//! | `api` | every request speaks the API of the scenario's mock (Chat Completions or Messages) |
 //!
 //! Side requests (those that do not continue the step's conversation, told apart by the host by
 //! structure: see `ctxbed_sim::host::continues_step`) are exempt from `input` and are not
@@ -21,7 +22,7 @@ use std::collections::BTreeMap;
 
 use ctxbed_harness::context::pairs::find_pairing_problem;
 use ctxbed_harness::message::{ContentPart, Role};
-use ctxbed_sim::host::Exchange;
+use ctxbed_sim::host::{Api, Exchange};
 
 use super::file::{WireExpect, WireScenario};
 
@@ -89,6 +90,30 @@ pub fn invariants(
         step_invariants(scenario, index, run, window, total, &mut found);
         for violation in &mut found[start..] {
             violation.step = Some(number);
+        }
+    }
+    found
+}
+
+/// Every request speaks the scenario's API (`api`: the one its mock imitates): a harness that
+/// sends Chat Completions to a scenario meant for Anthropic Messages has not been tested on it.
+pub fn api(expected: Api, steps: &[StepRun]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (index, run) in steps.iter().enumerate() {
+        if let Some(other) = run.exchanges.iter().find(|e| e.api != expected) {
+            let mut violation = Violation::new(
+                "api",
+                format!(
+                    "step {}: request {} spoke {} ({}); this scenario's model speaks {}",
+                    index + 1,
+                    other.number,
+                    other.api.as_str(),
+                    other.path,
+                    expected.as_str()
+                ),
+            );
+            violation.step = Some(index + 1);
+            found.push(violation);
         }
     }
     found
@@ -496,5 +521,23 @@ mod tests {
         assert!(details[0].starts_with("t.toml:6: step 1: expected a reply containing \"memory\", but it replied \"disk full\""), "{details:?}");
         assert!(details[1].contains("expected 2 requests, the mock received 1"));
         assert!(details[2].contains("a request of the step contained \"Why\""));
+    }
+
+    #[test]
+    fn a_request_in_another_api_than_the_scenarios_breaks_api() {
+        let steps = vec![StepRun {
+            end: StepEnd::Reply("ok".into()),
+            exchanges: vec![exchange(1, json!([user()]), 10, "reply")],
+        }];
+        assert!(api(Api::OpenAi, &steps).is_empty());
+        let found = api(Api::Anthropic, &steps);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rule, "api");
+        assert_eq!(found[0].step, Some(1));
+        assert!(
+            found[0].detail.contains("spoke openai"),
+            "{}",
+            found[0].detail
+        );
     }
 }

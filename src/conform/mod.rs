@@ -164,6 +164,8 @@ struct DriveOutcome {
     ranges: Vec<(u64, u64)>,
     problem: Option<String>,
     unsupported: Option<String>,
+    /// The API the scenario's mock speaks.
+    api: ctxbed_sim::host::Api,
 }
 
 async fn drive(
@@ -182,6 +184,7 @@ async fn drive(
         ranges: Vec::new(),
         problem: None,
         unsupported: None,
+        api: ctxbed_sim::host::Api::OpenAi,
     };
     let server = match Server::bind(models, &serve).await {
         Ok(server) => server,
@@ -200,6 +203,7 @@ async fn drive(
     let script = host.model().script();
     outcome.window = script.info.context_window;
     let api = if script.imitates == Provider::Anthropic {
+        outcome.api = ctxbed_sim::host::Api::Anthropic;
         "anthropic"
     } else {
         "openai"

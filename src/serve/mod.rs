@@ -226,6 +226,23 @@ impl Models {
         self.hosts.iter()
     }
 
+    /// The API whose wording answers a request no model can take: the only model's provider,
+    /// or OpenAI's when several are served.
+    fn imitated(&self) -> Api {
+        match self.hosts.values().next() {
+            Some(host) if self.single || self.hosts.len() == 1 => {
+                if host.model().script().imitates
+                    == ctxbed_harness::model::provider::Provider::Anthropic
+                {
+                    Api::Anthropic
+                } else {
+                    Api::OpenAi
+                }
+            }
+            _ => Api::OpenAi,
+        }
+    }
+
     /// The host that answers a request naming `model`.
     fn route(&self, model: Option<&str>) -> Option<(&String, &Arc<ProviderHost>)> {
         if self.single {
@@ -461,8 +478,13 @@ async fn route(
     if request.method() == http::Method::GET && path.trim_end_matches('/').ends_with("/models") {
         return Ok(model_list(models));
     }
-    if request.method() != http::Method::POST {
-        return Ok(not_found(api, &format!("{} {path}", request.method())));
+    let known = ["/chat/completions", "/messages"]
+        .iter()
+        .any(|end| path.trim_end_matches('/').ends_with(end));
+    if request.method() != http::Method::POST || !known {
+        let what = format!("{} {path}", request.method());
+        tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST …/chat/completions, POST …/messages and GET …/models");
+        return Ok(not_found(models.imitated(), &what));
     }
     let collected = tokio::time::timeout(
         body_timeout,
@@ -517,13 +539,18 @@ fn model_list(models: &Models) -> http::Response<HostBody> {
     full(200, json!({"object": "list", "data": data}).to_string())
 }
 
+/// The imitated provider's 404 for a route it does not have, in its words: OpenAI's
+/// `Unknown request URL: POST /x. Please check the URL for typos, …` (`code: unknown_url`),
+/// Anthropic's bare `not_found_error` "Not Found".
 fn not_found(api: Api, what: &str) -> http::Response<HostBody> {
-    let message = format!(
-        "Unknown request URL: {what}. ctxbed serve answers POST /v1/chat/completions, POST /v1/messages and GET /v1/models."
-    );
     let body = match api {
-        Api::Anthropic => ctxbed_sim::host::anthropic::error_body("not_found_error", &message),
-        Api::OpenAi => json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "unknown_url"}}).to_string(),
+        Api::Anthropic => ctxbed_sim::host::anthropic::error_body("not_found_error", "Not Found"),
+        Api::OpenAi => {
+            let message = format!(
+                "Unknown request URL: {what}. Please check the URL for typos, or see the docs at https://platform.openai.com/docs/api-reference/."
+            );
+            json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "unknown_url"}}).to_string()
+        }
     };
     full(404, body)
 }

@@ -169,11 +169,11 @@ pub struct StepState {
 }
 
 /// A response body: whole, or a stream of frames that may end in an error (a cut).
-pub type HostBody = Either<
-    Full<Bytes>,
-    StreamBody<
-        futures_util::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, std::io::Error>>>,
-    >,
+pub type HostBody = Either<Full<Bytes>, StreamBody<FrameStream>>;
+
+/// The frames of a streamed answer: data, then (for a cut or reset) an error.
+pub type FrameStream = std::pin::Pin<
+    Box<dyn futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Send + Sync>,
 >;
 
 /// The provider host's state: the mock model behind it, its options and what it received.
@@ -697,33 +697,46 @@ pub fn full(status: u16, body: String) -> http::Response<HostBody> {
 
 /// A response whose body fails at once: hyper closes the connection without an answer.
 pub fn reset() -> http::Response<HostBody> {
-    let frames = vec![Err(std::io::Error::new(
+    let frames = futures_util::stream::iter([Err(std::io::Error::new(
         std::io::ErrorKind::ConnectionReset,
         "reset by the provider host",
-    ))];
-    http::Response::new(Either::Right(StreamBody::new(futures_util::stream::iter(
-        frames,
-    ))))
+    ))]);
+    http::Response::new(Either::Right(StreamBody::new(Box::pin(frames))))
 }
 
-/// Server-sent events, each already framed (`data: …\n\n`); a cut stream sends its first half
-/// and then fails.
+/// Server-sent events, each already framed (`data: …\n\n`). A cut stream sends the status, the
+/// headers, its first half of events and half of the next one's bytes, lets the connection
+/// flush them, and only then fails, so the client sees a stream broken mid-event.
 fn streamed(events: Vec<String>, cut: bool) -> http::Response<HostBody> {
+    use futures_util::StreamExt;
     let keep = if cut { events.len() / 2 } else { events.len() };
-    let mut frames: Vec<Result<Frame<Bytes>, std::io::Error>> = events
-        .into_iter()
-        .take(keep)
-        .map(|event| Ok(Frame::data(Bytes::from(event))))
-        .collect();
-    if cut {
-        frames.push(Err(std::io::Error::new(
-            std::io::ErrorKind::ConnectionReset,
-            "stream cut by the provider host",
-        )));
+    let mut data: Vec<Bytes> = Vec::with_capacity(keep + 1);
+    let mut rest = events.into_iter();
+    data.extend(rest.by_ref().take(keep).map(Bytes::from));
+    if cut && let Some(next) = rest.next() {
+        let half = (0..=next.len() / 2)
+            .rev()
+            .find(|&at| next.is_char_boundary(at))
+            .unwrap_or(0);
+        if half > 0 {
+            data.push(Bytes::from(next[..half].to_string()));
+        }
     }
-    let mut response = http::Response::new(Either::Right(StreamBody::new(
-        futures_util::stream::iter(frames),
-    )));
+    let frames = futures_util::stream::iter(data.into_iter().map(|bytes| Ok(Frame::data(bytes))));
+    let body: FrameStream = if cut {
+        let failure = futures_util::stream::once(async {
+            // Pending once, so the connection writes out what came before the cut.
+            tokio::task::yield_now().await;
+            Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "stream cut by the provider host",
+            ))
+        });
+        Box::pin(frames.chain(failure))
+    } else {
+        Box::pin(frames)
+    };
+    let mut response = http::Response::new(Either::Right(StreamBody::new(body)));
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("text/event-stream"),
