@@ -515,9 +515,12 @@ impl MockModel {
             return Err(self.provider_error(status, body));
         }
         if let Some(window) = self.script.info.context_window {
-            let requested = tokens + request.max_output_tokens.unwrap_or(0);
-            if requested > window {
-                let (status, body) = self.script.imitates.overflow_error(requested, window);
+            let completion = request.max_output_tokens.unwrap_or(0);
+            if tokens + completion > window {
+                let (status, body) = self
+                    .script
+                    .imitates
+                    .overflow_error_split(tokens, completion, window);
                 return Err(self.provider_error(status, body));
             }
         }

@@ -473,6 +473,27 @@ mod tests {
     }
 
     #[test]
+    fn overflows_that_count_the_completion_are_read_back_with_the_total() {
+        for provider in Provider::ALL {
+            // Messages alone fit (6,000 of 8,192); with 4,000 of completion they do not.
+            let (status, body) = provider.overflow_error_split(6_000, 4_000, 8_192);
+            let error = classify(provider.as_str(), status, &body);
+            let ModelError::ContextOverflow {
+                actual_tokens,
+                max_tokens,
+                ..
+            } = error
+            else {
+                panic!("{provider:?} overflow not recognised: {error:?}\n{body}");
+            };
+            assert_eq!(max_tokens, Some(8_192), "{provider:?}: {body}");
+            if provider != Provider::DashScope {
+                assert_eq!(actual_tokens, Some(10_000), "{provider:?}: {body}");
+            }
+        }
+    }
+
+    #[test]
     fn pairing_wordings_are_recognised() {
         for provider in Provider::ALL {
             let (status, body) = provider.call_without_result_error(6, "call_1");

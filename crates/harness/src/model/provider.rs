@@ -74,6 +74,43 @@ impl Provider {
         (400, body)
     }
 
+    /// Status and body of this provider's context-overflow answer to a request of `messages`
+    /// input tokens asking for up to `completion` output tokens, in the wording the provider uses
+    /// for that case: OpenAI (and vLLM) name both parts once the completion counts ("you requested
+    /// 8256 tokens (64 in the messages, 8192 in the completion)"), and messages alone otherwise;
+    /// Anthropic says "prompt is too long" when the input alone is over, and "input length and
+    /// `max_tokens` exceed context limit: a + b > max" when only the two together are.
+    ///
+    /// ```
+    /// use ctxbed_harness::model::provider::Provider;
+    /// let (_, body) = Provider::OpenAi.overflow_error_split(64, 8_192, 8_192);
+    /// assert!(body.contains("you requested 8256 tokens (64 in the messages, 8192 in the completion)"));
+    /// let (_, body) = Provider::Anthropic.overflow_error_split(199_759, 8_192, 200_000);
+    /// assert!(body.contains("input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000"));
+    /// ```
+    pub fn overflow_error_split(
+        self,
+        messages: u64,
+        completion: u64,
+        max_tokens: u64,
+    ) -> (u16, String) {
+        let total = messages + completion;
+        let body = match self {
+            Provider::OpenAi if completion > 0 => format!(
+                r#"{{"error":{{"message":"This model's maximum context length is {max_tokens} tokens. However, you requested {total} tokens ({messages} in the messages, {completion} in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}}}"#
+            ),
+            Provider::Vllm => format!(
+                r#"{{"object":"error","message":"This model's maximum context length is {max_tokens} tokens. However, you requested {total} tokens ({messages} in the messages, {completion} in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}}"#
+            ),
+            Provider::Anthropic if messages <= max_tokens => format!(
+                r#"{{"type":"error","error":{{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: {messages} + {completion} > {max_tokens}, decrease input length or `max_tokens` and try again"}}}}"#
+            ),
+            Provider::Anthropic => return self.overflow_error(messages, max_tokens),
+            _ => return self.overflow_error(total, max_tokens),
+        };
+        (400, body)
+    }
+
     /// Status and body of this provider's answer to a tool call without a result
     /// (`message_index` is the position of the offending assistant message).
     pub fn call_without_result_error(self, message_index: usize, call_id: &str) -> (u16, String) {
