@@ -400,3 +400,32 @@ fn a_cut_stream_sends_its_head_and_part_of_an_event_then_breaks() {
     let last = answer.rsplit("data: ").next().unwrap_or_default();
     assert!(!last.contains("\n\n"), "the last event is whole: {last:?}");
 }
+
+#[test]
+fn count_tokens_answers_the_exact_count_and_uses_no_turn() {
+    let (mut child, addr) = serve_child("mock-models/strict-anthropic.toml", &[]);
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"How many tokens is this?"}]}"#;
+    let first = post_to(&addr, "/v1/messages/count_tokens", body);
+    let again = post_to(&addr, "/v1/messages/count_tokens", body);
+    let refused = post_to(&addr, "/v1/messages/count_tokens", r#"{"model":"m"}"#);
+    let message = r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"How many tokens is this?"}]}"#;
+    let answered = post_to(&addr, "/v1/messages", message);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    let count = |answer: &str| -> u64 {
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+        let value: serde_json::Value = serde_json::from_str(body).expect("JSON");
+        value["input_tokens"].as_u64().expect("a count")
+    };
+    assert!(count(&first) > 5, "{first}");
+    assert_eq!(count(&first), count(&again));
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(refused.contains("messages: Field required"), "{refused}");
+    // The script's first turn still answers the first message request, with the same count.
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(
+        answered.contains(&format!("\"input_tokens\":{}", count(&first))),
+        "the window check and count_tokens agree: {answered}"
+    );
+}

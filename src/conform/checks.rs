@@ -12,6 +12,7 @@
 //! | `model_called` | the harness sent at least one request over the scenario, and every step that did not end in a budget refusal sent one |
 //! | `reply` | a step ends in a non-empty reply or a reported error |
 //! | `api` | every request speaks the API of the scenario's mock (Chat Completions or Messages) |
+//! | `count_tokens` | a step asks Anthropic's `count_tokens` at most once per request it sends |
 //!
 //! Side requests (those that do not continue the step's conversation, told apart by the host by
 //! structure: see `ctxbed_sim::host::continues_step`) are exempt from `input` and are not
@@ -37,7 +38,10 @@ pub enum StepEnd {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepRun {
     pub end: StepEnd,
+    /// The model requests of the step (`count_tokens` calls are not among them).
     pub exchanges: Vec<Exchange>,
+    /// How many times the step asked Anthropic's `count_tokens` route.
+    pub count_tokens: usize,
 }
 
 /// A broken rule or unmet expectation.
@@ -90,6 +94,29 @@ pub fn invariants(
         step_invariants(scenario, index, run, window, total, &mut found);
         for violation in &mut found[start..] {
             violation.step = Some(number);
+        }
+    }
+    found
+}
+
+/// No polling storm: a step asks `count_tokens` at most once per request it sends (once, when
+/// it sends none).
+pub fn count_tokens(steps: &[StepRun]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (index, run) in steps.iter().enumerate() {
+        let allowed = run.exchanges.len().max(1);
+        if run.count_tokens > allowed {
+            let mut violation = Violation::new(
+                "count_tokens",
+                format!(
+                    "step {}: {} count_tokens calls for {} request(s) sent",
+                    index + 1,
+                    run.count_tokens,
+                    run.exchanges.len()
+                ),
+            );
+            violation.step = Some(index + 1);
+            found.push(violation);
         }
     }
     found
@@ -415,6 +442,7 @@ mod tests {
         let run = StepRun {
             end: StepEnd::Reply("ok".into()),
             exchanges,
+            count_tokens: 0,
         };
         invariants(&scenario(), Some(1_000), &[run])
             .into_iter()
@@ -502,6 +530,7 @@ mod tests {
                 message: String::new(),
             },
             exchanges: vec![exchange(1, json!([user()]), 500, "context_overflow")],
+            count_tokens: 0,
         };
         let found = invariants(&scenario(), Some(1_000), &[run]);
         assert_eq!(found.last().map(|v| v.rule.as_str()), Some("budget"));
@@ -514,6 +543,7 @@ mod tests {
         let run = StepRun {
             end: StepEnd::Reply("disk full".into()),
             exchanges: vec![exchange(1, json!([user()]), 10, "reply")],
+            count_tokens: 0,
         };
         let found = expectations(&scenario, &[run]);
         let details: Vec<&str> = found.iter().map(|v| v.detail.as_str()).collect();
@@ -528,6 +558,7 @@ mod tests {
         let steps = vec![StepRun {
             end: StepEnd::Reply("ok".into()),
             exchanges: vec![exchange(1, json!([user()]), 10, "reply")],
+            count_tokens: 0,
         }];
         assert!(api(Api::OpenAi, &steps).is_empty());
         let found = api(Api::Anthropic, &steps);

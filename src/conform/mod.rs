@@ -37,7 +37,7 @@ use crate::scenario::golden::{GoldenMode, GoldenOutcome};
 use crate::serve::{Models, ServeOptions, Server};
 use checks::{StepEnd, StepRun, Violation};
 use ctxbed_harness::model::provider::Provider;
-use ctxbed_sim::host::ProviderHost;
+use ctxbed_sim::host::{Exchange, ProviderHost};
 use file::WireScenario;
 use peer::{Launch, Peer, PeerError};
 
@@ -244,11 +244,12 @@ async fn drive(
         tracing::warn!(path = %requests.display(), %error, "cannot keep the requests");
     }
     for (run, (before, after)) in outcome.steps.iter_mut().zip(&outcome.ranges) {
-        run.exchanges = exchanges
+        let (counted, requests): (Vec<&Exchange>, Vec<&Exchange>) = exchanges
             .iter()
             .filter(|e| e.number > *before && e.number <= *after)
-            .cloned()
-            .collect();
+            .partition(|e| e.outcome == "count_tokens");
+        run.count_tokens = counted.len();
+        run.exchanges = requests.into_iter().cloned().collect();
     }
     outcome
 }
@@ -434,6 +435,7 @@ fn record_step(outcome: &mut DriveOutcome, host: &ProviderHost, before: u64, end
     outcome.steps.push(StepRun {
         end,
         exchanges: Vec::new(),
+        count_tokens: 0,
     });
 }
 

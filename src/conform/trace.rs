@@ -147,6 +147,9 @@ pub fn render(
         for exchange in &run.exchanges {
             request_line(exchange, &mut ids, &mut out);
         }
+        if run.count_tokens > 0 {
+            let _ = writeln!(out, "  count_tokens calls: {}", run.count_tokens);
+        }
         let _ = match &run.end {
             StepEnd::Reply(text) => writeln!(out, "  reply: {}", snippet(text, SHOWN_CHARS)),
             StepEnd::Error { kind, message } => {

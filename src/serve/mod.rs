@@ -478,7 +478,7 @@ async fn route(
     if request.method() == http::Method::GET && path.trim_end_matches('/').ends_with("/models") {
         return Ok(model_list(models));
     }
-    let known = ["/chat/completions", "/messages"]
+    let known = ["/chat/completions", "/messages", "/messages/count_tokens"]
         .iter()
         .any(|end| path.trim_end_matches('/').ends_with(end));
     if request.method() != http::Method::POST || !known {

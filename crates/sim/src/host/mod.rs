@@ -90,6 +90,18 @@ impl Default for HostOptions {
     }
 }
 
+/// The end of Anthropic's token-counting route (`POST /v1/messages/count_tokens`).
+pub const COUNT_TOKENS_PATH: &str = "/messages/count_tokens";
+
+/// True for a request to Anthropic's token-counting route.
+pub fn is_count_tokens(path: &str) -> bool {
+    path.split('?')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .ends_with(COUNT_TOKENS_PATH)
+}
+
 /// The wire format of one request, chosen by its path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Api {
@@ -110,8 +122,12 @@ impl Api {
 
     /// The API a request path names: `…/messages` is Anthropic's, anything else OpenAI's.
     pub fn for_path(path: &str) -> Api {
-        let path = path.split('?').next().unwrap_or_default();
-        if path.trim_end_matches('/').ends_with("/messages") {
+        let path = path
+            .split('?')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('/');
+        if path.ends_with("/messages") || path.ends_with(COUNT_TOKENS_PATH) {
             Api::Anthropic
         } else {
             Api::OpenAi
@@ -312,7 +328,11 @@ impl ProviderHost {
             side: false,
             note: None,
         };
-        let response = self.respond(api, body, &mut exchange).await;
+        let response = if is_count_tokens(path) {
+            self.count_tokens(body, &mut exchange)
+        } else {
+            self.respond(api, body, &mut exchange).await
+        };
         if exchange.outcome != "reset" {
             exchange.status = response.status().as_u16();
         }
@@ -342,6 +362,39 @@ impl ProviderHost {
                 "the host keeps no more exchanges; later requests are answered but not kept"
             );
         }
+    }
+
+    /// Answers `POST /v1/messages/count_tokens` with the exact count the window check uses,
+    /// as `{"input_tokens": N}`; it uses no turn and is recorded as `count_tokens`.
+    fn count_tokens(
+        &self,
+        body: Option<Bytes>,
+        exchange: &mut Exchange,
+    ) -> http::Response<HostBody> {
+        let Some(body) = body else {
+            return reset();
+        };
+        let Ok(json) = serde_json::from_slice::<Value>(&body) else {
+            exchange.outcome = "not_json".to_string();
+            return full(400, self.not_json_body(Api::Anthropic));
+        };
+        if let Err(invalid) = validate::check_count_tokens(&json) {
+            exchange.outcome = "invalid_request".to_string();
+            exchange.note = Some(invalid.reason);
+            exchange.body = json;
+            return full(400, invalid.body);
+        }
+        let request = anthropic::parse_request(&json);
+        let tokens = self.model.count_input_tokens(&request);
+        exchange.outcome = "count_tokens".to_string();
+        exchange.input_tokens = Some(tokens);
+        exchange.side = true;
+        exchange.body = json;
+        exchange.request = Some(request);
+        full(
+            200,
+            serde_json::json!({ "input_tokens": tokens }).to_string(),
+        )
     }
 
     async fn respond(

@@ -63,6 +63,35 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
     }
 }
 
+/// Checks a `count_tokens` body as Anthropic would: a model and messages, no output bound.
+///
+/// # Errors
+/// The first problem, as Anthropic's 400 body.
+pub fn check_count_tokens(json: &Value) -> Result<(), Invalid> {
+    let problem = match json.as_object() {
+        None => Some(Problem::NotObject(kind(json))),
+        Some(body) => match body.get("model").filter(|v| !v.is_null()) {
+            None => Some(Problem::Missing("model".into())),
+            Some(model) if !model.is_string() => Some(Problem::WrongType(
+                "model".into(),
+                Expected::String,
+                kind(model),
+            )),
+            Some(_) => messages_problem(
+                Api::Anthropic,
+                body.get("messages").filter(|v| !v.is_null()),
+            ),
+        },
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => Err(Invalid {
+            reason: reason(&problem),
+            body: anthropic_body(&problem),
+        }),
+    }
+}
+
 fn first_problem(api: Api, json: &Value) -> Option<Problem> {
     let Some(body) = json.as_object() else {
         return Some(Problem::NotObject(kind(json)));
