@@ -5,6 +5,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+#[path = "support/served.rs"]
+mod served;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ctxbed");
 
 fn ctxbed_in(dir: &Path, args: &[&str]) -> Output {
@@ -126,30 +129,13 @@ fn unknown_built_in_names_are_refused_with_the_list() {
 
 #[test]
 fn serve_builtin_answers_as_the_mock_it_names() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let empty = tempfile::tempdir().expect("a scratch directory");
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--builtin",
-            "wire-window-8k-english",
-            "--time-scale",
-            "0",
-        ])
-        .current_dir(empty.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("ctxbed serve starts");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("a first line");
-    let addr = first
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("the first line is {first:?}"))
-        .to_string();
+    let server = served::serve_in(
+        empty.path(),
+        &["--builtin", "wire-window-8k-english", "--time-scale", "0"],
+    );
+    let addr = server.addr.clone();
     let mut stream = std::net::TcpStream::connect(&addr).expect("a connection");
     write!(
         stream,
@@ -158,8 +144,7 @@ fn serve_builtin_answers_as_the_mock_it_names() {
     .expect("a request");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("an answer");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert!(
         answer.contains("\"id\":\"wire-window-8k-english\""),
         "{answer}"

@@ -2,13 +2,17 @@
 //! written one whole line at a time and never through a link or onto a mock file, mock files
 //! that are not regular files, and an accept loop that backs off at the open-file limit.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ctxbed::serve::{ConnectionLimits, Models, ServeOptions, Server};
+
+#[path = "support/served.rs"]
+mod served;
+use served::Served;
 
 const MOCK: &str = "mock-models/three-replies.toml";
 const SMALL: &str = r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
@@ -231,27 +235,15 @@ fn mock_files_that_are_not_regular_files_are_refused_at_once() {
     }
 }
 
-/// A server started by `sh` with an open-file limit, listening; its pid and address.
-fn serve_with_file_limit(limit: u32, record: &Path) -> (std::process::Child, String) {
+/// A server started by `sh` with an open-file limit, listening.
+fn serve_with_file_limit(limit: u32, record: &Path) -> Served {
     let script =
         format!("ulimit -n {limit} && exec \"$0\" serve {MOCK} --time-scale 0 --record \"$1\"");
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .args(["-c", &script, env!("CARGO_BIN_EXE_ctxbed")])
-        .arg(record)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("sh runs");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("a first line");
-    let addr = first
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("the first line is {first:?}"))
-        .to_string();
-    (child, addr)
+        .arg(record);
+    served::start(command)
 }
 
 /// User and system CPU time of a process so far, in clock ticks.
@@ -267,15 +259,16 @@ fn cpu_ticks(pid: u32) -> u64 {
 fn at_the_open_file_limit_the_accept_loop_backs_off_and_recovers() {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let record = scratch.path().join("record.jsonl");
-    let (mut child, addr) = serve_with_file_limit(40, &record);
+    let server = serve_with_file_limit(40, &record);
+    let (addr, pid) = (server.addr.clone(), server.child.id());
     // Hold more connections than the server has file descriptors left.
     let held: Vec<TcpStream> = (0..60)
         .filter_map(|_| TcpStream::connect(&addr).ok())
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let before = cpu_ticks(child.id());
+    let before = cpu_ticks(pid);
     std::thread::sleep(Duration::from_secs(2));
-    let spent = cpu_ticks(child.id()) - before;
+    let spent = cpu_ticks(pid) - before;
     // Spinning on accept burns the whole two seconds (200 ticks at 100 Hz).
     assert!(
         spent < 50,
@@ -289,15 +282,14 @@ fn at_the_open_file_limit_the_accept_loop_backs_off_and_recovers() {
         .expect("a request");
     let (answer, _) = read_until_closed(&mut stream, Duration::from_secs(10));
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
 fn every_record_line_is_whole_even_after_kill_9() {
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let record = scratch.path().join("record.jsonl");
-    let (mut child, addr) = serve_with_file_limit(1024, &record);
+    let mut server = serve_with_file_limit(1024, &record);
+    let addr = server.addr.clone();
     // Bodies far over a write buffer, so a line written in pieces would show.
     let long = "x".repeat(40_000);
     let body = format!(r#"{{"model":"m","messages":[{{"role":"user","content":"{long}"}}]}}"#);
@@ -309,8 +301,8 @@ fn every_record_line_is_whole_even_after_kill_9() {
         let (answer, _) = read_until_closed(&mut stream, Duration::from_secs(30));
         assert!(answer.starts_with("HTTP/1.1 "), "{answer}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    let _ = server.child.kill();
+    let _ = server.child.wait();
     let text = std::fs::read_to_string(&record).expect("the record");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "one line per request");
@@ -325,24 +317,10 @@ fn every_record_line_is_whole_even_after_kill_9() {
 }
 
 /// A served mock in a child process, with `args` after the mock file.
-fn serve_child(mock: &str, args: &[&str]) -> (std::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
-        .args(["serve", mock, "--time-scale", "0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ctxbed serve starts");
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut first)
-        .expect("a first line");
-    let addr = first
-        .trim_end()
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("the first line is {first:?}"))
-        .to_string();
-    (child, addr)
+fn serve_child(mock: &str, args: &[&str]) -> Served {
+    let mut all = vec![mock, "--time-scale", "0"];
+    all.extend_from_slice(args);
+    served::serve_in(Path::new("."), &all)
 }
 
 fn post_to(addr: &str, path: &str, body: &str) -> String {
@@ -358,18 +336,17 @@ fn post_to(addr: &str, path: &str, body: &str) -> String {
 
 #[test]
 fn unknown_routes_get_the_imitated_providers_404() {
-    let (mut openai, addr) = serve_child(MOCK, &[]);
-    let answer = post_to(&addr, "/v1/foo/bar", SMALL);
+    let openai = serve_child(MOCK, &[]);
+    let answer = post_to(&openai.addr, "/v1/foo/bar", SMALL);
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
     assert!(
         answer.contains("Unknown request URL: POST /v1/foo/bar. Please check the URL for typos"),
         "{answer}"
     );
     assert!(answer.contains(r#""code":"unknown_url""#), "{answer}");
-    let _ = openai.kill();
-    let _ = openai.wait();
-    let (mut anthropic, addr) = serve_child("mock-models/strict-anthropic.toml", &[]);
-    let answer = post_to(&addr, "/v1/complete", SMALL);
+    drop(openai);
+    let anthropic = serve_child("mock-models/strict-anthropic.toml", &[]);
+    let answer = post_to(&anthropic.addr, "/v1/complete", SMALL);
     assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
     assert!(
         answer.contains(
@@ -377,17 +354,15 @@ fn unknown_routes_get_the_imitated_providers_404() {
         ),
         "{answer}"
     );
-    let _ = anthropic.kill();
-    let _ = anthropic.wait();
+    drop(anthropic);
 }
 
 #[test]
 fn a_cut_stream_sends_its_head_and_part_of_an_event_then_breaks() {
-    let (mut child, addr) = serve_child(MOCK, &["--cut-stream", "1"]);
+    let server = serve_child(MOCK, &["--cut-stream", "1"]);
     let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
-    let answer = post_to(&addr, "/v1/chat/completions", body);
-    let _ = child.kill();
-    let _ = child.wait();
+    let answer = post_to(&server.addr, "/v1/chat/completions", body);
+    drop(server);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.contains("text/event-stream"), "{answer}");
     assert!(
@@ -403,15 +378,15 @@ fn a_cut_stream_sends_its_head_and_part_of_an_event_then_breaks() {
 
 #[test]
 fn count_tokens_answers_the_exact_count_and_uses_no_turn() {
-    let (mut child, addr) = serve_child("mock-models/strict-anthropic.toml", &[]);
+    let server = serve_child("mock-models/strict-anthropic.toml", &[]);
+    let addr = server.addr.clone();
     let body = r#"{"model":"m","messages":[{"role":"user","content":"How many tokens is this?"}]}"#;
     let first = post_to(&addr, "/v1/messages/count_tokens", body);
     let again = post_to(&addr, "/v1/messages/count_tokens", body);
     let refused = post_to(&addr, "/v1/messages/count_tokens", r#"{"model":"m"}"#);
     let message = r#"{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"How many tokens is this?"}]}"#;
     let answered = post_to(&addr, "/v1/messages", message);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert!(first.starts_with("HTTP/1.1 200"), "{first}");
     let count = |answer: &str| -> u64 {
         let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
