@@ -35,6 +35,8 @@ enum Problem {
     BelowMinimum(String, i64, i64),
     /// A list that must not be empty.
     Empty(String),
+    /// Extended thinking's rule on the final assistant message, in Anthropic's words.
+    Thinking(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +53,11 @@ enum Expected {
 /// # Errors
 /// The first problem the provider would report, as its 400 body.
 pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
-    match first_problem(api, json) {
+    let problem = first_problem(api, json).or_else(|| match api {
+        Api::Anthropic => thinking_problem(json),
+        Api::OpenAi => None,
+    });
+    match problem {
         None => Ok(()),
         Some(problem) => Err(Invalid {
             reason: reason(&problem),
@@ -180,6 +186,68 @@ fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
     None
 }
 
+/// Extended thinking's rule (Anthropic): with `thinking` enabled, the final assistant message of
+/// a tool loop (the one whose `tool_use` the last user turn answers) must start with its
+/// `thinking` or `redacted_thinking` block, as the model sent it; with thinking off, an assistant
+/// message in the final position may not hold one.
+fn thinking_problem(json: &Value) -> Option<Problem> {
+    let messages = json.get("messages")?.as_array()?;
+    let enabled = json
+        .get("thinking")
+        .and_then(|t| t.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind == "enabled" || kind == "adaptive");
+    let role = |m: &Value| {
+        m.get("role")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let blocks = |m: &Value| -> Vec<String> {
+        match m.get("content") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|b| {
+                    b.get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("text")
+                        .to_string()
+                })
+                .collect(),
+            Some(Value::String(_)) => vec!["text".to_string()],
+            _ => Vec::new(),
+        }
+    };
+    let last = messages.len().checked_sub(1)?;
+    if !enabled {
+        if role(&messages[last]) != "assistant" {
+            return None;
+        }
+        let at = blocks(&messages[last])
+            .iter()
+            .position(|kind| kind == "thinking" || kind == "redacted_thinking")?;
+        return Some(Problem::Thinking(format!(
+            "messages.{last}.content.{at}: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request."
+        )));
+    }
+    // The last assistant message, when the user turn after it answers its tool calls.
+    let index = messages.iter().rposition(|m| role(m) == "assistant")?;
+    let answered = messages.get(index + 1).is_some_and(|next| {
+        role(next) == "user" && blocks(next).iter().any(|kind| kind == "tool_result")
+    });
+    let kinds = blocks(&messages[index]);
+    if !answered || !kinds.iter().any(|kind| kind == "tool_use") {
+        return None;
+    }
+    let first = kinds.first().map_or("text", String::as_str);
+    if first == "thinking" || first == "redacted_thinking" {
+        return None;
+    }
+    Some(Problem::Thinking(format!(
+        "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+    )))
+}
+
 /// `messages[2]` as OpenAI names an item, `messages.2` as Anthropic does.
 fn item_path(api: Api, field: &str, index: usize) -> String {
     match api {
@@ -208,6 +276,7 @@ fn reason(problem: &Problem) -> String {
         Problem::WrongType(field, _, found) => format!("{field}: {found}"),
         Problem::BelowMinimum(field, _, found) => format!("{field}: {found}"),
         Problem::Empty(field) => format!("{field}: empty"),
+        Problem::Thinking(_) => "thinking: the final assistant message breaks the rule".to_string(),
     }
 }
 
@@ -258,6 +327,7 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "empty_array",
         ),
+        Problem::Thinking(message) => (message.clone(), Value::Null, ""),
     };
     let code = if code.is_empty() {
         Value::Null
@@ -288,6 +358,7 @@ fn anthropic_body(problem: &Problem) -> String {
             format!("{field}: Input should be greater than or equal to {minimum}")
         }
         Problem::Empty(field) => format!("{field}: List should have at least 1 item"),
+        Problem::Thinking(message) => message.clone(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
 }
@@ -389,5 +460,43 @@ mod tests {
         assert!(
             anthropic(json!({"messages": ok, "max_tokens": 5})).contains("model: Field required")
         );
+    }
+
+    #[test]
+    fn extended_thinking_keeps_the_block_before_the_tool_use_it_answers() {
+        let call = json!({"type": "tool_use", "id": "toolu_1", "name": "read_log", "input": {}});
+        let result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]});
+        let thought = json!({"type": "thinking", "thinking": "Read it.", "signature": "ctxbed"});
+        let ask = json!({"role": "user", "content": "Why?"});
+        let with = |assistant: Value, thinking: &str| {
+            json!({"model": "m", "max_tokens": 64, "thinking": {"type": thinking, "budget_tokens": 1024},
+                   "messages": [ask, assistant, result]})
+        };
+        let kept = with(
+            json!({"role": "assistant", "content": [thought, call]}),
+            "enabled",
+        );
+        assert_eq!(check(Api::Anthropic, &kept), Ok(()));
+        let dropped = anthropic(with(
+            json!({"role": "assistant", "content": [call]}),
+            "enabled",
+        ));
+        assert!(
+            dropped.contains("messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block"),
+            "{dropped}"
+        );
+        // Without thinking the same history is fine, and OpenAI has no such rule.
+        assert_eq!(
+            check(
+                Api::Anthropic,
+                &with(json!({"role": "assistant", "content": [call]}), "disabled")
+            ),
+            Ok(())
+        );
+        let prefill = json!({"model": "m", "max_tokens": 64,
+            "messages": [ask, {"role": "assistant", "content": [thought]}]});
+        assert!(anthropic(prefill).contains(
+            "messages.1.content.0: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`."
+        ));
     }
 }
