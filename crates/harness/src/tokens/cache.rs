@@ -17,9 +17,9 @@
 //! materials are counted at every step. Tool schemas, which every request
 //! repeats, are remembered too (at most [`SCHEMA_CACHE_ENTRIES_MAX`], the oldest replaced
 //! first), matched field by field with the parameters' keys in the same order, since the
-//! order changes the printed text that is counted. The memo's copies share their content
-//! with the history, so they cost a handle each, but they keep a changed message's old version
-//! alive until its entry is evicted.
+//! order changes the printed text that is counted. The memo holds no message: each entry
+//! watches its message's shared content without keeping it alive, and entries whose message is
+//! gone are dropped as the memo grows, so it costs a small entry per live message.
 //!
 //! The key covers the role, the name and every part (texts, ids, tool names, arguments,
 //! outputs, media kinds and sizes, error flags); it leaves out the message id and metadata, which
