@@ -111,15 +111,30 @@ impl<E: TokenEstimator> CachedEstimator<E> {
     ///
     /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
     pub fn with_capacity(inner: E, capacity: usize) -> Self {
-        assert!(capacity > 0, "a token cache holds at least one entry");
-        assert!(
-            capacity <= TOKEN_CACHE_ENTRIES_MAX,
-            "token cache capacity {capacity} is above limits::TOKEN_CACHE_ENTRIES_MAX"
-        );
+        Self::with_capacities(inner, capacity, capacity)
+    }
+
+    /// A cache of `capacity` messages by address and `content_capacity` by content around
+    /// `inner`. The address-keyed memo costs a small entry per message alive; the content-keyed
+    /// cache remembers messages that are gone too (about 250 bytes each), so a counter that
+    /// lives for the whole process keeps it smaller.
+    ///
+    /// # Panics
+    /// When either capacity is zero or above [`TOKEN_CACHE_ENTRIES_MAX`].
+    ///
+    /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+    pub fn with_capacities(inner: E, capacity: usize, content_capacity: usize) -> Self {
+        for capacity in [capacity, content_capacity] {
+            assert!(capacity > 0, "a token cache holds at least one entry");
+            assert!(
+                capacity <= TOKEN_CACHE_ENTRIES_MAX,
+                "token cache capacity {capacity} is above limits::TOKEN_CACHE_ENTRIES_MAX"
+            );
+        }
         CachedEstimator {
             inner,
             cache: Mutex::new(State {
-                by_content: Lru::new(capacity),
+                by_content: Lru::new(content_capacity),
                 texts: Lru::new(TEXT_CACHE_ENTRIES_MAX),
                 memo: Memo::new(capacity),
                 schemas: Vec::new(),
