@@ -505,7 +505,8 @@ fn no_leak(
         // looked up among the bodies' windows. That is the whole of the JSON text a body could
         // show in: outside strings there are only punctuation, numbers and literals, never 32
         // characters in a row, and a body with a quote or a newline shows escaped in the text.
-        let json = manifest.to_json();
+        let json = serde_json::to_string(manifest)
+            .expect("a manifest serialises: its fields are strings and numbers");
         let mut leaked: BTreeSet<&str> = BTreeSet::new();
         for_each_string(&json, &mut |string| {
             leaked.extend(windows_of(string).filter_map(|w| known.get(w).copied()));
@@ -540,20 +541,32 @@ fn windows_of(text: &str) -> Box<dyn Iterator<Item = &str> + '_> {
     Box::new((0..count).map(move |start| &text[bounds[start]..bounds[start + LEAK_WINDOW_CHARS]]))
 }
 
-/// Shows `visit` every key and string of a JSON value.
-fn for_each_string<'a>(value: &'a serde_json::Value, visit: &mut impl FnMut(&'a str)) {
-    match value {
-        serde_json::Value::String(text) => visit(text),
-        serde_json::Value::Array(items) => {
-            items.iter().for_each(|item| for_each_string(item, visit))
-        }
-        serde_json::Value::Object(map) => {
-            for (key, item) in map {
-                visit(key);
-                for_each_string(item, visit);
+/// Shows `visit` every key and string of a JSON text, unescaped, in order. The text is
+/// serde_json's own output, so it is valid JSON: outside strings there are only punctuation,
+/// numbers and literals, and inside one a quote or a backslash is always escaped (and no byte
+/// of a multi-byte character is ASCII).
+fn for_each_string(json: &str, visit: &mut impl FnMut(&str)) {
+    let bytes = json.as_bytes();
+    let mut at = 0;
+    while let Some(offset) = bytes[at..].iter().position(|&b| b == b'"') {
+        let open = at + offset;
+        let mut end = open + 1;
+        let mut escaped = false;
+        while bytes[end] != b'"' {
+            if bytes[end] == b'\\' {
+                escaped = true;
+                end += 1;
             }
+            end += 1;
         }
-        _ => {}
+        if escaped {
+            let text: String = serde_json::from_str(&json[open..=end])
+                .expect("a string of serde_json's output reads back");
+            visit(&text);
+        } else {
+            visit(&json[open + 1..end]);
+        }
+        at = end + 1;
     }
 }
 
@@ -737,5 +750,36 @@ mod tests {
     fn kinds_have_unique_names() {
         let names: BTreeSet<&str> = ViolationKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(names.len(), ViolationKind::ALL.len());
+    }
+
+    /// The strings read from the JSON text are every key and string of the value, unescaped,
+    /// in order (the walk over a parsed value this replaced).
+    #[test]
+    fn strings_of_json_text_are_those_of_the_value() {
+        fn walk(value: &serde_json::Value, out: &mut Vec<String>) {
+            match value {
+                serde_json::Value::String(text) => out.push(text.clone()),
+                serde_json::Value::Array(items) => items.iter().for_each(|item| walk(item, out)),
+                serde_json::Value::Object(map) => {
+                    for (key, item) in map {
+                        out.push(key.clone());
+                        walk(item, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let value = serde_json::json!({
+            "call_id": "call-1",
+            "a \"quoted\" key\\": ["line\nbreak", "tab\tand \\ backslash", 12, null, true],
+            "nested": {"empty": "", "unicode": "报告 é \u{1F600}", "control": "\u{0001}\u{001f}"},
+            "": [[], {}, {"k": "v"}],
+            "numbers": [-1.5e10, 0, 18446744073709551615u64],
+        });
+        let mut expected = Vec::new();
+        walk(&value, &mut expected);
+        let mut seen = Vec::new();
+        for_each_string(&value.to_string(), &mut |text| seen.push(text.to_string()));
+        assert_eq!(seen, expected);
     }
 }

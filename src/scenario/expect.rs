@@ -98,13 +98,8 @@ fn step_checks(expectation: &Expectation, step: &StepRecord) -> Vec<Check> {
         );
     }
     for (kind, fields) in &expectation.session_record_fields {
-        let records: Vec<&serde_json::Value> = step
-            .session_record_values
-            .iter()
-            .filter(|(k, _)| k == kind)
-            .map(|(_, value)| value)
-            .collect();
-        let holds = |record: &&serde_json::Value| {
+        let records = step.session_record_values(kind);
+        let holds = |record: &serde_json::Value| {
             fields
                 .iter()
                 .all(|(name, value)| record.get(name) == Some(value))

@@ -22,6 +22,7 @@ use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem}
 use ctxbed_harness::format::{duration, quoted};
 use ctxbed_harness::message::{Message, ToolOutput};
 use ctxbed_harness::model::ModelRequest;
+use ctxbed_harness::session::SessionRecord;
 
 /// Everything recorded while running one scenario.
 #[derive(Debug, Clone)]
@@ -61,9 +62,9 @@ pub struct StepRecord {
     pub session_records: Vec<(String, u64)>,
     /// Manifests the context policy's observer received during the step (not rendered).
     pub observer_calls: u64,
-    /// Session-log records written during the step: kind and payload (with the record's
-    /// `call_id` added), in order (not rendered).
-    pub session_record_values: Vec<(String, serde_json::Value)>,
+    /// Session-log records written during the step, in order (not rendered; see
+    /// [`StepRecord::session_record_values`]).
+    pub new_session_records: Vec<SessionRecord>,
     /// The step's session's committed working history after the step (not rendered; for
     /// checkers such as `crate::invariants`).
     pub committed_history: Vec<Message>,
@@ -89,6 +90,25 @@ pub struct SessionFileBytes {
 }
 
 impl StepRecord {
+    /// The payloads of the session-log records of `kind` written during the step, parsed, in
+    /// order, each with its record's `call_id` beside its own fields (the run a record belongs
+    /// to is part of what it says).
+    pub fn session_record_values(&self, kind: &str) -> Vec<serde_json::Value> {
+        self.new_session_records
+            .iter()
+            .filter(|record| record.kind == kind)
+            .map(|record| {
+                let mut value = record.payload.value();
+                if let Some(fields) = value.as_object_mut() {
+                    fields
+                        .entry("call_id")
+                        .or_insert_with(|| serde_json::Value::from(record.call_id.clone()));
+                }
+                value
+            })
+            .collect()
+    }
+
     /// True when the step's call could not write its session log (`session_log_failed`), so it
     /// acknowledged nothing it committed as durable.
     pub fn session_log_failed(&self) -> bool {

@@ -188,6 +188,13 @@ const _: () = assert!(3 * SESSION_NAME_CHARS_MAX + 32 <= PATH_CHARS_MAX);
 /// still counted correctly, only without the saving.
 pub const TOKEN_CACHE_ENTRIES_MAX: usize = 262_144;
 
+/// Messages the process-wide exact counters (`tokens::shared_exact_counter`) remember by
+/// content: a few scenarios' worth (a generated one sends a few hundred distinct messages), so
+/// the second run of a scenario finds the counts of the first. About 4 MB per vocabulary when
+/// full; the address-keyed memo in front of it keeps [`TOKEN_CACHE_ENTRIES_MAX`] and costs an
+/// entry per message alive only.
+pub const SHARED_CONTENT_CACHE_ENTRIES_MAX: usize = 16_384;
+
 /// Texts whose exact count one `CachedEstimator` remembers (least recently used evicted first):
 /// material that every step repeats, such as instructions and workspace files. An entry is
 /// about 100 bytes (the text is not kept, only its hash), so a full cache stays under 2 MB.

@@ -224,6 +224,22 @@ impl std::ops::Deref for Message {
     }
 }
 
+/// What [`Message::watch`] gives: the address of a message's content, held without its content.
+#[derive(Debug)]
+pub(crate) struct Watch(std::sync::Weak<MessageData>);
+
+impl Watch {
+    /// True while some copy of the message is alive.
+    pub(crate) fn alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// True when `message` holds the content this handle watches.
+    pub(crate) fn watches(&self, message: &Message) -> bool {
+        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&message.0))
+    }
+}
+
 impl std::ops::DerefMut for Message {
     /// Copies the content first when another copy shares it.
     fn deref_mut(&mut self) -> &mut MessageData {
@@ -289,6 +305,15 @@ impl Message {
     /// any copy is alive. Only for identity lookups; never observable output.
     pub(crate) fn content_address(&self) -> usize {
         Arc::as_ptr(&self.0) as usize
+    }
+
+    /// A handle on the shared content that does not keep the content alive, only its address:
+    /// the allocation stays (and its address unused) while the handle exists, its content is
+    /// dropped with the last copy, and a copy changed in place after that moves to new content
+    /// (see [`DerefMut`](std::ops::DerefMut)). For identity caches that must not hold the
+    /// messages they remember.
+    pub(crate) fn watch(&self) -> Watch {
+        Watch(Arc::downgrade(&self.0))
     }
 
     /// True when `other` is a copy of this message that still shares its content: then the

@@ -189,7 +189,11 @@ impl ExactEstimator {
 
 /// The process-wide cached exact counter of a vocabulary. Every exact count in the process
 /// goes through it (the mock models' and, in scenarios, the agents'), so a message is counted
-/// exactly once however many counters see it; counts are exact either way.
+/// exactly once however many counters see it; counts are exact either way. It lives as long
+/// as the process, so its content-keyed cache is kept to
+/// [`SHARED_CONTENT_CACHE_ENTRIES_MAX`](crate::limits::SHARED_CONTENT_CACHE_ENTRIES_MAX)
+/// entries: a process that runs one scenario after another needs the messages of about the
+/// last one.
 pub fn shared_exact_counter(vocabulary: Vocabulary) -> Arc<CachedEstimator<ExactEstimator>> {
     static O200K: OnceLock<Arc<CachedEstimator<ExactEstimator>>> = OnceLock::new();
     static CL100K: OnceLock<Arc<CachedEstimator<ExactEstimator>>> = OnceLock::new();
@@ -197,8 +201,14 @@ pub fn shared_exact_counter(vocabulary: Vocabulary) -> Arc<CachedEstimator<Exact
         Vocabulary::O200k => &O200K,
         Vocabulary::Cl100k => &CL100K,
     };
-    cell.get_or_init(|| Arc::new(CachedEstimator::new(ExactEstimator::memoised(vocabulary))))
-        .clone()
+    cell.get_or_init(|| {
+        Arc::new(CachedEstimator::with_capacities(
+            ExactEstimator::memoised(vocabulary),
+            crate::limits::TOKEN_CACHE_ENTRIES_MAX,
+            crate::limits::SHARED_CONTENT_CACHE_ENTRIES_MAX,
+        ))
+    })
+    .clone()
 }
 
 impl TokenEstimator for ExactEstimator {

@@ -64,19 +64,13 @@ impl Run<'_> {
         );
         self.session_files_after(&mut session_files).await;
         let mut session_records: Vec<(String, u64)> = Vec::new();
-        let mut session_record_values = Vec::new();
+        let mut new_session_records = Vec::new();
         self.agent
             .for_each_session_record_from(&runtime, records_before, &mut |record| {
                 count_kind(&mut session_records, &record.kind);
-                // The run a record belongs to is part of what it says: `call_id` beside the
-                // payload's own fields.
-                let mut value = record.payload.value();
-                if let Some(fields) = value.as_object_mut() {
-                    fields
-                        .entry("call_id")
-                        .or_insert_with(|| serde_json::Value::from(record.call_id.clone()));
-                }
-                session_record_values.push((record.kind.clone(), value));
+                // Payloads are shared, so this copies handles; they are parsed only when an
+                // expectation reads their fields.
+                new_session_records.push(record.clone());
             });
         let storage = &self.world.storage;
         Ok(StepRecord {
@@ -101,7 +95,7 @@ impl Run<'_> {
                 .map(|(name, source)| (name.clone(), source.loads()))
                 .collect(),
             session_records,
-            session_record_values,
+            new_session_records,
             observer_calls: self
                 .world
                 .observed

@@ -17,9 +17,9 @@
 //! materials are counted at every step. Tool schemas, which every request
 //! repeats, are remembered too (at most [`SCHEMA_CACHE_ENTRIES_MAX`], the oldest replaced
 //! first), matched field by field with the parameters' keys in the same order, since the
-//! order changes the printed text that is counted. The memo's copies share their content
-//! with the history, so they cost a handle each, but they keep a changed message's old version
-//! alive until its entry is evicted.
+//! order changes the printed text that is counted. The memo holds no message: each entry
+//! watches its message's shared content without keeping it alive, and entries whose message is
+//! gone are dropped as the memo grows, so it costs a small entry per live message.
 //!
 //! The key covers the role, the name and every part (texts, ids, tool names, arguments,
 //! outputs, media kinds and sizes, error flags); it leaves out the message id and metadata, which
@@ -111,15 +111,30 @@ impl<E: TokenEstimator> CachedEstimator<E> {
     ///
     /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
     pub fn with_capacity(inner: E, capacity: usize) -> Self {
-        assert!(capacity > 0, "a token cache holds at least one entry");
-        assert!(
-            capacity <= TOKEN_CACHE_ENTRIES_MAX,
-            "token cache capacity {capacity} is above limits::TOKEN_CACHE_ENTRIES_MAX"
-        );
+        Self::with_capacities(inner, capacity, capacity)
+    }
+
+    /// A cache of `capacity` messages by address and `content_capacity` by content around
+    /// `inner`. The address-keyed memo costs a small entry per message alive; the content-keyed
+    /// cache remembers messages that are gone too (about 250 bytes each), so a counter that
+    /// lives for the whole process keeps it smaller.
+    ///
+    /// # Panics
+    /// When either capacity is zero or above [`TOKEN_CACHE_ENTRIES_MAX`].
+    ///
+    /// [`TOKEN_CACHE_ENTRIES_MAX`]: crate::limits::TOKEN_CACHE_ENTRIES_MAX
+    pub fn with_capacities(inner: E, capacity: usize, content_capacity: usize) -> Self {
+        for capacity in [capacity, content_capacity] {
+            assert!(capacity > 0, "a token cache holds at least one entry");
+            assert!(
+                capacity <= TOKEN_CACHE_ENTRIES_MAX,
+                "token cache capacity {capacity} is above limits::TOKEN_CACHE_ENTRIES_MAX"
+            );
+        }
         CachedEstimator {
             inner,
             cache: Mutex::new(State {
-                by_content: Lru::new(capacity),
+                by_content: Lru::new(content_capacity),
                 texts: Lru::new(TEXT_CACHE_ENTRIES_MAX),
                 memo: Memo::new(capacity),
                 schemas: Vec::new(),

@@ -2,28 +2,36 @@
 //! before without reading it at all.
 //!
 //! Messages share their content between copies ([`Message`] is copy on write), and the memo
-//! keys each entry by the address of that shared content and keeps a copy of the message, so
-//! the content stays alive and unchanged while the entry exists: any change to a copy made
-//! elsewhere allocates new content first. A lookup is therefore one hash-map probe on an
-//! integer; a message whose content is not shared with a remembered one (new, changed in
-//! place, or decoded again from the log) misses here and goes to the content-keyed cache,
-//! which reads it. A step over a long history thus touches each old message once, without
-//! reading its text.
+//! keys each entry by the address of that shared content. It holds a [`Watch`] on the content,
+//! not a copy of the message: the allocation, and so its address, stays taken while the entry
+//! exists, but the content itself goes with the message's last copy, and any change to a copy
+//! made elsewhere moves to new content first. So an address names one content for as long as
+//! its entry lives, and a lookup is one hash-map probe on an integer; a message whose content
+//! is not shared with a remembered one (new, changed in place, or decoded again from the log)
+//! misses here and goes to the content-keyed cache, which reads it. A step over a long history
+//! thus touches each old message once, without reading its text.
 //!
 //! The memo holds at most its capacity of entries. When an insert goes over it, the oldest
 //! eighth (by last use) is dropped in one pass, so eviction costs O(1) per insert on average
-//! and a hit touches nothing but its own entry. Addresses order nothing observable: they are
-//! only probed, and eviction goes by last use.
+//! and a hit touches nothing but its own entry. An entry whose message has no copy left can
+//! never be asked for again (no message holds its address); such entries are dropped whenever
+//! the memo has doubled since the last time they were (and from [`PURGE_ENTRIES_MIN`]), so the
+//! memo follows the messages alive, not every message ever counted: a process that runs one
+//! scenario after another keeps about the entries of the last. Addresses order nothing
+//! observable: they are only probed, and eviction goes by last use.
 
 use std::collections::HashMap;
 
-use crate::message::Message;
+use crate::message::{Message, Watch};
+
+/// Entries below which a memo never looks for dead ones.
+pub(super) const PURGE_ENTRIES_MIN: usize = 4_096;
 
 /// One remembered message.
 #[derive(Debug)]
 struct Entry {
-    /// Keeps the content alive (and its address unique) while the entry exists.
-    message: Message,
+    /// Keeps the content's address taken (and so unique) while the entry exists.
+    message: Watch,
     tokens: u64,
     content_hash: Option<String>,
     last_use: u64,
@@ -35,6 +43,8 @@ pub(super) struct Memo {
     capacity: usize,
     entries: HashMap<usize, Entry, foldhash::fast::FixedState>,
     clock: u64,
+    /// Entries past which the next insert drops the dead ones.
+    purge_at: usize,
 }
 
 impl Memo {
@@ -44,6 +54,7 @@ impl Memo {
             capacity,
             entries: HashMap::default(),
             clock: 0,
+            purge_at: PURGE_ENTRIES_MIN,
         }
     }
 
@@ -67,16 +78,20 @@ impl Memo {
             .entries
             .entry(message.content_address())
             .or_insert_with(|| Entry {
-                message: message.clone(),
+                message: message.watch(),
                 tokens,
                 content_hash: None,
                 last_use: clock,
             });
-        assert!(entry.message.shares_content(message));
+        assert!(entry.message.watches(message));
         assert_eq!(entry.tokens, tokens, "a message's count never changes");
         entry.last_use = clock;
         if content_hash.is_some() {
             entry.content_hash = content_hash;
+        }
+        if self.entries.len() > self.purge_at {
+            self.entries.retain(|_, entry| entry.message.alive());
+            self.purge_at = (2 * self.entries.len()).max(PURGE_ENTRIES_MIN);
         }
         if self.entries.len() > self.capacity {
             self.evict_oldest();
@@ -92,8 +107,8 @@ impl Memo {
     fn entry(&mut self, message: &Message) -> Option<&Entry> {
         self.clock += 1;
         let entry = self.entries.get_mut(&message.content_address())?;
-        // The entry's copy keeps the content alive, so its address names this content only.
-        debug_assert!(entry.message.shares_content(message));
+        // The entry keeps the address taken, so it names this content only.
+        debug_assert!(entry.message.watches(message));
         entry.last_use = self.clock;
         Some(entry)
     }
@@ -138,6 +153,31 @@ mod tests {
             serde_json::from_value(serde_json::to_value(&message).unwrap()).unwrap();
         assert_eq!(decoded, message);
         assert_eq!(memo.tokens(&decoded), None);
+    }
+
+    /// The memo keeps no message alive, and forgets the messages that are gone once it has
+    /// grown past its purge point; a message still alive is still answered.
+    #[test]
+    fn dead_messages_are_forgotten() {
+        let mut memo = Memo::new(1 << 20);
+        let kept = Message::user("kept", "still here");
+        memo.insert(&kept, 7, None);
+        let text = "x".repeat(1_000);
+        for index in 0..3 * PURGE_ENTRIES_MIN {
+            let message = Message::user(format!("m{index}"), text.clone());
+            let watch = message.watch();
+            memo.insert(&message, 1, None);
+            drop(message);
+            // The content went with the last copy, though the entry may still be there.
+            assert!(!watch.alive());
+        }
+        assert!(memo.len() <= PURGE_ENTRIES_MIN + 1, "{}", memo.len());
+        assert_eq!(memo.tokens(&kept), Some(7));
+        // A copy changed in place after the memo saw it moves to new content and misses.
+        let mut changed = kept.clone();
+        drop(kept);
+        changed.parts = Message::user("kept", "changed").parts.clone();
+        assert_eq!(memo.tokens(&changed), None);
     }
 
     #[test]
