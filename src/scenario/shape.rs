@@ -138,26 +138,12 @@ impl Reporter<'_, '_> {
                 found.push(self.wrong_type(value_span, &dotted, &expected, minimum, error));
             }
             ValidationErrorKind::Maximum { limit } => {
-                let message = format!(
-                    "`{dotted}` must be at most {limit}, found {}",
-                    error.instance()
-                );
-                ranges.push(
-                    Diagnostic::at(file, source, value_span, message)
-                        .field(dotted)
-                        .help(format!("write a whole number ≤ {limit}")),
-                );
+                let range = ("at most", "≤", limit);
+                ranges.push(self.out_of_range(value_span, dotted, range, error));
             }
             ValidationErrorKind::Minimum { limit } => {
-                let message = format!(
-                    "`{dotted}` must be at least {limit}, found {}",
-                    error.instance()
-                );
-                ranges.push(
-                    Diagnostic::at(file, source, value_span, message)
-                        .field(dotted)
-                        .help(format!("write a whole number ≥ {limit}")),
-                );
+                let range = ("at least", "≥", limit);
+                ranges.push(self.out_of_range(value_span, dotted, range, error));
             }
             ValidationErrorKind::AnyOf { context } => match matching_branch(error, context) {
                 Some(branch) => {
@@ -204,6 +190,23 @@ impl Reporter<'_, '_> {
                 .help(help),
             );
         }
+    }
+
+    /// A number past a bound (`("at least", "≥", 1)`), which the loader could still read.
+    fn out_of_range(
+        &self,
+        span: Range<usize>,
+        dotted: String,
+        (words, sign, limit): (&str, &str, &Value),
+        error: &ValidationError<'_>,
+    ) -> Diagnostic {
+        let message = format!(
+            "`{dotted}` must be {words} {limit}, found {}",
+            error.instance()
+        );
+        Diagnostic::at(self.file, self.source, span, message)
+            .field(dotted)
+            .help(format!("write a whole number {sign} {limit}"))
     }
 
     fn wrong_type(

@@ -495,8 +495,10 @@ async fn route(
         Err(_) => return Ok(body_timeout_response(api, body_timeout)),
         Ok(collected) => collected.ok().map(|body| body.to_bytes()),
     };
+    // One model answers everything: the body is parsed once, by the host, not here too.
     let named = body
         .as_ref()
+        .filter(|_| !models.single)
         .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
         .and_then(|json| {
             json.get("model")

@@ -159,8 +159,8 @@ impl Recorder {
     }
 }
 
-/// The file's identity (device and inode) when it exists, or its canonical path when only its
-/// directory does: two names of one file compare equal.
+/// The file's identity (device and inode) when it exists, so two names of one file compare
+/// equal; `None` for a file not yet created (it cannot be a mock file).
 fn same_file_key(path: &Path) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {

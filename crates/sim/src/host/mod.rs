@@ -95,11 +95,15 @@ pub const COUNT_TOKENS_PATH: &str = "/messages/count_tokens";
 
 /// True for a request to Anthropic's token-counting route.
 pub fn is_count_tokens(path: &str) -> bool {
+    route_path(path).ends_with(COUNT_TOKENS_PATH)
+}
+
+/// A request path without its query and trailing slashes.
+fn route_path(path: &str) -> &str {
     path.split('?')
         .next()
         .unwrap_or_default()
         .trim_end_matches('/')
-        .ends_with(COUNT_TOKENS_PATH)
 }
 
 /// The wire format of one request, chosen by its path.
@@ -122,11 +126,7 @@ impl Api {
 
     /// The API a request path names: `…/messages` is Anthropic's, anything else OpenAI's.
     pub fn for_path(path: &str) -> Api {
-        let path = path
-            .split('?')
-            .next()
-            .unwrap_or_default()
-            .trim_end_matches('/');
+        let path = route_path(path);
         if path.ends_with("/messages") || path.ends_with(COUNT_TOKENS_PATH) {
             Api::Anthropic
         } else {
@@ -374,16 +374,15 @@ impl ProviderHost {
         let Some(body) = body else {
             return reset();
         };
-        let Ok(json) = serde_json::from_slice::<Value>(&body) else {
-            exchange.outcome = "not_json".to_string();
-            return full(400, self.not_json_body(Api::Anthropic));
+        let json = match self.checked_json(
+            Api::Anthropic,
+            &body,
+            exchange,
+            validate::check_count_tokens,
+        ) {
+            Ok(json) => json,
+            Err(refusal) => return full(400, refusal),
         };
-        if let Err(invalid) = validate::check_count_tokens(&json) {
-            exchange.outcome = "invalid_request".to_string();
-            exchange.note = Some(invalid.reason);
-            exchange.body = json;
-            return full(400, invalid.body);
-        }
         let request = anthropic::parse_request(&json);
         let tokens = self.model.count_input_tokens(&request);
         exchange.outcome = "count_tokens".to_string();
@@ -395,6 +394,28 @@ impl ProviderHost {
             200,
             serde_json::json!({ "input_tokens": tokens }).to_string(),
         )
+    }
+
+    /// The body as JSON that `check` accepts, or the body of the 400 that refuses it (the
+    /// exchange records `not_json` or `invalid_request` and why).
+    fn checked_json(
+        &self,
+        api: Api,
+        body: &Bytes,
+        exchange: &mut Exchange,
+        check: impl Fn(&Value) -> Result<(), validate::Invalid>,
+    ) -> Result<Value, String> {
+        let Ok(json) = serde_json::from_slice::<Value>(body) else {
+            exchange.outcome = "not_json".to_string();
+            return Err(self.not_json_body(api));
+        };
+        if let Err(invalid) = check(&json) {
+            exchange.outcome = "invalid_request".to_string();
+            exchange.note = Some(invalid.reason);
+            exchange.body = json;
+            return Err(invalid.body);
+        }
+        Ok(json)
     }
 
     async fn respond(
@@ -414,16 +435,11 @@ impl ProviderHost {
         {
             return reset();
         }
-        let Ok(json) = serde_json::from_slice::<Value>(&body) else {
-            exchange.outcome = "not_json".to_string();
-            return full(400, self.not_json_body(api));
+        let json = match self.checked_json(api, &body, exchange, |json| validate::check(api, json))
+        {
+            Ok(json) => json,
+            Err(refusal) => return full(400, refusal),
         };
-        if let Err(invalid) = validate::check(api, &json) {
-            exchange.outcome = "invalid_request".to_string();
-            exchange.note = Some(invalid.reason);
-            exchange.body = json;
-            return full(400, invalid.body);
-        }
         let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let mut request = match api {
             Api::OpenAi => openai::parse_request(&json),

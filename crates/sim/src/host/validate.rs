@@ -57,6 +57,28 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
         Api::Anthropic => thinking_problem(json),
         Api::OpenAi => None,
     });
+    refusal(api, problem)
+}
+
+/// Checks a `count_tokens` body as Anthropic would: a model and messages, no output bound.
+///
+/// # Errors
+/// The first problem, as Anthropic's 400 body.
+pub fn check_count_tokens(json: &Value) -> Result<(), Invalid> {
+    let problem = match json.as_object() {
+        None => Some(Problem::NotObject(kind(json))),
+        Some(body) => model_problem(body).or_else(|| {
+            messages_problem(
+                Api::Anthropic,
+                body.get("messages").filter(|v| !v.is_null()),
+            )
+        }),
+    };
+    refusal(Api::Anthropic, problem)
+}
+
+/// `problem`, if any, as `api`'s refusal.
+fn refusal(api: Api, problem: Option<Problem>) -> Result<(), Invalid> {
     match problem {
         None => Ok(()),
         Some(problem) => Err(Invalid {
@@ -69,32 +91,16 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
     }
 }
 
-/// Checks a `count_tokens` body as Anthropic would: a model and messages, no output bound.
-///
-/// # Errors
-/// The first problem, as Anthropic's 400 body.
-pub fn check_count_tokens(json: &Value) -> Result<(), Invalid> {
-    let problem = match json.as_object() {
-        None => Some(Problem::NotObject(kind(json))),
-        Some(body) => match body.get("model").filter(|v| !v.is_null()) {
-            None => Some(Problem::Missing("model".into())),
-            Some(model) if !model.is_string() => Some(Problem::WrongType(
-                "model".into(),
-                Expected::String,
-                kind(model),
-            )),
-            Some(_) => messages_problem(
-                Api::Anthropic,
-                body.get("messages").filter(|v| !v.is_null()),
-            ),
-        },
-    };
-    match problem {
-        None => Ok(()),
-        Some(problem) => Err(Invalid {
-            reason: reason(&problem),
-            body: anthropic_body(&problem),
-        }),
+/// A missing model, or one that is not a string.
+fn model_problem(body: &serde_json::Map<String, Value>) -> Option<Problem> {
+    match body.get("model").filter(|v| !v.is_null()) {
+        None => Some(Problem::Missing("model".into())),
+        Some(model) if !model.is_string() => Some(Problem::WrongType(
+            "model".into(),
+            Expected::String,
+            kind(model),
+        )),
+        Some(_) => None,
     }
 }
 
@@ -103,16 +109,8 @@ fn first_problem(api: Api, json: &Value) -> Option<Problem> {
         return Some(Problem::NotObject(kind(json)));
     };
     let field = |name: &str| body.get(name).filter(|v| !v.is_null());
-    match field("model") {
-        None => return Some(Problem::Missing("model".into())),
-        Some(model) if !model.is_string() => {
-            return Some(Problem::WrongType(
-                "model".into(),
-                Expected::String,
-                kind(model),
-            ));
-        }
-        Some(_) => {}
+    if let Some(problem) = model_problem(body) {
+        return Some(problem);
     }
     if let Some(problem) = messages_problem(api, field("messages")) {
         return Some(problem);
