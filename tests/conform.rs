@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use ctxbed::conform::{self, Cell, CellReport, ConformOptions};
-use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome};
+use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome, WIRE_SNAPSHOT_SOURCE};
+
+#[path = "support/golden_snapshot.rs"]
+mod golden_snapshot;
 
 fn options(peers: &Path, logs: &Path) -> ConformOptions {
     ConformOptions {
@@ -20,16 +23,26 @@ fn wire_scenarios() -> Vec<PathBuf> {
     ctxbed::suite::discover(&[PathBuf::from("scenarios/wire")]).expect("the wire scenarios")
 }
 
+/// The reference row over every wire scenario: two runs alike byte for byte, each trace asserted
+/// against `golden/wire/<scenario>/ctxbed.snap` through insta (so `cargo insta review` shows a
+/// changed trace; `CTXBED_BLESS=1` or `ctxbed conform --harness ctxbed --bless` rewrites them).
 #[test]
 fn the_reference_row_matches_its_goldens_twice() {
+    let bless = ctxbed::scenario::golden::bless_from_env().expect("the bless switch");
     let logs = tempfile::tempdir().expect("a temporary directory");
-    let options = options(Path::new("peers"), logs.path());
+    let mut options = options(Path::new("peers"), logs.path());
+    options.mode = if bless {
+        GoldenMode::Bless
+    } else {
+        GoldenMode::Skip
+    };
     let scenarios = wire_scenarios();
     assert!(
         scenarios.len() >= 12,
         "at least 12 wire scenarios, found {}",
         scenarios.len()
     );
+    let mut mismatched = Vec::new();
     for path in &scenarios {
         let first = conform::run_one(path, "ctxbed", &options);
         let second = conform::run_one(path, "ctxbed", &options);
@@ -38,13 +51,13 @@ fn the_reference_row_matches_its_goldens_twice() {
             "{}: two runs differ",
             first.scenario
         );
-        assert_eq!(
-            first.golden_outcome,
-            Some(GoldenOutcome::Matched),
-            "{}: the trace differs from {} (run `ctxbed conform --harness ctxbed --bless` after reviewing):\n{}",
+        assert!(
+            first
+                .golden
+                .ends_with(format!("{}/ctxbed.snap", first.scenario)),
+            "{}: the golden is {}",
             first.scenario,
-            first.golden.display(),
-            first.trace
+            first.golden.display()
         );
         assert!(
             first.problem.is_none(),
@@ -60,7 +73,24 @@ fn the_reference_row_matches_its_goldens_twice() {
             first.scenario,
             first.trace
         );
+        if !bless {
+            // Every scenario is asserted before the test fails, so one run of `cargo insta
+            // review` shows every changed trace.
+            let asserted = std::panic::catch_unwind(|| {
+                golden_snapshot::assert_golden(&first.golden, &first.trace, WIRE_SNAPSHOT_SOURCE)
+            });
+            match asserted {
+                Ok(Ok(())) => {}
+                Ok(Err(problem)) => mismatched.push(format!("{}: {problem}", first.scenario)),
+                Err(_) => mismatched.push(format!(
+                    "{}: the trace differs from {} (review with `cargo insta review`)",
+                    first.scenario,
+                    first.golden.display()
+                )),
+            }
+        }
     }
+    assert!(mismatched.is_empty(), "{}", mismatched.join("\n"));
 }
 
 fn probe(adapter: &str) -> CellReport {
@@ -412,12 +442,12 @@ fn a_row_without_a_golden_is_new_and_fails_until_blessed() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("new: no golden at golden/wire/basic-tool-round/planted-no-retry.trace yet; its verdict would be pass"),
+        stdout.contains("new: no golden at golden/wire/basic-tool-round/planted-no-retry.snap yet; its verdict would be pass"),
         "{stdout}"
     );
     assert!(stdout.contains("1 new (no golden yet)"), "{stdout}");
     assert!(
-        !Path::new("golden/wire/basic-tool-round/planted-no-retry.trace.new").exists(),
+        !Path::new("golden/wire/basic-tool-round/planted-no-retry.snap.new").exists(),
         "CI never writes files"
     );
 }

@@ -18,6 +18,9 @@ use ctxbed::scenario::golden::{self, GoldenMode, GoldenOutcome};
 use ctxbed::suite::{Verdict, discover, run_file};
 use libtest_mimic::{Arguments, Failed, Trial};
 
+#[path = "support/golden_snapshot.rs"]
+mod golden_snapshot;
+
 fn main() {
     let arguments = Arguments::from_args();
     let bless = ctxbed::scenario::golden::bless_from_env().expect("the bless switch");
@@ -73,27 +76,7 @@ fn scenario_trial(path: &Path, bless: bool) -> Result<(), Failed> {
 
 /// Asserts `trace` against the snapshot file `golden` through insta.
 fn assert_golden(golden: &Path, trace: &str) -> Result<(), Failed> {
-    let directory = golden.parent().ok_or("a golden has a directory")?;
-    let name = golden
-        .file_stem()
-        .and_then(|stem| stem.to_str())
-        .ok_or("a golden has a UTF-8 name")?;
-    let root = std::env::current_dir().map_err(|e| e.to_string())?;
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(root.join(directory));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_snapshot!(name, trace));
-    // insta accepted the contents; the bytes must also be what `ctxbed run --bless` writes.
-    let stored = std::fs::read_to_string(golden).map_err(|e| e.to_string())?;
-    if stored != golden::snapshot_file(trace) {
-        return Err(format!(
-            "{} holds the trace but not in the form `ctxbed run --bless` writes; bless it again",
-            golden.display()
-        )
-        .into());
-    }
-    Ok(())
+    golden_snapshot::assert_golden(golden, trace, golden::SNAPSHOT_SOURCE).map_err(Failed::from)
 }
 
 fn invalid_trial(path: &Path, bless: bool) -> Result<(), Failed> {

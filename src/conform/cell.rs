@@ -19,7 +19,7 @@ pub fn run_one(path: &Path, harness: &str, options: &ConformOptions) -> CellRepo
         .root
         .join("golden")
         .join(&layout.name)
-        .join(format!("{harness}.trace"));
+        .join(format!("{harness}.{}", golden::SNAPSHOT_EXTENSION));
     let report = blank_report(&layout.name, harness, golden, options);
     let scenario = match file::load(path, &layout.name) {
         Ok(scenario) => scenario,
@@ -155,13 +155,20 @@ fn run_cell(
     if pinned && !matches!(report.cell, Cell::NotApplicable { .. }) {
         // A run without a golden is `new`: its trace is written beside the golden's place for
         // review (outside CI), and it fails until it is blessed.
-        report.golden_outcome = Some(match golden::check(&golden, &report.trace, options.mode) {
-            Ok(outcome) => outcome,
-            Err(error) => GoldenOutcome::Mismatch {
-                diff: format!("the golden cannot be used: {error}"),
-                new_file: None,
+        report.golden_outcome = Some(
+            match golden::check_from(
+                &golden,
+                &report.trace,
+                options.mode,
+                golden::WIRE_SNAPSHOT_SOURCE,
+            ) {
+                Ok(outcome) => outcome,
+                Err(error) => GoldenOutcome::Mismatch {
+                    diff: format!("the golden cannot be used: {error}"),
+                    new_file: None,
+                },
             },
-        });
+        );
     }
     report
 }

@@ -210,18 +210,15 @@ mod tests {
 
     #[test]
     fn links_are_relative_to_wherever_the_page_is() {
-        let trace = Path::new("/suite/golden/wire/x/h.trace");
+        let trace = Path::new("/suite/golden/wire/x/h.snap");
         assert_eq!(
             relative(Path::new("/suite/docs"), trace),
-            "../golden/wire/x/h.trace"
+            "../golden/wire/x/h.snap"
         );
-        assert_eq!(
-            relative(Path::new("/suite"), trace),
-            "golden/wire/x/h.trace"
-        );
+        assert_eq!(relative(Path::new("/suite"), trace), "golden/wire/x/h.snap");
         assert_eq!(
             relative(Path::new("/tmp/out"), trace),
-            "../../suite/golden/wire/x/h.trace"
+            "../../suite/golden/wire/x/h.snap"
         );
     }
 }

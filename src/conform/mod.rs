@@ -6,7 +6,7 @@
 //! collects its replies while a watchdog stops a run that exceeds the scenario's request limit.
 //! Then it checks the wire invariants ([`checks`]) and the scenario's expectations over the
 //! requests the mock actually received, renders the canonical [`trace`], and compares it with
-//! `golden/<scenario>/<harness>.trace` when that golden exists (or blesses it). [`matrix`] turns
+//! `golden/<scenario>/<harness>.snap` (an insta snapshot) when that golden exists (or blesses it). [`matrix`] turns
 //! the reports into `docs/peers.md`.
 //!
 //! **Invariant:** the adapter's account is never trusted for a check; only its replies and

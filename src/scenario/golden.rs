@@ -4,10 +4,12 @@
 //! (`---`, `source: tests/conformance.rs`, `---`) and then the trace, byte for byte as insta
 //! writes it, so `cargo test` compares through `insta::assert_snapshot!` and `cargo insta review`
 //! shows and accepts changed traces one by one, while `ctxbed run --bless` writes the very same
-//! file. Other goldens (`.trace`, `.expected`) hold their text alone.
+//! file. A wire trace's golden, `golden/wire/<scenario>/<harness>.snap`, is one too (asserted by
+//! `tests/conform.rs` for the reference rows, written by `ctxbed conform --bless` for every row).
+//! Other goldens (`.expected`) hold their text alone.
 //!
 //! A mismatch yields a unified diff. Outside CI the new rendering is written next to the golden
-//! for review (`<name>.snap.new`, which `cargo insta review` picks up, or `<name>.trace.new`);
+//! for review (`<name>.snap.new`, which `cargo insta review` picks up);
 //! `ctxbed run --bless` (or `CTXBED_BLESS=1 cargo test`, the one switch every golden and
 //! snapshot test reads through [`bless_from_env`]) rewrites goldens. CI never writes files.
 
@@ -36,14 +38,24 @@ pub fn bless_from_env() -> Result<bool, String> {
 /// The `source` insta records in a scenario snapshot: the test that asserts it.
 pub const SNAPSHOT_SOURCE: &str = "tests/conformance.rs";
 
+/// The `source` insta records in a wire snapshot (`golden/wire/<scenario>/<harness>.snap`):
+/// the test that asserts the reference rows.
+pub const WIRE_SNAPSHOT_SOURCE: &str = "tests/conform.rs";
+
 /// The extension of goldens kept as insta snapshots.
 pub const SNAPSHOT_EXTENSION: &str = "snap";
 
 /// A rendering as the snapshot file insta writes for it: the header, then the text with its
 /// trailing newlines folded into one.
 pub fn snapshot_file(text: &str) -> String {
+    snapshot_file_from(SNAPSHOT_SOURCE, text)
+}
+
+/// [`snapshot_file`] for a snapshot asserted by the test at `source` (a path from the
+/// workspace root, as insta records it).
+pub fn snapshot_file_from(source: &str, text: &str) -> String {
     format!(
-        "---\nsource: {SNAPSHOT_SOURCE}\n---\n{}\n",
+        "---\nsource: {source}\n---\n{}\n",
         text.trim_end_matches('\n')
     )
 }
@@ -92,10 +104,24 @@ pub enum GoldenOutcome {
 /// Compares `actual` with the golden at `path`, or blesses it.
 ///
 /// # Errors
-/// The golden could not be read or written, or the golden or its `.trace.new` is a symbolic
+/// The golden could not be read or written, or the golden or its `.new` file is a symbolic
 /// link: goldens are never read or written through links, so a link cannot make a run
 /// overwrite a file outside the suite.
 pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<GoldenOutcome> {
+    check_from(path, actual, mode, SNAPSHOT_SOURCE)
+}
+
+/// [`check`] for a golden whose snapshot is asserted by the test at `source`
+/// ([`WIRE_SNAPSHOT_SOURCE`] for wire traces): a snapshot it writes records that source.
+///
+/// # Errors
+/// As [`check`].
+pub fn check_from(
+    path: &Path,
+    actual: &str,
+    mode: GoldenMode,
+    source: &str,
+) -> std::io::Result<GoldenOutcome> {
     let snapshot = is_snapshot(path);
     let new_path = match path.extension() {
         Some(extension) => path.with_extension(format!("{}.new", extension.to_string_lossy())),
@@ -123,7 +149,7 @@ pub fn check(path: &Path, actual: &str, mode: GoldenMode) -> std::io::Result<Gol
     };
     let stored = |text: &str| {
         if snapshot {
-            snapshot_file(text)
+            snapshot_file_from(source, text)
         } else {
             text.to_string()
         }
