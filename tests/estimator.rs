@@ -17,6 +17,39 @@ use rand_core::{Rng, SeedableRng};
 use support::estimator_corpus::{self as corpus, REQUIRED_CATEGORIES, Split};
 
 const TOLERANCE_PERMILLE: i64 = 100;
+
+/// ctxbed's exact counter against the bpe-openai crate, on every text of both corpora
+/// (hand-written and calibration, both halves), in both vocabularies, memoised and not.
+#[test]
+fn exact_counts_are_the_references_on_every_corpus_text() {
+    let mut texts: Vec<(String, String)> = corpus::load()
+        .into_iter()
+        .map(|sample| (sample.name, sample.text))
+        .collect();
+    for split in [Split::Fit, Split::HeldOut] {
+        for family in corpus::calibration(split) {
+            texts.push((family.name.clone(), family.text()));
+        }
+    }
+    assert!(texts.len() > 50, "the corpora hold {} texts", texts.len());
+    for vocabulary in [Vocabulary::O200k, Vocabulary::Cl100k] {
+        let reference = match vocabulary {
+            Vocabulary::O200k => bpe_openai::o200k_base(),
+            Vocabulary::Cl100k => bpe_openai::cl100k_base(),
+        };
+        let plain = ExactEstimator::new(vocabulary);
+        let memoised = ExactEstimator::memoised(vocabulary);
+        for (name, text) in &texts {
+            let expected = reference.count(text.as_str()) as u64;
+            assert_eq!(plain.text_tokens(text), expected, "{vocabulary:?} {name}");
+            assert_eq!(
+                memoised.text_tokens(text),
+                expected,
+                "{vocabulary:?} {name}"
+            );
+        }
+    }
+}
 const CORPUS_BYTES_MAX: usize = 300 * 1024;
 
 #[test]

@@ -7,7 +7,8 @@
 //! family's text is repeated to at least [`MEASURED_BYTES_MIN`], so one iteration is a long
 //! scan rather than call overhead. Timed, each counting one text:
 //!
-//! - `bpe-openai`: exact o200k with the crate ctxbed uses (`ExactEstimator`), the reference.
+//! - `bpe-openai`: exact o200k with the bpe-openai crate, the reference.
+//! - `exact-o200k`: exact o200k with ctxbed's own counter (`ExactEstimator`), the same counts.
 //! - `approx-o200k` and `approx-cl100k`: ctxbed's content-aware estimator (`approx-v2-o200k`,
 //!   `approx-v2-cl100k`). Both run the same scan; cl100k's also looks each ideograph up in its
 //!   table of single-token ideographs, which only the CJK families hold many of.
@@ -35,10 +36,11 @@ use crate::record::{self, Record};
 const MEASURED_BYTES_MIN: usize = 256 * 1024;
 
 /// The timed estimators and the vocabulary each counts; the first is the reference.
-const TIMED: [(&str, &str, Vocabulary); 3] = [
+const TIMED: [(&str, &str, Vocabulary); 4] = [
     ("bpe-openai", "bpe-openai", Vocabulary::O200k),
     ("approx-o200k", "approx", Vocabulary::O200k),
     ("approx-cl100k", "approx", Vocabulary::Cl100k),
+    ("exact-o200k", "exact", Vocabulary::O200k),
 ];
 
 /// The estimators of the error table, each against the vocabulary of the table.
@@ -62,7 +64,11 @@ struct Measured {
 
 fn count(estimator: &str, vocabulary: Vocabulary, text: &str) -> u64 {
     match estimator {
-        "bpe-openai" => ExactEstimator::new(vocabulary).text_tokens(text),
+        "bpe-openai" => match vocabulary {
+            Vocabulary::O200k => bpe_openai::o200k_base().count(text) as u64,
+            Vocabulary::Cl100k => bpe_openai::cl100k_base().count(text) as u64,
+        },
+        "exact" => ExactEstimator::new(vocabulary).text_tokens(text),
         "approx" => ApproximateEstimator::new(vocabulary).text_tokens(text),
         "chars/2.5" => RatioEstimator.text_tokens(text),
         "chars/4" => (text.chars().count() as u64).div_ceil(4),
@@ -140,9 +146,9 @@ impl Estimation {
             "\n## approx on each held-out family: throughput, and as a multiple of bpe-openai"
         );
         eprintln!(
-            "| family | bpe-openai (o200k) | approx-o200k | approx-cl100k | o200k / bpe-openai | cl100k / bpe-openai |"
+            "| family | bpe-openai (o200k) | approx-o200k | approx-cl100k | o200k / bpe-openai | cl100k / bpe-openai | exact-o200k / bpe-openai |"
         );
-        eprintln!("| --- | ---: | ---: | ---: | ---: | ---: |");
+        eprintln!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
         // Per timed approx estimator: the slowest family's rate, name and ratio to the reference.
         let mut slowest: [Option<(f64, &str, String)>; 2] = [None, None];
         for family in &self.families {
@@ -151,6 +157,7 @@ impl Estimation {
             };
             let reference = seconds(TIMED[0]);
             let approx = [seconds(TIMED[1]), seconds(TIMED[2])];
+            let exact = seconds(TIMED[3]);
             for (slowest, approx) in slowest.iter_mut().zip(approx) {
                 if let Some(seconds) = approx {
                     let rate = family.bytes as f64 / seconds;
@@ -164,16 +171,17 @@ impl Estimation {
                 }
             }
             eprintln!(
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} |",
                 family.name,
                 record::rate(family.bytes, reference),
                 record::rate(family.bytes, approx[0]),
                 record::rate(family.bytes, approx[1]),
                 record::ratio(reference, approx[0]),
                 record::ratio(reference, approx[1]),
+                record::ratio(reference, exact),
             );
         }
-        for ((label, _, _), slowest) in TIMED[1..].iter().zip(&slowest) {
+        for ((label, _, _), slowest) in TIMED[1..3].iter().zip(&slowest) {
             if let Some((rate, name, ratio)) = slowest {
                 eprintln!(
                     "slowest family for {label}: {name}, {:.2} GB/s ({ratio} bpe-openai)",

@@ -4,7 +4,8 @@
 //! tool-result, tool-schema and media costs share one structure ([`TokenEstimator::message_tokens`],
 //! [`TokenEstimator::tool_schema_tokens`]); estimators differ only in how they count text.
 //!
-//! - [`ExactEstimator`]: byte-pair encoding with the o200k_base or cl100k_base vocabulary, offline.
+//! - [`ExactEstimator`]: byte-pair encoding with the o200k_base or cl100k_base vocabulary, offline
+//!   (`bpe`: the vocabularies' pre-tokenizers and rank tables, read in place from the binary).
 //!   Mock models count every request they receive with it, as a real provider would.
 //! - [`RatioEstimator`]: the reference harness's single-ratio estimate (`ceil(chars / 2.5)` per
 //!   string). Kept as the baseline the content-aware estimator is measured against.
@@ -24,6 +25,7 @@
 //! ```
 
 pub mod approx;
+mod bpe;
 pub mod cache;
 mod pieces;
 
@@ -179,11 +181,8 @@ impl ExactEstimator {
         }
     }
 
-    fn tokenizer(&self) -> &'static bpe_openai::Tokenizer {
-        match self.vocabulary {
-            Vocabulary::O200k => bpe_openai::o200k_base(),
-            Vocabulary::Cl100k => bpe_openai::cl100k_base(),
-        }
+    fn vocab(&self) -> &'static bpe::Vocab {
+        bpe::vocab(self.vocabulary)
     }
 }
 
@@ -225,9 +224,9 @@ impl TokenEstimator for ExactEstimator {
 
     fn text_tokens(&self, text: &str) -> u64 {
         if self.memo_pieces {
-            pieces::count(self.tokenizer(), self.vocabulary, text)
+            pieces::count(self.vocab(), self.vocabulary, text)
         } else {
-            self.tokenizer().count(text) as u64
+            self.vocab().count(text)
         }
     }
 }

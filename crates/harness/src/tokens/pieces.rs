@@ -1,7 +1,7 @@
 //! A memo of exact counts per pre-tokenizer piece, for exact counting of text that repeats.
 //!
 //! An exact count is the sum, over the pieces the vocabulary's pre-tokenizer splits a text
-//! into, of each piece's byte-pair count: that is what `bpe_openai::Tokenizer::count` computes.
+//! into, of each piece's byte-pair count: that is what `bpe::Vocab::count` computes.
 //! Text repeats its words, so [`count`] remembers the count of every short piece, per thread and
 //! per vocabulary, and runs the byte-pair encoder only on pieces it has not seen before. The sum
 //! is the same number; only its cost changes.
@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use super::Vocabulary;
+use super::bpe::Vocab;
 use crate::limits::{PIECE_MEMO_BYTES_MAX, PIECE_MEMO_ENTRIES_MAX};
 
 type Memo = HashMap<Box<[u8]>, u32, foldhash::fast::FixedState>;
@@ -33,31 +34,30 @@ fn memo_index(vocabulary: Vocabulary) -> usize {
     }
 }
 
-/// The exact count of `text` with `tokenizer`, the tokenizer of `vocabulary`: the same number
-/// as `tokenizer.count(text)`.
-pub(super) fn count(tokenizer: &bpe_openai::Tokenizer, vocabulary: Vocabulary, text: &str) -> u64 {
-    let text = tokenizer.normalize(text);
+/// The exact count of `text` with `vocab`, the vocabulary `vocabulary`: the same number as
+/// `vocab.count(text)`.
+pub(super) fn count(vocab: &Vocab, vocabulary: Vocabulary, text: &str) -> u64 {
     MEMOS.with_borrow_mut(|memos| {
         let memo = &mut memos[memo_index(vocabulary)];
         let mut total = 0u64;
-        for piece in tokenizer.split(text.as_str()) {
+        for piece in vocab.pieces(text) {
             let bytes = piece.as_bytes();
             if bytes.len() > PIECE_MEMO_BYTES_MAX {
-                total += tokenizer.bpe.count(bytes) as u64;
+                total += vocab.piece_count(bytes);
                 continue;
             }
             if let Some(&tokens) = memo.get(bytes) {
                 total += u64::from(tokens);
                 continue;
             }
-            let tokens = tokenizer.bpe.count(bytes);
+            let tokens = vocab.piece_count(bytes);
             // A piece has at most one token per byte, so its count fits.
             let remembered = u32::try_from(tokens).expect("a short piece's count fits in u32");
             if memo.len() >= PIECE_MEMO_ENTRIES_MAX {
                 memo.clear();
             }
             memo.insert(bytes.into(), remembered);
-            total += tokens as u64;
+            total += tokens;
         }
         total
     })

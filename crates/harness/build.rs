@@ -1,0 +1,60 @@
+//! Writes the rank tables of the o200k_base and cl100k_base vocabularies into `OUT_DIR`, in
+//! the layout `src/tokens/bpe/table_format.rs` describes, from the vocabularies `bpe-openai`
+//! carries. The harness counts with these compact tables (a few MiB each, read in place from
+//! the binary) rather than with `bpe-openai`'s own structures (some 60 MiB per vocabulary
+//! once deserialised), and gives the same counts (tests compare the two).
+
+#[path = "src/tokens/bpe/table_format.rs"]
+#[allow(dead_code)]
+mod table_format;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use table_format::{TABLE_MAGIC, token_hash};
+
+fn main() {
+    println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=src/tokens/bpe/table_format.rs");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    write_table(&out.join("o200k_base.ranks"), &bpe_openai::o200k_base().bpe);
+    write_table(
+        &out.join("cl100k_base.ranks"),
+        &bpe_openai::cl100k_base().bpe,
+    );
+}
+
+fn write_table(path: &std::path::Path, bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding) {
+    let tokens = bpe.num_tokens();
+    let slot_count = (tokens * 2).next_power_of_two();
+    let mask = slot_count - 1;
+    let mut starts = Vec::with_capacity(tokens + 1);
+    let mut bytes = Vec::new();
+    let mut slots = vec![0u32; slot_count];
+    for rank in 0..tokens {
+        let rank = u32::try_from(rank).expect("a vocabulary has fewer than 2^32 tokens");
+        let token = bpe.token_bytes(rank);
+        starts.push(u32::try_from(bytes.len()).expect("the byte area fits in u32"));
+        bytes.extend_from_slice(token);
+        // Truncation is the point: the low bits pick the slot.
+        let mut slot = token_hash(token) as usize & mask;
+        while slots[slot] != 0 {
+            slot = (slot + 1) & mask;
+        }
+        slots[slot] = rank + 1;
+    }
+    starts.push(u32::try_from(bytes.len()).expect("the byte area fits in u32"));
+    let mut file =
+        std::io::BufWriter::new(std::fs::File::create(path).expect("OUT_DIR is writable"));
+    let header = [
+        TABLE_MAGIC,
+        u32::try_from(tokens).expect("token count fits"),
+        u32::try_from(slot_count).expect("slot count fits"),
+    ];
+    for word in header.iter().chain(&starts).chain(&slots) {
+        file.write_all(&word.to_le_bytes())
+            .expect("OUT_DIR is writable");
+    }
+    file.write_all(&bytes).expect("OUT_DIR is writable");
+    file.flush().expect("OUT_DIR is writable");
+}

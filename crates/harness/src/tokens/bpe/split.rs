@@ -1,0 +1,103 @@
+//! The pre-tokenizers of o200k_base and cl100k_base: the regular expressions tiktoken
+//! publishes for them, which split a text into the pieces byte-pair merging works on.
+//!
+//! Both published expressions end in `\s+(?!\S)` — whitespace not followed by a non-space —
+//! and the regex engine here has no look-ahead. So that alternative becomes two patterns: the
+//! look-ahead pattern `\s+\s`, whose match gives back its last character (the one the
+//! look-ahead would only have peeked at), and `\s+` for what remains. A piece starts where the
+//! previous one ended and is the first pattern's match anchored there.
+
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
+
+/// o200k_base's expression without its look-ahead alternative.
+const O200K_MAIN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+$",
+);
+
+/// cl100k_base's expression without its look-ahead alternative.
+const CL100K_MAIN: &str = concat!(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)",
+    r"|[^\r\n\p{L}\p{N}]?\p{L}+",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*",
+    r"|\s*[\r\n]+",
+    r"|\s+$",
+);
+
+/// Whitespace followed by whitespace: the match minus its last character is `\s+(?!\S)`.
+const LOOK_AHEAD: &str = r"\s+\s";
+
+/// Whitespace, when nothing before matched.
+const WHITESPACE: &str = r"\s+";
+
+/// The index of [`LOOK_AHEAD`] among the patterns.
+const LOOK_AHEAD_PATTERN: usize = 1;
+
+/// A vocabulary's pre-tokenizer.
+pub(super) struct Splitter {
+    regex: Regex,
+}
+
+impl Splitter {
+    pub(super) fn o200k() -> Self {
+        Self::new(O200K_MAIN)
+    }
+
+    pub(super) fn cl100k() -> Self {
+        Self::new(CL100K_MAIN)
+    }
+
+    fn new(main: &str) -> Self {
+        let regex = Regex::new_many(&[main, LOOK_AHEAD, WHITESPACE])
+            .expect("the pre-tokenizer expressions are valid");
+        Splitter { regex }
+    }
+
+    /// The pieces of `text`, in order; together they are `text`.
+    pub(super) fn split<'t>(&'t self, text: &'t str) -> Pieces<'t> {
+        Pieces {
+            regex: &self.regex,
+            text,
+            at: 0,
+        }
+    }
+}
+
+/// The pieces of one text.
+pub(super) struct Pieces<'t> {
+    regex: &'t Regex,
+    text: &'t str,
+    at: usize,
+}
+
+impl<'t> Iterator for Pieces<'t> {
+    type Item = &'t str;
+
+    fn next(&mut self) -> Option<&'t str> {
+        let rest = &self.text[self.at..];
+        if rest.is_empty() {
+            return None;
+        }
+        let start = self.at;
+        let end = match self.regex.find(Input::new(rest).anchored(Anchored::Yes)) {
+            Some(found) if found.pattern().as_usize() == LOOK_AHEAD_PATTERN => {
+                let matched = &rest[..found.end()];
+                // `\s+\s` matches two characters at least, so one is left after giving one back.
+                let peeked = matched.chars().next_back().map_or(0, char::len_utf8);
+                start + found.end() - peeked
+            }
+            Some(found) if found.end() > 0 => start + found.end(),
+            // Every character is matched by some alternative; should one not be, the rest of
+            // the text is one piece, so every byte is still counted.
+            _ => self.text.len(),
+        };
+        self.at = end;
+        Some(&self.text[start..end])
+    }
+}

@@ -1,0 +1,147 @@
+//! The compact counter against `bpe_openai`, the reference: the same pieces and the same count
+//! for every text, in both vocabularies.
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn reference(vocabulary: Vocabulary) -> &'static bpe_openai::Tokenizer {
+    match vocabulary {
+        Vocabulary::O200k => bpe_openai::o200k_base(),
+        Vocabulary::Cl100k => bpe_openai::cl100k_base(),
+    }
+}
+
+const VOCABULARIES: [Vocabulary; 2] = [Vocabulary::O200k, Vocabulary::Cl100k];
+
+fn assert_same(vocabulary: Vocabulary, text: &str) {
+    let ours = vocab(vocabulary);
+    let theirs = reference(vocabulary);
+    let our_pieces: Vec<&str> = ours.pieces(text).collect();
+    let their_pieces: Vec<&str> = theirs.split(text).collect();
+    assert_eq!(
+        our_pieces, their_pieces,
+        "{vocabulary:?} pieces of {text:?}"
+    );
+    for piece in &our_pieces {
+        assert_eq!(
+            ours.piece_count(piece.as_bytes()),
+            theirs.bpe.count(piece.as_bytes()) as u64,
+            "{vocabulary:?} count of the piece {piece:?}"
+        );
+    }
+    assert_eq!(
+        ours.count(text),
+        theirs.count(text) as u64,
+        "{vocabulary:?} count of {text:?}"
+    );
+}
+
+/// Texts of every kind the estimator corpus holds: prose in several scripts, code, logs, data,
+/// whitespace of every sort, contractions, digits, emoji and combining marks.
+const TEXTS: &[&str] = &[
+    "",
+    "hello world",
+    "Hello, World! It's a test: we'll see; they've gone, I'm here, you'd know, she's OK.",
+    "IT'S LOUD. WE'LL SEE. Don'T mix CaSeS 'S 'T 'RE 'VE 'M 'LL 'D",
+    "fn main() {\n    let x: Vec<u32> = (0..10).map(|i| i * 2).collect();\n    println!(\"{x:?}\");\n}\n",
+    "def f(a, b=2, *args, **kw):\n\treturn a  +  b\n\n\n# comment\r\n",
+    "2026-12-04T03:55:50.123Z INFO request_id=7f3a9c status=200 latency_ms=12.5 path=/v1/chat",
+    "{\"id\": 12345678901234, \"values\": [1.5, -2.25, 3e10], \"ok\": true, \"name\": null}",
+    "a,b,c\n1,2,3\n4,5,6\r\n",
+    "   leading and trailing   \n\n   \t\t  \u{a0}\u{3000} end   ",
+    "Der Größenwahn äußert sich übermäßig. Ça va? Élève, naïve façade, coöperate.",
+    "Съешь же ещё этих мягких французских булок, да выпей чаю.",
+    "Ἐν ἀρχῇ ἦν ὁ λόγος· Αλφάβητο.",
+    "中文字符的测试，包括标点符号。还有数字123和English混合。",
+    "日本語のテキスト、カタカナとひらがな、漢字を含む。",
+    "한국어 텍스트입니다. 띄어쓰기가 있습니다!",
+    "नमस्ते दुनिया, यह एक परीक्षण है।",
+    "مرحبا بالعالم، هذا اختبار.",
+    "שלום עולם, זה מבחן.",
+    "สวัสดีชาวโลก นี่คือการทดสอบ",
+    "emoji 😀😃😄 👍🏽 👨‍👩‍👧‍👦 🇩🇪 and ✔︎ done",
+    "combining: e\u{301} a\u{308} n\u{303} \u{1e9b}\u{323}",
+    "numbers 1 12 123 1234 12345 3.14159 1,000,000 ٣٤٥ ౧౨౩",
+    "punctuation!!! ??? ... --- *** ### @@@ $$$ %%% ^^^ &&& ((( ))) [[[ ]]] {{{ }}} ||| ///",
+    "path/to/file.rs:120:7 and C:\\Users\\name\\file.txt and https://example.com/a?b=c&d=e#f",
+    "\n\n\n\r\n\r\n  \n \n\t\n",
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "QmFzZTY0IGVuY29kZWQgZGF0YSBpcyBoZXJlIGFuZCBpdCBpcyBsb25nIGVub3VnaCB0byBiZSBhIGxvbmcgcGllY2U=",
+];
+
+#[test]
+fn every_text_has_the_references_pieces_and_count() {
+    for vocabulary in VOCABULARIES {
+        for text in TEXTS {
+            assert_same(vocabulary, text);
+        }
+        assert_same(vocabulary, &TEXTS.concat());
+    }
+}
+
+#[test]
+fn long_pieces_take_the_heap_and_agree() {
+    let long_word = "Pneumonoultramicroscopicsilicovolcanoconiosis".repeat(200);
+    let long_space = " ".repeat(10_000);
+    let long_digits_and_letters = "ab12cd34".repeat(3_000);
+    let long_punctuation = "=-+*".repeat(5_000);
+    let long_cjk = "漢字仮名交じり文".repeat(1_000);
+    for vocabulary in VOCABULARIES {
+        for text in [
+            &long_word,
+            &long_space,
+            &long_digits_and_letters,
+            &long_punctuation,
+            &long_cjk,
+        ] {
+            assert_same(vocabulary, text);
+        }
+    }
+}
+
+#[test]
+fn every_token_is_found_at_its_rank() {
+    for vocabulary in VOCABULARIES {
+        let bpe = &reference(vocabulary).bpe;
+        let ranks = &vocab(vocabulary).ranks;
+        for rank in 0..bpe.num_tokens() {
+            let rank = u32::try_from(rank).expect("ranks fit in u32");
+            assert_eq!(
+                ranks.rank(bpe.token_bytes(rank)),
+                Some(rank),
+                "{vocabulary:?} token {rank}"
+            );
+        }
+        assert_eq!(ranks.rank(b""), None);
+    }
+}
+
+/// Characters chosen to hit every alternative of both expressions and their boundaries.
+fn text_strategy() -> impl Strategy<Value = String> {
+    let chars = prop::sample::select(vec![
+        'a', 'b', 'Z', 'é', 'ß', 'Ж', 'λ', '中', '語', 'ア', '한', 'ह', '\u{93e}', 'ع', '0', '7',
+        '٣', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}', '\'', 's', 't', 'L', 'D', '.', ',',
+        '!', '/', '\\', '-', '_', '(', '{', '"', '😀', '\u{200d}', '\u{301}', '\u{fe0f}',
+    ]);
+    prop::collection::vec(chars, 0..200).prop_map(|chars| chars.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn random_text_has_the_references_pieces_and_count(text in text_strategy()) {
+        for vocabulary in VOCABULARIES {
+            assert_same(vocabulary, &text);
+        }
+    }
+
+    #[test]
+    fn random_bytes_as_text_have_the_references_count(bytes in prop::collection::vec(any::<u8>(), 0..300)) {
+        let text = String::from_utf8_lossy(&bytes);
+        for vocabulary in VOCABULARIES {
+            assert_same(vocabulary, &text);
+        }
+    }
+}
