@@ -15,7 +15,7 @@ fn resolve(cited: &str) -> PathBuf {
         ("crates/sim/src", rest)
     } else if let Some(rest) = cited.strip_prefix("ctxbed/") {
         ("src", rest)
-    } else if ["tests/", "benches/", "examples/"]
+    } else if ["tests/", "benches/", "examples/", "crates/"]
         .iter()
         .any(|p| cited.starts_with(p))
     {
