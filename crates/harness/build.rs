@@ -11,7 +11,7 @@ mod table_format;
 use std::io::Write;
 use std::path::PathBuf;
 
-use table_format::{TABLE_MAGIC, token_hash};
+use table_format::{PAIR_WORDS, RANK_MASK, SLOT_BYTES, TABLE_MAGIC, head, slot_entry, token_hash};
 
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
@@ -26,22 +26,31 @@ fn main() {
 
 fn write_table(path: &std::path::Path, bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding) {
     let tokens = bpe.num_tokens();
+    assert!(tokens < RANK_MASK as usize, "every rank fits in a slot");
     let slot_count = (tokens * 2).next_power_of_two();
     let mask = slot_count - 1;
     let mut starts = Vec::with_capacity(tokens + 1);
     let mut bytes = Vec::new();
-    let mut slots = vec![0u32; slot_count];
+    let mut slots = vec![[0u8; SLOT_BYTES]; slot_count];
+    let mut pairs = vec![0u32; PAIR_WORDS];
     for rank in 0..tokens {
         let rank = u32::try_from(rank).expect("a vocabulary has fewer than 2^32 tokens");
         let token = bpe.token_bytes(rank);
         starts.push(u32::try_from(bytes.len()).expect("the byte area fits in u32"));
         bytes.extend_from_slice(token);
+        let hash = token_hash(token);
         // Truncation is the point: the low bits pick the slot.
-        let mut slot = token_hash(token) as usize & mask;
-        while slots[slot] != 0 {
+        let mut slot = hash as usize & mask;
+        while slots[slot] != [0u8; SLOT_BYTES] {
             slot = (slot + 1) & mask;
         }
-        slots[slot] = rank + 1;
+        let length = u32::try_from(token.len()).expect("a token's length fits");
+        slots[slot][0..4].copy_from_slice(&slot_entry(rank, hash).to_le_bytes());
+        slots[slot][4..8].copy_from_slice(&length.to_le_bytes());
+        slots[slot][8..16].copy_from_slice(&head(token));
+        if let [first, second] = *token {
+            pairs[usize::from(first) * 256 + usize::from(second)] = rank + 1;
+        }
     }
     starts.push(u32::try_from(bytes.len()).expect("the byte area fits in u32"));
     let mut file =
@@ -51,7 +60,14 @@ fn write_table(path: &std::path::Path, bpe: &bpe_openai::byte_pair_encoding::Byt
         u32::try_from(tokens).expect("token count fits"),
         u32::try_from(slot_count).expect("slot count fits"),
     ];
-    for word in header.iter().chain(&starts).chain(&slots) {
+    for word in header.iter().chain(&starts) {
+        file.write_all(&word.to_le_bytes())
+            .expect("OUT_DIR is writable");
+    }
+    for slot in &slots {
+        file.write_all(slot).expect("OUT_DIR is writable");
+    }
+    for word in &pairs {
         file.write_all(&word.to_le_bytes())
             .expect("OUT_DIR is writable");
     }

@@ -32,18 +32,18 @@ pub(crate) struct Vocab {
 
 static O200K: LazyLock<Vocab> = LazyLock::new(|| Vocab {
     splitter: split::Splitter::o200k(),
-    ranks: RankTable::parse(include_bytes!(concat!(
-        env!("OUT_DIR"),
-        "/o200k_base.ranks"
-    ))),
+    ranks: RankTable::parse(
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks")),
+        0,
+    ),
 });
 
 static CL100K: LazyLock<Vocab> = LazyLock::new(|| Vocab {
     splitter: split::Splitter::cl100k(),
-    ranks: RankTable::parse(include_bytes!(concat!(
-        env!("OUT_DIR"),
-        "/cl100k_base.ranks"
-    ))),
+    ranks: RankTable::parse(
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.ranks")),
+        1,
+    ),
 });
 
 /// The vocabulary `vocabulary` names, built on first use.

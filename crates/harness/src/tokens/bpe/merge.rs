@@ -2,14 +2,33 @@
 //!
 //! The encoding starts from the piece's single bytes and merges, while it can, the adjacent
 //! pair of parts whose joined bytes are the token of lowest rank (the leftmost of equal ranks).
-//! Short pieces, nearly all of them, are merged in place on the stack by scanning for the
-//! lowest pair each time (quadratic in a piece of at most [`SHORT_PIECE_BYTES`] bytes); longer
-//! ones keep their pairs in a heap, so a piece of megabytes costs `n log n`, not `n²`.
+//! Parts are a linked list over their start offsets, and the candidate pairs a min-heap keyed
+//! by `(rank, start)`, so a piece of `n` bytes costs `n log n`, not `n²`. A candidate is stale
+//! when its start was merged away or the pair starting there has changed since (`pair` holds
+//! each start's current pair). Pieces up to [`SHORT_PIECE_BYTES`] bytes, nearly all of them,
+//! keep everything on the stack.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::cell::RefCell;
 
 use super::RankTable;
+use super::table::Recent;
+
+thread_local! {
+    /// Each table's recent answers on this thread, by [`RankTable::id`].
+    static RECENT: RefCell<[Recent; 2]> = RefCell::new([Recent::default(), Recent::default()]);
+}
+
+/// A table and this thread's recent answers from it.
+struct Ranks<'a> {
+    table: &'a RankTable,
+    recent: &'a mut Recent,
+}
+
+impl Ranks<'_> {
+    fn rank(&mut self, bytes: &[u8]) -> Option<u32> {
+        self.recent.rank(self.table, bytes)
+    }
+}
 
 /// Pieces up to this many bytes are merged on the stack.
 const SHORT_PIECE_BYTES: usize = 64;
@@ -18,129 +37,183 @@ const SHORT_PIECE_BYTES: usize = 64;
 const NO_RANK: u32 = u32::MAX;
 
 /// The number of tokens `piece` encodes to.
-pub(super) fn count(ranks: &RankTable, piece: &[u8]) -> usize {
-    match piece.len() {
-        0 => 0,
-        1 => 1,
-        _ if ranks.rank(piece).is_some() => 1,
-        n if n <= SHORT_PIECE_BYTES => count_short(ranks, piece),
-        _ => count_long(ranks, piece),
-    }
-}
-
-fn rank_or_none(ranks: &RankTable, bytes: &[u8]) -> u32 {
-    ranks.rank(bytes).unwrap_or(NO_RANK)
-}
-
-/// Merging by scanning: `bounds[i]` is where part `i` starts (`bounds[parts]` is the end), and
-/// `pair[i]` the rank of parts `i` and `i + 1` joined.
-fn count_short(ranks: &RankTable, piece: &[u8]) -> usize {
+pub(super) fn count(table: &RankTable, piece: &[u8]) -> usize {
     let n = piece.len();
-    debug_assert!((2..=SHORT_PIECE_BYTES).contains(&n));
-    let mut bounds = [0usize; SHORT_PIECE_BYTES + 1];
-    let mut pair = [NO_RANK; SHORT_PIECE_BYTES];
-    for (i, bound) in bounds.iter_mut().enumerate().take(n + 1) {
-        *bound = i;
+    if n < 2 {
+        return n;
     }
-    let mut parts = n;
-    for i in 0..parts - 1 {
-        pair[i] = rank_or_none(ranks, &piece[i..i + 2]);
+    if table.rank(piece).is_some() {
+        return 1;
     }
-    while parts > 1 {
-        let mut best = 0;
-        for i in 1..parts - 1 {
-            if pair[i] < pair[best] {
-                best = i;
-            }
+    RECENT.with_borrow_mut(|recent| {
+        let mut ranks = Ranks {
+            table,
+            recent: &mut recent[table.id()],
+        };
+        if n <= SHORT_PIECE_BYTES {
+            let mut lists = [[0u32; SHORT_PIECE_BYTES + 1]; 3];
+            let mut heap = [0u64; HEAP_SLOTS_SHORT];
+            let [next, prev, pair] = &mut lists;
+            merge(&mut ranks, piece, next, prev, pair, &mut heap)
+        } else {
+            let mut next = vec![0u32; n + 1];
+            let mut prev = vec![0u32; n + 1];
+            let mut pair = vec![0u32; n + 1];
+            let mut heap = vec![0u64; 3 * n];
+            merge(
+                &mut ranks, piece, &mut next, &mut prev, &mut pair, &mut heap,
+            )
         }
-        if pair[best] == NO_RANK {
-            break;
-        }
-        // Parts `best` and `best + 1` become one: drop the bound between them.
-        bounds.copy_within(best + 2..=parts, best + 1);
-        pair.copy_within(best + 1..parts - 1, best);
-        parts -= 1;
-        if best + 1 < parts {
-            pair[best] = rank_or_none(ranks, &piece[bounds[best]..bounds[best + 2]]);
-        }
-        if best > 0 {
-            pair[best - 1] = rank_or_none(ranks, &piece[bounds[best - 1]..bounds[best + 1]]);
-        }
-    }
-    parts
+    })
 }
 
-/// Merging with a heap of candidate pairs `(rank, start)`. Parts are a linked list over their
-/// start offsets; a candidate is stale when its start was merged away or the pair starting
-/// there is no longer its token (a token's rank fixes its bytes, so the same rank at the same
-/// start is the same pair).
-fn count_long(ranks: &RankTable, piece: &[u8]) -> usize {
+/// Heap room for a short piece: `n - 1` first pairs and at most two new ones per merge.
+const HEAP_SLOTS_SHORT: usize = 3 * SHORT_PIECE_BYTES;
+
+/// The merging itself. `next[i]` and `prev[i]` link the part starting at `i` to its
+/// neighbours (`n` past the last); `pair[i]` is the rank of the part at `i` joined with the
+/// next one, [`NO_RANK`] when that is no token; `heap` has room for `3 n` keys.
+fn merge(
+    ranks: &mut Ranks,
+    piece: &[u8],
+    next: &mut [u32],
+    prev: &mut [u32],
+    pair: &mut [u32],
+    heap: &mut [u64],
+) -> usize {
     let n = piece.len();
-    let mut next: Vec<usize> = (1..=n).collect();
-    let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-    let mut alive = vec![true; n];
-    let mut heap = BinaryHeap::with_capacity(n);
+    // Offsets fit in u32: a piece is a slice of a string the caller holds.
+    let end_of = u32::try_from(n).expect("a piece shorter than 4 GiB");
+    let mut heap = MinHeap { keys: heap, len: 0 };
+    for i in 0..n {
+        next[i] = i as u32 + 1;
+        prev[i] = (i as u32).wrapping_sub(1);
+        pair[i] = NO_RANK;
+    }
     for i in 0..n - 1 {
-        if let Some(rank) = ranks.rank(&piece[i..i + 2]) {
-            heap.push(Reverse((rank, i)));
+        if let Some(rank) = ranks.table.pair_rank(piece[i], piece[i + 1]) {
+            pair[i] = rank;
+            heap.push(key(rank, i as u32));
         }
     }
     let mut parts = n;
-    while let Some(Reverse((rank, start))) = heap.pop() {
-        if !alive[start] || next[start] >= n {
+    while let Some(top) = heap.pop() {
+        let (rank, start) = unkey(top);
+        let start_at = start as usize;
+        if pair[start_at] != rank {
             continue;
         }
-        let middle = next[start];
-        let end = next[middle];
-        if ranks.rank(&piece[start..end]) != Some(rank) {
-            continue;
-        }
-        alive[middle] = false;
-        next[start] = end;
-        if end < n {
-            prev[end] = start;
+        // Merge the part at `start` with the next one.
+        let middle = next[start_at];
+        let end = next[middle as usize];
+        pair[middle as usize] = NO_RANK;
+        next[start_at] = end;
+        if end < end_of {
+            prev[end as usize] = start;
         }
         parts -= 1;
-        if start > 0 {
-            let before = prev[start];
-            if let Some(rank) = ranks.rank(&piece[before..end]) {
-                heap.push(Reverse((rank, before)));
+        // The pair ending here and the pair starting here are new.
+        pair[start_at] = NO_RANK;
+        if end < end_of {
+            let after = next[end as usize] as usize;
+            if let Some(rank) = ranks.rank(&piece[start_at..after]) {
+                pair[start_at] = rank;
+                heap.push(key(rank, start));
             }
         }
-        if end < n
-            && let Some(rank) = ranks.rank(&piece[start..next[end]])
-        {
-            heap.push(Reverse((rank, start)));
+        if start > 0 {
+            let before = prev[start_at];
+            let before_at = before as usize;
+            pair[before_at] = NO_RANK;
+            if let Some(rank) = ranks.rank(&piece[before_at..end as usize]) {
+                pair[before_at] = rank;
+                heap.push(key(rank, before));
+            }
         }
     }
     parts
+}
+
+/// A heap key: lower rank first, then the leftmost start.
+fn key(rank: u32, start: u32) -> u64 {
+    (u64::from(rank) << 32) | u64::from(start)
+}
+
+fn unkey(key: u64) -> (u32, u32) {
+    // Truncation is the point: the low half is the start.
+    ((key >> 32) as u32, key as u32)
+}
+
+/// A binary min-heap over borrowed room.
+struct MinHeap<'a> {
+    keys: &'a mut [u64],
+    len: usize,
+}
+
+impl MinHeap<'_> {
+    fn push(&mut self, key: u64) {
+        let mut at = self.len;
+        self.keys[at] = key;
+        self.len += 1;
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if self.keys[parent] <= self.keys[at] {
+                break;
+            }
+            self.keys.swap(parent, at);
+            at = parent;
+        }
+    }
+
+    fn pop(&mut self) -> Option<u64> {
+        if self.len == 0 {
+            return None;
+        }
+        let top = self.keys[0];
+        self.len -= 1;
+        self.keys[0] = self.keys[self.len];
+        let mut at = 0;
+        loop {
+            let left = 2 * at + 1;
+            if left >= self.len {
+                break;
+            }
+            let right = left + 1;
+            let child = if right < self.len && self.keys[right] < self.keys[left] {
+                right
+            } else {
+                left
+            };
+            if self.keys[at] <= self.keys[child] {
+                break;
+            }
+            self.keys.swap(at, child);
+            at = child;
+        }
+        Some(top)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::Vocabulary;
-    use crate::tokens::bpe::vocab;
 
-    /// The two merge strategies agree on pieces either could take.
     #[test]
-    fn the_stack_and_the_heap_merge_alike() {
-        let ranks = &vocab(Vocabulary::O200k).ranks;
-        for piece in [
-            "abracadabra",
-            " internationalisation",
-            "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
-            "ÄÖÜäöüßÄÖÜäöüß",
-            "中文字符测试一下",
-            "!!!???...,,,;;;",
-            "\u{1F600}\u{1F601}\u{1F602}",
-        ] {
-            let bytes = piece.as_bytes();
-            assert_eq!(
-                count_short(ranks, bytes),
-                count_long(ranks, bytes),
-                "{piece:?}"
-            );
+    fn the_heap_pops_in_order() {
+        let mut room = [0u64; 16];
+        let mut heap = MinHeap {
+            keys: &mut room,
+            len: 0,
+        };
+        for value in [9, 3, 7, 3, 1, 8, 2, 6] {
+            heap.push(value);
         }
+        let mut popped = Vec::new();
+        while let Some(value) = heap.pop() {
+            popped.push(value);
+        }
+        assert_eq!(popped, [1, 2, 3, 3, 6, 7, 8, 9]);
+        assert_eq!(unkey(key(5, 7)), (5, 7));
+        assert!(key(1, 9) < key(2, 0), "rank first, then start");
     }
 }

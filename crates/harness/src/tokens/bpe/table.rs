@@ -1,18 +1,24 @@
 //! Reads a rank table (layout in `table_format`) in place: a token's rank from its bytes.
 
-use super::table_format::{TABLE_HEADER_WORDS, TABLE_MAGIC, token_hash};
+use super::table_format::{
+    PAIR_WORDS, RANK_MASK, SLOT_BYTES, TABLE_HEADER_WORDS, TABLE_MAGIC, head, tag, token_hash,
+};
 
 /// A vocabulary's ranks, borrowed from the table's bytes.
 pub(crate) struct RankTable {
     starts: &'static [u8],
     slots: &'static [u8],
+    pairs: &'static [u8],
     bytes: &'static [u8],
     mask: usize,
+    id: usize,
 }
 
 fn word(bytes: &[u8], index: usize) -> u32 {
     let at = index * 4;
-    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(word)
 }
 
 impl RankTable {
@@ -21,7 +27,8 @@ impl RankTable {
     /// # Panics
     /// When `bytes` is not a table of this layout: the table is part of the binary, so that is
     /// a build defect, never user input.
-    pub(crate) fn parse(bytes: &'static [u8]) -> Self {
+    /// `id` tells the tables of a process apart (0 or 1: each has its thread's [`Recent`]).
+    pub(crate) fn parse(bytes: &'static [u8], id: usize) -> Self {
         assert!(
             bytes.len() >= TABLE_HEADER_WORDS * 4,
             "a rank table has its header"
@@ -32,13 +39,16 @@ impl RankTable {
         assert!(slot_count.is_power_of_two() && slot_count >= 2 * tokens);
         let starts_at = TABLE_HEADER_WORDS * 4;
         let slots_at = starts_at + (tokens + 1) * 4;
-        let bytes_at = slots_at + slot_count * 4;
+        let pairs_at = slots_at + slot_count * SLOT_BYTES;
+        let bytes_at = pairs_at + PAIR_WORDS * 4;
         assert!(bytes.len() >= bytes_at, "a rank table holds its slots");
         let table = RankTable {
             starts: &bytes[starts_at..slots_at],
-            slots: &bytes[slots_at..bytes_at],
+            slots: &bytes[slots_at..pairs_at],
+            pairs: &bytes[pairs_at..bytes_at],
             bytes: &bytes[bytes_at..],
             mask: slot_count - 1,
+            id,
         };
         assert_eq!(
             word(table.starts, tokens) as usize,
@@ -46,6 +56,11 @@ impl RankTable {
             "a rank table's byte area is as long as its offsets say"
         );
         table
+    }
+
+    /// Which of the process's tables this is: 0 or 1.
+    pub(crate) fn id(&self) -> usize {
+        self.id
     }
 
     /// The bytes of the token of rank `rank`.
@@ -56,19 +71,103 @@ impl RankTable {
         &self.bytes[start..end]
     }
 
+    /// The rank of the two-byte token `[first, second]`, or `None` when it is no token.
+    pub(crate) fn pair_rank(&self, first: u8, second: u8) -> Option<u32> {
+        let entry = word(self.pairs, usize::from(first) * 256 + usize::from(second));
+        entry.checked_sub(1)
+    }
+
     /// The rank of the token whose bytes are `bytes`, or `None` when no token has them.
     pub(crate) fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        if let [first, second] = *bytes {
+            return self.pair_rank(first, second);
+        }
+        self.rank_hashed(bytes, token_hash(bytes))
+    }
+
+    /// [`RankTable::rank`] of bytes whose [`token_hash`] is `hash`.
+    pub(crate) fn rank_hashed(&self, bytes: &[u8], hash: u64) -> Option<u32> {
+        let wanted = tag(hash);
+        let length = bytes.len();
+        let wanted_head = head(bytes);
         // Truncation is the point: the low bits pick the slot.
-        let mut slot = token_hash(bytes) as usize & self.mask;
+        let mut slot = hash as usize & self.mask;
         loop {
-            let entry = word(self.slots, slot);
+            let at = slot * SLOT_BYTES;
+            let mut read = [0u8; SLOT_BYTES];
+            read.copy_from_slice(&self.slots[at..at + SLOT_BYTES]);
+            let [e0, e1, e2, e3, l0, l1, l2, l3, slot_head @ ..] = read;
+            let entry = u32::from_le_bytes([e0, e1, e2, e3]);
             if entry == 0 {
                 return None;
             }
-            if self.token(entry - 1) == bytes {
-                return Some(entry - 1);
+            if entry & !RANK_MASK == wanted
+                && u32::from_le_bytes([l0, l1, l2, l3]) as usize == length
+                && slot_head == wanted_head
+            {
+                let rank = (entry & RANK_MASK) - 1;
+                if length <= 8 || self.token(rank)[8..] == bytes[8..] {
+                    return Some(rank);
+                }
             }
             slot = (slot + 1) & self.mask;
         }
+    }
+}
+
+/// Entries of a [`Recent`] cache.
+const RECENT_ENTRIES: usize = 4096;
+
+/// One remembered answer: `length` 0 when the entry is empty, `rank` [`u32::MAX`] when the
+/// bytes are no token.
+#[derive(Clone, Copy, Default)]
+struct RecentEntry {
+    head: u64,
+    length: u32,
+    rank: u32,
+}
+
+/// A small direct-mapped cache (64 KiB) of recent answers of one table for strings of three to
+/// eight bytes, kept per thread: text repeats the same few thousand characters and their
+/// combinations, and a hit saves a read of the table's slots (megabytes, mostly not in the
+/// core's caches). It remembers answers of a pure function, so it changes what a count costs,
+/// never the count.
+pub(crate) struct Recent {
+    entries: Box<[RecentEntry]>,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent {
+            entries: vec![RecentEntry::default(); RECENT_ENTRIES].into_boxed_slice(),
+        }
+    }
+}
+
+impl Recent {
+    /// `table.rank(bytes)`, remembered.
+    pub(crate) fn rank(&mut self, table: &RankTable, bytes: &[u8]) -> Option<u32> {
+        let length = bytes.len();
+        if length == 2 {
+            return table.pair_rank(bytes[0], bytes[1]);
+        }
+        let hash = token_hash(bytes);
+        if !(3..=8).contains(&length) {
+            return table.rank_hashed(bytes, hash);
+        }
+        let wanted = u64::from_le_bytes(head(bytes));
+        // The hash's middle bits: the table's slot index uses the low ones, its tag the top.
+        let index = (hash >> 24) as usize & (RECENT_ENTRIES - 1);
+        let entry = self.entries[index];
+        if entry.length as usize == length && entry.head == wanted {
+            return (entry.rank != u32::MAX).then_some(entry.rank);
+        }
+        let rank = table.rank_hashed(bytes, hash);
+        self.entries[index] = RecentEntry {
+            head: wanted,
+            length: length as u32,
+            rank: rank.unwrap_or(u32::MAX),
+        };
+        rank
     }
 }
