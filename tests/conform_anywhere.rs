@@ -151,3 +151,58 @@ fn serve_builtin_answers_as_the_mock_it_names() {
     );
     assert!(answer.contains("\"context_window\":8000"), "{answer}");
 }
+
+/// `--format json`: one object per run, then a summary; a failing run names each broken rule
+/// with its step, and nothing in it depends on the wall clock.
+#[test]
+fn conform_reports_runs_as_json_lines() {
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let planted = format!("CTXBED_PEER_PLANT=orphan_call '{BIN}' peer");
+    let run = || {
+        ctxbed_in(
+            empty.path(),
+            &[
+                "conform",
+                "--adapter",
+                &planted,
+                "--scenario",
+                "overflow-openai",
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let output = run();
+    assert!(!output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    let runs = &lines[0];
+    assert_eq!(runs["type"], "run");
+    assert_eq!(runs["scenario"], "wire/overflow-openai");
+    assert_eq!(runs["harness"], "adapter");
+    assert_eq!(runs["verdict"], "fail", "{stdout}");
+    assert_eq!(runs["ok"], false);
+    let violations = runs["violations"].as_array().expect("violations");
+    assert!(!violations.is_empty(), "{stdout}");
+    for violation in violations {
+        assert!(violation["rule"].is_string() && violation["detail"].is_string());
+    }
+    assert!(
+        runs["rules"]
+            .as_array()
+            .is_some_and(|rules| !rules.is_empty()),
+        "{stdout}"
+    );
+    assert!(
+        runs["trace"]
+            .as_str()
+            .is_some_and(|t| t.contains("request 1"))
+    );
+    assert_eq!(lines[1]["type"], "summary");
+    assert_eq!(lines[1]["failed"], 1);
+    assert_eq!(run().stdout, output.stdout, "two runs print the same lines");
+}

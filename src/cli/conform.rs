@@ -82,6 +82,10 @@ pub struct ConformArgs {
     /// Write the matrix here as Markdown, and as HTML beside it (`.html`).
     #[arg(long)]
     pub matrix: Option<PathBuf>,
+    /// `text`, or `json`: one object per run (verdict, broken rules, each violation with its
+    /// step, the trace and where the log is), then a summary, one per line.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    pub format: String,
 }
 
 /// One wire scenario to run: a file, or one of the built-in suite.
@@ -164,7 +168,9 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         bless,
         strict,
         matrix: matrix_path,
+        format,
     } = arguments;
+    let json = format == "json";
     if list {
         return list_builtins();
     }
@@ -241,7 +247,11 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
                 break;
             }
             let report = target.run(harness, &options);
-            out!("{}", report::describe(&report, strict));
+            if json {
+                outln!("{}", report::json(&report, strict));
+            } else {
+                out!("{}", report::describe(&report, strict));
+            }
             reports.push(report);
         }
     }
@@ -253,14 +263,31 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     let pinned = count(&|r| matches!(r.cell, conform::Cell::Fail { .. }) && r.ok(strict));
     let not_applicable = count(&|r| matches!(r.cell, conform::Cell::NotApplicable { .. }));
     let new = count(&|r| matches!(r.golden_outcome, Some(GoldenOutcome::Missing { .. })));
-    outln!(
-        "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {} failed or changed, {new} new (no golden yet), {not_applicable} not applicable, in {:.0} s",
-        reports.len(),
-        targets.len(),
-        harnesses.len(),
-        failed - new,
-        elapsed.as_secs_f64()
-    );
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "type": "summary",
+                "runs": reports.len(),
+                "scenarios": targets.len(),
+                "harnesses": harnesses.len(),
+                "passed": passed,
+                "pinned": pinned,
+                "failed": failed - new,
+                "new": new,
+                "not_applicable": not_applicable,
+            })
+        );
+    } else {
+        outln!(
+            "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {} failed or changed, {new} new (no golden yet), {not_applicable} not applicable, in {:.0} s",
+            reports.len(),
+            targets.len(),
+            harnesses.len(),
+            failed - new,
+            elapsed.as_secs_f64()
+        );
+    }
     if let Some(path) = matrix_path {
         let absolute = |path: &std::path::Path| {
             std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())

@@ -80,6 +80,54 @@ pub fn describe(report: &CellReport, strict: bool) -> String {
     out
 }
 
+/// One run as a JSON object on one line (`ctxbed conform --format json`): the verdict (`pass`,
+/// `fail`, `n/a`, or `new` without a golden), whether it fails the run (`ok`), the broken rules,
+/// each violation with its step, the adapter's problem, the trace and where its files are. No
+/// wall-clock figure is in it, so two runs print the same object.
+pub fn json(report: &CellReport, strict: bool) -> String {
+    let new = matches!(report.golden_outcome, Some(GoldenOutcome::Missing { .. }));
+    let (verdict, rules, reason) = match &report.cell {
+        Cell::Pass => ("pass", Vec::new(), None),
+        Cell::Fail { rules } => ("fail", rules.clone(), None),
+        Cell::NotApplicable { reason } => ("n/a", Vec::new(), Some(reason.clone())),
+    };
+    let golden = match &report.golden_outcome {
+        None => "none",
+        Some(GoldenOutcome::Matched) => "matched",
+        Some(GoldenOutcome::Blessed { .. }) => "blessed",
+        Some(GoldenOutcome::Missing { .. }) => "missing",
+        Some(GoldenOutcome::Mismatch { .. }) => "mismatch",
+    };
+    let violations: Vec<serde_json::Value> = report
+        .violations
+        .iter()
+        .map(|violation| {
+            serde_json::json!({
+                "rule": violation.rule,
+                "step": violation.step,
+                "detail": violation.detail,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "type": "run",
+        "scenario": report.scenario,
+        "harness": report.harness,
+        "version": report.version,
+        "context": report.context,
+        "verdict": if new { "new" } else { verdict },
+        "ok": report.ok(strict),
+        "rules": rules,
+        "violations": violations,
+        "problem": report.problem,
+        "reason": reason,
+        "golden": golden,
+        "log": report.log,
+        "trace": report.trace,
+    })
+    .to_string()
+}
+
 /// A verdict in words: `pass`, `fail: window, expect`, `n/a`.
 pub fn verdict_words(cell: &Cell) -> String {
     match cell {
