@@ -1,0 +1,350 @@
+"""``ctxbed.wire_scenario``: one built-in wire scenario run against the calling test.
+
+``ctxbed conform`` runs the scenario with a small relay as its adapter (``ctxbed._bridge``),
+so the test body answers each step itself and conform judges what reached the mock, with the
+same rules as for every adapter: nothing is re-implemented here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional
+
+from ._binary import binary
+
+#: How long the relay may take to connect back.
+CONNECT_TIMEOUT_S = 30.0
+
+
+def scenarios() -> List[str]:
+    """The names of the built-in wire scenarios (``ctxbed conform --list``)."""
+    listing = subprocess.run(
+        [binary(), "conform", "--list"], capture_output=True, text=True, check=True
+    ).stdout
+    return [line.split()[0] for line in listing.splitlines() if line.strip()]
+
+
+@dataclass
+class ToolResult:
+    """What a scripted tool returns: its text, and whether it failed."""
+
+    text: str
+    error: bool
+
+
+@dataclass
+class Tool:
+    """A tool of the scenario. :meth:`call` returns its scripted results in turn (the n-th call,
+    counted over the whole scenario, returns the n-th result; calls past the end the last)."""
+
+    name: str
+    description: str
+    parameters: Dict[str, Any]
+    results: List[ToolResult]
+    calls: int = 0
+
+    def call(self, arguments: Any = None) -> ToolResult:
+        """The next scripted result; ``arguments`` are not inspected."""
+        self.calls += 1
+        return self.results[min(self.calls, len(self.results)) - 1]
+
+
+@dataclass
+class Step:
+    """One agent call of the scenario: answer it with :meth:`reply` or :meth:`error`."""
+
+    number: int
+    input: str
+    session: str
+    user: str
+    _run: "WireRun" = field(repr=False)
+    answered: bool = False
+
+    def reply(self, text: str) -> None:
+        """The agent's final text for this step."""
+        self._run._send({"type": "reply", "step": self.number, "text": text})
+        self.answered = True
+
+    def error(self, kind: str, message: str) -> None:
+        """The call failed: ``kind`` is one of ``context_overflow``, ``rate_limited``,
+        ``timeout``, ``provider_error``, ``malformed_reply``, ``tool_error``,
+        ``budget_refused``, ``other``."""
+        self._run._send(
+            {"type": "error", "step": self.number, "kind": kind, "message": message[:2000]}
+        )
+        self.answered = True
+
+
+@dataclass
+class Violation:
+    """A broken wire rule, as conform found it in what reached the mock."""
+
+    rule: str
+    step: Optional[int]
+    detail: str
+
+    def __str__(self) -> str:
+        where = f"step {self.step}" if self.step is not None else "scenario"
+        return f"{where}: {self.rule}: {self.detail}"
+
+
+class Violations(List[Violation]):
+    """The violations of a run. ``str()`` is the readable report: each violation, then the
+    trace of the steps they name (what :meth:`WireRun.check` raises with)."""
+
+    def __init__(self, items: List[Violation], trace: str) -> None:
+        super().__init__(items)
+        self.trace = trace
+
+    def __repr__(self) -> str:
+        return "[" + "; ".join(str(v) for v in self) + "]"
+
+    def __str__(self) -> str:
+        if not self:
+            return "no wire rule broken"
+        lines = [f"{len(self)} wire rule(s) broken:"] + [f"  {v}" for v in self]
+        steps = sorted({v.step for v in self if v.step is not None})
+        excerpt = trace_excerpt(self.trace, steps)
+        if excerpt:
+            lines += ["", "trace of the steps named:", excerpt]
+        return "\n".join(lines)
+
+
+class WireRuleViolation(AssertionError):
+    """Raised by :meth:`WireRun.check`: the run broke wire rules (the message says which, with
+    the trace)."""
+
+
+def trace_excerpt(trace: str, steps: List[int]) -> str:
+    """The blocks of ``trace`` for ``steps`` (all of it when none is named)."""
+    if not steps:
+        return trace.rstrip()
+    wanted = {f"step {n} " for n in steps}
+    kept: List[str] = []
+    keeping = False
+    for line in trace.splitlines():
+        if line.startswith("step "):
+            keeping = any(line.startswith(prefix) for prefix in wanted)
+        elif not line.startswith(" "):
+            keeping = False
+        if keeping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+@dataclass
+class Verdict:
+    """conform's verdict on the run."""
+
+    verdict: str
+    ok: bool
+    rules: List[str]
+    violations: Violations
+    problem: Optional[str]
+    trace: str
+    log: str
+
+
+class WireRun:
+    """A built-in wire scenario, running: the mock is up, and :meth:`steps` yields each step for
+    the test to answer. Use it as a context manager (:func:`wire_scenario` returns one)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        harness: str = "python",
+        version: str = "0",
+        context: str = "own",
+        logs: Optional[str] = None,
+    ) -> None:
+        self.name = name
+        self._scratch = tempfile.TemporaryDirectory(prefix="ctxbed-wire-")
+        self.logs = logs or os.path.join(self._scratch.name, "logs")
+        socket_path = os.path.join(self._scratch.name, "bridge.sock")
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(socket_path)
+        self._listener.listen(1)
+        self._listener.settimeout(0.2)
+        relay = f"{shlex.quote(sys.executable)} -m ctxbed._bridge {shlex.quote(socket_path)}"
+        env = dict(os.environ)
+        # The relay imports this package from wherever this process found it.
+        package_root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        self._process = subprocess.Popen(
+            [binary(), "conform", "--adapter", relay, "--scenario", name,
+             "--format", "json", "--logs", self.logs],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        self._connection = self._accept()
+        self._reader = self._connection.makefile("r", encoding="utf-8")
+        self._verdict: Optional[Verdict] = None
+        self._env: Dict[str, str] = self._read("env")["env"]
+        setup = self._read("setup")
+        self.system: str = setup.get("system", "")
+        self.tools: List[Tool] = [
+            Tool(
+                name=t["name"],
+                description=t.get("description", ""),
+                parameters=t.get("parameters", {}),
+                results=[ToolResult(r["text"], bool(r.get("error"))) for r in t["results"]],
+            )
+            for t in setup.get("tools", [])
+        ]
+        self._send({"type": "ready", "harness": harness, "version": version, "context": context})
+
+    def _accept(self) -> socket.socket:
+        waited = 0.0
+        while waited < CONNECT_TIMEOUT_S:
+            try:
+                connection, _ = self._listener.accept()
+                connection.settimeout(None)
+                return connection
+            except socket.timeout:
+                waited += 0.2
+                if self._process.poll() is not None:
+                    break
+        out, err = self._process.communicate()
+        raise RuntimeError(f"ctxbed conform ended before its adapter started:\n{out}{err}")
+
+    def _read(self, kind: str) -> Dict[str, Any]:
+        line = self._reader.readline()
+        if not line:
+            raise RuntimeError(f"the scenario ended while a `{kind}` line was awaited")
+        message = json.loads(line)
+        if message.get("type") != kind:
+            raise RuntimeError(f"expected a `{kind}` line, got {line.strip()}")
+        return message
+
+    def _send(self, message: Dict[str, Any]) -> None:
+        self._connection.sendall((json.dumps(message) + "\n").encode())
+
+    # What the harness under test is pointed at.
+    @property
+    def api(self) -> str:
+        """``openai`` (Chat Completions) or ``anthropic`` (Messages)."""
+        return self._env["CTXBED_API"]
+
+    @property
+    def openai_base_url(self) -> str:
+        return self._env["CTXBED_OPENAI_BASE_URL"]
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self._env["CTXBED_ANTHROPIC_BASE_URL"]
+
+    @property
+    def model(self) -> str:
+        return self._env["CTXBED_MODEL"]
+
+    @property
+    def api_key(self) -> str:
+        return self._env.get("CTXBED_API_KEY", "ctxbed-test")
+
+    @property
+    def window(self) -> Optional[int]:
+        """The model's context window in tokens, as a user would configure it."""
+        value = self._env.get("CTXBED_WINDOW")
+        return int(value) if value else None
+
+    @property
+    def max_output_tokens(self) -> int:
+        return int(self._env.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+
+    @property
+    def stream(self) -> bool:
+        return self._env.get("CTXBED_STREAM") == "1"
+
+    def tool(self, name: str) -> Tool:
+        """The scenario's tool ``name``."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise KeyError(f"the scenario has no tool {name!r}")
+
+    def steps(self) -> Iterator[Step]:
+        """Each step in turn; the next comes once the previous one is answered."""
+        while True:
+            line = self._reader.readline()
+            if not line:
+                return
+            message = json.loads(line)
+            if message.get("type") != "step":
+                raise RuntimeError(f"expected a `step` line, got {line.strip()}")
+            yield Step(
+                number=message["step"],
+                input=message["input"],
+                session=message.get("session", ""),
+                user=message.get("user", ""),
+                _run=self,
+            )
+
+    def finish(self) -> Verdict:
+        """End the run (a step left unanswered fails it) and return conform's verdict."""
+        if self._verdict is not None:
+            return self._verdict
+        self._connection.close()
+        out, err = self._process.communicate()
+        runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        run = next((r for r in runs if r.get("type") == "run"), None)
+        if run is None:
+            raise RuntimeError(f"ctxbed conform gave no verdict:\n{out}{err}")
+        violations = [Violation(v["rule"], v.get("step"), v["detail"]) for v in run["violations"]]
+        problem = run.get("problem")
+        if problem:
+            violations.insert(0, Violation("adapter", None, problem))
+        self._verdict = Verdict(
+            verdict=run["verdict"],
+            ok=run["ok"],
+            rules=run["rules"],
+            violations=Violations(violations, run["trace"]),
+            problem=problem,
+            trace=run["trace"],
+            log=run["log"],
+        )
+        return self._verdict
+
+    def violations(self) -> Violations:
+        """The broken rules (empty when the run passes); ends the run first."""
+        return self.finish().violations
+
+    def check(self) -> None:
+        """End the run and raise :class:`WireRuleViolation` (an ``AssertionError``, so pytest
+        reports it as a failed assertion, message as written) if any wire rule was broken."""
+        violations = self.violations()
+        if violations:
+            raise WireRuleViolation(f"{self.name}: {violations}")
+
+    def close(self) -> None:
+        if self._verdict is None:
+            self._connection.close()
+            if self._process.poll() is None:
+                try:
+                    self._process.communicate(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.communicate()
+        self._listener.close()
+        self._scratch.cleanup()
+
+    def __enter__(self) -> "WireRun":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def wire_scenario(name: str, **options: Any) -> WireRun:
+    """Start the built-in wire scenario ``name`` (``ctxbed.scenarios()`` lists them) with the
+    calling code as the harness: point your agent at ``run.openai_base_url`` (or
+    ``anthropic_base_url``, as ``run.api`` says), answer each of ``run.steps()``, then
+    ``assert not run.violations()``."""
+    return WireRun(name, **options)
