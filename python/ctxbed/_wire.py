@@ -184,9 +184,29 @@ class WireRun:
              "--format", "json", "--logs", self.logs],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )
+        self._verdict: Optional[Verdict] = None
+        try:
+            self._start(harness, version, context)
+        except BaseException:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        """Stop conform and free everything after a failed start (SIGTERM first: conform then
+        stops its adapter's whole process group)."""
+        if self._process.poll() is None:
+            self._process.terminate()
+        try:
+            self._process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.communicate()
+        self._listener.close()
+        self._scratch.cleanup()
+
+    def _start(self, harness: str, version: str, context: str) -> None:
         self._connection = self._accept()
         self._reader = self._connection.makefile("r", encoding="utf-8")
-        self._verdict: Optional[Verdict] = None
         self._env: Dict[str, str] = self._read("env")["env"]
         setup = self._read("setup")
         self.system: str = setup.get("system", "")

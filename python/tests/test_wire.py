@@ -59,3 +59,24 @@ def test_the_server_fixture_records_what_it_received(ctxbed_server):
         pass
     requests = ctxbed_server.requests()
     assert len(requests) == 1, requests
+
+
+def test_the_in_process_adapter_runs_a_callable():
+    import ctxbed.conform
+
+    def factory(run):
+        tools = [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in run.tools
+        ]
+        agent = TinyAgent(
+            run.openai_base_url, run.model, tools,
+            lambda name, arguments: {"text": run.tool(name).call(arguments).text},
+            run.system, run.max_output_tokens,
+        )
+        return lambda step: agent.run(step.session, step.input)
+
+    verdicts = ctxbed.conform.run(factory, ["basic-tool-round", "window-english"])
+    assert verdicts["basic-tool-round"].ok, str(verdicts["basic-tool-round"].violations)
+    assert not verdicts["window-english"].ok
+    assert "window" in verdicts["window-english"].rules
