@@ -21,25 +21,12 @@ descriptor 1 is pointed at standard error, so prints, warnings and logging end u
 """
 
 import sys
-import threading
 from pathlib import Path
 
 # The shared LangChain-family code; imported first, as it moves standard output aside.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "shared")]
 import langchain_family as family  # noqa: E402
-from langchain.agents import create_agent  # noqa: E402
-from langchain.agents.middleware import SummarizationMiddleware  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-
-def build_agent(setup, model):
-    lock = threading.Lock()
-    return create_agent(
-        model,
-        tools=[family.build_tool(spec, lock) for spec in setup.get("tools", [])],
-        system_prompt=setup.get("system") or None,
-        middleware=[SummarizationMiddleware(model=model, trigger=("fraction", 0.8), keep=("messages", 20))],
-        checkpointer=InMemorySaver(),
-    )
+from agent import build_agent  # noqa: E402
 
 
 if __name__ == "__main__":

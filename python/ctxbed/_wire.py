@@ -249,6 +249,12 @@ class WireRun:
 
     # What the harness under test is pointed at.
     @property
+    def env(self) -> Dict[str, str]:
+        """The ``CTXBED_*`` variables a protocol adapter gets (docs/peer-protocol.md), for code
+        that already reads them."""
+        return dict(self._env)
+
+    @property
     def api(self) -> str:
         """``openai`` (Chat Completions) or ``anthropic`` (Messages)."""
         return self._env["CTXBED_API"]

@@ -1,0 +1,116 @@
+"""The LangChain-family pieces with no side effect on import: the chat model for CTXBED_API,
+tools that return the scenario's scripted results, and the reading of provider exceptions as
+protocol error kinds. `langchain_family` (the protocol adapters) and the pytest port
+(`peers/langchain/test_plugin.py`) both build on them.
+"""
+import json
+import os
+
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.tools import StructuredTool, ToolException
+
+
+def build_model(env=None):
+    """The chat model for CTXBED_API in `env` (the process environment by default), or None
+    when this adapter cannot speak it."""
+    env = os.environ if env is None else env
+    api = env.get("CTXBED_API")
+    if api not in ("openai", "anthropic"):
+        return None
+    common = dict(
+        model=env["CTXBED_MODEL"],
+        api_key=env["CTXBED_API_KEY"],
+        max_tokens=int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
+        streaming=env.get("CTXBED_STREAM") == "1",
+        profile={
+            "max_input_tokens": int(env["CTXBED_WINDOW"]),
+            "max_output_tokens": int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
+        },
+    )
+    if api == "openai":
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(base_url=env["CTXBED_OPENAI_BASE_URL"], **common)
+    from langchain_anthropic import ChatAnthropic
+
+    return ChatAnthropic(base_url=env["CTXBED_ANTHROPIC_BASE_URL"], **common)
+
+
+def build_tool(spec, lock):
+    """A tool that answers its n-th call (over the whole scenario) with results[n-1]."""
+    results = spec.get("results") or [{"text": "", "error": False}]
+    calls = 0
+
+    def run(**_arguments):
+        nonlocal calls
+        with lock:
+            calls += 1
+            result = results[min(calls, len(results)) - 1]
+        if result.get("error"):
+            raise ToolException(result.get("text", ""))
+        return result.get("text", "")
+
+    return StructuredTool(
+        name=spec["name"],
+        description=spec.get("description") or spec["name"],
+        args_schema=spec.get("parameters") or {"type": "object", "properties": {}},
+        func=run,
+        handle_tool_error=True,
+    )
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+_OVERFLOW_MARKERS = ("context_length_exceeded", "prompt is too long", "maximum context length")
+
+
+def _chain(exc):
+    """The exception and everything behind it: causes, contexts, group members (breadth first)."""
+    seen, queue = [], [exc]
+    while queue:
+        e = queue.pop(0)
+        if e is None or any(e is s for s in seen):
+            continue
+        seen.append(e)
+        queue += [e.__cause__, e.__context__]
+        if isinstance(e, BaseExceptionGroup):
+            queue += list(e.exceptions)
+    return seen
+
+
+def _provider_kind(e):
+    """The error kind of one provider SDK exception, or None if `e` is not one."""
+    import anthropic
+    import openai
+
+    def has(*names):
+        return tuple(getattr(m, n) for m in (openai, anthropic) for n in names)
+
+    if isinstance(e, has("APIResponseValidationError")):
+        return "malformed_reply"
+    if isinstance(e, has("APIStatusError")) and e.status_code in (400, 413):
+        text = " ".join([str(e), json.dumps(getattr(e, "body", None), default=str), str(getattr(e, "code", ""))])
+        if isinstance(e, ContextOverflowError) or any(m in text.lower() for m in _OVERFLOW_MARKERS):
+            return "context_overflow"
+    if isinstance(e, has("RateLimitError")):
+        return "rate_limited"
+    if isinstance(e, has("APITimeoutError")):
+        return "timeout"
+    if isinstance(e, has("APIStatusError")):
+        return "provider_error"
+    return None
+
+
+def classify(exc):
+    """(kind, message) for an exception raised by a step."""
+    chain = _chain(exc)
+    for e in chain:
+        kind = _provider_kind(e)
+        if kind:
+            return kind, str(e)
+    for e in chain:
+        if isinstance(e, ContextOverflowError):  # raised by the harness itself, nothing sent
+            return "budget_refused", str(e)
+        if isinstance(e, json.JSONDecodeError) or str(e).startswith("No generations found in stream"):
+            return "malformed_reply", str(e)  # unparseable body, or a stream with no events
+    return "other", str(exc) or type(exc).__name__
