@@ -218,7 +218,7 @@ fn step_invariants(
                     format!("{at}: the retry after an overflow has {tokens} input tokens, not fewer than the {before} that overflowed"),
                 ));
         }
-        if exchange.outcome == "context_overflow" {
+        if exchange.outcome.is_overflow() {
             overflows += 1;
             after_overflow = Some(tokens);
         }
@@ -228,7 +228,7 @@ fn step_invariants(
         && run
             .exchanges
             .last()
-            .is_some_and(|e| e.outcome == "context_overflow")
+            .is_some_and(|e| e.outcome.is_overflow())
     {
         found.push(Violation::new(
                 "budget",
@@ -408,7 +408,8 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
 mod tests {
     use super::*;
     use crate::conform::file::parse;
-    use ctxbed_sim::host::{Api, openai};
+    use ctxbed_harness::model::ModelErrorKind;
+    use ctxbed_sim::host::{Api, Outcome, openai};
     use serde_json::{Value, json};
 
     fn scenario() -> WireScenario {
@@ -420,7 +421,9 @@ mod tests {
         .expect("a valid scenario")
     }
 
-    fn exchange(number: u64, messages: Value, tokens: u64, outcome: &str) -> Exchange {
+    const OVERFLOW: Outcome = Outcome::Error(ModelErrorKind::ContextOverflow);
+
+    fn exchange(number: u64, messages: Value, tokens: u64, outcome: Outcome) -> Exchange {
         let body = json!({"messages": messages, "max_tokens": 100});
         Exchange {
             number,
@@ -431,7 +434,7 @@ mod tests {
             body,
             input_tokens: Some(tokens),
             status: 200,
-            outcome: outcome.into(),
+            outcome,
             step: Some(1),
             side: false,
             note: None,
@@ -463,13 +466,13 @@ mod tests {
                 1,
                 json!([{"role": "system", "content": "s"}, user()]),
                 50,
-                "tool_calls",
+                Outcome::ToolCalls,
             ),
             exchange(
                 2,
                 json!([{"role": "system", "content": "s"}, user(), call, result]),
                 80,
-                "reply",
+                Outcome::Reply,
             ),
         ];
         assert!(rules(exchanges).is_empty());
@@ -477,9 +480,9 @@ mod tests {
 
     #[test]
     fn each_rule_can_fail() {
-        let over = vec![exchange(1, json!([user()]), 901, "reply")];
+        let over = vec![exchange(1, json!([user()]), 901, Outcome::Reply)];
         assert_eq!(rules(over), ["window"]);
-        let at_limit = vec![exchange(1, json!([user()]), 900, "reply")];
+        let at_limit = vec![exchange(1, json!([user()]), 900, Outcome::Reply)];
         assert!(
             rules(at_limit).is_empty(),
             "900 + 100 output fits a 1,000 window exactly"
@@ -487,28 +490,36 @@ mod tests {
 
         let orphan = json!({"role": "tool", "tool_call_id": "c9", "content": "x"});
         assert_eq!(
-            rules(vec![exchange(1, json!([user(), orphan]), 10, "reply")]),
+            rules(vec![exchange(
+                1,
+                json!([user(), orphan]),
+                10,
+                Outcome::Reply
+            )]),
             ["pairing"]
         );
 
         let late_system = json!([user(), {"role": "system", "content": "s"}]);
         assert_eq!(
-            rules(vec![exchange(1, late_system, 10, "reply")]),
+            rules(vec![exchange(1, late_system, 10, Outcome::Reply)]),
             ["system"]
         );
 
         let no_input = json!([{"role": "user", "content": "something else"}]);
-        assert_eq!(rules(vec![exchange(1, no_input, 10, "reply")]), ["input"]);
+        assert_eq!(
+            rules(vec![exchange(1, no_input, 10, Outcome::Reply)]),
+            ["input"]
+        );
 
         let not_smaller = vec![
-            exchange(1, json!([user()]), 500, "context_overflow"),
-            exchange(2, json!([user()]), 500, "reply"),
+            exchange(1, json!([user()]), 500, OVERFLOW),
+            exchange(2, json!([user()]), 500, Outcome::Reply),
         ];
         assert_eq!(rules(not_smaller), ["overflow_retry"]);
         let third_try = vec![
-            exchange(1, json!([user()]), 500, "context_overflow"),
-            exchange(2, json!([user()]), 400, "context_overflow"),
-            exchange(3, json!([user()]), 300, "reply"),
+            exchange(1, json!([user()]), 500, OVERFLOW),
+            exchange(2, json!([user()]), 400, OVERFLOW),
+            exchange(3, json!([user()]), 300, Outcome::Reply),
         ];
         assert_eq!(rules(third_try), ["overflow_retry"]);
 
@@ -516,7 +527,8 @@ mod tests {
         let result = json!({"role": "tool", "tool_call_id": "c1", "content": "done"});
         let twice = json!([user(), call, result.clone(), result]);
         assert!(
-            rules(vec![exchange(1, twice, 10, "reply")]).contains(&"duplicate_result".to_string())
+            rules(vec![exchange(1, twice, 10, Outcome::Reply)])
+                .contains(&"duplicate_result".to_string())
         );
 
         assert_eq!(rules(Vec::new()), ["model_called"]);
@@ -529,7 +541,7 @@ mod tests {
                 kind: "budget_refused".into(),
                 message: String::new(),
             },
-            exchanges: vec![exchange(1, json!([user()]), 500, "context_overflow")],
+            exchanges: vec![exchange(1, json!([user()]), 500, OVERFLOW)],
             count_tokens: 0,
         };
         let found = invariants(&scenario(), Some(1_000), &[run]);
@@ -542,7 +554,7 @@ mod tests {
         let scenario = parse("t.toml", text, "wire/t").expect("valid");
         let run = StepRun {
             end: StepEnd::Reply("disk full".into()),
-            exchanges: vec![exchange(1, json!([user()]), 10, "reply")],
+            exchanges: vec![exchange(1, json!([user()]), 10, Outcome::Reply)],
             count_tokens: 0,
         };
         let found = expectations(&scenario, &[run]);
@@ -557,7 +569,7 @@ mod tests {
     fn a_request_in_another_api_than_the_scenarios_breaks_api() {
         let steps = vec![StepRun {
             end: StepEnd::Reply("ok".into()),
-            exchanges: vec![exchange(1, json!([user()]), 10, "reply")],
+            exchanges: vec![exchange(1, json!([user()]), 10, Outcome::Reply)],
             count_tokens: 0,
         }];
         assert!(api(Api::OpenAi, &steps).is_empty());

@@ -37,7 +37,7 @@ use crate::scenario::golden::{GoldenMode, GoldenOutcome};
 use crate::serve::{Models, ServeOptions, Server};
 use checks::{StepEnd, StepRun, Violation};
 use ctxbed_harness::model::provider::Provider;
-use ctxbed_sim::host::{Exchange, ProviderHost};
+use ctxbed_sim::host::{Exchange, Outcome, ProviderHost};
 use file::WireScenario;
 use peer::{Launch, Peer, PeerError};
 
@@ -247,7 +247,7 @@ async fn drive(
         let (counted, requests): (Vec<&Exchange>, Vec<&Exchange>) = exchanges
             .iter()
             .filter(|e| e.number > *before && e.number <= *after)
-            .partition(|e| e.outcome == "count_tokens");
+            .partition(|e| e.outcome == Outcome::CountTokens);
         run.count_tokens = counted.len();
         run.exchanges = requests.into_iter().cloned().collect();
     }

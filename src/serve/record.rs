@@ -45,7 +45,7 @@ pub fn exchange_line(model: &str, window: Option<u64>, exchange: &Exchange) -> S
         "stream": exchange.stream,
         "input_tokens": exchange.input_tokens,
         "status": exchange.status,
-        "outcome": exchange.outcome,
+        "outcome": exchange.outcome.as_str(),
         "body": exchange.body,
     }))
     .to_string()

@@ -145,16 +145,75 @@ pub enum ModelError {
 impl ModelError {
     /// A short stable name of the error class, for traces and events.
     pub fn kind(&self) -> &'static str {
+        self.error_kind().as_str()
+    }
+
+    /// The error class, typed.
+    ///
+    /// ```
+    /// use ctxbed_harness::model::{ModelError, ModelErrorKind};
+    /// let error = ModelError::Rejected { status: 401, body: String::new() };
+    /// assert_eq!(error.error_kind(), ModelErrorKind::Rejected);
+    /// assert_eq!(error.kind(), "rejected");
+    /// ```
+    pub fn error_kind(&self) -> ModelErrorKind {
         match self {
-            ModelError::ContextOverflow { .. } => "context_overflow",
-            ModelError::PairingRejected { .. } => "pairing_rejected",
-            ModelError::Timeout { .. } => "timeout",
-            ModelError::MalformedReply { .. } => "malformed_reply",
-            ModelError::Transient { .. } => "transient",
-            ModelError::RateLimited { .. } => "rate_limited",
-            ModelError::Rejected { .. } => "rejected",
-            ModelError::ScriptExhausted { .. } => "script_exhausted",
+            ModelError::ContextOverflow { .. } => ModelErrorKind::ContextOverflow,
+            ModelError::PairingRejected { .. } => ModelErrorKind::PairingRejected,
+            ModelError::Timeout { .. } => ModelErrorKind::Timeout,
+            ModelError::MalformedReply { .. } => ModelErrorKind::MalformedReply,
+            ModelError::Transient { .. } => ModelErrorKind::Transient,
+            ModelError::RateLimited { .. } => ModelErrorKind::RateLimited,
+            ModelError::Rejected { .. } => ModelErrorKind::Rejected,
+            ModelError::ScriptExhausted { .. } => ModelErrorKind::ScriptExhausted,
         }
+    }
+}
+
+/// The class of a [`ModelError`], without its details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ModelErrorKind {
+    ContextOverflow,
+    PairingRejected,
+    Timeout,
+    MalformedReply,
+    Transient,
+    RateLimited,
+    Rejected,
+    ScriptExhausted,
+}
+
+impl ModelErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ModelErrorKind; 8] = [
+        ModelErrorKind::ContextOverflow,
+        ModelErrorKind::PairingRejected,
+        ModelErrorKind::Timeout,
+        ModelErrorKind::MalformedReply,
+        ModelErrorKind::Transient,
+        ModelErrorKind::RateLimited,
+        ModelErrorKind::Rejected,
+        ModelErrorKind::ScriptExhausted,
+    ];
+
+    /// The stable name traces, events and records use (`context_overflow`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelErrorKind::ContextOverflow => "context_overflow",
+            ModelErrorKind::PairingRejected => "pairing_rejected",
+            ModelErrorKind::Timeout => "timeout",
+            ModelErrorKind::MalformedReply => "malformed_reply",
+            ModelErrorKind::Transient => "transient",
+            ModelErrorKind::RateLimited => "rate_limited",
+            ModelErrorKind::Rejected => "rejected",
+            ModelErrorKind::ScriptExhausted => "script_exhausted",
+        }
+    }
+}
+
+impl std::fmt::Display for ModelErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -15,7 +15,10 @@
 
 pub mod anthropic;
 pub mod openai;
+mod outcome;
 pub mod validate;
+
+pub use outcome::Outcome;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -153,7 +156,7 @@ pub struct Exchange {
     pub status: u16,
     /// `reply` or `tool_calls`, an error kind (`context_overflow`, `pairing_rejected`,
     /// `rate_limited`, …), or a fault (`reset`, `cut_stream`, `not_json`).
-    pub outcome: String,
+    pub outcome: Outcome,
     /// The step the host was in when the request arrived (0: before the first), when it deals
     /// turns to steps.
     pub step: Option<usize>,
@@ -202,7 +205,7 @@ pub struct ProviderHost {
     /// Exchanges not kept because `retain_exchanges` was reached.
     dropped: AtomicU64,
     /// How many requests ended in each outcome, kept or not.
-    outcomes: Mutex<BTreeMap<String, u64>>,
+    outcomes: Mutex<BTreeMap<&'static str, u64>>,
     step: Mutex<StepState>,
 }
 
@@ -289,7 +292,7 @@ impl ProviderHost {
 
     /// How many requests ended in each outcome (`reply`, `context_overflow`, …), over every
     /// request, kept or not.
-    pub fn outcomes(&self) -> BTreeMap<String, u64> {
+    pub fn outcomes(&self) -> BTreeMap<&'static str, u64> {
         self.outcomes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -323,7 +326,7 @@ impl ProviderHost {
             request: None,
             input_tokens: None,
             status: 0,
-            outcome: "reset".to_string(),
+            outcome: Outcome::Reset,
             step: None,
             side: false,
             note: None,
@@ -333,14 +336,14 @@ impl ProviderHost {
         } else {
             self.respond(api, body, &mut exchange).await
         };
-        if exchange.outcome != "reset" {
+        if exchange.outcome != Outcome::Reset {
             exchange.status = response.status().as_u16();
         }
         *self
             .outcomes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .entry(exchange.outcome.clone())
+            .entry(exchange.outcome.as_str())
             .or_default() += 1;
         (response, exchange)
     }
@@ -385,7 +388,7 @@ impl ProviderHost {
         };
         let request = anthropic::parse_request(&json);
         let tokens = self.model.count_input_tokens(&request);
-        exchange.outcome = "count_tokens".to_string();
+        exchange.outcome = Outcome::CountTokens;
         exchange.input_tokens = Some(tokens);
         exchange.side = true;
         exchange.body = json;
@@ -406,11 +409,11 @@ impl ProviderHost {
         check: impl Fn(&Value) -> Result<(), validate::Invalid>,
     ) -> Result<Value, String> {
         let Ok(json) = serde_json::from_slice::<Value>(body) else {
-            exchange.outcome = "not_json".to_string();
+            exchange.outcome = Outcome::NotJson;
             return Err(self.not_json_body(api));
         };
         if let Err(invalid) = check(&json) {
-            exchange.outcome = "invalid_request".to_string();
+            exchange.outcome = Outcome::InvalidRequest;
             exchange.note = Some(invalid.reason);
             exchange.body = json;
             return Err(invalid.body);
@@ -494,11 +497,10 @@ impl ProviderHost {
         match outcome {
             Ok(reply) => {
                 exchange.outcome = if reply.message.has_tool_calls() {
-                    "tool_calls"
+                    Outcome::ToolCalls
                 } else {
-                    "reply"
-                }
-                .to_string();
+                    Outcome::Reply
+                };
                 let usage = self.options.report_usage;
                 let name = &self.model.script().info.name;
                 if stream {
@@ -512,7 +514,7 @@ impl ProviderHost {
                         .cut_stream_requests
                         .contains(&exchange.number);
                     if cut {
-                        exchange.outcome = "cut_stream".to_string();
+                        exchange.outcome = Outcome::CutStream;
                         // The answer never reaches the client: a retry gets the same turn.
                         if matches!(lane, Lane::Step(_)) {
                             self.model.give_back(lane);
@@ -528,7 +530,7 @@ impl ProviderHost {
                 }
             }
             Err(error) => {
-                exchange.outcome = error.kind().to_string();
+                exchange.outcome = Outcome::Error(error.error_kind());
                 self.error_response(error).await
             }
         }

@@ -3,7 +3,7 @@
 use super::*;
 use crate::mock::{MockScript, MockTurn, ScriptedCall, TurnAction};
 use ctxbed_harness::message::{Message, Role};
-use ctxbed_harness::model::{ModelInfo, Usage};
+use ctxbed_harness::model::{ModelErrorKind, ModelInfo, Usage};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -230,7 +230,10 @@ fn an_over_window_anthropic_request_gets_anthropics_overflow_and_is_recorded() {
     assert!(text.contains(r#""type":"invalid_request_error""#), "{text}");
     let exchanges = host.exchanges();
     assert_eq!(exchanges.len(), 1);
-    assert_eq!(exchanges[0].outcome, "context_overflow");
+    assert_eq!(
+        exchanges[0].outcome,
+        Outcome::Error(ModelErrorKind::ContextOverflow)
+    );
     assert_eq!(exchanges[0].api, Api::Anthropic);
     assert!(exchanges[0].input_tokens.unwrap_or(0) > 2_000);
 }
@@ -282,7 +285,7 @@ fn a_reset_fault_answers_nothing_and_is_recorded_as_reset() {
         (exchanges[0].status, exchanges[0].outcome.as_str()),
         (0, "reset")
     );
-    assert_eq!(exchanges[1].outcome, "tool_calls");
+    assert_eq!(exchanges[1].outcome, Outcome::ToolCalls);
     assert!(body_text(response).contains(r#""finish_reason":"tool_calls""#));
 }
 
@@ -359,7 +362,7 @@ fn side_requests_are_told_by_structure_whatever_their_wording() {
         let first = json!({"messages": [system, user], "tools": [read_log()]});
         let (_, exchange) = send(&host, &first);
         assert!(
-            !exchange.side && exchange.outcome == "tool_calls",
+            !exchange.side && exchange.outcome == Outcome::ToolCalls,
             "{exchange:?}"
         );
         let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0001", "type": "function", "function": {"name": "read_log", "arguments": "{\"path\":\"build-1.log\"}"}}]});
@@ -434,7 +437,7 @@ fn a_tool_call_is_made_only_where_the_tool_was_offered() {
         &host,
         &json!({"messages": [{"role": "user", "content": "Go."}]}),
     );
-    assert_eq!(exchange.outcome, "reply");
+    assert_eq!(exchange.outcome, Outcome::Reply);
     assert!(text.contains("the request offered no tools"), "{text}");
     assert!(
         exchange
@@ -449,7 +452,7 @@ fn a_tool_call_is_made_only_where_the_tool_was_offered() {
         &host,
         &json!({"messages": [{"role": "user", "content": "Go."}], "tools": [other]}),
     );
-    assert_eq!(exchange.outcome, "reply");
+    assert_eq!(exchange.outcome, Outcome::Reply);
     assert!(
         exchange
             .note
@@ -475,9 +478,9 @@ fn a_cut_stream_gives_its_turn_back_to_the_retry() {
     host.begin_step(1, "Go.");
     let body = json!({"messages": [{"role": "user", "content": "Go."}], "stream": true});
     let (_, exchange) = send(&host, &body);
-    assert_eq!(exchange.outcome, "cut_stream");
+    assert_eq!(exchange.outcome, Outcome::CutStream);
     let (text, exchange) = send(&host, &body);
-    assert_eq!(exchange.outcome, "reply");
+    assert_eq!(exchange.outcome, Outcome::Reply);
     assert!(text.contains("Step 1."), "{text}");
 }
 
@@ -541,7 +544,7 @@ fn a_request_the_provider_would_refuse_is_refused_in_its_words_and_uses_no_turn(
         let text = body_text(response);
         assert!(text.contains(r#""type":"invalid_request_error""#), "{text}");
         let exchange = host.exchanges().pop().expect("an exchange");
-        assert_eq!(exchange.outcome, "invalid_request", "{body}");
+        assert_eq!(exchange.outcome, Outcome::InvalidRequest, "{body}");
         assert!(exchange.note.is_some());
     }
     // Anthropic requires the output bound.
@@ -555,7 +558,7 @@ fn a_request_the_provider_would_refuse_is_refused_in_its_words_and_uses_no_turn(
         &host,
         &json!({"messages": [{"role": "user", "content": "hi"}]}),
     );
-    assert_eq!(exchange.outcome, "reply");
+    assert_eq!(exchange.outcome, Outcome::Reply);
     assert!(text.contains("The only turn."), "{text}");
 }
 
@@ -590,10 +593,7 @@ fn the_host_keeps_at_most_its_retention_and_counts_every_outcome() {
         assert_eq!(host.request_count(), 4);
         assert_eq!(
             host.outcomes(),
-            std::collections::BTreeMap::from([
-                ("not_json".to_string(), 1),
-                ("reply".to_string(), 3)
-            ])
+            std::collections::BTreeMap::from([("not_json", 1), ("reply", 3)])
         );
     }
     let kept: Vec<u64> = bounded.exchanges().iter().map(|e| e.number).collect();
