@@ -51,12 +51,12 @@ pub(super) struct RawMock {
     pub(super) max_output: Option<Spanned<i64>>,
     #[schemars(with = "Option<String>")]
     pub(super) imitates: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<super::choice::ChoiceOf<Vocabulary>>")]
     pub(super) tokenizer: Option<Spanned<String>>,
     pub(super) strict: Option<bool>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<super::choice::ChoiceOf<SummaryMode>>")]
     pub(super) summaries: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<super::choice::ChoiceOf<SummaryMode>>")]
     pub(super) memory_flushes: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<RawTurn>")]
@@ -176,19 +176,11 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         .tokenizer
         .as_ref()
         .map_or(Some(Vocabulary::O200k), |value| {
-            checker.choice(value, "tokenizer", &["o200k", "cl100k"], |v| match v {
-                "o200k" => Some(Vocabulary::O200k),
-                "cl100k" => Some(Vocabulary::Cl100k),
-                _ => None,
-            })
+            checker.choice_of::<Vocabulary>(value, "tokenizer")
         });
     let mut mode = |value: Option<&Spanned<String>>, field: &str| {
         value.map_or(Some(SummaryMode::Auto), |value| {
-            checker.choice(value, field, &["auto", "scripted"], |v| match v {
-                "auto" => Some(SummaryMode::Auto),
-                "scripted" => Some(SummaryMode::Scripted),
-                _ => None,
-            })
+            checker.choice_of::<SummaryMode>(value, field)
         })
     };
     let summaries = mode(raw.summaries.as_ref(), "summaries");
@@ -332,6 +324,16 @@ impl Checker<'_> {
             .help(help);
         self.problems.push(problem);
         None
+    }
+
+    /// The choice `value` names, or `None` with a problem recorded (the names come from the
+    /// choice itself, so the help text always lists what parses).
+    pub fn choice_of<T: super::choice::Choice>(
+        &mut self,
+        value: &Spanned<String>,
+        field: &str,
+    ) -> Option<T> {
+        self.choice(value, field, &T::names(), T::parse)
     }
 
     fn turn(&mut self, index: usize, spanned: &Spanned<RawTurn>) -> Option<MockTurn> {

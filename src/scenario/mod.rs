@@ -9,6 +9,7 @@
 //! **Invariant:** this is the only module that knows about file formats; the harness sees
 //! traits and typed values.
 
+pub mod choice;
 pub mod diagnostic;
 pub mod expect;
 pub mod explain;

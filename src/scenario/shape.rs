@@ -145,6 +145,9 @@ impl Reporter<'_, '_> {
                 let range = ("at least", "≥", limit);
                 ranges.push(self.out_of_range(value_span, dotted, range, error));
             }
+            // An unknown name of a choice: the loader reports it with the names that parse and
+            // the closest one (`did you mean …?`), which the schema's message cannot.
+            ValidationErrorKind::Enum { .. } => {}
             ValidationErrorKind::AnyOf { context } => match matching_branch(error, context) {
                 Some(branch) => {
                     for inner in branch {

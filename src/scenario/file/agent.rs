@@ -44,32 +44,11 @@ pub(super) fn agent_spec(
         .as_ref()
         .map(|value| checker.latency(Some(value), "agent.model_timeout_ms"));
     let estimator = match &raw.estimator {
-        Some(value) => checker.choice(
-            value,
-            "agent.estimator",
-            &["ratio", "approx", "exact-o200k", "exact-cl100k"],
-            |v| match v {
-                "ratio" => Some(EstimatorChoice::Ratio),
-                "approx" => Some(EstimatorChoice::Approximate),
-                "exact-o200k" => Some(EstimatorChoice::ExactO200k),
-                "exact-cl100k" => Some(EstimatorChoice::ExactCl100k),
-                _ => None,
-            },
-        ),
+        Some(value) => checker.choice_of::<EstimatorChoice>(value, "agent.estimator"),
         None => Some(EstimatorChoice::Approximate),
     };
     let pairing = match &raw.tool_pairs {
-        Some(value) => checker.choice(
-            value,
-            "agent.tool_pairs",
-            &["strict", "repair", "unchecked"],
-            |v| match v {
-                "strict" => Some(PairingCheck::Strict),
-                "repair" => Some(PairingCheck::Repair),
-                "unchecked" => Some(PairingCheck::Unchecked),
-                _ => None,
-            },
-        ),
+        Some(value) => checker.choice_of::<PairingCheck>(value, "agent.tool_pairs"),
         None => Some(PairingCheck::Strict),
     };
     let offload = offload_config(checker, raw.offload.as_ref());
@@ -82,20 +61,10 @@ pub(super) fn agent_spec(
         }),
         None => Some(false),
     };
-    let session_storage =
-        match &raw.session_storage {
-            Some(value) => checker.choice(
-                value,
-                "agent.session_storage",
-                &["memory", "jsonl"],
-                |v| match v {
-                    "memory" => Some(SessionStorage::Memory),
-                    "jsonl" => Some(SessionStorage::Jsonl),
-                    _ => None,
-                },
-            ),
-            None => Some(SessionStorage::Memory),
-        };
+    let session_storage = match &raw.session_storage {
+        Some(value) => checker.choice_of::<SessionStorage>(value, "agent.session_storage"),
+        None => Some(SessionStorage::Memory),
+    };
     if let Some(tools) = raw.session_tools.as_ref().filter(|t| *t.get_ref())
         && raw.session_log == Some(false)
     {

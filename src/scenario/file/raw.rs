@@ -57,7 +57,9 @@ pub(in crate::scenario) struct RawAgent {
     pub(in crate::scenario) max_steps: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) model_timeout_ms: Option<Spanned<i64>>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(
+        with = "Option<crate::scenario::choice::ChoiceOf<crate::scenario::file::EstimatorChoice>>"
+    )]
     pub(in crate::scenario) estimator: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<String>")]
@@ -68,7 +70,9 @@ pub(in crate::scenario) struct RawAgent {
     pub(in crate::scenario) output_reserve: Option<Spanned<i64>>,
     #[schemars(with = "Option<i64>")]
     pub(in crate::scenario) safety_margin: Option<Spanned<i64>>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(
+        with = "Option<crate::scenario::choice::ChoiceOf<ctxbed_harness::context::PairingCheck>>"
+    )]
     pub(in crate::scenario) tool_pairs: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(with = "Vec<String>")]
@@ -83,7 +87,9 @@ pub(in crate::scenario) struct RawAgent {
     #[schemars(with = "Option<RawCompaction>")]
     pub(in crate::scenario) compaction: Option<Spanned<RawCompaction>>,
     pub(in crate::scenario) session_log: Option<bool>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(
+        with = "Option<crate::scenario::choice::ChoiceOf<crate::scenario::file::SessionStorage>>"
+    )]
     pub(in crate::scenario) session_storage: Option<Spanned<String>>,
     #[schemars(with = "Option<bool>")]
     pub(in crate::scenario) session_tools: Option<Spanned<bool>>,

@@ -91,11 +91,7 @@ fn opening_lines(scenario: &Scenario, policy_version: &str) -> Vec<String> {
             agent.max_steps,
             agent.model_timeout.map_or("none".to_string(), duration),
             estimator(agent.estimator, mock.vocabulary).method(),
-            match agent.pairing {
-                ctxbed_harness::context::PairingCheck::Strict => "strict",
-                ctxbed_harness::context::PairingCheck::Unchecked => "unchecked",
-                ctxbed_harness::context::PairingCheck::Repair => "repair",
-            },
+            crate::scenario::choice::Choice::name(agent.pairing),
             agent
                 .deny_tools
                 .iter()

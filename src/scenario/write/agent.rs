@@ -2,16 +2,16 @@
 //! out so that the loader's defaults never decide.
 
 use ctxbed_harness::compaction::config::CompactionConfig;
-use ctxbed_harness::context::PairingCheck;
 use ctxbed_harness::context::offload::OffloadConfig;
 use ctxbed_harness::task::TaskContextOptions;
 
 use super::value::{at, count, millis, name};
 use super::{WriteError, unsupported};
+use crate::scenario::choice::Choice;
 use crate::scenario::file::raw::{
     RawAgent, RawCompaction, RawOffload, RawPrune, RawTaskContext, RawTruncate,
 };
-use crate::scenario::file::{EstimatorChoice, Scenario, SessionStorage};
+use crate::scenario::file::{Scenario, SessionStorage};
 
 pub(super) fn agent(scenario: &Scenario) -> Result<RawAgent, WriteError> {
     let spec = &scenario.agent;
@@ -22,17 +22,8 @@ pub(super) fn agent(scenario: &Scenario) -> Result<RawAgent, WriteError> {
         )));
     }
     let optional = |value: Option<u64>| value.map(count).transpose();
-    let estimator = match spec.estimator {
-        EstimatorChoice::Ratio => "ratio",
-        EstimatorChoice::ExactO200k => "exact-o200k",
-        EstimatorChoice::ExactCl100k => "exact-cl100k",
-        EstimatorChoice::Approximate => "approx",
-    };
-    let pairs = match spec.pairing {
-        PairingCheck::Strict => "strict",
-        PairingCheck::Repair => "repair",
-        PairingCheck::Unchecked => "unchecked",
-    };
+    let estimator = spec.estimator.name();
+    let pairs = spec.pairing.name();
     let summary_model = spec.summary_model.as_ref().map(|m| m.info.name.clone());
     let options = spec.task_context;
     Ok(RawAgent {
@@ -55,7 +46,8 @@ pub(super) fn agent(scenario: &Scenario) -> Result<RawAgent, WriteError> {
         max_output_tokens: optional(spec.budget.requested_max_output)?,
         compaction: Some(at(compaction(spec.compaction.as_ref(), summary_model)?)),
         session_log: Some(spec.session_log),
-        session_storage: (spec.session_storage == SessionStorage::Jsonl).then(|| name("jsonl")),
+        session_storage: (spec.session_storage != SessionStorage::default())
+            .then(|| name(spec.session_storage.name())),
         session_tools: spec.session_tools.then(|| at(true)),
         kind: Some(name(if spec.react { "react" } else { "harness" })),
         task_list: spec.task_list.then_some(true),
