@@ -13,7 +13,9 @@ use ctxbed_harness::context::PairingCheck;
 use ctxbed_harness::tokens::Vocabulary;
 use ctxbed_sim::mock::SummaryMode;
 
-use super::file::{EstimatorChoice, SessionStorage};
+use ctxbed_harness::task::plan::PlanMode;
+
+use super::file::{EstimatorChoice, Restart, SessionStorage};
 
 /// An enumerated choice of a file format.
 pub trait Choice: Copy + PartialEq + 'static {
@@ -86,6 +88,21 @@ impl Choice for SummaryMode {
     ];
 }
 
+impl Choice for Restart {
+    const WHAT: &'static str = "restart";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (Restart::Clean, "clean"),
+        (Restart::Torn, "torn"),
+        (Restart::Corrupt, "corrupt"),
+    ];
+}
+
+impl Choice for PlanMode {
+    const WHAT: &'static str = "plan_mode";
+    const NAMES: &'static [(Self, &'static str)] =
+        &[(PlanMode::Plan, "plan"), (PlanMode::Build, "build")];
+}
+
 /// The schema of a choice: a string, one of its names. Raw structs name it with
 /// `#[schemars(with = "Option<ChoiceOf<T>>")]`.
 pub struct ChoiceOf<T>(PhantomData<T>);
@@ -132,5 +149,7 @@ mod tests {
         round_trips::<SessionStorage>();
         round_trips::<Vocabulary>();
         round_trips::<SummaryMode>();
+        round_trips::<Restart>();
+        round_trips::<PlanMode>();
     }
 }

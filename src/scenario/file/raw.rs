@@ -115,7 +115,9 @@ pub(in crate::scenario) struct RawTaskContext {
 pub(in crate::scenario) struct RawTask {
     pub(in crate::scenario) task_id: Option<String>,
     pub(in crate::scenario) objective: Option<String>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(
+        with = "Option<crate::scenario::choice::ChoiceOf<ctxbed_harness::task::plan::PlanMode>>"
+    )]
     pub(in crate::scenario) plan_mode: Option<Spanned<String>>,
     #[schemars(with = "Option<String>")]
     pub(in crate::scenario) plan_path: Option<Spanned<String>>,
@@ -254,7 +256,9 @@ pub(in crate::scenario) struct RawTool {
     pub(in crate::scenario) latency_ms: Option<Spanned<i64>>,
     pub(in crate::scenario) fail: Option<String>,
     pub(in crate::scenario) writes: Option<RawWrite>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(
+        with = "Option<crate::scenario::choice::ChoiceOf<ctxbed_harness::task::plan::PlanMode>>"
+    )]
     pub(in crate::scenario) sets_plan_mode: Option<Spanned<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(in crate::scenario) responses: Vec<RawResponse>,
@@ -348,9 +352,11 @@ pub(in crate::scenario) struct RawStep {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     #[schemars(with = "BTreeMap<String, String>")]
     pub(in crate::scenario) workspace_writes: BTreeMap<String, Spanned<String>>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(
+        with = "Option<crate::scenario::choice::ChoiceOf<ctxbed_harness::task::plan::PlanMode>>"
+    )]
     pub(in crate::scenario) plan_mode: Option<Spanned<String>>,
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<crate::scenario::choice::ChoiceOf<crate::scenario::file::Restart>>")]
     pub(in crate::scenario) restart: Option<Spanned<String>>,
     pub(in crate::scenario) fail_writes_under: Option<Vec<String>>,
     #[schemars(with = "Option<RawAppend>")]

@@ -61,17 +61,7 @@ pub(super) fn steps(checker: &mut Checker<'_>, raw: &[Spanned<RawStep>]) -> Vec<
             .as_ref()
             .and_then(|value| plan_mode(checker, value, &format!("steps[{index}].plan_mode")));
         let restart = step.restart.as_ref().and_then(|value| {
-            checker.choice(
-                value,
-                &format!("steps[{index}].restart"),
-                &["clean", "torn", "corrupt"],
-                |v| match v {
-                    "clean" => Some(Restart::Clean),
-                    "torn" => Some(Restart::Torn),
-                    "corrupt" => Some(Restart::Corrupt),
-                    _ => None,
-                },
-            )
+            checker.choice_of::<Restart>(value, &format!("steps[{index}].restart"))
         });
         let concurrent_append = step
             .concurrent_append

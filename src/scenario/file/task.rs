@@ -129,11 +129,7 @@ pub(super) fn plan_mode(
     value: &Spanned<String>,
     field: &str,
 ) -> Option<PlanMode> {
-    checker.choice(value, field, &["plan", "build"], |m| match m {
-        "plan" => Some(PlanMode::Plan),
-        "build" => Some(PlanMode::Build),
-        _ => None,
-    })
+    checker.choice_of::<PlanMode>(value, field)
 }
 
 pub(super) fn task_spec(checker: &mut Checker<'_>, raw: &RawTask) -> TaskSpec {

@@ -5,17 +5,12 @@ use ctxbed_harness::message::Role;
 use super::task::{plan_mode, task_action};
 use super::value::{at, each, millis, name};
 use super::{WriteError, unsupported};
+use crate::scenario::choice::Choice;
 use crate::scenario::file::raw::{RawAppend, RawStep};
-use crate::scenario::file::{ConcurrentAppend, Restart, StepSpec};
+use crate::scenario::file::{ConcurrentAppend, StepSpec};
 
 pub(super) fn step(spec: &StepSpec) -> Result<RawStep, WriteError> {
-    let restart = spec.restart.map(|restart| {
-        name(match restart {
-            Restart::Clean => "clean",
-            Restart::Torn => "torn",
-            Restart::Corrupt => "corrupt",
-        })
-    });
+    let restart = spec.restart.map(|restart| name(restart.name()));
     let concurrent_actions = spec
         .concurrent_actions
         .iter()

@@ -8,10 +8,7 @@ use crate::scenario::file::raw::{RawAction, RawTask};
 use crate::scenario::file::{TaskAction, TaskSpec};
 
 pub(super) fn plan_mode(mode: PlanMode) -> &'static str {
-    match mode {
-        PlanMode::Plan => "plan",
-        PlanMode::Build => "build",
-    }
+    crate::scenario::choice::Choice::name(mode)
 }
 
 /// A task action with exactly the fields its kind takes (the loader refuses any other).
