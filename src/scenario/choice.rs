@@ -1,8 +1,10 @@
 //! Enumerated choices of the file formats: each is an enum whose values have one name in
-//! files, written once here (the provider a mock imitates keeps its names in the harness,
-//! `Provider::as_str`, where the harness needs them too). The loader parses by it ([`Checker::choice_of`]), the writer and
-//! the trace header print by it, and the JSON Schema lists its names ([`ChoiceOf`]), so none of
-//! them can drift from the others.
+//! files, written once, in its [`Choice`] implementation (here for the harness's and the
+//! simulator's enums; beside the enum, in `file::checked`, for the loader's own, so this module
+//! imports nothing of the formats). The loader parses by it ([`Checker::choice_of`]), the writer
+//! and the trace header print by it, and the JSON Schemas list its names ([`ChoiceOf`]), so none
+//! of them can drift from the others. The provider a mock imitates keeps its names in the
+//! harness (`Provider::as_str`), which needs them too.
 //!
 //! [`Checker::choice_of`]: super::mock_file::Checker::choice_of
 
@@ -14,8 +16,6 @@ use ctxbed_harness::tokens::Vocabulary;
 use ctxbed_sim::mock::SummaryMode;
 
 use ctxbed_harness::task::plan::PlanMode;
-
-use super::file::{EstimatorChoice, Restart, SessionStorage};
 
 /// An enumerated choice of a file format.
 pub trait Choice: Copy + PartialEq + 'static {
@@ -47,30 +47,12 @@ pub trait Choice: Copy + PartialEq + 'static {
     }
 }
 
-impl Choice for EstimatorChoice {
-    const WHAT: &'static str = "estimator";
-    const NAMES: &'static [(Self, &'static str)] = &[
-        (EstimatorChoice::Ratio, "ratio"),
-        (EstimatorChoice::Approximate, "approx"),
-        (EstimatorChoice::ExactO200k, "exact-o200k"),
-        (EstimatorChoice::ExactCl100k, "exact-cl100k"),
-    ];
-}
-
 impl Choice for PairingCheck {
     const WHAT: &'static str = "tool_pairs";
     const NAMES: &'static [(Self, &'static str)] = &[
         (PairingCheck::Strict, "strict"),
         (PairingCheck::Repair, "repair"),
         (PairingCheck::Unchecked, "unchecked"),
-    ];
-}
-
-impl Choice for SessionStorage {
-    const WHAT: &'static str = "session_storage";
-    const NAMES: &'static [(Self, &'static str)] = &[
-        (SessionStorage::Memory, "memory"),
-        (SessionStorage::Jsonl, "jsonl"),
     ];
 }
 
@@ -85,15 +67,6 @@ impl Choice for SummaryMode {
     const NAMES: &'static [(Self, &'static str)] = &[
         (SummaryMode::Auto, "auto"),
         (SummaryMode::Scripted, "scripted"),
-    ];
-}
-
-impl Choice for Restart {
-    const WHAT: &'static str = "restart";
-    const NAMES: &'static [(Self, &'static str)] = &[
-        (Restart::Clean, "clean"),
-        (Restart::Torn, "torn"),
-        (Restart::Corrupt, "corrupt"),
     ];
 }
 
@@ -124,6 +97,7 @@ impl<T: Choice> schemars::JsonSchema for ChoiceOf<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::file::{EstimatorChoice, Restart, SessionStorage};
 
     fn round_trips<T: Choice + std::fmt::Debug>() {
         let mut names = T::names();

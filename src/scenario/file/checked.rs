@@ -325,3 +325,30 @@ pub struct Scenario {
     /// With a `[network]` table the mock model answers from behind turmoil's simulated network.
     pub network: Option<crate::scenario::network::NetworkSpec>,
 }
+
+impl crate::scenario::choice::Choice for EstimatorChoice {
+    const WHAT: &'static str = "estimator";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (EstimatorChoice::Ratio, "ratio"),
+        (EstimatorChoice::Approximate, "approx"),
+        (EstimatorChoice::ExactO200k, "exact-o200k"),
+        (EstimatorChoice::ExactCl100k, "exact-cl100k"),
+    ];
+}
+
+impl crate::scenario::choice::Choice for SessionStorage {
+    const WHAT: &'static str = "session_storage";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (SessionStorage::Memory, "memory"),
+        (SessionStorage::Jsonl, "jsonl"),
+    ];
+}
+
+impl crate::scenario::choice::Choice for Restart {
+    const WHAT: &'static str = "restart";
+    const NAMES: &'static [(Self, &'static str)] = &[
+        (Restart::Clean, "clean"),
+        (Restart::Torn, "torn"),
+        (Restart::Corrupt, "corrupt"),
+    ];
+}
