@@ -1,12 +1,10 @@
 //! Enumerated choices of the file formats: each is an enum whose values have one name in
 //! files, written once, in its [`Choice`] implementation (here for the harness's and the
 //! simulator's enums; beside the enum, in `file::checked`, for the loader's own, so this module
-//! imports nothing of the formats). The loader parses by it ([`Checker::choice_of`]), the writer
+//! imports nothing of the formats). The loader parses by it (`Checker::choice_of` in `mock_file`), the writer
 //! and the trace header print by it, and the JSON Schemas list its names ([`ChoiceOf`]), so none
 //! of them can drift from the others. The provider a mock imitates keeps its names in the
 //! harness (`Provider::as_str`), which needs them too.
-//!
-//! [`Checker::choice_of`]: super::mock_file::Checker::choice_of
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
