@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import sys
-import threading
 import traceback
 
 _protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")

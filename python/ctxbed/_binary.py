@@ -1,9 +1,11 @@
-"""Where the ``ctxbed`` binary is: the one the wheel installed, unless ``CTXBED_BIN`` names one."""
+"""Where the ``ctxbed`` binary is (the one the wheel installed, unless ``CTXBED_BIN`` names one),
+and how a run of it is stopped."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -39,3 +41,15 @@ def binary() -> str:
         + ", ".join(places)
         + " and PATH); reinstall the wheel (`pip install ctxbed`) or set CTXBED_BIN"
     )
+
+
+def stop(process: "subprocess.Popen[str]", *, timeout: float, terminate: bool) -> None:
+    """Wait for ``process`` to end, asking it first with SIGTERM when ``terminate`` (ctxbed then
+    stops what it started), and kill it after ``timeout`` seconds."""
+    if terminate and process.poll() is None:
+        process.terminate()
+    try:
+        process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, List, Optional, Union
 
-from ._binary import binary
+from ._binary import binary, stop
 
 LISTENING = "listening on http://"
 
@@ -62,13 +62,7 @@ class Server:
 
     def close(self) -> None:
         """Stop the server (its record is synced) and remove its scratch directory."""
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.communicate()
+        stop(self._process, timeout=10, terminate=True)
         self._scratch.cleanup()
 
     def __enter__(self) -> "Server":

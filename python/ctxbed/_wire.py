@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
-from ._binary import binary
+from ._binary import binary, stop
 
 #: How long the relay may take to connect back.
 CONNECT_TIMEOUT_S = 30.0
@@ -194,13 +194,7 @@ class WireRun:
     def _abandon(self) -> None:
         """Stop conform and free everything after a failed start (SIGTERM first: conform then
         stops its adapter's whole process group)."""
-        if self._process.poll() is None:
-            self._process.terminate()
-        try:
-            self._process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.communicate()
+        stop(self._process, timeout=10, terminate=True)
         self._listener.close()
         self._scratch.cleanup()
 
@@ -351,13 +345,9 @@ class WireRun:
 
     def close(self) -> None:
         if self._verdict is None:
+            # conform ends once the relay sees the connection close.
             self._connection.close()
-            if self._process.poll() is None:
-                try:
-                    self._process.communicate(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self._process.kill()
-                    self._process.communicate()
+            stop(self._process, timeout=30, terminate=False)
         self._listener.close()
         self._scratch.cleanup()
 
