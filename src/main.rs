@@ -184,6 +184,9 @@ enum Command {
     /// the model (see docs/peer-protocol.md). The wire suite is built in: this works from any
     /// directory.
     Conform(cli::conform::ConformArgs),
+    /// The wire rules a record written by `ctxbed serve --record` breaks (those that need no
+    /// scenario: window, pairing, system, duplicate_result, count_tokens).
+    Violations(cli::violations::ViolationsArgs),
     /// Print the JSON Schema of a file format (`scenario`, `mock-model` or `wire`), for editors that
     /// complete and check TOML from a schema (the repository's .taplo.toml associates them).
     Schema {
@@ -238,6 +241,7 @@ fn main() -> ExitCode {
         ),
         Command::Serve(arguments) => cli::serve::serve_from(arguments),
         Command::Conform(arguments) => cli::conform::conform_command(arguments),
+        Command::Violations(arguments) => cli::violations::violations_command(arguments),
         Command::Schema { kind } => match ctxbed::scenario::schema::by_kind(&kind)
             .or_else(|| (kind == "wire").then(ctxbed::conform::file::schema))
         {

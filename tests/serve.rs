@@ -333,3 +333,64 @@ fn an_out_of_range_time_scale_is_refused_without_a_panic() {
         );
     }
 }
+
+#[test]
+fn violations_reads_a_record_and_names_each_broken_rule_by_request() {
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let mock = dir.path().join("small.toml");
+    std::fs::write(
+        &mock,
+        "description = \"a 200-token window\"\nwindow = 200\n[[turns]]\nreply = \"fine\"\n",
+    )
+    .expect("the mock is written");
+    let record = dir.path().join("record.jsonl");
+    let server = serve(&[
+        mock.to_str().expect("a UTF-8 path"),
+        "--record",
+        record.to_str().expect("a UTF-8 path"),
+    ]);
+    let orphan = r#"{"model":"mock","max_tokens":16,"messages":[{"role":"user","content":"six times seven?"},{"role":"tool","tool_call_id":"call_1","content":"42"}]}"#;
+    post(&server.addr, "/v1/chat/completions", orphan);
+    let greedy = r#"{"model":"mock","max_tokens":500,"messages":[{"role":"user","content":"hi"}]}"#;
+    post(&server.addr, "/v1/chat/completions", greedy);
+    drop(server);
+    let violations = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+            .arg("violations")
+            .arg(&record)
+            .args(args)
+            .output()
+            .expect("ctxbed violations runs")
+    };
+    let json = violations(&["--format", "json"]);
+    assert_eq!(json.status.code(), Some(1), "{json:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    let found: Vec<(&str, u64)> = lines
+        .iter()
+        .filter(|line| line["type"] == "violation")
+        .map(|line| {
+            let rule = line["rule"].as_str().unwrap_or("?");
+            (rule, line["request"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    assert_eq!(found, [("pairing", 1), ("window", 2)], "{lines:?}");
+    assert_eq!(
+        lines.last().map(|l| l["violations"].clone()),
+        Some(2.into())
+    );
+    let text = violations(&["--rule", "pairing"]);
+    let shown = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.status.code(), Some(1), "{text:?}");
+    assert!(
+        shown.contains("call_1") && !shown.contains("window"),
+        "{shown}"
+    );
+    let clean = violations(&["--rule", "system"]);
+    assert_eq!(clean.status.code(), Some(0), "{clean:?}");
+    let unknown = violations(&["--rule", "input"]);
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown rule `input`"));
+}

@@ -60,3 +60,51 @@ test('the server records what it received', async () => {
     await server.close();
   }
 });
+
+async function post(server, body) {
+  const answer = await fetch(`${server.openaiBaseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return answer.status;
+}
+
+test('a mock given as an object is served and its violations computed', async () => {
+  const server = await serve({ mock: { description: 'a 200-token window', window: 200, turns: [{ reply: 'fine' }] } });
+  try {
+    assert.deepStrictEqual(await server.info(), { model: 'mock', window: 200 });
+    const orphan = [
+      { role: 'user', content: 'what is six times seven?' },
+      { role: 'tool', tool_call_id: 'call_1', content: '42' },
+    ];
+    await post(server, { model: 'mock', messages: orphan, max_tokens: 16 });
+    await post(server, { model: 'mock', messages: [{ role: 'user', content: 'hi' }], max_tokens: 500 });
+    const violations = server.violations();
+    assert.deepStrictEqual(violations.map((v) => [v.rule, v.request]), [['pairing', 1], ['window', 2]]);
+    assert.match(violations[0].detail, /call_1/);
+    assert.deepStrictEqual(server.violations({ rules: ['window'] }).map((v) => v.rule), ['window']);
+    assert.throws(() => server.violations({ rules: ['input'] }), /unknown rule `input`/);
+  } finally {
+    await server.close();
+  }
+});
+
+test('a wrong mock object is refused with the binary\'s diagnostic', async () => {
+  await assert.rejects(serve({ mock: { window: 'big', turns: [{ reply: 'x' }] } }), /did not start[\s\S]*window/);
+  await assert.rejects(serve({ mock: { turns: [{ reply: null }] } }), /turns\[0\]\.reply: TOML has no null/);
+});
+
+test('the in-process adapter runs a callable', async () => {
+  const { conform } = require('ctxbed');
+  const verdicts = await conform.run(
+    (run) => {
+      const agent = agentFor(run);
+      return (step) => agent.ask(step.session, step.input);
+    },
+    { scenarios: ['basic-tool-round', 'window-english'] },
+  );
+  assert.ok(verdicts['basic-tool-round'].ok, verdicts['basic-tool-round'].report);
+  assert.ok(!verdicts['window-english'].ok);
+  assert.ok(verdicts['window-english'].rules.includes('window'), verdicts['window-english'].report);
+});

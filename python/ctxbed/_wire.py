@@ -90,10 +90,15 @@ class Violation:
     rule: str
     step: Optional[int]
     detail: str
+    #: The request's number in a served record (``Server.violations``), else ``None``.
+    request: Optional[int] = None
 
     def __str__(self) -> str:
-        where = f"step {self.step}" if self.step is not None else "scenario"
-        return f"{where}: {self.rule}: {self.detail}"
+        if self.step is not None:
+            return f"step {self.step}: {self.rule}: {self.detail}"
+        if self.request is not None:  # the detail names the request
+            return f"{self.rule}: {self.detail}"
+        return f"scenario: {self.rule}: {self.detail}"
 
 
 class Violations(List[Violation]):

@@ -7,8 +7,9 @@ Fixtures:
   test has no such mark). The test points its agent at the run, answers ``run.steps()``, then
   ``assert not ctxbed_scenario.violations()``.
 - ``ctxbed_server``: a started :class:`ctxbed.Server` for the built-in mock model that
-  ``@pytest.mark.ctxbed_mock("name")`` names (or a mock-model file path), for tests that only
-  need a provider and what it received.
+  ``@pytest.mark.ctxbed_mock("name")`` names (or a mock-model file path, or the mock as a
+  dict), for tests that only need a provider, what it received (``.requests()``) and the wire
+  rules that broke (``.violations()``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def pytest_configure(config: Any) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "ctxbed_mock(name_or_path): the mock model the ctxbed_server fixture serves",
+        "ctxbed_mock(name_or_path_or_dict): the mock model the ctxbed_server fixture serves",
     )
 
 
@@ -71,8 +72,8 @@ def ctxbed_server(request: Any) -> Iterator[Any]:
 
     mark = request.node.get_closest_marker("ctxbed_mock")
     chosen = mark.args[0] if mark and mark.args else DEFAULT_MOCK
-    looks_like_file = str(chosen).endswith(".toml") or "/" in str(chosen)
-    server = Server(chosen) if looks_like_file else Server(builtin=str(chosen))
+    given = isinstance(chosen, dict) or str(chosen).endswith(".toml") or "/" in str(chosen)
+    server = Server(chosen) if given else Server(builtin=str(chosen))
     try:
         yield server
     finally:

@@ -80,3 +80,54 @@ def test_the_in_process_adapter_runs_a_callable():
     assert verdicts["basic-tool-round"].ok, str(verdicts["basic-tool-round"].violations)
     assert not verdicts["window-english"].ok
     assert "window" in verdicts["window-english"].rules
+
+
+def post(server, body):
+    """One Chat Completions request, its JSON answer or HTTP error status."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{server.openai_base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.load(answer)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+SMALL_MOCK = {
+    "description": "a 200-token window that always answers",
+    "window": 200,
+    "turns": [{"reply": "fine"}],
+}
+
+
+@pytest.mark.ctxbed_mock(SMALL_MOCK)
+def test_a_mock_given_as_a_dict_is_served_and_its_violations_computed(ctxbed_server):
+    assert (ctxbed_server.model, ctxbed_server.window) == ("mock", 200)
+    orphan = [
+        {"role": "user", "content": "what is six times seven?"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+    ]
+    post(ctxbed_server, {"model": "mock", "messages": orphan, "max_tokens": 16})
+    post(ctxbed_server, {"model": "mock", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 500})
+    violations = ctxbed_server.violations()
+    assert [(v.rule, v.request) for v in violations] == [("pairing", 1), ("window", 2)], repr(violations)
+    assert "call_1" in str(violations[0]) and "200-token window" in str(violations[1]), str(violations)
+    assert [v.rule for v in ctxbed_server.violations(rules=["window"])] == ["window"]
+    with pytest.raises(ValueError, match="unknown rule `input`"):
+        ctxbed_server.violations(rules=["input"])
+
+
+def test_a_wrong_dict_mock_is_refused_with_the_binary_s_diagnostic():
+    import ctxbed
+
+    with pytest.raises(RuntimeError, match="window"):
+        ctxbed.serve({"window": "big", "turns": [{"reply": "x"}]})
+    with pytest.raises(ValueError, match=r"turns\[0\]\.reply: TOML has no null"):
+        ctxbed.serve({"turns": [{"reply": None}]})

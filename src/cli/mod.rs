@@ -10,6 +10,7 @@ pub mod run;
 pub mod serve;
 pub mod show;
 pub mod sweep;
+pub mod violations;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

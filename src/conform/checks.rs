@@ -238,7 +238,7 @@ fn step_invariants(
 }
 
 /// The rules every request obeys, main-loop or side: window, pairing, system, duplicate results.
-fn request_invariants(
+pub(crate) fn request_invariants(
     at: &str,
     request: &ctxbed_harness::model::ModelRequest,
     tokens: u64,

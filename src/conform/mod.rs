@@ -22,6 +22,7 @@ pub mod matrix;
 pub mod peer;
 pub mod plant;
 pub mod process;
+pub mod record_rules;
 pub mod reference;
 pub mod report;
 pub mod trace;

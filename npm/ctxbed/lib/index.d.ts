@@ -7,8 +7,10 @@ export function binary(): string;
 export function scenarios(): string[];
 
 export interface ServeOptions {
-  /** A mock-model file. */
-  mock?: string;
+  /** A mock-model file, or the same document as an object (written as TOML for the binary). */
+  mock?: string | Record<string, unknown>;
+  /** The model's name when `mock` is an object (`mock` by default). */
+  name?: string;
   /** A built-in mock model (`wire-window-8k-english`). */
   builtin?: string;
   /** Multiplies scripted latencies; 0 (the default) answers at once. */
@@ -19,8 +21,15 @@ export class Server {
   readonly address: string;
   readonly openaiBaseUrl: string;
   readonly anthropicBaseUrl: string;
+  /** The served models as `GET /v1/models` lists them. */
+  models(): Promise<Array<{ id: string; context_window: number | null }>>;
+  /** The (first) served model's name and context window. */
+  info(): Promise<{ model: string; window: number | null }>;
   /** Every exchange so far, as the canonical records `--record` writes. */
   requests(): Array<Record<string, unknown>>;
+  /** The wire rules the requests so far break (window, pairing, system, duplicate_result,
+   * count_tokens, or the `rules` named), computed by the binary. */
+  violations(options?: { rules?: string[] }): Violation[];
   close(): Promise<void>;
 }
 
@@ -56,6 +65,8 @@ export interface Step {
 export interface Violation {
   rule: string;
   step: number | null;
+  /** The request's number in a served record (`Server.violations`). */
+  request?: number | null;
   detail: string;
 }
 
@@ -114,3 +125,23 @@ export function wireTests(
   body: (run: WireRun) => Promise<void>,
   options?: { test?: (name: string, fn: () => Promise<void>) => unknown },
 ): void;
+
+/** An agent for the in-process adapter: takes a step, returns its reply text. */
+export type Agent = (step: Step) => string | Promise<string>;
+
+export interface ConformOptions {
+  /** Built-in scenario names; every one when empty or absent. */
+  scenarios?: string[];
+  harness?: string;
+  version?: string;
+  context?: 'own' | 'docs recipe' | 'none';
+}
+
+export const conform: {
+  /** Runs each scenario against the agent `agentFactory(run)` builds; resolves to each verdict
+   * by name. A thrown error answers its step as an error (kind: its `ctxbedKind`, else `other`). */
+  run(
+    agentFactory: (run: WireRun) => Agent | Promise<Agent>,
+    options?: ConformOptions,
+  ): Promise<Record<string, Verdict>>;
+};

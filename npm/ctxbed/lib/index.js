@@ -9,6 +9,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { binary } = require('./binary');
+const { dumps: tomlDumps } = require('./toml');
 
 const LISTENING = 'listening on http://';
 
@@ -82,6 +83,42 @@ class Server {
     return `http://${this.address}`;
   }
 
+  /** The served models as `GET /v1/models` lists them (`id`, `context_window`). */
+  async models() {
+    if (!this.modelList) {
+      const answer = await fetch(`${this.openaiBaseUrl}/models`);
+      this.modelList = (await answer.json()).data;
+    }
+    return this.modelList;
+  }
+
+  /** The (first) served model's name and context window: `{ model, window }`. */
+  async info() {
+    const [first] = await this.models();
+    return { model: first.id, window: first.context_window ?? null };
+  }
+
+  /**
+   * The wire rules the requests so far break, computed by the binary (`ctxbed violations`):
+   * window, pairing, system, duplicate_result and count_tokens, or the `rules` named. Each is
+   * `{ rule, request, step: null, detail }`.
+   */
+  violations({ rules = [] } = {}) {
+    if (!fs.existsSync(this.recordPath)) return [];
+    const args = ['violations', this.recordPath, '--format', 'json'];
+    for (const rule of rules) args.push('--rule', rule);
+    const checked = spawnSync(binary(), args, { encoding: 'utf8' });
+    if (checked.status !== 0 && checked.status !== 1) {
+      throw new Error((checked.stderr || `ctxbed violations exited ${checked.status}`).trim());
+    }
+    return checked.stdout
+      .split('\n')
+      .filter((line) => line.trim())
+      .map((line) => JSON.parse(line))
+      .filter((item) => item.type === 'violation')
+      .map((item) => ({ rule: item.rule, request: item.request, step: null, detail: item.detail }));
+  }
+
   /** Every exchange so far, as the canonical records `--record` writes. */
   requests() {
     if (!fs.existsSync(this.recordPath)) return [];
@@ -104,18 +141,28 @@ class Server {
 }
 
 /**
- * Starts `ctxbed serve` on a free loopback port: `{ builtin: 'wire-window-8k-english' }` or
- * `{ mock: 'path/to/mock.toml' }`; `timeScale` multiplies scripted latencies (0 by default).
+ * Starts `ctxbed serve` on a free loopback port: `{ builtin: 'wire-window-8k-english' }`,
+ * `{ mock: 'path/to/mock.toml' }`, or `{ mock: { window: 8000, turns: [...] } }` (the same
+ * document as an object, served as the model `name`, `mock` by default); `timeScale`
+ * multiplies scripted latencies (0 by default). A mistake in the mock rejects with the
+ * binary's diagnostics.
  */
-async function serve({ mock, builtin, timeScale = 0 } = {}) {
+async function serve({ mock, builtin, name = 'mock', timeScale = 0 } = {}) {
   if ((mock === undefined) === (builtin === undefined)) {
-    throw new Error('give serve() a mock-model file or a builtin name, not both or neither');
+    throw new Error('give serve() a mock model (a file or an object) or a builtin name, not both or neither');
   }
+  const text = typeof mock === 'object' ? tomlDumps(mock) : null;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ctxbed-serve-'));
+  if (text !== null) {
+    // The model is named by its file's stem, as for any mock file.
+    mock = path.join(scratch, `${name}.toml`);
+    fs.writeFileSync(mock, text);
+  }
   const args = ['serve', '--listen', '127.0.0.1:0', '--record', path.join(scratch, 'requests.jsonl')];
   args.push('--time-scale', String(timeScale));
   args.push(...(builtin !== undefined ? ['--builtin', builtin] : [mock]));
   const child = spawn(binary(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const closed = new Promise((resolve) => child.once('close', resolve));
   let stderr = '';
   child.stderr.on('data', (chunk) => {
     stderr += chunk;
@@ -123,6 +170,8 @@ async function serve({ mock, builtin, timeScale = 0 } = {}) {
   const first = await new Lines(child.stdout).next();
   if (!first || !first.startsWith(LISTENING)) {
     child.kill('SIGKILL');
+    await closed;
+    fs.rmSync(scratch, { recursive: true, force: true });
     throw new Error(`ctxbed serve did not start: ${first || ''}${stderr}`.trim());
   }
   return new Server(child, first.slice(LISTENING.length).trim(), scratch);
@@ -371,12 +420,46 @@ function wireTests(names, body, { test = require('node:test').test } = {}) {
   }
 }
 
+/**
+ * The in-process adapter: runs each built-in wire scenario (every one when `scenarios` is
+ * empty) against a JS callable and resolves to each verdict by name. `agentFactory(run)` is
+ * called once per scenario with the started run and returns the agent: a function taking a
+ * step and returning (or resolving to) its reply text. An error it throws answers the step as
+ * an error, of the kind in its `ctxbedKind` property when it has one, else `other`.
+ */
+async function runConform(agentFactory, { scenarios: names = [], harness = 'node', version = '0', context = 'own' } = {}) {
+  const chosen = names.length > 0 ? names : scenarios();
+  const verdicts = {};
+  for (const name of chosen) {
+    const run = await wireScenario(name, { harness, version, context });
+    try {
+      const agent = await agentFactory(run);
+      for await (const step of run.steps()) {
+        let reply;
+        try {
+          reply = await agent(step);
+        } catch (error) {
+          const kind = (error && error.ctxbedKind) || 'other';
+          step.error(String(kind), `${(error && error.name) || 'Error'}: ${error && error.message}`);
+          continue;
+        }
+        step.reply(String(reply));
+      }
+      verdicts[name] = await run.finish();
+    } finally {
+      if (!run.verdict) await run.cleanup();
+    }
+  }
+  return verdicts;
+}
+
 module.exports = {
   Server,
   Tool,
   WireRun,
   WireRuleViolation,
   binary,
+  conform: { run: runConform },
   scenarios,
   serve,
   wireScenario,
