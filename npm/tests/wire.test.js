@@ -5,31 +5,8 @@
 const assert = require('node:assert');
 const { test } = require('node:test');
 const { serve, wireScenario, wireTests } = require('ctxbed');
-const { ProviderError, TinyAgent } = require('./tiny-agent');
-
-function agentFor(run, options = {}) {
-  return new TinyAgent({
-    baseUrl: run.openaiBaseUrl,
-    model: run.model,
-    system: run.system,
-    maxTokens: run.maxOutputTokens,
-    tools: run.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })),
-    runTool: (name, args) => run.tool(name).call(args),
-    ...options,
-  });
-}
-
-async function drive(run, options) {
-  const agent = agentFor(run, options);
-  for await (const step of run.steps()) {
-    try {
-      step.reply(await agent.ask(step.session, step.input));
-    } catch (error) {
-      if (!(error instanceof ProviderError)) throw error;
-      step.error(error.body.includes('context') ? 'context_overflow' : 'provider_error', error.message);
-    }
-  }
-}
+const { TinyAgent } = require('./tiny-agent');
+const { agentFor, drive } = require('./drive');
 
 wireTests(['basic-tool-round', 'cut-stream', 'tool-error'], (run) => drive(run));
 

@@ -123,8 +123,17 @@ export function wireScenario(name: string, options?: WireOptions): Promise<WireR
 export function wireTests(
   names: string[],
   body: (run: WireRun) => Promise<void>,
-  options?: { test?: (name: string, fn: () => Promise<void>) => unknown },
+  options?: WireTestsOptions,
 ): void;
+
+export interface WireTestsOptions {
+  /** The test function to register with (node:test's `test` by default). */
+  test?: (name: string, fn: () => Promise<void>) => unknown;
+  /** What the run's `ready` line says; `node:<scenario>` by default. */
+  harness?: string;
+  version?: string;
+  context?: 'own' | 'docs recipe' | 'none';
+}
 
 /** An agent for the in-process adapter: takes a step, returns its reply text. */
 export type Agent = (step: Step) => string | Promise<string>;

@@ -403,13 +403,14 @@ async function wireScenario(name, options) {
 /**
  * node:test helper: one test per named built-in wire scenario (every one when `names` is
  * empty), each given a started run; the run is checked after `body` unless `body` already
- * finished it.
+ * finished it. `harness`, `version` and `context` are what the run's `ready` line says (the
+ * trace's header).
  */
-function wireTests(names, body, { test = require('node:test').test } = {}) {
+function wireTests(names, body, { test = require('node:test').test, harness, version, context } = {}) {
   const chosen = names && names.length > 0 ? names : scenarios();
   for (const name of chosen) {
     test(name, async () => {
-      const run = await wireScenario(name, { harness: `node:${name}` });
+      const run = await wireScenario(name, { harness: harness || `node:${name}`, version, context });
       try {
         await body(run);
         if (!run.verdict) await run.check();

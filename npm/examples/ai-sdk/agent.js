@@ -1,0 +1,74 @@
+'use strict';
+// The harness under test: the Vercel AI SDK's ToolLoopAgent, configured as its loop-control
+// docs recommend for long conversations (`prepareStep` keeping the first message and the last
+// ten once a step's prompt holds more than twenty), one history per session, the scenario's
+// tools as AI SDK tools. The AI SDK has no token-aware trimming of its own: this is the docs'
+// recipe, unchanged, and the verdicts are the recipe's.
+
+const { ToolLoopAgent, jsonSchema, stepCountIs, tool } = require('ai');
+const { createAnthropic } = require('@ai-sdk/anthropic');
+const { createOpenAI } = require('@ai-sdk/openai');
+
+/** The provider the scenario's mock imitates: Chat Completions or Anthropic Messages. */
+function modelFor(run) {
+  if (run.api === 'anthropic') {
+    return createAnthropic({ baseURL: `${run.anthropicBaseUrl}/v1`, apiKey: run.apiKey })(run.model);
+  }
+  return createOpenAI({ baseURL: run.openaiBaseUrl, apiKey: run.apiKey }).chat(run.model);
+}
+
+/** The scenario's tools; a scripted failure is thrown, as a failing tool would. */
+function toolsFor(run) {
+  const tools = {};
+  for (const spec of run.tools) {
+    tools[spec.name] = tool({
+      description: spec.description,
+      inputSchema: jsonSchema(spec.parameters),
+      execute: async (args) => {
+        const result = run.tool(spec.name).call(args);
+        if (result.error) throw new Error(result.text);
+        return result.text;
+      },
+    });
+  }
+  return tools;
+}
+
+/** Keep the first message and the last ten once there are more than twenty (the docs' recipe). */
+async function prepareStep({ messages }) {
+  if (messages.length > 20) {
+    return { messages: [messages[0], ...messages.slice(-10)] };
+  }
+  return {};
+}
+
+/** An agent answering `ask(session, input)`, keeping each session's messages. */
+function buildAgent(run) {
+  const agent = new ToolLoopAgent({
+    model: modelFor(run),
+    instructions: run.system || undefined,
+    tools: toolsFor(run),
+    maxOutputTokens: run.maxOutputTokens,
+    stopWhen: stepCountIs(20),
+    prepareStep,
+  });
+  const sessions = new Map();
+  return {
+    async ask(session, input) {
+      const messages = sessions.get(session) || [];
+      messages.push({ role: 'user', content: input });
+      sessions.set(session, messages);
+      if (run.stream) {
+        const result = await agent.stream({ messages });
+        const text = await result.text;
+        messages.push(...(await result.response).messages);
+        return text;
+      }
+      const result = await agent.generate({ messages });
+      messages.push(...result.response.messages);
+      return result.text;
+    },
+  };
+}
+
+module.exports = { buildAgent };

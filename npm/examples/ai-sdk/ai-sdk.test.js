@@ -1,0 +1,65 @@
+'use strict';
+// The Vercel AI SDK as a harness's own node:test file with the ctxbed package: every built-in
+// wire scenario against the ToolLoopAgent of agent.js, each verdict compared with the one
+// pinned below. Run it where ctxbed and this directory's pinned packages are installed:
+// `npm ci && npm install --no-save ctxbed && node --test`.
+
+const assert = require('node:assert');
+const { APICallError, RetryError } = require('ai');
+const { scenarios, wireTests } = require('ctxbed');
+const { buildAgent } = require('./agent');
+
+// What the docs' recipe breaks, by scenario, as `rule step N` (every other scenario passes).
+// Each was read in its trace:
+const EXPECTED = {
+  // A 120,000-character tool result goes to the model whole: nothing in the recipe looks at
+  // sizes, so both steps send 53k tokens to a 16k window (and step 2's reply is that 400).
+  'huge-tool-result': ['window step 1', 'window step 2', 'expect step 2'],
+  // The provider's overflow at step 9 is thrown to the caller, not recovered from; at step 10
+  // the recipe's cut (first message + last ten) starts the kept part with a tool result whose
+  // call it dropped, and the provider refuses the orphan.
+  'overflow-anthropic': ['pairing step 10', 'expect step 9', 'expect step 10'],
+  'overflow-openai': ['pairing step 10', 'expect step 9', 'expect step 10'],
+  // Sixteen messages of parallel calls and 1,500-character results pass 6,000 tokens before
+  // the recipe's twenty-message threshold is reached: steps 4 to 8 overflow.
+  'parallel-tools': [
+    'window step 4',
+    'window step 5',
+    'window step 6',
+    'window step 7',
+    'window step 8',
+    'expect step 8',
+  ],
+};
+
+/** The wire protocol's error kind for what the AI SDK threw. */
+function classify(error) {
+  const cause = RetryError.isInstance(error) ? error.lastError : error;
+  if (APICallError.isInstance(cause)) {
+    const body = `${cause.responseBody || ''} ${cause.message}`;
+    if (/context_length_exceeded|maximum context length|prompt is too long/.test(body)) return 'context_overflow';
+    if (cause.statusCode === 429) return 'rate_limited';
+    return 'provider_error';
+  }
+  return 'other';
+}
+
+for (const name of Object.keys(EXPECTED)) {
+  assert.ok(scenarios().includes(name), `${name} is not a built-in wire scenario`);
+}
+
+const harness = { harness: 'ai-sdk', version: require('ai/package.json').version, context: 'docs recipe' };
+
+wireTests([], async (run) => {
+  const agent = buildAgent(run);
+  for await (const step of run.steps()) {
+    try {
+      step.reply(await agent.ask(step.session, step.input));
+    } catch (error) {
+      step.error(classify(error), `${error.name}: ${error.message}`);
+    }
+  }
+  const verdict = await run.finish();
+  const broken = verdict.violations.map((v) => `${v.rule} step ${v.step}`);
+  assert.deepStrictEqual(broken, EXPECTED[run.name] || [], verdict.report);
+}, harness);
