@@ -58,3 +58,39 @@ fn the_quick_start_passes_as_written() {
     let trace = std::fs::read_to_string(golden).expect("the blessed golden");
     assert!(trace.contains("The linker ran out of memory."), "{trace}");
 }
+
+/// The code block between `<!-- NAME -->` and `<!-- /NAME -->`, without its fences.
+fn fenced_block<'a>(readme: &'a str, name: &str, language: &str) -> &'a str {
+    readme
+        .split(&format!("<!-- {name} -->"))
+        .nth(1)
+        .and_then(|rest| rest.split(&format!("<!-- /{name} -->")).next())
+        .and_then(|block| block.trim().strip_prefix(&format!("```{language}\n")))
+        .and_then(|block| block.strip_suffix("```"))
+        .unwrap_or_else(|| panic!("one {language} block between the {name} markers"))
+}
+
+/// "Test your harness" comes first and each of its examples is under 25 lines; `python/ci`
+/// and `npm/ci` run both as written against the installed wheel and tarballs.
+#[test]
+fn the_test_your_harness_examples_come_first_and_are_short() {
+    let readme = std::fs::read_to_string("README.md").expect("the README");
+    let first = readme
+        .lines()
+        .find(|line| line.starts_with("## "))
+        .expect("a section");
+    assert_eq!(first, "## Test your harness");
+    for (name, language, runner) in [
+        ("test-your-harness:python", "python", "python/ci"),
+        ("test-your-harness:node", "js", "npm/ci"),
+    ] {
+        let block = fenced_block(&readme, name, language);
+        let lines = block.lines().count();
+        assert!(lines < 25, "{name} is {lines} lines");
+        let script = std::fs::read_to_string(runner).expect("the runner");
+        assert!(
+            script.contains(&format!("<!-- {name} -->")),
+            "{runner} runs the {name} block"
+        );
+    }
+}
