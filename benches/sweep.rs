@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxbed::generate::generate;
-use ctxbed::scenario::file::load;
-use ctxbed::scenario::runner::run;
+use ctxbed::scenario::check::outcome::run;
+use ctxbed::scenario::format::file::load;
 use ctxbed::suite::discover;
 use ctxbed::sweep::check_seed;
 use ctxbed_harness::context::manifest::content_hash;

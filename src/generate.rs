@@ -62,7 +62,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::Rng;
 
 use crate::limits;
-use crate::scenario::file::{
+use crate::scenario::format::file::{
     AgentSpec, EstimatorChoice, InstructionSpec, Scenario, SourceSpec, StepSpec, ToolOutputSpec,
     ToolSpec,
 };
@@ -409,7 +409,7 @@ fn agent(
         compaction,
         summary_model,
         session_log: draw.percent(85),
-        session_storage: crate::scenario::file::SessionStorage::Memory,
+        session_storage: crate::scenario::format::file::SessionStorage::Memory,
         session_tools: false,
         react,
     }

@@ -10,7 +10,7 @@
 //! that session log files only grow (I10) in `append_only`, the offload check (I4) in `offload`.
 //!
 //! ```
-//! use ctxbed::scenario::runner::run;
+//! use ctxbed::scenario::check::outcome::run;
 //! use ctxbed::generate::generate;
 //! use ctxbed::invariants::{check, check_determinism};
 //! let scenario = generate(11);
@@ -21,9 +21,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::RunOutput;
-use crate::scenario::trace::StepRecord;
+use crate::scenario::check::outcome::RunOutput;
+use crate::scenario::format::file::Scenario;
+use crate::scenario::run::record::StepRecord;
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::context::PairingCheck;
@@ -639,7 +639,8 @@ fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
     for step in &output.trace.steps {
         let key = (step.spec.user.clone(), step.spec.session.clone());
         if step.spec.restart.is_some()
-            && scenario.agent.session_storage == crate::scenario::file::SessionStorage::Jsonl
+            && scenario.agent.session_storage
+                == crate::scenario::format::file::SessionStorage::Jsonl
         {
             // A restart before any call wrote the loaded history to storage may lose it (an
             // in-memory log survives restarts whole).

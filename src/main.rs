@@ -242,7 +242,7 @@ fn main() -> ExitCode {
         Command::Serve(arguments) => cli::serve::serve_from(arguments),
         Command::Conform(arguments) => cli::conform::conform_command(arguments),
         Command::Violations(arguments) => cli::violations::violations_command(arguments),
-        Command::Schema { kind } => match ctxbed::scenario::schema::by_kind(&kind)
+        Command::Schema { kind } => match ctxbed::scenario::format::schema::by_kind(&kind)
             .or_else(|| (kind == "wire").then(ctxbed::conform::file::schema))
         {
             Some(schema) => {

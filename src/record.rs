@@ -1,13 +1,14 @@
 //! Recording what a real provider answered, as a mock model.
 //!
 //! `ctxbed record` runs a scenario through a [`RecordingModel`] wrapped around a real endpoint
-//! and writes the turns with [`crate::scenario::write::mock_toml`], so a behaviour seen once
+//! and writes the turns with [`crate::scenario::format::write::mock_toml`], so a behaviour seen once
 //! becomes a deterministic scenario.
 
 use std::sync::Arc;
 
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::{ObservedModel, RunError, RunOutput, run_live};
+use crate::scenario::check::outcome::{RunOutput, run_live};
+use crate::scenario::format::file::Scenario;
+use crate::scenario::run::runner::{ObservedModel, RunError};
 use ctxbed_harness::model::provider::Provider;
 use ctxbed_harness::model::{ModelInfo, ModelRequest};
 use ctxbed_providers::{HttpProvider, ProviderConfig, ProviderError, ProviderKind};
@@ -19,7 +20,7 @@ use ctxbed_sim::rng::Stream;
 #[derive(Debug)]
 pub struct Recording {
     /// The recorded mock model, named as asked, ready for
-    /// [`mock_toml`](crate::scenario::write::mock_toml).
+    /// [`mock_toml`](crate::scenario::format::write::mock_toml).
     pub script: MockScript,
     /// The run against the real provider (its trace shows what the provider answered).
     pub output: RunOutput,

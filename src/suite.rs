@@ -9,10 +9,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::limits;
-use crate::scenario::diagnostic::Diagnostic;
-use crate::scenario::file::{Layout, load};
-use crate::scenario::golden::{self, GoldenMode, GoldenOutcome};
-use crate::scenario::runner::run;
+use crate::scenario::check::golden::{self, GoldenMode, GoldenOutcome};
+use crate::scenario::check::outcome::run;
+use crate::scenario::format::diagnostic::Diagnostic;
+use crate::scenario::format::file::{Layout, load};
 
 /// The verdict on one scenario file.
 #[derive(Debug, Clone)]
@@ -116,7 +116,7 @@ pub fn run_file(path: &Path, mode: GoldenMode) -> FileReport {
 }
 
 fn verdict(
-    scenario: &crate::scenario::file::Scenario,
+    scenario: &crate::scenario::format::file::Scenario,
     layout: &Layout,
     mode: GoldenMode,
 ) -> (Verdict, Option<String>) {
@@ -139,11 +139,11 @@ fn verdict(
 
 /// The verdict on two runs of `scenario`: invariants, determinism, expectations, golden.
 fn judge(
-    scenario: &crate::scenario::file::Scenario,
+    scenario: &crate::scenario::format::file::Scenario,
     layout: &Layout,
     mode: GoldenMode,
-    first: &crate::scenario::runner::RunOutput,
-    second: &crate::scenario::runner::RunOutput,
+    first: &crate::scenario::check::outcome::RunOutput,
+    second: &crate::scenario::check::outcome::RunOutput,
     rerun: String,
 ) -> Verdict {
     let mut reasons: Vec<String> = crate::invariants::check(scenario, first)

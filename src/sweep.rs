@@ -28,10 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::generate::{GENERATOR_VERSION, generate};
 use super::invariants::{self, Violation, ViolationKind};
-use crate::scenario::file::{EstimatorChoice, Scenario, SessionStorage, load};
-use crate::scenario::network::NetworkSpec;
-use crate::scenario::runner::{RunOutput, run};
-use crate::scenario::write::write;
+use crate::scenario::check::outcome::{RunOutput, run};
+use crate::scenario::format::file::{EstimatorChoice, Scenario, SessionStorage, load};
+use crate::scenario::format::network::NetworkSpec;
+use crate::scenario::format::write::write;
 use ctxbed_harness::limits;
 use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::task::TaskContextOptions;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use ctxbed::conform::{self, Cell, CellReport, ConformOptions};
-use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome, WIRE_SNAPSHOT_SOURCE};
+use ctxbed::scenario::check::golden::{GoldenMode, GoldenOutcome, WIRE_SNAPSHOT_SOURCE};
 
 #[path = "support/golden_snapshot.rs"]
 mod golden_snapshot;
@@ -28,7 +28,7 @@ fn wire_scenarios() -> Vec<PathBuf> {
 /// changed trace; `CTXBED_BLESS=1` or `ctxbed conform --harness ctxbed --bless` rewrites them).
 #[test]
 fn the_reference_row_matches_its_goldens_twice() {
-    let bless = ctxbed::scenario::golden::bless_from_env().expect("the bless switch");
+    let bless = ctxbed::scenario::check::golden::bless_from_env().expect("the bless switch");
     let logs = tempfile::tempdir().expect("a temporary directory");
     let mut options = options(Path::new("peers"), logs.path());
     options.mode = if bless {

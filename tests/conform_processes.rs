@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use ctxbed::conform::peer::Peer;
 use ctxbed::conform::process::STDERR_LOG_BYTES_MAX;
 use ctxbed::conform::{self, CellReport, ConformOptions};
-use ctxbed::scenario::golden::GoldenMode;
+use ctxbed::scenario::check::golden::GoldenMode;
 
 const PEERS: &str = "tests/data/conform-processes";
 const PROBE: &str = "tests/wire-suite/scenarios/wire/probe.toml";

@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ctxbed::scenario::file::{Layout, load};
-use ctxbed::scenario::golden::{self, GoldenMode, GoldenOutcome};
+use ctxbed::scenario::check::golden::{self, GoldenMode, GoldenOutcome};
+use ctxbed::scenario::format::file::{Layout, load};
 use ctxbed::suite::{Verdict, discover, run_file};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -23,7 +23,7 @@ mod golden_snapshot;
 
 fn main() {
     let arguments = Arguments::from_args();
-    let bless = ctxbed::scenario::golden::bless_from_env().expect("the bless switch");
+    let bless = ctxbed::scenario::check::golden::bless_from_env().expect("the bless switch");
     let mut trials = Vec::new();
     let scenarios = discover(&[PathBuf::from("scenarios")]).expect("scenarios/ is readable");
     for path in scenarios {

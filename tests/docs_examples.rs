@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use ctxbed::scenario::diagnostic::Diagnostic;
-use ctxbed::scenario::file::{Layout, parse_scenario};
-use ctxbed::scenario::mock_file::parse_mock;
+use ctxbed::scenario::format::diagnostic::Diagnostic;
+use ctxbed::scenario::format::file::{Layout, parse_scenario};
+use ctxbed::scenario::format::mock_file::parse_mock;
 
 const DOC: &str = "docs/scenario-format.md";
 

@@ -146,7 +146,7 @@ fn check_snapshot(name: &str, sent: &[u8]) {
         .join("tests/snapshots")
         .join(name);
     let sent: serde_json::Value = serde_json::from_slice(sent).expect("the body is JSON");
-    if ctxbed::scenario::golden::bless_from_env().expect("the bless switch") {
+    if ctxbed::scenario::check::golden::bless_from_env().expect("the bless switch") {
         let pretty = serde_json::to_string_pretty(&sent).expect("serialisable");
         std::fs::write(&file, pretty + "\n").expect("snapshot written");
     }
@@ -1224,13 +1224,13 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
         RECORD_SCENARIO.replace("model = \"placeholder\"", "model = \"recorded\""),
     )
     .expect("write");
-    let scenario = ctxbed::scenario::file::load(&replay_path).unwrap_or_else(|problems| {
+    let scenario = ctxbed::scenario::format::file::load(&replay_path).unwrap_or_else(|problems| {
         panic!(
             "{}\n{text}",
             problems.iter().map(ToString::to_string).collect::<String>()
         )
     });
-    let replayed = ctxbed::scenario::runner::run(&scenario).expect("replay runs");
+    let replayed = ctxbed::scenario::check::outcome::run(&scenario).expect("replay runs");
     let trace = &replayed.text;
     assert!(trace.contains("Running the tests."), "{trace}");
     assert!(trace.contains("call_rec1"), "{trace}");
@@ -1246,7 +1246,7 @@ fn record_writes_a_mock_model_that_replays_under_the_runner() {
         .sum();
     assert_eq!(replay_requests, received, "{trace}");
     // Deterministic: a second replay gives the same bytes.
-    let again = ctxbed::scenario::runner::run(&scenario).expect("replay runs");
+    let again = ctxbed::scenario::check::outcome::run(&scenario).expect("replay runs");
     assert_eq!(again.text, replayed.text);
 }
 
@@ -1304,13 +1304,13 @@ fn provider_retries_do_not_prepare_again_or_reload_sources() {
         PLACEHOLDER_MOCK,
     )
     .expect("write");
-    let scenario = ctxbed::scenario::file::load(&scenario_path).expect("valid scenario");
+    let scenario = ctxbed::scenario::format::file::load(&scenario_path).expect("valid scenario");
 
     let mut config = config(ProviderKind::OpenAi, &format!("{}/v1", server.uri()), false);
     config.retry.attempts_max = 4;
     let provider = Arc::new(provider_with(config));
     let recorder = Arc::new(ctxbed_sim::recording::RecordingModel::new(provider));
-    let output = ctxbed::scenario::runner::run_live(&scenario, recorder).expect("runs");
+    let output = ctxbed::scenario::check::outcome::run_live(&scenario, recorder).expect("runs");
     assert!(output.expectations_passed(), "{}", output.text);
     assert_eq!(runtime.block_on(received_count(&server)), 3);
 }

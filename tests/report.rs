@@ -7,9 +7,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use ctxbed::scenario::file::load;
-use ctxbed::scenario::report;
-use ctxbed::scenario::runner::run;
+use ctxbed::scenario::check::outcome::run;
+use ctxbed::scenario::check::report;
+use ctxbed::scenario::format::file::load;
 
 /// Compares the overview chart of a scenario with its snapshot, or blesses it.
 fn check_svg(scenario: &str, snapshot: &str) {
@@ -17,7 +17,7 @@ fn check_svg(scenario: &str, snapshot: &str) {
     let output = run(&loaded).expect("scenario runs");
     let actual = report::svg(&output.trace, &loaded);
     let path = Path::new("tests/report_snapshots").join(snapshot);
-    if ctxbed::scenario::golden::bless_from_env().expect("the bless switch") {
+    if ctxbed::scenario::check::golden::bless_from_env().expect("the bless switch") {
         std::fs::write(&path, &actual).expect("snapshot written");
         return;
     }

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ctxbed::scenario::file::load;
-use ctxbed::scenario::report;
-use ctxbed::scenario::runner::run;
+use ctxbed::scenario::check::outcome::run;
+use ctxbed::scenario::check::report;
+use ctxbed::scenario::format::file::load;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 /// A headless screenshot takes a few seconds; a hung browser must not hang the suite.

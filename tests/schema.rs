@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ctxbed::scenario::schema;
+use ctxbed::scenario::format::schema;
 use serde_json::Value;
 
 fn committed(name: &str) -> Value {

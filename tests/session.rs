@@ -285,8 +285,8 @@ fn a_failed_log_write_fails_the_call_and_the_next_flush_makes_it_durable() {
 #[test]
 fn the_durable_history_check_holds_only_acknowledged_commits() {
     use ctxbed::invariants::{ViolationKind, check};
-    use ctxbed::scenario::file::load;
-    use ctxbed::scenario::runner::run;
+    use ctxbed::scenario::check::outcome::run;
+    use ctxbed::scenario::format::file::load;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let scenario =
         load(&root.join("scenarios/sessions/log-write-failure-restart.toml")).expect("scenario");

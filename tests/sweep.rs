@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use ctxbed::generate::generate;
 use ctxbed::invariants::{ViolationKind, check};
-use ctxbed::scenario::file::{
+use ctxbed::scenario::check::outcome::{RunOutput, run};
+use ctxbed::scenario::format::file::{
     ConcurrentAppend, EstimatorChoice, Restart, Scenario, SessionStorage, SourceSpec, TaskAction,
     TaskSpec, load,
 };
-use ctxbed::scenario::network::NetworkSpec;
-use ctxbed::scenario::runner::{RunOutput, run};
-use ctxbed::scenario::write::write;
+use ctxbed::scenario::format::network::NetworkSpec;
+use ctxbed::scenario::format::write::write;
 use ctxbed::sweep::{Shard, SweepConfig, check_seed, shrink_while, sweep};
 use ctxbed_harness::agent::events::{CustomValue, EventKind};
 use ctxbed_harness::context::Transform;
@@ -116,7 +116,7 @@ fn round_trip_faults(seed: u64, root: &Path) {
         "seed {seed}: write failures"
     );
     assert_eq!(generated.task, loaded.task, "seed {seed}: the task");
-    let agent = |a: &ctxbed::scenario::file::AgentSpec| {
+    let agent = |a: &ctxbed::scenario::format::file::AgentSpec| {
         (
             a.session_log,
             a.session_storage,
@@ -897,7 +897,7 @@ fn the_shrinker_keeps_only_what_the_failure_needs() {
                 })
         })
         .expect("some seed has a history with tool results");
-    let fails = |scenario: &ctxbed::scenario::file::Scenario| {
+    let fails = |scenario: &ctxbed::scenario::format::file::Scenario| {
         scenario
             .history
             .iter()
@@ -933,7 +933,7 @@ fn every_violation_kind_names_its_invariant() {
 }
 
 /// The first generated seed with task state whose run shows a Todo receipt and then compacts.
-fn seed_with_todo_and_compaction() -> (ctxbed::scenario::file::Scenario, RunOutput) {
+fn seed_with_todo_and_compaction() -> (ctxbed::scenario::format::file::Scenario, RunOutput) {
     for seed in 0..400 {
         let scenario = generate(seed);
         if !scenario.agent.task_list || !scenario.agent.session_log {

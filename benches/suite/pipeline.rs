@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion};
-use ctxbed::scenario::file::load;
-use ctxbed::scenario::runner::run as run_scenario;
+use ctxbed::scenario::check::outcome::run as run_scenario;
+use ctxbed::scenario::format::file::load;
 use ctxbed_harness::compaction::config::{PruneConfig, TailBudget};
 use ctxbed_harness::compaction::cut::cut_index;
 use ctxbed_harness::compaction::prune::prune;

@@ -2,7 +2,7 @@
 //! panic.
 #![no_main]
 
-use ctxbed::scenario::mock_file::parse_mock;
+use ctxbed::scenario::format::mock_file::parse_mock;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use ctxbed::scenario::file::{Layout, parse_scenario};
+use ctxbed::scenario::format::file::{Layout, parse_scenario};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::write_out;
-use ctxbed::scenario::file::load;
+use ctxbed::scenario::format::file::load;
 
 use super::discover_or_explain;
 

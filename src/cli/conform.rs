@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crate::{write_err, write_out};
 use ctxbed::conform::{self, ConformOptions, matrix, report};
-use ctxbed::scenario::golden::{GoldenMode, GoldenOutcome};
+use ctxbed::scenario::check::golden::{GoldenMode, GoldenOutcome};
 
 use super::serve::stop_signal;
 

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::{write_err, write_out};
-use ctxbed::scenario::explain::{self, Selector};
+use ctxbed::scenario::check::explain::{self, Selector};
 
 use super::load_and_run;
 

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::write_err;
-use ctxbed::scenario::file::{Scenario, load};
-use ctxbed::scenario::runner::{RunOutput, run};
+use ctxbed::scenario::check::outcome::{RunOutput, run};
+use ctxbed::scenario::format::file::{Scenario, load};
 use ctxbed::suite::discover;
 
 pub fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {

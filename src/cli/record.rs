@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use crate::{write_err, write_out};
 use ctxbed::record::record;
-use ctxbed::scenario::file::Layout;
-use ctxbed::scenario::write::mock_toml;
+use ctxbed::scenario::format::file::Layout;
+use ctxbed::scenario::format::write::mock_toml;
 use ctxbed_providers::{ProviderConfig, ProviderKind};
 
 use super::load_or_report;

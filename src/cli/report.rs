@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::{write_err, write_out};
-use ctxbed::scenario::report;
+use ctxbed::scenario::check::report;
 
 use super::load_and_run;
 

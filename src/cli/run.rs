@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::{write_err, write_out};
-use ctxbed::scenario::golden::GoldenMode;
+use ctxbed::scenario::check::golden::GoldenMode;
 use ctxbed::suite::{Verdict, run_file};
 
 use super::discover_or_explain;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::{write_err, write_out};
-use ctxbed::scenario::runner::run;
+use ctxbed::scenario::check::outcome::run;
 
 use super::load_or_report;
 

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{Cell, CellReport, ConformOptions, DriveOutcome, builtin, checks, drive, file, trace};
-use crate::scenario::file::Layout;
-use crate::scenario::golden::{self, GoldenOutcome};
+use crate::scenario::check::golden::{self, GoldenOutcome};
+use crate::scenario::format::file::Layout;
 use crate::serve::{Models, ServeOptions};
 use ctxbed_sim::host::HostFaults;
 use file::WireScenario;

@@ -27,9 +27,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::scenario::diagnostic::{Diagnostic, Diagnostics, from_toml};
-use crate::scenario::shape::Compiled;
-use crate::scenario::source::read_source;
+use crate::scenario::format::diagnostic::{Diagnostic, Diagnostics, from_toml};
+use crate::scenario::format::shape::Compiled;
+use crate::scenario::format::source::read_source;
 use ctxbed_sim::text::{TextKind, generate_text};
 
 /// Requests one scenario may send before the run is stopped, unless it says otherwise.
@@ -220,7 +220,7 @@ pub const ERROR_KINDS: [&str; 8] = [
 /// The JSON Schema of the wire-scenario format (`ctxbed schema wire`), derived from the structs
 /// the loader reads.
 pub fn schema() -> Value {
-    crate::scenario::schema::titled(
+    crate::scenario::format::shape::titled(
         serde_json::to_value(schemars::schema_for!(RawWire)).unwrap_or_default(),
         "ctxbed wire scenario",
         "A ctxbed wire scenario (scenarios/wire/*.toml), run against any harness by `ctxbed conform`. See docs/peer-protocol.md.",
@@ -460,7 +460,7 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         &mut problems,
     );
     if !problems.is_empty() {
-        crate::scenario::diagnostic::sort(&mut problems);
+        crate::scenario::format::diagnostic::sort(&mut problems);
         return Err(Diagnostics(problems));
     }
     Ok(WireScenario {

@@ -10,7 +10,7 @@ use super::{Cell, CellReport};
 
 fn cell_text(report: &CellReport) -> String {
     let golden = match report.golden_outcome {
-        Some(crate::scenario::golden::GoldenOutcome::Mismatch { .. }) => " (trace changed)",
+        Some(crate::scenario::check::golden::GoldenOutcome::Mismatch { .. }) => " (trace changed)",
         _ => "",
     };
     match &report.cell {

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::scenario::file::Layout;
-use crate::scenario::golden::{GoldenMode, GoldenOutcome};
+use crate::scenario::check::golden::{GoldenMode, GoldenOutcome};
+use crate::scenario::format::file::Layout;
 use crate::serve::{Models, ServeOptions, Server};
 use checks::{StepEnd, StepRun, Violation};
 use ctxbed_harness::model::provider::Provider;

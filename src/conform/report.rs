@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::{Cell, CellReport};
-use crate::scenario::golden::GoldenOutcome;
+use crate::scenario::check::golden::GoldenOutcome;
 
 /// The lines for one run.
 pub fn describe(report: &CellReport, strict: bool) -> String {

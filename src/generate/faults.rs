@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use super::Draw;
-use crate::scenario::file::{
+use crate::scenario::format::file::{
     AgentSpec, ConcurrentAppend, Restart, SessionStorage, SourceSpec, StepSpec, TaskAction,
     TaskSpec,
 };

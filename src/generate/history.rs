@@ -2,7 +2,7 @@
 //! and tiny to huge results, media, a foreign System message, and rarely an unpaired exchange.
 
 use super::{Draw, model};
-use crate::scenario::file::{HistorySpec, StepSpec};
+use crate::scenario::format::file::{HistorySpec, StepSpec};
 use ctxbed_harness::message::{ContentPart, MediaKind, Message, Role, ToolOutput, ToolResult};
 
 /// One committed history for the first step's session: rounds of user text, assistant text,

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::{Draw, model_name};
 use crate::limits;
-use crate::scenario::file::AgentSpec;
+use crate::scenario::format::file::AgentSpec;
 use ctxbed_harness::model::ModelInfo;
 use ctxbed_harness::model::Purpose;
 use ctxbed_harness::model::provider::Provider;

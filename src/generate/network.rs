@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use super::Draw;
-use crate::scenario::network::NetworkSpec;
+use crate::scenario::format::network::NetworkSpec;
 use ctxbed_sim::netsim::HostFaults;
 
 /// Host request numbers a fault may name: the first few requests, retries included.

@@ -6,7 +6,7 @@
 //! first, so a seed without it draws nothing else.
 
 use super::Draw;
-use crate::scenario::file::{AgentSpec, StepSpec, TaskSpec, ToolSpec};
+use crate::scenario::format::file::{AgentSpec, StepSpec, TaskSpec, ToolSpec};
 use ctxbed_harness::task::plan::PlanMode;
 
 /// Plan files the generator names: a plain one, one in a directory, and one whose directory

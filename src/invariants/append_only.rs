@@ -14,9 +14,9 @@
 //! `call_id` and a `payload`); it does not ask the session log what is committed or corrupt.
 
 use super::{Violation, ViolationKind};
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::RunOutput;
-use crate::scenario::trace::SessionFileBytes;
+use crate::scenario::check::outcome::RunOutput;
+use crate::scenario::format::file::Scenario;
+use crate::scenario::run::record::SessionFileBytes;
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::session::SessionLogKey;
 use ctxbed_harness::session::jsonl::session_path;

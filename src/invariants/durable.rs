@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 
 use super::{Violation, ViolationKind};
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::RunOutput;
+use crate::scenario::check::outcome::RunOutput;
+use crate::scenario::format::file::Scenario;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::message::{ContentPart, Message, ToolOutput};
 use ctxbed_harness::model::{ModelRequest, Purpose};

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Violation, ViolationKind};
-use crate::scenario::file::Scenario;
-use crate::scenario::runner::RunOutput;
+use crate::scenario::check::outcome::RunOutput;
+use crate::scenario::format::file::Scenario;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::context::offload::OFFLOAD_KEY;
 use ctxbed_harness::message::Message;

@@ -1,26 +1,20 @@
-//! Scenarios: file formats, the runner, traces, expectations and golden comparison.
+//! Scenarios, in three layers with arrows one way (`tests/layers.rs` holds them):
 //!
-//! Data flows one way: a scenario file is read and checked ([`file::load`], reporting every
-//! problem with file, line, column and hint) → [`runner::run`] builds an agent on a paused
-//! tokio runtime with the mock model, scripted tools and in-memory workspace → each step's events
-//! are recorded into a [`trace::Trace`] → the trace renders to canonical text → [`golden`]
-//! compares it with (or blesses it into) `golden/`.
+//! - [`format`](mod@format): a scenario file is read and checked ([`format::file::load`], reporting every
+//!   problem with file, line, column and hint), with its mock models and `[network]` table;
+//! - [`run`]: [`run::runner`] builds an agent on a paused tokio runtime with the mock model,
+//!   scripted tools and in-memory workspace (or over the simulated network,
+//!   [`run::networked`]), and records each step's events into a [`run::record::Trace`];
+//! - [`check`]: the expectations are evaluated over the record, the trace renders to canonical
+//!   text ([`check::trace`]), and [`check::golden`] compares it with (or blesses it into)
+//!   `golden/`; [`check::outcome::run`] does all of it in one call.
 //!
-//! **Invariant:** this is the only module that knows about file formats; the harness sees
-//! traits and typed values.
+//! A module may import from its own layer and the layers before it, never after; within a
+//! layer, no two modules import each other, directly or round a circle.
+//!
+//! **Invariant:** the harness sees traits and typed values; file formats are known here and in
+//! `conform::file` (the wire-scenario format), nowhere else.
 
-pub mod choice;
-pub mod diagnostic;
-pub mod expect;
-pub mod explain;
-pub mod file;
-pub mod golden;
-pub mod mock_file;
-pub mod network;
-pub mod report;
-pub mod runner;
-pub mod schema;
-pub mod shape;
-pub mod source;
-pub mod trace;
-pub mod write;
+pub mod check;
+pub mod format;
+pub mod run;

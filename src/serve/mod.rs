@@ -37,9 +37,9 @@ use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 use crate::limits;
-use crate::scenario::diagnostic::Diagnostics;
-use crate::scenario::mock_file::parse_mock;
-use crate::scenario::source::read_source;
+use crate::scenario::format::diagnostic::Diagnostics;
+use crate::scenario::format::mock_file::parse_mock;
+use crate::scenario::format::source::read_source;
 use ctxbed_sim::host::{Api, HostBody, HostOptions, ProviderHost, full};
 use ctxbed_sim::mock::MockModel;
 

@@ -19,7 +19,7 @@ pub fn assert_golden(golden: &Path, text: &str, source: &str) -> Result<(), Stri
     settings.bind(|| insta::assert_snapshot!(name, text));
     // insta accepted the contents; the bytes must also be what `--bless` writes.
     let stored = std::fs::read_to_string(golden).map_err(|e| e.to_string())?;
-    if stored != ctxbed::scenario::golden::snapshot_file_from(source, text) {
+    if stored != ctxbed::scenario::check::golden::snapshot_file_from(source, text) {
         return Err(format!(
             "{} holds the trace but not in the form `--bless` writes; bless it again",
             golden.display()
