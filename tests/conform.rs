@@ -263,6 +263,12 @@ fn sigterm_stops_conform_and_its_adapter_at_once() {
         .output()
         .expect("pgrep runs");
     assert!(leftover.stdout.is_empty(), "the adapter is still running");
+    let pending = std::path::Path::new("tests/wire-suite/golden/wire/probe/hang-named.snap.new");
+    assert!(
+        !pending.exists(),
+        "an interrupted run wrote a snapshot for review: {}",
+        pending.display()
+    );
 }
 
 #[test]

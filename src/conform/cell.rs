@@ -152,7 +152,9 @@ fn run_cell(
         tracing::warn!(path = %log.display(), %error, "cannot keep the trace");
     }
     let pinned = options.pins_goldens(harness) && !golden.as_os_str().is_empty();
-    if pinned && !matches!(report.cell, Cell::NotApplicable { .. }) {
+    // An interrupted run's trace says where the run was stopped, not what the harness does: it
+    // is neither compared with the golden nor written beside it for review.
+    if pinned && !matches!(report.cell, Cell::NotApplicable { .. }) && !super::interrupted() {
         // A run without a golden is `new`: its trace is written beside the golden's place for
         // review (outside CI), and it fails until it is blessed.
         report.golden_outcome = Some(
