@@ -177,8 +177,8 @@ enum Command {
         format: String,
     },
     /// Serve mock models on loopback as the providers they imitate (OpenAI Chat Completions at
-    /// /v1/chat/completions, Anthropic Messages at /v1/messages, whole and streamed) until
-    /// Ctrl-C. The first line printed is `listening on http://ADDRESS`.
+    /// /v1/chat/completions, OpenAI Responses at /v1/responses, Anthropic Messages at
+    /// /v1/messages, whole and streamed) until Ctrl-C. The first line printed is `listening on http://ADDRESS`.
     Serve(cli::serve::ServeArgs),
     /// Run wire scenarios against harnesses through their adapters and check what they sent to
     /// the model (see docs/peer-protocol.md). The wire suite is built in: this works from any

@@ -223,6 +223,40 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
 }
 
 #[test]
+fn the_official_openai_client_speaks_the_responses_api() {
+    // The pydantic-ai peer's environment holds the official `openai` client at its pinned
+    // version (built by peers/setup, which CI runs before the tests).
+    let python = Path::new("target/peers/pydantic-ai/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is missing: CI must run peers/setup first",
+            python.display()
+        );
+        eprintln!("skipped: run peers/setup pydantic-ai to test the official Python clients");
+        return;
+    }
+    let server = serve(&["mock-models/serve-responses.toml"]);
+    let output = Command::new(python)
+        .arg("tests/serve/responses_client.py")
+        .arg(format!("http://{}/v1", server.addr))
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let expected = [
+        r#"whole: read_log {"path":"build.log"} True"#,
+        "stream: response.created response.completed ['reasoning', 'function_call'] True True",
+        "dropped reasoning: 400 Item 'fc_0002_0' of type 'function_call' was provided without its required 'reasoning' item: 'rs_0002'.",
+        "handed back: The linker ran out of memory.",
+        "overflow whole: 400 context_length_exceeded",
+        "overflow stream: APIError context_length_exceeded Your input exceeds the context window of this model. Please adjust your input and try again.",
+    ];
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
+}
+
+#[test]
 fn a_directory_of_models_is_routed_by_the_requested_model() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     for (name, reply) in [("alpha", "From alpha."), ("beta", "From beta.")] {

@@ -12,7 +12,7 @@ use std::io::{BufRead, Read as _};
 use serde_json::Value;
 
 use super::checks::{Violation, request_invariants};
-use ctxbed_sim::host::{Api, anthropic, is_count_tokens, openai};
+use ctxbed_sim::host::{Api, anthropic, is_count_tokens, openai, responses};
 
 /// The rules a record can be checked for, in the order violations are reported.
 pub const RECORD_RULES: [&str; 5] = [
@@ -172,11 +172,10 @@ impl<'a> RecordLine<'a> {
                     .ok_or("`window` is not a whole number or null")?,
             ),
         };
-        let api = match field("api")?.as_str() {
-            Some("openai") => Api::OpenAi,
-            Some("anthropic") => Api::Anthropic,
-            _ => return Err("`api` is not \"openai\" or \"anthropic\"".into()),
-        };
+        let api = field("api")?
+            .as_str()
+            .and_then(Api::parse)
+            .ok_or("`api` is not \"openai\", \"anthropic\" or \"responses\"")?;
         let path = field("path")?.as_str().ok_or("`path` is not a string")?;
         let outcome = field("outcome")?
             .as_str()
@@ -210,6 +209,7 @@ impl<'a> RecordLine<'a> {
         let request = match self.api {
             Api::OpenAi => openai::parse_request(self.body),
             Api::Anthropic => anthropic::parse_request(self.body),
+            Api::Responses => responses::parse_request(self.body),
         };
         let mut found: Vec<Violation> = Vec::new();
         let at = format!("request {} ({})", self.number, self.model);

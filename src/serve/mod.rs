@@ -2,9 +2,9 @@
 //!
 //! A [`Server`] binds a TCP listener (loopback only unless told otherwise), and answers each
 //! HTTP/1.1 request with the [`ProviderHost`] of the model the request names (or the only one):
-//! OpenAI Chat Completions at `…/chat/completions`, Anthropic Messages at `…/messages`, whole or
-//! streamed, and the model list at `GET …/models`. Each host counts requests exactly, answers
-//! over-window requests with its provider's real overflow, plays its script's turns, latencies
+//! OpenAI Chat Completions at `…/chat/completions`, OpenAI Responses at `…/responses`, Anthropic
+//! Messages at `…/messages` (and its `…/messages/count_tokens`), whole or streamed, and the model
+//! list at `GET …/models`. Each host counts requests exactly, answers over-window requests with its provider's real overflow, plays its script's turns, latencies
 //! (in real time, scaled) and faults, and keeps every exchange; a [`Recorder`] writes them as
 //! canonical JSON lines as they happen. The same server runs inside `ctxbed conform`, which reads
 //! the exchanges back to check what a harness sent.
@@ -478,12 +478,17 @@ async fn route(
     if request.method() == http::Method::GET && path.trim_end_matches('/').ends_with("/models") {
         return Ok(model_list(models));
     }
-    let known = ["/chat/completions", "/messages", "/messages/count_tokens"]
-        .iter()
-        .any(|end| path.trim_end_matches('/').ends_with(end));
+    let known = [
+        "/chat/completions",
+        "/responses",
+        "/messages",
+        "/messages/count_tokens",
+    ]
+    .iter()
+    .any(|end| path.trim_end_matches('/').ends_with(end));
     if request.method() != http::Method::POST || !known {
         let what = format!("{} {path}", request.method());
-        tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST …/chat/completions, POST …/messages and GET …/models");
+        tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST …/chat/completions, POST …/responses, POST …/messages and GET …/models");
         return Ok(not_found(models.imitated(), &what));
     }
     let collected = tokio::time::timeout(
@@ -525,7 +530,7 @@ fn body_timeout_response(api: Api, waited: Duration) -> http::Response<HostBody>
     );
     let body = match api {
         Api::Anthropic => ctxbed_sim::host::anthropic::error_body("timeout_error", &message),
-        Api::OpenAi => json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "timeout"}}).to_string(),
+        Api::OpenAi | Api::Responses => json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "timeout"}}).to_string(),
     };
     full(408, body)
 }
@@ -547,7 +552,7 @@ fn model_list(models: &Models) -> http::Response<HostBody> {
 fn not_found(api: Api, what: &str) -> http::Response<HostBody> {
     let body = match api {
         Api::Anthropic => ctxbed_sim::host::anthropic::error_body("not_found_error", "Not Found"),
-        Api::OpenAi => {
+        Api::OpenAi | Api::Responses => {
             let message = format!(
                 "Unknown request URL: {what}. Please check the URL for typos, or see the docs at https://platform.openai.com/docs/api-reference/."
             );
@@ -562,7 +567,7 @@ fn unknown_model(api: Api, name: &str) -> http::Response<HostBody> {
         Api::Anthropic => {
             ctxbed_sim::host::anthropic::error_body("not_found_error", &format!("model: {name}"))
         }
-        Api::OpenAi => json!({"error": {"message": format!("The model `{name}` does not exist or you do not have access to it."), "type": "invalid_request_error", "param": null, "code": "model_not_found"}}).to_string(),
+        Api::OpenAi | Api::Responses => json!({"error": {"message": format!("The model `{name}` does not exist or you do not have access to it."), "type": "invalid_request_error", "param": null, "code": "model_not_found"}}).to_string(),
     };
     full(404, body)
 }

@@ -16,6 +16,8 @@
 pub mod anthropic;
 pub mod openai;
 mod outcome;
+pub mod reasoning;
+pub mod responses;
 pub mod validate;
 
 pub use outcome::Outcome;
@@ -116,22 +118,37 @@ pub enum Api {
     OpenAi,
     /// Anthropic Messages (`POST …/messages`).
     Anthropic,
+    /// OpenAI Responses (`POST …/responses`).
+    Responses,
 }
 
 impl Api {
-    /// `openai` or `anthropic`.
+    /// Every API, in a fixed order.
+    pub const ALL: [Api; 3] = [Api::OpenAi, Api::Anthropic, Api::Responses];
+
+    /// `openai` (Chat Completions), `anthropic` (Messages) or `responses` (OpenAI Responses):
+    /// the names records, traces and `CTXBED_API` use.
     pub fn as_str(self) -> &'static str {
         match self {
             Api::OpenAi => "openai",
             Api::Anthropic => "anthropic",
+            Api::Responses => "responses",
         }
     }
 
-    /// The API a request path names: `…/messages` is Anthropic's, anything else OpenAI's.
+    /// The API named `name` ([`Api::as_str`]).
+    pub fn parse(name: &str) -> Option<Api> {
+        Api::ALL.into_iter().find(|api| api.as_str() == name)
+    }
+
+    /// The API a request path names: `…/messages` is Anthropic's, `…/responses` OpenAI's
+    /// Responses, anything else OpenAI's Chat Completions.
     pub fn for_path(path: &str) -> Api {
         let path = route_path(path);
         if path.ends_with("/messages") || path.ends_with(COUNT_TOKENS_PATH) {
             Api::Anthropic
+        } else if path.ends_with(responses::PATH) {
+            Api::Responses
         } else {
             Api::OpenAi
         }
@@ -207,6 +224,17 @@ pub struct ProviderHost {
     /// How many requests ended in each outcome, kept or not.
     outcomes: Mutex<BTreeMap<&'static str, u64>>,
     step: Mutex<StepState>,
+    /// Which Responses replies carried reasoning, for the reasoning rules.
+    reasoned: reasoning::Reasoned,
+}
+
+/// What a request asked of the answer's format.
+#[derive(Debug, Clone, Copy)]
+struct Wire {
+    api: Api,
+    stream: bool,
+    /// Reasoning items carry their encrypted content (Responses' `include`).
+    encrypted: bool,
 }
 
 impl ProviderHost {
@@ -233,6 +261,7 @@ impl ProviderHost {
             dropped: AtomicU64::new(0),
             outcomes: Mutex::new(BTreeMap::new()),
             step: Mutex::new(StepState::default()),
+            reasoned: reasoning::Reasoned::default(),
         }
     }
 
@@ -438,42 +467,24 @@ impl ProviderHost {
         {
             return reset();
         }
-        let json = match self.checked_json(api, &body, exchange, |json| validate::check(api, json))
-        {
+        let check = |json: &Value| match api {
+            Api::Responses => {
+                validate::check(api, json).and_then(|()| reasoning::check(json, &self.reasoned))
+            }
+            Api::OpenAi | Api::Anthropic => validate::check(api, json),
+        };
+        let json = match self.checked_json(api, &body, exchange, check) {
             Ok(json) => json,
             Err(refusal) => return full(400, refusal),
         };
         let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
+        let encrypted = reasoning::wants_encrypted_content(&json);
         let mut request = match api {
             Api::OpenAi => openai::parse_request(&json),
             Api::Anthropic => anthropic::parse_request(&json),
+            Api::Responses => responses::parse_request(&json),
         };
-        let lane = if self.options.steps {
-            let step = self.lock_step().clone();
-            exchange.step = Some(step.number);
-            if step.number > 0 && continues_step(&request, &step) {
-                Lane::Step(step.number)
-            } else {
-                exchange.side = true;
-                // The wording only chooses the shape of the automatic answer (facts or a
-                // summary); whether the request is a side request is decided by structure.
-                request.purpose = if asks_for_memory(&request) {
-                    Purpose::MemoryFlush
-                } else {
-                    Purpose::Summary
-                };
-                Lane::Side
-            }
-        } else {
-            if self.options.infer_summaries {
-                if asks_for_memory(&request) {
-                    request.purpose = Purpose::MemoryFlush;
-                } else if asks_for_summary(&request) {
-                    request.purpose = Purpose::Summary;
-                }
-            }
-            Lane::Script
-        };
+        let lane = self.lane(&mut request, exchange);
         exchange.stream = stream;
         exchange.body = json;
         exchange.input_tokens = Some(self.model.count_input_tokens(&request));
@@ -483,56 +494,163 @@ impl ProviderHost {
             .await
             .map(|reply| self.offered_calls_only(reply, &request, exchange));
         if let (Lane::Step(number), Ok(reply)) = (lane, &outcome) {
-            let mut step = self.lock_step();
-            if step.number == number {
-                step.calls
-                    .extend(reply.message.tool_calls().map(|call| IssuedCall {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                    }));
-            }
+            self.note_calls(number, reply);
         }
         exchange.request = Some(request);
+        let wire = Wire {
+            api,
+            stream,
+            encrypted,
+        };
         match outcome {
-            Ok(reply) => {
-                exchange.outcome = if reply.message.has_tool_calls() {
-                    Outcome::ToolCalls
-                } else {
-                    Outcome::Reply
-                };
-                let usage = self.options.report_usage;
-                let name = &self.model.script().info.name;
-                if stream {
-                    let events = match api {
-                        Api::OpenAi => openai::stream_events(&reply, name, exchange.number, usage),
-                        Api::Anthropic => anthropic::stream_events(&reply, name, exchange.number),
-                    };
-                    let cut = self
-                        .options
-                        .faults
-                        .cut_stream_requests
-                        .contains(&exchange.number);
-                    if cut {
-                        exchange.outcome = Outcome::CutStream;
-                        // The answer never reaches the client: a retry gets the same turn.
-                        if matches!(lane, Lane::Step(_)) {
-                            self.model.give_back(lane);
-                        }
-                    }
-                    streamed(events, cut)
-                } else {
-                    let body = match api {
-                        Api::OpenAi => openai::completion(&reply, name, exchange.number, usage),
-                        Api::Anthropic => anthropic::message(&reply, name, exchange.number),
-                    };
-                    full(200, body.to_string())
-                }
-            }
+            Ok(reply) => self.answer_reply(reply, wire, lane, exchange),
             Err(error) => {
                 exchange.outcome = Outcome::Error(error.error_kind());
-                self.error_response(error).await
+                self.answer_error(error, wire, exchange).await
             }
+        }
+    }
+
+    /// Which lane answers `request`: in steps, the current step's when the request continues
+    /// it, else the side lane (the request then becomes a summary or memory request); without
+    /// steps, the script, with summary and memory requests told apart by wording when asked to.
+    fn lane(&self, request: &mut ModelRequest, exchange: &mut Exchange) -> Lane {
+        if self.options.steps {
+            let step = self.lock_step().clone();
+            exchange.step = Some(step.number);
+            if step.number > 0 && continues_step(request, &step) {
+                return Lane::Step(step.number);
+            }
+            exchange.side = true;
+            // The wording only chooses the shape of the automatic answer (facts or a summary);
+            // whether the request is a side request is decided by structure.
+            request.purpose = if asks_for_memory(request) {
+                Purpose::MemoryFlush
+            } else {
+                Purpose::Summary
+            };
+            return Lane::Side;
+        }
+        if self.options.infer_summaries {
+            if asks_for_memory(request) {
+                request.purpose = Purpose::MemoryFlush;
+            } else if asks_for_summary(request) {
+                request.purpose = Purpose::Summary;
+            }
+        }
+        Lane::Script
+    }
+
+    /// Remembers the calls step `number`'s reply made, so later requests of the step are known
+    /// by the results they carry.
+    fn note_calls(&self, number: usize, reply: &ModelReply) {
+        let mut step = self.lock_step();
+        if step.number == number {
+            step.calls
+                .extend(reply.message.tool_calls().map(|call| IssuedCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                }));
+        }
+    }
+
+    /// The reply in `wire`'s format, whole or streamed (and cut, when the request is one the
+    /// faults name: its turn is then given back for the retry).
+    fn answer_reply(
+        &self,
+        reply: ModelReply,
+        wire: Wire,
+        lane: Lane,
+        exchange: &mut Exchange,
+    ) -> http::Response<HostBody> {
+        exchange.outcome = if reply.message.has_tool_calls() {
+            Outcome::ToolCalls
+        } else {
+            Outcome::Reply
+        };
+        let usage = self.options.report_usage;
+        let name = &self.model.script().info.name;
+        let number = exchange.number;
+        let shape = self.responses_shape(&reply, wire, number);
+        if wire.api == Api::Responses && thinking(&reply).is_some() {
+            self.reasoned.insert(number);
+        }
+        if !wire.stream {
+            let body = match wire.api {
+                Api::OpenAi => openai::completion(&reply, name, number, usage),
+                Api::Anthropic => anthropic::message(&reply, name, number),
+                Api::Responses => responses::response(&reply, &shape),
+            };
+            return full(200, body.to_string());
+        }
+        let events = match wire.api {
+            Api::OpenAi => openai::stream_events(&reply, name, number, usage),
+            Api::Anthropic => anthropic::stream_events(&reply, name, number),
+            Api::Responses => responses::stream_events(&reply, &shape),
+        };
+        let cut = self.options.faults.cut_stream_requests.contains(&number);
+        if cut {
+            exchange.outcome = Outcome::CutStream;
+            // The answer never reaches the client: a retry gets the same turn.
+            if matches!(lane, Lane::Step(_)) {
+                self.model.give_back(lane);
+            }
+        }
+        streamed(events, cut)
+    }
+
+    /// How a Responses reply goes out for this request.
+    fn responses_shape<'a>(
+        &'a self,
+        reply: &ModelReply,
+        wire: Wire,
+        number: u64,
+    ) -> responses::Shape<'a> {
+        let reasoning_tokens = thinking(reply).map_or(0, |text| {
+            self.model
+                .output_tokens(&ctxbed_harness::message::Message::new(
+                    "reasoning",
+                    Role::Assistant,
+                    vec![ContentPart::Thinking { text }],
+                ))
+        });
+        responses::Shape {
+            model: &self.model.script().info.name,
+            number,
+            usage: self.options.report_usage,
+            encrypted: wire.encrypted,
+            reasoning_tokens,
+        }
+    }
+
+    /// A model error in `wire`'s format. The Responses API words its overflow and pairing
+    /// refusals its own way, and reports a streamed overflow inside a 200 stream.
+    async fn answer_error(
+        &self,
+        error: ModelError,
+        wire: Wire,
+        exchange: &Exchange,
+    ) -> http::Response<HostBody> {
+        if wire.api != Api::Responses {
+            return self.error_response(error).await;
+        }
+        match (&error, &exchange.request) {
+            (ModelError::ContextOverflow { .. }, _) if wire.stream => {
+                let shape = responses::Shape {
+                    model: &self.model.script().info.name,
+                    number: exchange.number,
+                    usage: self.options.report_usage,
+                    encrypted: wire.encrypted,
+                    reasoning_tokens: 0,
+                };
+                streamed(responses::overflow_events(&shape), false)
+            }
+            (ModelError::ContextOverflow { .. }, _) => full(400, responses::overflow_body()),
+            (ModelError::PairingRejected { .. }, Some(request)) => {
+                full(400, responses::pairing_body(request))
+            }
+            _ => self.error_response(error).await,
         }
     }
 

@@ -602,3 +602,5 @@ fn the_host_keeps_at_most_its_retention_and_counts_every_outcome() {
     assert!(none.exchanges().is_empty());
     assert_eq!(none.dropped(), 0, "keeping none is a choice, not a loss");
 }
+
+mod responses;

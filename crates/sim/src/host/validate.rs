@@ -37,6 +37,8 @@ enum Problem {
     Empty(String),
     /// Extended thinking's rule on the final assistant message, in Anthropic's words.
     Thinking(String),
+    /// A `previous_response_id` (Responses): nothing is stored, so no id is known.
+    UnknownPrevious(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +48,8 @@ enum Expected {
     Boolean,
     List,
     Object,
+    /// Responses' `input`: a string or a list of items.
+    StringOrList,
 }
 
 /// Checks a request body as `api`'s provider would.
@@ -53,9 +57,13 @@ enum Expected {
 /// # Errors
 /// The first problem the provider would report, as its 400 body.
 pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
-    let problem = first_problem(api, json).or_else(|| match api {
+    let problem = match api {
+        Api::Responses => responses_problem(json),
+        Api::OpenAi | Api::Anthropic => first_problem(api, json),
+    }
+    .or_else(|| match api {
         Api::Anthropic => thinking_problem(json),
-        Api::OpenAi => None,
+        Api::OpenAi | Api::Responses => None,
     });
     refusal(api, problem)
 }
@@ -84,7 +92,7 @@ fn refusal(api: Api, problem: Option<Problem>) -> Result<(), Invalid> {
         Some(problem) => Err(Invalid {
             reason: reason(&problem),
             body: match api {
-                Api::OpenAi => openai_body(&problem),
+                Api::OpenAi | Api::Responses => openai_body(&problem),
                 Api::Anthropic => anthropic_body(&problem),
             },
         }),
@@ -116,25 +124,41 @@ fn first_problem(api: Api, json: &Value) -> Option<Problem> {
         return Some(problem);
     }
     let bounds: &[&str] = match api {
-        Api::OpenAi => &["max_tokens", "max_completion_tokens"],
+        Api::OpenAi | Api::Responses => &["max_tokens", "max_completion_tokens"],
         Api::Anthropic => &["max_tokens"],
     };
     for name in bounds {
         match field(name) {
             None if api == Api::Anthropic => return Some(Problem::Missing((*name).into())),
             None => {}
-            Some(value) => match value.as_i64() {
-                None => {
-                    let found = kind(value);
-                    return Some(Problem::WrongType((*name).into(), Expected::Integer, found));
+            Some(value) => {
+                if let Some(problem) = bound_problem(name, value, 1) {
+                    return Some(problem);
                 }
-                Some(number) if number < 1 => {
-                    return Some(Problem::BelowMinimum((*name).into(), 1, number));
-                }
-                Some(_) => {}
-            },
+            }
         }
     }
+    stream_and_tools_problem(body)
+}
+
+/// An output bound that is not an integer, or is below `minimum`.
+fn bound_problem(name: &str, value: &Value, minimum: i64) -> Option<Problem> {
+    match value.as_i64() {
+        None => Some(Problem::WrongType(
+            name.into(),
+            Expected::Integer,
+            kind(value),
+        )),
+        Some(number) if number < minimum => {
+            Some(Problem::BelowMinimum(name.into(), minimum, number))
+        }
+        Some(_) => None,
+    }
+}
+
+/// A `stream` that is not a boolean or `tools` that are not a list.
+fn stream_and_tools_problem(body: &serde_json::Map<String, Value>) -> Option<Problem> {
+    let field = |name: &str| body.get(name).filter(|v| !v.is_null());
     if let Some(stream) = field("stream").filter(|v| !v.is_boolean()) {
         return Some(Problem::WrongType(
             "stream".into(),
@@ -150,6 +174,61 @@ fn first_problem(api: Api, json: &Value) -> Option<Problem> {
         ));
     }
     None
+}
+
+/// A Responses request as the API checks it: a model; `input` a string or a list of objects
+/// (items without a `type` are messages and need a role); `max_output_tokens` an integer of at
+/// least 16; `stream` and `tools` typed; and no `previous_response_id`, since nothing is stored.
+fn responses_problem(json: &Value) -> Option<Problem> {
+    let Some(body) = json.as_object() else {
+        return Some(Problem::NotObject(kind(json)));
+    };
+    let field = |name: &str| body.get(name).filter(|v| !v.is_null());
+    if let Some(problem) = model_problem(body) {
+        return Some(problem);
+    }
+    match field("input") {
+        None | Some(Value::String(_)) => {}
+        Some(Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                let path = item_path(Api::Responses, "input", index);
+                let Some(object) = item.as_object() else {
+                    return Some(Problem::WrongType(path, Expected::Object, kind(item)));
+                };
+                let message = object
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|kind| kind == "message");
+                if message && object.get("role").is_none_or(Value::is_null) {
+                    return Some(Problem::Missing(format!("{path}.role")));
+                }
+            }
+        }
+        Some(other) => {
+            return Some(Problem::WrongType(
+                "input".into(),
+                Expected::StringOrList,
+                kind(other),
+            ));
+        }
+    }
+    if let Some(problem) =
+        field("max_output_tokens").and_then(|value| bound_problem("max_output_tokens", value, 16))
+    {
+        return Some(problem);
+    }
+    if let Some(problem) = stream_and_tools_problem(body) {
+        return Some(problem);
+    }
+    match field("previous_response_id") {
+        Some(Value::String(id)) => Some(Problem::UnknownPrevious(id.clone())),
+        Some(other) => Some(Problem::WrongType(
+            "previous_response_id".into(),
+            Expected::String,
+            kind(other),
+        )),
+        None => None,
+    }
 }
 
 fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
@@ -249,7 +328,7 @@ fn thinking_problem(json: &Value) -> Option<Problem> {
 /// `messages[2]` as OpenAI names an item, `messages.2` as Anthropic does.
 fn item_path(api: Api, field: &str, index: usize) -> String {
     match api {
-        Api::OpenAi => format!("{field}[{index}]"),
+        Api::OpenAi | Api::Responses => format!("{field}[{index}]"),
         Api::Anthropic => format!("{field}.{index}"),
     }
 }
@@ -275,6 +354,7 @@ fn reason(problem: &Problem) -> String {
         Problem::BelowMinimum(field, _, found) => format!("{field}: {found}"),
         Problem::Empty(field) => format!("{field}: empty"),
         Problem::Thinking(_) => "thinking: the final assistant message breaks the rule".to_string(),
+        Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
     }
 }
 
@@ -302,6 +382,7 @@ fn openai_body(problem: &Problem) -> String {
                 Expected::Boolean => "a boolean",
                 Expected::List => "an array of objects",
                 Expected::Object => "an object",
+                Expected::StringOrList => "a string or an array of input items",
             };
             (
                 format!(
@@ -326,6 +407,11 @@ fn openai_body(problem: &Problem) -> String {
             "empty_array",
         ),
         Problem::Thinking(message) => (message.clone(), Value::Null, ""),
+        Problem::UnknownPrevious(id) => (
+            format!("Previous response with id '{id}' not found."),
+            "previous_response_id".into(),
+            "previous_response_not_found",
+        ),
     };
     let code = if code.is_empty() {
         Value::Null
@@ -349,6 +435,7 @@ fn anthropic_body(problem: &Problem) -> String {
                 Expected::Boolean => "a valid boolean",
                 Expected::List => "a valid list",
                 Expected::Object => "a valid dictionary or object to extract fields from",
+                Expected::StringOrList => "a valid string or a valid list",
             };
             format!("{field}: Input should be {expected}")
         }
@@ -356,7 +443,7 @@ fn anthropic_body(problem: &Problem) -> String {
             format!("{field}: Input should be greater than or equal to {minimum}")
         }
         Problem::Empty(field) => format!("{field}: List should have at least 1 item"),
-        Problem::Thinking(message) => message.clone(),
+        Problem::Thinking(message) | Problem::UnknownPrevious(message) => message.clone(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
 }
@@ -387,6 +474,47 @@ mod tests {
         assert_eq!(check(Api::Anthropic, &chat), Ok(()));
         let minimal = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
         assert_eq!(check(Api::OpenAi, &minimal), Ok(()));
+    }
+
+    #[test]
+    fn responses_requests_are_checked_as_the_responses_api_checks_them() {
+        let responses = |body: Value| {
+            check(Api::Responses, &body)
+                .err()
+                .map(|i| i.body)
+                .unwrap_or_default()
+        };
+        let items = json!([{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c", "output": "x"}]);
+        assert_eq!(
+            check(Api::Responses, &json!({"model": "m", "input": "hi"})),
+            Ok(())
+        );
+        assert_eq!(
+            check(
+                Api::Responses,
+                &json!({"model": "m", "input": items, "max_output_tokens": 16, "stream": true})
+            ),
+            Ok(())
+        );
+        assert!(responses(json!({"model": "m", "input": 3})).contains(
+            "Invalid type for 'input': expected a string or an array of input items, but got an integer instead."
+        ));
+        let roleless = responses(json!({"model": "m", "input": [{"content": "hi"}]}));
+        assert!(roleless.contains("input[0].role"), "{roleless}");
+        assert!(
+            responses(json!({"model": "m", "input": "hi", "max_output_tokens": 8}))
+                .contains("Expected a value >= 16, but got 8 instead.")
+        );
+        let previous =
+            responses(json!({"model": "m", "input": "hi", "previous_response_id": "resp_1"}));
+        assert!(
+            previous.contains("Previous response with id 'resp_1' not found."),
+            "{previous}"
+        );
+        assert!(
+            previous.contains(r#""code":"previous_response_not_found""#),
+            "{previous}"
+        );
     }
 
     #[test]
