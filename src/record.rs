@@ -83,7 +83,7 @@ pub fn record(
             max_output_tokens: scenario.mock.info.max_output_tokens,
         },
         imitates: match kind {
-            ProviderKind::OpenAi => Provider::OpenAi,
+            ProviderKind::OpenAi | ProviderKind::Responses => Provider::OpenAi,
             ProviderKind::Anthropic => Provider::Anthropic,
         },
         vocabulary: scenario.mock.vocabulary,

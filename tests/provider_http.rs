@@ -57,6 +57,14 @@ fn openai(server: &MockServer, stream: bool) -> HttpProvider {
     ))
 }
 
+fn responses(server: &MockServer, stream: bool) -> HttpProvider {
+    provider_with(config(
+        ProviderKind::Responses,
+        &format!("{}/v1", server.uri()),
+        stream,
+    ))
+}
+
 fn anthropic(server: &MockServer, stream: bool) -> HttpProvider {
     provider_with(config(ProviderKind::Anthropic, &server.uri(), stream))
 }
@@ -581,6 +589,7 @@ async fn error_for(
         .await;
     let provider = match kind {
         ProviderKind::OpenAi => openai(&server, stream),
+        ProviderKind::Responses => responses(&server, stream),
         ProviderKind::Anthropic => anthropic(&server, stream),
     };
     let error = provider
@@ -794,6 +803,22 @@ async fn broken_streams_are_typed_errors() {
         ),
         "{error:?}"
     );
+
+    // The Responses API: a stream that ends before response.completed, and an overflow sent
+    // as the stream's error event.
+    let cut = sse(&[format!(
+        "event: response.output_text.delta\ndata: {}",
+        json!({"type":"response.output_text.delta","delta":"Hal","sequence_number":2})
+    )]);
+    let (error, _) = error_for(ProviderKind::Responses, true, stream_response(cut)).await;
+    assert_eq!(error.kind(), "transient", "{error:?}");
+    assert!(error.to_string().contains("response.completed"), "{error}");
+    let overflow = sse(&[format!(
+        "event: error\ndata: {}",
+        json!({"type":"error","sequence_number":2,"error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"Your input exceeds the context window of this model. Please adjust your input and try again.","param":"input"}})
+    )]);
+    let (error, _) = error_for(ProviderKind::Responses, true, stream_response(overflow)).await;
+    assert_eq!(error.kind(), "context_overflow", "{error:?}");
 
     // A chunk that is not JSON, and streamed arguments that are not JSON.
     let garbage = sse(&["data: {not json".to_string(), "data: [DONE]".to_string()]);

@@ -17,11 +17,12 @@ use super::load_or_report;
 pub struct RecordArgs {
     /// The scenario file.
     pub scenario: PathBuf,
-    /// The wire format: `openai` (Chat Completions) or `anthropic` (Messages).
+    /// The wire format: `openai` (Chat Completions), `responses` (OpenAI Responses) or
+    /// `anthropic` (Messages).
     #[arg(long, value_parser = parse_provider)]
     pub provider: ProviderKind,
-    /// The server's base URL: up to `/chat/completions` for openai (often ending in `/v1`),
-    /// up to `/v1/messages` for anthropic.
+    /// The server's base URL: up to `/chat/completions` for openai and `/responses` for
+    /// responses (often ending in `/v1`), up to `/v1/messages` for anthropic.
     #[arg(long)]
     pub base_url: String,
     /// The provider's model name.
@@ -53,7 +54,7 @@ pub fn record_from(arguments: RecordArgs) -> ExitCode {
 
 pub fn parse_provider(name: &str) -> Result<ProviderKind, String> {
     ProviderKind::parse(name)
-        .ok_or_else(|| format!("`{name}` is not a provider; use openai or anthropic"))
+        .ok_or_else(|| format!("`{name}` is not a provider; use openai, responses or anthropic"))
 }
 
 pub fn record_command(

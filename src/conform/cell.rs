@@ -183,7 +183,7 @@ fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome
     let mut violations = Vec::new();
     if outcome.unsupported.is_none() {
         violations = checks::invariants(scenario, window, &outcome.steps);
-        violations.extend(checks::api(outcome.api, &outcome.steps));
+        violations.extend(checks::api(&outcome.apis, &outcome.steps));
         violations.extend(checks::count_tokens(&outcome.steps));
         if outcome.problem.is_none() {
             violations.extend(checks::expectations(scenario, &outcome.steps));

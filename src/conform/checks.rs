@@ -122,12 +122,14 @@ pub fn count_tokens(steps: &[StepRun]) -> Vec<Violation> {
     found
 }
 
-/// Every request speaks the scenario's API (`api`: the one its mock imitates): a harness that
-/// sends Chat Completions to a scenario meant for Anthropic Messages has not been tested on it.
-pub fn api(expected: Api, steps: &[StepRun]) -> Vec<Violation> {
+/// Every request speaks one of the scenario's APIs (`api`: those of the provider its mock
+/// imitates, or the one the scenario pins): a harness that sends Chat Completions to a scenario
+/// meant for Anthropic Messages, or for the Responses API, has not been tested on it.
+pub fn api(accepted: &[Api], steps: &[StepRun]) -> Vec<Violation> {
+    let names: Vec<&str> = accepted.iter().map(|api| api.as_str()).collect();
     let mut found = Vec::new();
     for (index, run) in steps.iter().enumerate() {
-        if let Some(other) = run.exchanges.iter().find(|e| e.api != expected) {
+        if let Some(other) = run.exchanges.iter().find(|e| !accepted.contains(&e.api)) {
             let mut violation = Violation::new(
                 "api",
                 format!(
@@ -136,7 +138,7 @@ pub fn api(expected: Api, steps: &[StepRun]) -> Vec<Violation> {
                     other.number,
                     other.api.as_str(),
                     other.path,
-                    expected.as_str()
+                    names.join(" or ")
                 ),
             );
             violation.step = Some(index + 1);
@@ -572,8 +574,10 @@ mod tests {
             exchanges: vec![exchange(1, json!([user()]), 10, Outcome::Reply)],
             count_tokens: 0,
         }];
-        assert!(api(Api::OpenAi, &steps).is_empty());
-        let found = api(Api::Anthropic, &steps);
+        assert!(api(&[Api::OpenAi], &steps).is_empty());
+        assert!(api(&[Api::OpenAi, Api::Responses], &steps).is_empty());
+        assert_eq!(api(&[Api::Responses], &steps).len(), 1);
+        let found = api(&[Api::Anthropic], &steps);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].rule, "api");
         assert_eq!(found[0].step, Some(1));

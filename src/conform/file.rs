@@ -30,6 +30,7 @@ use toml::Spanned;
 use crate::scenario::format::diagnostic::{Diagnostic, Diagnostics, from_toml};
 use crate::scenario::format::shape::Compiled;
 use crate::scenario::format::source::read_source;
+use ctxbed_sim::host::Api;
 use ctxbed_sim::text::{TextKind, generate_text};
 
 /// Requests one scenario may send before the run is stopped, unless it says otherwise.
@@ -51,6 +52,9 @@ struct RawWire {
     seed: u64,
     #[serde(default)]
     system: String,
+    /// The one API the harness must speak; without it, any API of the mock's provider.
+    #[schemars(with = "Option<ApiName>")]
+    api: Option<Spanned<String>>,
     #[serde(default = "default_max_output")]
     max_output_tokens: u64,
     #[serde(default)]
@@ -68,6 +72,16 @@ struct RawWire {
     steps: Vec<RawStep>,
     #[serde(default)]
     expect: Vec<RawExpect>,
+}
+
+/// The names `api` takes ([`Api::as_str`]), for the schema.
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum ApiName {
+    Openai,
+    Responses,
+    Anthropic,
 }
 
 fn default_max_output() -> u64 {
@@ -193,6 +207,8 @@ pub struct WireScenario {
     /// The mock model's name (its file stem under `mock-models/`).
     pub model: String,
     pub system: String,
+    /// The one API the harness must speak; `None`: any API of the provider the mock imitates.
+    pub api: Option<Api>,
     pub max_output_tokens: u64,
     pub stream: bool,
     pub usage: bool,
@@ -253,221 +269,44 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
     }
     let raw: RawWire =
         toml::from_str(source).map_err(|e| Diagnostics(vec![from_toml(label, source, &e)]))?;
-    let mut problems = Vec::new();
-    let at = |span: std::ops::Range<usize>, message: String| {
-        Diagnostic::at(label, source, span, message)
+    let mut checker = Checker {
+        label,
+        source,
+        problems: Vec::new(),
     };
-    let line_of = |span: std::ops::Range<usize>| source[..span.start].matches('\n').count() + 1;
-
-    let mut tools = Vec::new();
-    for (index, tool) in raw.tools.iter().enumerate() {
-        let tool_name = tool.name.get_ref();
-        let valid = !tool_name.is_empty()
-            && tool_name.len() <= 64
-            && tool_name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-        if !valid {
-            problems.push(
-                at(
-                    tool.name.span(),
-                    format!("`{tool_name}` is not a valid tool name"),
-                )
-                .field("tools.name")
-                .help("use 1-64 characters from [A-Za-z0-9_-]"),
-            );
-        }
-        if raw.tools[..index]
-            .iter()
-            .any(|t| t.name.get_ref() == tool_name)
-        {
-            problems.push(
-                at(
-                    tool.name.span(),
-                    format!("a tool named `{tool_name}` is declared twice"),
-                )
-                .field("tools.name")
-                .help("give each tool its own name"),
-            );
-        }
-        if tool.results.get_ref().is_empty() {
-            problems.push(
-                at(
-                    tool.results.span(),
-                    "a tool needs at least one result".to_string(),
-                )
-                .field("tools.results")
-                .help("add `results = [{ text = \"…\" }]`"),
-            );
-        }
-        let mut results = Vec::new();
-        for (number, result) in tool.results.get_ref().iter().enumerate() {
-            match (&result.text, &result.chars) {
-                (Some(text), None) => results.push((text.clone(), result.error)),
-                (None, Some(chars)) => {
-                    let count = *chars.get_ref();
-                    if count == 0 || count > RESULT_CHARS_MAX {
-                        problems.push(
-                            at(chars.span(), format!("{count} characters is out of range"))
-                                .field("tools.results.chars")
-                                .help(format!("use 1 to {RESULT_CHARS_MAX}")),
-                        );
-                        continue;
-                    }
-                    let kind = match &result.content {
-                        None => TextKind::Prose,
-                        Some(content) => match TextKind::ALL
-                            .iter()
-                            .find(|k| k.as_str() == content.get_ref())
-                        {
-                            Some(kind) => *kind,
-                            None => {
-                                let names: Vec<&str> =
-                                    TextKind::ALL.iter().map(|k| k.as_str()).collect();
-                                problems.push(
-                                    at(
-                                        content.span(),
-                                        format!("`{}` is not a content kind", content.get_ref()),
-                                    )
-                                    .field("tools.results.content")
-                                    .help(format!("use one of: {}", names.join(", "))),
-                                );
-                                continue;
-                            }
-                        },
-                    };
-                    let seed = raw.seed ^ ((index as u64) << 32) ^ number as u64;
-                    results.push((generate_text(kind, count, seed), result.error));
-                }
-                _ => problems.push(
-                    at(
-                        tool.results.span(),
-                        "each result needs exactly one of `text` and `chars`".to_string(),
-                    )
-                    .field("tools.results")
-                    .help("write `{ text = \"…\" }` or `{ chars = 4000, content = \"log\" }`"),
-                ),
-            }
-        }
-        tools.push(WireTool {
-            name: tool_name.clone(),
-            description: tool.description.clone(),
-            parameters: tool
-                .parameters
-                .clone()
-                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
-            results,
-        });
-    }
-
-    let mut steps = Vec::new();
-    for step in &raw.steps {
-        let repeat = step.repeat.as_ref().map_or(1, |r| *r.get_ref());
-        if repeat == 0 || steps.len() + repeat > STEPS_MAX {
-            let span = step.repeat.as_ref().map_or(0..0, Spanned::span);
-            problems.push(
-                at(span, format!("{repeat} repeats is out of range"))
-                    .field("steps.repeat")
-                    .help(format!("a scenario has 1 to {STEPS_MAX} steps in all")),
-            );
-            continue;
-        }
-        for _ in 0..repeat {
-            let number = steps.len() + 1;
-            steps.push(WireStep {
-                user: step.user.clone(),
-                session: step.session.clone(),
-                input: step.input.replace("{n}", &number.to_string()),
-            });
-        }
-    }
-    if raw.steps.is_empty() {
-        problems.push(
-            Diagnostic::file_level(label, "a wire scenario needs at least one [[steps]] entry")
-                .help("add [[steps]] with an `input`"),
-        );
-    }
-
-    let mut expect = Vec::new();
-    for entry in &raw.expect {
-        if let Some(step) = &entry.step
-            && (*step.get_ref() == 0 || *step.get_ref() > steps.len())
-        {
-            problems.push(
-                at(
-                    step.span(),
-                    format!("step {} does not exist", step.get_ref()),
-                )
-                .field("expect.step")
-                .help(format!("the scenario has steps 1 to {}", steps.len())),
-            );
-        }
-        if let Some(error) = &entry.error
-            && !ERROR_KINDS.contains(&error.get_ref().as_str())
-        {
-            problems.push(
-                at(
-                    error.span(),
-                    format!("`{}` is not an error kind", error.get_ref()),
-                )
-                .field("expect.error")
-                .help(format!("use one of: {}", ERROR_KINDS.join(", "))),
-            );
-        }
-        let line = entry.step.as_ref().map_or(0, |s| line_of(s.span()));
-        expect.push(WireExpect {
-            step: entry.step.as_ref().map(|s| *s.get_ref()),
-            reply: entry.reply.clone(),
-            reply_contains: entry.reply_contains.clone(),
-            error: entry.error.as_ref().map(|e| e.get_ref().clone()),
-            requests: entry.requests,
-            requests_at_least: entry.requests_at_least,
-            requests_at_most: entry.requests_at_most,
-            request_contains: entry.request_contains.clone(),
-            request_lacks: entry.request_lacks.clone(),
-            at: if line == 0 {
-                label.to_string()
-            } else {
-                format!("{label}:{line}")
-            },
-        });
-    }
-    let positive = |value: &Option<Spanned<u64>>,
-                    field: &str,
-                    default: u64,
-                    problems: &mut Vec<Diagnostic>| match value {
-        Some(v) if *v.get_ref() == 0 || *v.get_ref() > 10_000 => {
-            problems.push(
-                at(v.span(), format!("{} is out of range", v.get_ref()))
-                    .field(field)
-                    .help("use 1 to 10000"),
-            );
-            default
-        }
-        Some(v) => *v.get_ref(),
-        None => default,
-    };
-    let request_limit = positive(
-        &raw.request_limit,
+    let tools = raw
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| checker.tool(&raw, index, tool))
+        .collect();
+    let steps = checker.steps(&raw.steps);
+    let expect = raw
+        .expect
+        .iter()
+        .map(|entry| checker.expectation(entry, steps.len()))
+        .collect();
+    let request_limit = checker.positive(
+        raw.request_limit.as_ref(),
         "request_limit",
         REQUEST_LIMIT_DEFAULT,
-        &mut problems,
     );
-    let step_timeout_seconds = positive(
-        &raw.step_timeout_seconds,
+    let step_timeout_seconds = checker.positive(
+        raw.step_timeout_seconds.as_ref(),
         "step_timeout_seconds",
         STEP_TIMEOUT_SECONDS_DEFAULT,
-        &mut problems,
     );
-    if !problems.is_empty() {
-        crate::scenario::format::diagnostic::sort(&mut problems);
-        return Err(Diagnostics(problems));
+    let api = checker.api(raw.api.as_ref());
+    if !checker.problems.is_empty() {
+        crate::scenario::format::diagnostic::sort(&mut checker.problems);
+        return Err(Diagnostics(checker.problems));
     }
     Ok(WireScenario {
         name: name.to_string(),
         description: raw.description,
         model: raw.model.into_inner(),
         system: raw.system,
+        api,
         max_output_tokens: raw.max_output_tokens,
         stream: raw.stream,
         usage: raw.usage,
@@ -479,6 +318,252 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         steps,
         expect,
     })
+}
+
+/// Checks a wire scenario's parts, collecting every problem with its place.
+struct Checker<'a> {
+    label: &'a str,
+    source: &'a str,
+    problems: Vec<Diagnostic>,
+}
+
+impl Checker<'_> {
+    fn at(&self, span: std::ops::Range<usize>, message: String) -> Diagnostic {
+        Diagnostic::at(self.label, self.source, span, message)
+    }
+
+    fn line_of(&self, span: std::ops::Range<usize>) -> usize {
+        self.source[..span.start].matches('\n').count() + 1
+    }
+
+    /// The `index`-th tool, its name checked and its results made.
+    fn tool(&mut self, raw: &RawWire, index: usize, tool: &RawTool) -> WireTool {
+        let tool_name = tool.name.get_ref();
+        let valid = !tool_name.is_empty()
+            && tool_name.len() <= 64
+            && tool_name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !valid {
+            let problem = self
+                .at(
+                    tool.name.span(),
+                    format!("`{tool_name}` is not a valid tool name"),
+                )
+                .field("tools.name")
+                .help("use 1-64 characters from [A-Za-z0-9_-]");
+            self.problems.push(problem);
+        }
+        if raw.tools[..index]
+            .iter()
+            .any(|t| t.name.get_ref() == tool_name)
+        {
+            let problem = self
+                .at(
+                    tool.name.span(),
+                    format!("a tool named `{tool_name}` is declared twice"),
+                )
+                .field("tools.name")
+                .help("give each tool its own name");
+            self.problems.push(problem);
+        }
+        if tool.results.get_ref().is_empty() {
+            let problem = self
+                .at(
+                    tool.results.span(),
+                    "a tool needs at least one result".into(),
+                )
+                .field("tools.results")
+                .help("add `results = [{ text = \"…\" }]`");
+            self.problems.push(problem);
+        }
+        let results = tool
+            .results
+            .get_ref()
+            .iter()
+            .enumerate()
+            .filter_map(|(number, result)| {
+                let seed = raw.seed ^ ((index as u64) << 32) ^ number as u64;
+                self.result(tool, result, seed)
+            })
+            .collect();
+        WireTool {
+            name: tool_name.clone(),
+            description: tool.description.clone(),
+            parameters: tool
+                .parameters
+                .clone()
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            results,
+        }
+    }
+
+    /// One scripted result: its text as written, or generated (`chars` of a `content` kind,
+    /// from `seed`); `None` after a problem.
+    fn result(&mut self, tool: &RawTool, result: &RawResult, seed: u64) -> Option<(String, bool)> {
+        match (&result.text, &result.chars) {
+            (Some(text), None) => Some((text.clone(), result.error)),
+            (None, Some(chars)) => {
+                let count = *chars.get_ref();
+                if count == 0 || count > RESULT_CHARS_MAX {
+                    let problem = self
+                        .at(chars.span(), format!("{count} characters is out of range"))
+                        .field("tools.results.chars")
+                        .help(format!("use 1 to {RESULT_CHARS_MAX}"));
+                    self.problems.push(problem);
+                    return None;
+                }
+                let kind = self.content_kind(result.content.as_ref())?;
+                Some((generate_text(kind, count, seed), result.error))
+            }
+            _ => {
+                let problem = self
+                    .at(
+                        tool.results.span(),
+                        "each result needs exactly one of `text` and `chars`".into(),
+                    )
+                    .field("tools.results")
+                    .help("write `{ text = \"…\" }` or `{ chars = 4000, content = \"log\" }`");
+                self.problems.push(problem);
+                None
+            }
+        }
+    }
+
+    /// A generated result's content kind (prose when unnamed); `None` for an unknown name.
+    fn content_kind(&mut self, content: Option<&Spanned<String>>) -> Option<TextKind> {
+        let Some(content) = content else {
+            return Some(TextKind::Prose);
+        };
+        let found = TextKind::ALL
+            .iter()
+            .find(|k| k.as_str() == content.get_ref())
+            .copied();
+        if found.is_none() {
+            let names: Vec<&str> = TextKind::ALL.iter().map(|k| k.as_str()).collect();
+            let problem = self
+                .at(
+                    content.span(),
+                    format!("`{}` is not a content kind", content.get_ref()),
+                )
+                .field("tools.results.content")
+                .help(format!("use one of: {}", names.join(", ")));
+            self.problems.push(problem);
+        }
+        found
+    }
+
+    /// The steps, each `repeat` expanded and `{n}` replaced by the step's number.
+    fn steps(&mut self, raw: &[RawStep]) -> Vec<WireStep> {
+        let mut steps = Vec::new();
+        for step in raw {
+            let repeat = step.repeat.as_ref().map_or(1, |r| *r.get_ref());
+            if repeat == 0 || steps.len() + repeat > STEPS_MAX {
+                let span = step.repeat.as_ref().map_or(0..0, Spanned::span);
+                let problem = self
+                    .at(span, format!("{repeat} repeats is out of range"))
+                    .field("steps.repeat")
+                    .help(format!("a scenario has 1 to {STEPS_MAX} steps in all"));
+                self.problems.push(problem);
+                continue;
+            }
+            for _ in 0..repeat {
+                let number = steps.len() + 1;
+                steps.push(WireStep {
+                    user: step.user.clone(),
+                    session: step.session.clone(),
+                    input: step.input.replace("{n}", &number.to_string()),
+                });
+            }
+        }
+        if raw.is_empty() {
+            self.problems.push(
+                Diagnostic::file_level(
+                    self.label,
+                    "a wire scenario needs at least one [[steps]] entry",
+                )
+                .help("add [[steps]] with an `input`"),
+            );
+        }
+        steps
+    }
+
+    /// One `[[expect]]` entry, its step and error kind checked against a scenario of
+    /// `step_count` steps.
+    fn expectation(&mut self, entry: &RawExpect, step_count: usize) -> WireExpect {
+        if let Some(step) = &entry.step
+            && (*step.get_ref() == 0 || *step.get_ref() > step_count)
+        {
+            let problem = self
+                .at(
+                    step.span(),
+                    format!("step {} does not exist", step.get_ref()),
+                )
+                .field("expect.step")
+                .help(format!("the scenario has steps 1 to {step_count}"));
+            self.problems.push(problem);
+        }
+        if let Some(error) = &entry.error
+            && !ERROR_KINDS.contains(&error.get_ref().as_str())
+        {
+            let problem = self
+                .at(
+                    error.span(),
+                    format!("`{}` is not an error kind", error.get_ref()),
+                )
+                .field("expect.error")
+                .help(format!("use one of: {}", ERROR_KINDS.join(", ")));
+            self.problems.push(problem);
+        }
+        let line = entry.step.as_ref().map_or(0, |s| self.line_of(s.span()));
+        WireExpect {
+            step: entry.step.as_ref().map(|s| *s.get_ref()),
+            reply: entry.reply.clone(),
+            reply_contains: entry.reply_contains.clone(),
+            error: entry.error.as_ref().map(|e| e.get_ref().clone()),
+            requests: entry.requests,
+            requests_at_least: entry.requests_at_least,
+            requests_at_most: entry.requests_at_most,
+            request_contains: entry.request_contains.clone(),
+            request_lacks: entry.request_lacks.clone(),
+            at: if line == 0 {
+                self.label.to_string()
+            } else {
+                format!("{}:{line}", self.label)
+            },
+        }
+    }
+
+    /// A count of 1 to 10,000, or `default` when unset (or after a problem).
+    fn positive(&mut self, value: Option<&Spanned<u64>>, field: &str, default: u64) -> u64 {
+        match value {
+            Some(v) if *v.get_ref() == 0 || *v.get_ref() > 10_000 => {
+                let problem = self
+                    .at(v.span(), format!("{} is out of range", v.get_ref()))
+                    .field(field)
+                    .help("use 1 to 10000");
+                self.problems.push(problem);
+                default
+            }
+            Some(v) => *v.get_ref(),
+            None => default,
+        }
+    }
+
+    /// The pinned API, by its name.
+    fn api(&mut self, value: Option<&Spanned<String>>) -> Option<Api> {
+        let value = value?;
+        let api = Api::parse(value.get_ref());
+        if api.is_none() {
+            let names: Vec<&str> = Api::ALL.iter().map(|api| api.as_str()).collect();
+            let problem = self
+                .at(value.span(), format!("`{}` is not an API", value.get_ref()))
+                .field("api")
+                .help(format!("use one of: {}", names.join(", ")));
+            self.problems.push(problem);
+        }
+        api
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ use crate::scenario::format::file::Layout;
 use crate::serve::{Models, ServeOptions, Server};
 use checks::{StepEnd, StepRun, Violation};
 use ctxbed_harness::model::provider::Provider;
-use ctxbed_sim::host::{Exchange, Outcome, ProviderHost};
+use ctxbed_sim::host::{Api, Exchange, Outcome, ProviderHost};
 use file::WireScenario;
 use peer::{Launch, Peer, PeerError};
 
@@ -165,8 +165,9 @@ struct DriveOutcome {
     ranges: Vec<(u64, u64)>,
     problem: Option<String>,
     unsupported: Option<String>,
-    /// The API the scenario's mock speaks.
-    api: ctxbed_sim::host::Api,
+    /// The APIs a request may speak: the one the scenario pins, or those of the provider its
+    /// mock imitates.
+    apis: Vec<Api>,
 }
 
 async fn drive(
@@ -185,7 +186,7 @@ async fn drive(
         ranges: Vec::new(),
         problem: None,
         unsupported: None,
-        api: ctxbed_sim::host::Api::OpenAi,
+        apis: Vec::new(),
     };
     let server = match Server::bind(models, &serve).await {
         Ok(server) => server,
@@ -203,12 +204,27 @@ async fn drive(
     let host: Arc<ProviderHost> = host.clone();
     let script = host.model().script();
     outcome.window = script.info.context_window;
-    let api = if script.imitates == Provider::Anthropic {
-        outcome.api = ctxbed_sim::host::Api::Anthropic;
-        "anthropic"
+    let provider_apis = if script.imitates == Provider::Anthropic {
+        vec![Api::Anthropic]
     } else {
-        "openai"
+        vec![Api::OpenAi, Api::Responses]
     };
+    outcome.apis = match scenario.api {
+        Some(pinned) if provider_apis.contains(&pinned) => vec![pinned],
+        Some(pinned) => {
+            outcome.problem = Some(format!(
+                "the scenario pins api = \"{}\", but its model {} imitates {}, which does not speak it",
+                pinned.as_str(),
+                scenario.model,
+                script.imitates.as_str()
+            ));
+            return outcome;
+        }
+        None => provider_apis,
+    };
+    // The API named to the adapter: the pinned one, else the provider's first (Chat Completions
+    // for OpenAI, whose Responses API a harness may speak instead).
+    let api = outcome.apis[0].as_str();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server_task = tokio::spawn(server.run(async {
         let _ = stopped.await;

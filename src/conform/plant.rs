@@ -109,7 +109,12 @@ impl Transport for PlantedTransport {
         }
         let again = copy(&request);
         let response = self.inner.send(request).await?;
-        if response.status() != http::StatusCode::BAD_REQUEST {
+        // An overflow is a 400, or (the Responses API, streamed) an error event in a 200 stream.
+        let streamed = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|value| value.as_bytes().starts_with(b"text/event-stream"));
+        if response.status() != http::StatusCode::BAD_REQUEST && !streamed {
             return Ok(response);
         }
         let (parts, mut body) = response.into_parts();
@@ -118,7 +123,12 @@ impl Transport for PlantedTransport {
             bytes.extend_from_slice(&chunk?);
         }
         let text = String::from_utf8_lossy(&bytes).to_lowercase();
-        if text.contains("context") || text.contains("too long") {
+        let overflow = if streamed {
+            text.contains("context_length_exceeded")
+        } else {
+            text.contains("context") || text.contains("too long")
+        };
+        if overflow {
             return self.inner.send(again).await;
         }
         Ok(http::Response::from_parts(parts, ResponseBody::full(bytes)))
@@ -134,12 +144,16 @@ fn copy(request: &http::Request<Bytes>) -> http::Request<Bytes> {
     again
 }
 
-/// The body with every tool result taken out: OpenAI `tool` messages, Anthropic `tool_result`
-/// blocks (and user messages left empty by that).
+/// The body with every tool result taken out: OpenAI `tool` messages, Responses
+/// `function_call_output` items, Anthropic `tool_result` blocks (and user messages left empty
+/// by that).
 fn strip_tool_results(body: &Bytes) -> Bytes {
     let Ok(mut json) = serde_json::from_slice::<Value>(body) else {
         return body.clone();
     };
+    if let Some(items) = json.get_mut("input").and_then(Value::as_array_mut) {
+        items.retain(|i| i.get("type").and_then(Value::as_str) != Some("function_call_output"));
+    }
     if let Some(messages) = json.get_mut("messages").and_then(Value::as_array_mut) {
         messages.retain(|m| m.get("role").and_then(Value::as_str) != Some("tool"));
         for message in messages.iter_mut() {

@@ -73,6 +73,7 @@ fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError>
     let api = env("CTXBED_API")?;
     let (kind, base_url) = match api.as_str() {
         "anthropic" => (ProviderKind::Anthropic, env("CTXBED_ANTHROPIC_BASE_URL")?),
+        "responses" => (ProviderKind::Responses, env("CTXBED_OPENAI_BASE_URL")?),
         _ => (ProviderKind::OpenAi, env("CTXBED_OPENAI_BASE_URL")?),
     };
     let mut config = ProviderConfig::new(kind, base_url, env("CTXBED_MODEL")?);

@@ -1,13 +1,13 @@
 //! Real model providers over HTTP: [`HttpProvider`] implements [`Model`] for the
-//! OpenAI-compatible Chat Completions API ([`openai`]) and the Anthropic Messages API
-//! ([`anthropic`]).
+//! OpenAI-compatible Chat Completions API ([`openai`]), OpenAI's Responses API ([`responses`])
+//! and the Anthropic Messages API ([`anthropic`]).
 //!
 //! The pieces, each its own module:
 //! - [`transport`]: the [`Transport`] trait over plain `http` types and the default
 //!   plain-HTTP [`HyperTransport`];
 //! - [`sse`]: a bounded server-sent-events decoder;
-//! - [`openai`] and [`anthropic`]: exact request bodies, lenient reply parsing and streamed
-//!   reply reassembly;
+//! - [`openai`], [`responses`] and [`anthropic`]: exact request bodies, lenient reply parsing
+//!   and streamed reply reassembly (one assembler per format behind `assembler::Assembler`);
 //! - [`reply`]: tool-call arguments, errors inside a 200 body, bounded raw snippets;
 //! - [`retry`]: bounded exponential backoff with seeded jitter;
 //!
@@ -41,9 +41,11 @@
 //! ```
 
 pub mod anthropic;
+mod assembler;
 pub mod limits;
 pub mod openai;
 pub mod reply;
+pub mod responses;
 pub mod retry;
 pub mod sse;
 pub mod transport;
@@ -72,6 +74,8 @@ pub enum ProviderKind {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses.
+    Responses,
 }
 
 impl ProviderKind {
@@ -80,14 +84,28 @@ impl ProviderKind {
         match self {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Responses => "responses",
+        }
+    }
+
+    /// The name given to the error classifier: the provider whose codes and wordings the
+    /// API's errors carry.
+    pub fn classifier_name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi | ProviderKind::Responses => "openai",
+            ProviderKind::Anthropic => "anthropic",
         }
     }
 
     /// Parses a command-line name.
     pub fn parse(name: &str) -> Option<Self> {
-        [ProviderKind::OpenAi, ProviderKind::Anthropic]
-            .into_iter()
-            .find(|kind| kind.as_str() == name)
+        [
+            ProviderKind::OpenAi,
+            ProviderKind::Anthropic,
+            ProviderKind::Responses,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == name)
     }
 }
 
@@ -174,6 +192,7 @@ impl ProviderConfig {
         let base = self.base_url.trim_end_matches('/');
         match self.kind {
             ProviderKind::OpenAi => format!("{base}/chat/completions"),
+            ProviderKind::Responses => format!("{base}/responses"),
             ProviderKind::Anthropic => format!("{base}/v1/messages"),
         }
     }
@@ -235,7 +254,9 @@ fn auth_header(
     key: &ApiKey,
 ) -> Result<(http::HeaderName, http::HeaderValue), ProviderError> {
     let (name, value) = match kind {
-        ProviderKind::OpenAi => (http::header::AUTHORIZATION, format!("Bearer {}", key.0)),
+        ProviderKind::OpenAi | ProviderKind::Responses => {
+            (http::header::AUTHORIZATION, format!("Bearer {}", key.0))
+        }
         ProviderKind::Anthropic => (http::HeaderName::from_static("x-api-key"), key.0.clone()),
     };
     let mut value = http::HeaderValue::from_str(&value).map_err(|_| ProviderError::BadHeader {
@@ -321,7 +342,7 @@ impl HttpProvider {
             .map(|key| auth_header(config.kind, key))
             .transpose()?;
         let version_header = match config.kind {
-            ProviderKind::OpenAi => None,
+            ProviderKind::OpenAi | ProviderKind::Responses => None,
             ProviderKind::Anthropic => Some(
                 http::HeaderValue::from_str(&config.anthropic_version).map_err(|_| {
                     ProviderError::BadHeader {
@@ -359,6 +380,7 @@ impl HttpProvider {
         match self.config.kind {
             ProviderKind::OpenAi => openai::request_body(request, &options),
             ProviderKind::Anthropic => anthropic::request_body(request, &options),
+            ProviderKind::Responses => responses::request_body(request, &options),
         }
     }
 
@@ -405,7 +427,11 @@ impl HttpProvider {
                 .read_body(&mut body, PROVIDER_ERROR_BODY_BYTES_MAX)
                 .await?;
             let text = String::from_utf8_lossy(&bytes);
-            let mut error = classify(self.config.kind.as_str(), parts.status.as_u16(), &text);
+            let mut error = classify(
+                self.config.kind.classifier_name(),
+                parts.status.as_u16(),
+                &text,
+            );
             if let ModelError::RateLimited { retry_after, .. } = &mut error {
                 *retry_after = retry::retry_after(&parts.headers);
             }
@@ -431,6 +457,7 @@ impl HttpProvider {
             match self.config.kind {
                 ProviderKind::OpenAi => openai::parse_reply(&bytes),
                 ProviderKind::Anthropic => anthropic::parse_reply(&bytes),
+                ProviderKind::Responses => responses::parse_reply(&bytes),
             }
         }
     }
@@ -466,7 +493,7 @@ impl HttpProvider {
 
     async fn read_stream(&self, mut body: ResponseBody) -> Result<ModelReply, ModelError> {
         let mut decoder = SseDecoder::new();
-        let mut assembler = Assembler::new(self.config.kind);
+        let mut assembler = assembler::Assembler::new(self.config.kind);
         let mut received = 0usize;
         loop {
             let Some(chunk) = self.next_chunk(&mut body).await? else {
@@ -613,35 +640,6 @@ impl HttpProvider {
                     None => return Err(self.redact(error)),
                 },
             }
-        }
-    }
-}
-
-/// The streamed-reply assembler of either wire format.
-enum Assembler {
-    OpenAi(openai::StreamAssembler),
-    Anthropic(anthropic::StreamAssembler),
-}
-
-impl Assembler {
-    fn new(kind: ProviderKind) -> Self {
-        match kind {
-            ProviderKind::OpenAi => Assembler::OpenAi(openai::StreamAssembler::default()),
-            ProviderKind::Anthropic => Assembler::Anthropic(anthropic::StreamAssembler::default()),
-        }
-    }
-
-    fn event(&mut self, event: &sse::SseEvent) -> Result<bool, ModelError> {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.event(&event.data),
-            Assembler::Anthropic(assembler) => assembler.event(event.event.as_deref(), &event.data),
-        }
-    }
-
-    fn finish(self) -> Result<ModelReply, ModelError> {
-        match self {
-            Assembler::OpenAi(assembler) => assembler.finish(),
-            Assembler::Anthropic(assembler) => assembler.finish(),
         }
     }
 }

@@ -235,6 +235,9 @@ struct Wire {
     stream: bool,
     /// Reasoning items carry their encrypted content (Responses' `include`).
     encrypted: bool,
+    /// The response is stored (Responses' `store`, on by default): its reasoning can be
+    /// passed back by id.
+    stored: bool,
 }
 
 impl ProviderHost {
@@ -479,6 +482,7 @@ impl ProviderHost {
         };
         let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let encrypted = reasoning::wants_encrypted_content(&json);
+        let stored = reasoning::wants_stored(&json);
         let mut request = match api {
             Api::OpenAi => openai::parse_request(&json),
             Api::Anthropic => anthropic::parse_request(&json),
@@ -501,6 +505,7 @@ impl ProviderHost {
             api,
             stream,
             encrypted,
+            stored,
         };
         match outcome {
             Ok(reply) => self.answer_reply(reply, wire, lane, exchange),
@@ -574,7 +579,7 @@ impl ProviderHost {
         let number = exchange.number;
         let shape = self.responses_shape(&reply, wire, number);
         if wire.api == Api::Responses && thinking(&reply).is_some() {
-            self.reasoned.insert(number);
+            self.reasoned.insert(number, wire.stored);
         }
         if !wire.stream {
             let body = match wire.api {
@@ -620,6 +625,7 @@ impl ProviderHost {
             number,
             usage: self.options.report_usage,
             encrypted: wire.encrypted,
+            stored: wire.stored,
             reasoning_tokens,
         }
     }
@@ -642,6 +648,7 @@ impl ProviderHost {
                     number: exchange.number,
                     usage: self.options.report_usage,
                     encrypted: wire.encrypted,
+                    stored: wire.stored,
                     reasoning_tokens: 0,
                 };
                 streamed(responses::overflow_events(&shape), false)

@@ -10,17 +10,18 @@
 //! - an item of a response that reasoned, passed back by its id without that reasoning: `Item
 //!   'fc_…' of type 'function_call' was provided without its required 'reasoning' item: 'rs_…'.`
 //!   (continuedev/continue#12620);
-//! - a reasoning item passed by id alone, which only a stored response could resolve: `Item with
-//!   id 'rs_…' not found.`, with `Items are not persisted when `store` is set to false. …` when
-//!   the request says `store: false` (anomalyco/opencode#7724, #8987);
+//! - a reasoning item passed by id alone that no stored response holds: `Item with id 'rs_…' not
+//!   found.`, with `Items are not persisted when `store` is set to false. …` when the response
+//!   that made it was asked not to be stored (anomalyco/opencode#7724, #8987). A response made
+//!   with `store` on (the API's default) resolves its reasoning by id, as the API does;
 //! - encrypted content that is not what the API issued for that item: `The encrypted content
 //!   gAAA…XXXX could not be verified.`, code `invalid_encrypted_content` (openai/codex#8145).
 //!
 //! The encrypted content is derived from the item's id alone (a keyed SHA-256), so it can be
-//! checked without keeping anything; which responses reasoned is kept in a bounded set
-//! ([`Reasoned`]).
+//! checked without keeping anything; which responses reasoned, and whether each was stored, is
+//! kept in a bounded map ([`Reasoned`]). Nothing else of a response is kept.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
@@ -35,33 +36,43 @@ pub const REASONED_MAX: usize = 65_536;
 /// The `include` value that asks for reasoning items' encrypted content.
 pub const ENCRYPTED_CONTENT: &str = "reasoning.encrypted_content";
 
-/// The request numbers of the responses that carried a reasoning item, at most
-/// [`REASONED_MAX`] of them.
+/// The request numbers of the responses that carried a reasoning item, each with whether it
+/// was stored, at most [`REASONED_MAX`] of them.
 #[derive(Debug, Default)]
 pub struct Reasoned {
-    numbers: Mutex<BTreeSet<u64>>,
+    numbers: Mutex<BTreeMap<u64, bool>>,
 }
 
 impl Reasoned {
-    /// Notes that response `number` reasoned.
-    pub fn insert(&self, number: u64) {
+    /// Notes that response `number` reasoned, and whether it was `stored`.
+    pub fn insert(&self, number: u64, stored: bool) {
         let mut numbers = self.lock();
-        numbers.insert(number);
+        numbers.insert(number, stored);
         while numbers.len() > REASONED_MAX {
             numbers.pop_first();
         }
     }
 
-    /// Whether response `number` reasoned (as far as the set remembers).
+    /// Whether response `number` reasoned (as far as the map remembers).
     pub fn contains(&self, number: u64) -> bool {
-        self.lock().contains(&number)
+        self.lock().contains_key(&number)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<u64>> {
+    /// Whether response `number` reasoned and was stored.
+    fn stored(&self, number: u64) -> Option<bool> {
+        self.lock().get(&number).copied()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, bool>> {
         self.numbers
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Whether the request asks to store its response (`store`, on unless said otherwise).
+pub fn wants_stored(json: &Value) -> bool {
+    json.get("store").and_then(Value::as_bool) != Some(false)
 }
 
 /// Whether the request asks for reasoning items' encrypted content.
@@ -140,12 +151,11 @@ pub fn check(json: &Value, reasoned: &Reasoned) -> Result<(), Invalid> {
         return Ok(());
     };
     let items: Vec<Item<'_>> = items.iter().map(Item::of).collect();
-    let store_off = json.get("store").and_then(Value::as_bool) == Some(false);
     let mut seen_reasoning: BTreeSet<&str> = BTreeSet::new();
     for (index, item) in items.iter().enumerate() {
         if item.kind == "reasoning" {
             let id = item.id.unwrap_or_default();
-            reasoning_item(item, id, store_off)?;
+            reasoning_item(item, id, reasoned)?;
             let follows = items.get(index + 1).is_some_and(|next| {
                 next.is_output()
                     && next
@@ -186,9 +196,9 @@ pub fn check(json: &Value, reasoned: &Reasoned) -> Result<(), Invalid> {
     Ok(())
 }
 
-/// A reasoning item must bring back the encrypted content issued for it: nothing is stored,
-/// so an id alone resolves to nothing.
-fn reasoning_item(item: &Item<'_>, id: &str, store_off: bool) -> Result<(), Invalid> {
+/// A reasoning item brings back the encrypted content issued for it, or only its id when the
+/// response that made it was stored.
+fn reasoning_item(item: &Item<'_>, id: &str, reasoned: &Reasoned) -> Result<(), Invalid> {
     match item.value.get("encrypted_content").and_then(Value::as_str) {
         Some(content) if content == encrypted_content(id) => Ok(()),
         Some(content) => {
@@ -208,14 +218,18 @@ fn reasoning_item(item: &Item<'_>, id: &str, store_off: bool) -> Result<(), Inva
             ))
         }
         None => {
+            let stored = response_number(id).and_then(|number| reasoned.stored(number));
+            if stored == Some(true) && id.starts_with("rs_") {
+                return Ok(());
+            }
             let mut message = format!("Item with id '{id}' not found.");
-            if store_off {
+            if stored == Some(false) {
                 message.push_str(
                     " Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.",
                 );
             }
             Err(refusal(
-                format!("reasoning item {id} by id alone (nothing is stored)"),
+                format!("reasoning item {id} by id alone, not stored"),
                 message,
                 Some("input"),
                 None,
@@ -236,10 +250,11 @@ fn refusal(reason: String, message: String, param: Option<&str>, code: Option<&s
 mod tests {
     use super::*;
 
+    /// Responses that reasoned, made with `store: false`.
     fn reasoned(numbers: &[u64]) -> Reasoned {
         let set = Reasoned::default();
         for number in numbers {
-            set.insert(*number);
+            set.insert(*number, false);
         }
         set
     }
@@ -300,17 +315,20 @@ mod tests {
     #[test]
     fn reasoning_by_id_alone_or_altered_is_refused() {
         let by_id = json!({"type": "reasoning", "id": "rs_0001", "summary": []});
-        let mut body = loop_input(Some(by_id));
-        assert_eq!(
-            message(check(&body, &reasoned(&[1]))),
-            "Item with id 'rs_0001' not found."
-        );
-        body["store"] = false.into();
+        let body = loop_input(Some(by_id));
         assert!(
             message(check(&body, &reasoned(&[1]))).ends_with(
                 "Try again with `store` set to true, or remove this item from your input."
             )
         );
+        assert_eq!(
+            message(check(&body, &reasoned(&[]))),
+            "Item with id 'rs_0001' not found."
+        );
+        // A stored response resolves its reasoning by id.
+        let stored = Reasoned::default();
+        stored.insert(1, true);
+        assert!(check(&body, &stored).is_ok());
         let altered = json!({"type": "reasoning", "id": "rs_0001", "summary": [], "encrypted_content": encrypted_content("rs_0002")});
         let refused = check(&loop_input(Some(altered)), &reasoned(&[1])).expect_err("refused");
         let body: Value = serde_json::from_str(&refused.body).expect("JSON");
@@ -327,7 +345,7 @@ mod tests {
     fn the_set_of_reasoned_responses_is_bounded() {
         let set = Reasoned::default();
         for number in 0..(REASONED_MAX as u64 + 10) {
-            set.insert(number);
+            set.insert(number, true);
         }
         assert!(!set.contains(0));
         assert!(set.contains(REASONED_MAX as u64 + 9));

@@ -4,9 +4,11 @@
 //! a whole `response` object or as the API's named `response.*` server-sent events, and the
 //! API's own 400 wordings for an overflow and for unpaired calls and outputs.
 //!
-//! Nothing is stored: `previous_response_id` is refused as the API refuses an id it does not
+//! No response is kept: `previous_response_id` is refused as the API refuses an id it does not
 //! know (`previous_response_not_found`), so a harness that relies on server-side state is told
-//! so at once instead of being served a history the mock never had.
+//! so at once instead of being served a history the mock never had. Reasoning items are the
+//! exception the API's default `store` needs: a stored response's reasoning resolves by its id
+//! (`super::reasoning`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -180,6 +182,8 @@ pub struct Shape<'a> {
     pub number: u64,
     pub usage: bool,
     pub encrypted: bool,
+    /// The request's `store`, echoed.
+    pub stored: bool,
     pub reasoning_tokens: u64,
 }
 
@@ -253,7 +257,7 @@ fn response_object(
         "output": output,
         "parallel_tool_calls": true,
         "previous_response_id": null,
-        "store": false,
+        "store": shape.stored,
         "temperature": 1.0,
         "text": {"format": {"type": "text"}},
         "tool_choice": "auto",
@@ -532,6 +536,7 @@ mod tests {
             number: 3,
             usage,
             encrypted: false,
+            stored: true,
             reasoning_tokens: 0,
         };
         let whole = response(&answer, &shape(true));
