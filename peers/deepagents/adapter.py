@@ -3,7 +3,8 @@
 What it configures, and why:
   * The chat model, passed explicitly as an object (so deepagents never falls back to its
     default Anthropic model, and never swaps Chat Completions for the Responses API as it does
-    for "openai:..." strings): `ChatOpenAI` or `ChatAnthropic` pointed at the mock, with
+    for "openai:..." strings): `ChatOpenAI` or `ChatAnthropic` pointed at the mock (with
+    `use_responses_api=True` when a scenario pins the Responses API, CTXBED_API=responses), with
     `max_tokens = CTXBED_MAX_OUTPUT_TOKENS`, streaming when `CTXBED_STREAM=1`, the library's
     default retries. The mock's model name has no LangChain model profile, so the window is
     declared as LangChain's docs say to for such models: `profile={"max_input_tokens":

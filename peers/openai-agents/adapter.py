@@ -1,16 +1,18 @@
 """ctxbed peer adapter for the OpenAI Agents SDK (`openai-agents`). Protocol: docs/peer-protocol.md.
 
 What it configures, and why:
-- Model: `OpenAIChatCompletionsModel` over `AsyncOpenAI(base_url=CTXBED_OPENAI_BASE_URL)`, so the
-  SDK speaks Chat Completions to the mock (its default would be the Responses API).
-  `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`. Retries and timeouts are the SDK's and the
-  OpenAI client's defaults.
+- Model: the SDK's default, `OpenAIResponsesModel` (OpenAI's Responses API), over
+  `AsyncOpenAI(base_url=CTXBED_OPENAI_BASE_URL)`, for any OpenAI scenario (CTXBED_API=openai or
+  responses). The `openai-agents-chat` row runs this same file with CTXBED_AGENTS_MODEL=chat:
+  `OpenAIChatCompletionsModel`, Chat Completions, and `unsupported` for a scenario that pins the
+  Responses API. `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`. Retries and timeouts are
+  the SDK's and the OpenAI client's defaults.
 - Tracing off: `set_tracing_disabled(True)` here, OPENAI_AGENTS_DISABLE_TRACING=1 in `run`.
 - Conversations: one in-memory `SQLiteSession` per protocol `session`, the SDK's documented
   session memory; `Runner.run(..., session=...)` prepends the stored history to each step.
-- Long conversations: the SDK has no token-sized trimming of its own for Chat Completions (its
-  compaction session, `OpenAIResponsesCompactionSession`, needs the Responses API's
-  `responses.compact`; `SessionSettings(limit=N)` counts items, not tokens, and can split a tool
+- Long conversations: the SDK has no token-sized trimming of its own (its compaction session,
+  `OpenAIResponsesCompactionSession`, needs the Responses API's server-side `responses.compact`,
+  which the mock does not serve; `SessionSettings(limit=N)` counts items, not tokens, and can split a tool
   call from its result). Its docs point to `RunConfig.call_model_input_filter` "to stay within a
   token limit", and ship `ToolOutputTrimmer` as a ready-made filter for bulky old tool outputs:
   a docs-recipe row, `ToolOutputTrimmer()` with the SDK's defaults is the filter, unchanged.
@@ -43,6 +45,7 @@ from agents import (  # noqa: E402
     ModelBehaviorError,
     ModelSettings,
     OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
     RunConfig,
     Runner,
     SQLiteSession,
@@ -50,7 +53,8 @@ from agents import (  # noqa: E402
 )
 from agents.extensions import ToolOutputTrimmer  # noqa: E402
 
-HARNESS = "openai-agents"
+CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat"
+HARNESS = "openai-agents-chat" if CHAT else "openai-agents"
 API = os.environ.get("CTXBED_API", "openai")
 MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
 MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
@@ -119,6 +123,10 @@ def classify(exc) -> str:
         text = (str(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
         if status in (400, 413) and any(w in text for w in OVERFLOW_WORDS):
             return "context_overflow"
+        # The Responses API reports a streamed overflow inside the stream: an APIError with no
+        # status, carrying the error's code.
+        if getattr(e, "code", None) == "context_length_exceeded":
+            return "context_overflow"
         if isinstance(e, openai.RateLimitError) or status == 429:
             return "rate_limited"
         if isinstance(e, (openai.APITimeoutError, TimeoutError, asyncio.TimeoutError)) or "Timeout" in type(e).__name__:
@@ -146,11 +154,15 @@ async def main():
             continue
         msg = json.loads(line)
         if msg["type"] == "setup":
-            if API != "openai":
+            if API not in ("openai", "responses"):
                 unsupported = (
                     f"CTXBED_API={API}: the Agents SDK speaks only OpenAI APIs natively; Anthropic "
                     "Messages needs its LiteLLM or any-llm extension, which this peer does not install"
                 )
+                emit({"type": "unsupported", "reason": unsupported})
+                continue
+            if CHAT and API == "responses":
+                unsupported = "CTXBED_API=responses: this row is the SDK on Chat Completions"
                 emit({"type": "unsupported", "reason": unsupported})
                 continue
             client = openai.AsyncOpenAI(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=os.environ.get("CTXBED_API_KEY", "ctxbed-test"))
@@ -158,7 +170,7 @@ async def main():
             agent = Agent(
                 name="ctxbed",
                 instructions=msg.get("system") or None,
-                model=OpenAIChatCompletionsModel(model=MODEL, openai_client=client),
+                model=(OpenAIChatCompletionsModel if CHAT else OpenAIResponsesModel)(model=MODEL, openai_client=client),
                 model_settings=ModelSettings(max_tokens=MAX_OUTPUT),
                 tools=tools,
             )

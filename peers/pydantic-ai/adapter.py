@@ -2,7 +2,8 @@
 
 What it configures, and why:
 - Model: `OpenAIChatModel` + `OpenAIProvider(base_url=CTXBED_OPENAI_BASE_URL)` (Chat Completions)
-  when CTXBED_API=openai, `AnthropicModel` + `AnthropicProvider(base_url=CTXBED_ANTHROPIC_BASE_URL)`
+  when CTXBED_API=openai, `OpenAIResponsesModel` on the same provider (OpenAI's Responses API)
+  when CTXBED_API=responses, `AnthropicModel` + `AnthropicProvider(base_url=CTXBED_ANTHROPIC_BASE_URL)`
   (Messages) when CTXBED_API=anthropic. The model profile gets `context_window=CTXBED_WINDOW`, as
   the docs say to do for custom models. `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`.
   Retries and timeouts are Pydantic AI's and the provider clients' defaults.
@@ -96,6 +97,12 @@ def make_model():
 
         provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=API_KEY)
         return OpenAIChatModel(MODEL, provider=provider, profile=profile, settings=settings)
+    if API == "responses":
+        from pydantic_ai.models.openai import OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=API_KEY)
+        return OpenAIResponsesModel(MODEL, provider=provider, profile=profile, settings=settings)
     if API == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
@@ -126,8 +133,11 @@ def classify(exc) -> str:
     for e in causes(exc):
         status = getattr(e, "status_code", None)
         text = (str(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
-        if isinstance(e, pai_errors.ModelContextWindowExceededError) or (
-            status in (400, 413) and any(w in text for w in OVERFLOW_WORDS)
+        # A streamed Responses overflow arrives inside the stream: no status, the error's code.
+        if (
+            isinstance(e, pai_errors.ModelContextWindowExceededError)
+            or (status in (400, 413) and any(w in text for w in OVERFLOW_WORDS))
+            or getattr(e, "code", None) == "context_length_exceeded"
         ):
             return "context_overflow"
         if isinstance(e, pai_errors.ModelRateLimitError) or status == 429:
@@ -166,7 +176,7 @@ async def main():
         if msg["type"] == "setup":
             model = make_model()
             if model is None:
-                unsupported = f"CTXBED_API={API}: this adapter knows only openai and anthropic"
+                unsupported = f"CTXBED_API={API}: this adapter knows only openai, responses and anthropic"
                 emit({"type": "unsupported", "reason": unsupported})
                 continue
             system = msg.get("system") or None

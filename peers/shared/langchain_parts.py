@@ -15,7 +15,7 @@ def build_model(env=None):
     when this adapter cannot speak it."""
     env = os.environ if env is None else env
     api = env.get("CTXBED_API")
-    if api not in ("openai", "anthropic"):
+    if api not in ("openai", "responses", "anthropic"):
         return None
     common = dict(
         model=env["CTXBED_MODEL"],
@@ -27,10 +27,11 @@ def build_model(env=None):
             "max_output_tokens": int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
         },
     )
-    if api == "openai":
+    if api in ("openai", "responses"):
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(base_url=env["CTXBED_OPENAI_BASE_URL"], **common)
+        # `responses`: ChatOpenAI's own switch to OpenAI's Responses API.
+        return ChatOpenAI(base_url=env["CTXBED_OPENAI_BASE_URL"], use_responses_api=api == "responses", **common)
     from langchain_anthropic import ChatAnthropic
 
     return ChatAnthropic(base_url=env["CTXBED_ANTHROPIC_BASE_URL"], **common)
@@ -88,6 +89,10 @@ def _provider_kind(e):
 
     if isinstance(e, has("APIResponseValidationError")):
         return "malformed_reply"
+    # A streamed Responses overflow arrives inside the stream: an APIError with no status,
+    # carrying the error's code.
+    if isinstance(e, has("APIError")) and getattr(e, "code", None) == "context_length_exceeded":
+        return "context_overflow"
     if isinstance(e, has("APIStatusError")) and e.status_code in (400, 413):
         text = " ".join([str(e), json.dumps(getattr(e, "body", None), default=str), str(getattr(e, "code", ""))])
         if isinstance(e, ContextOverflowError) or any(m in text.lower() for m in _OVERFLOW_MARKERS):

@@ -255,7 +255,8 @@ class WireRun:
 
     @property
     def api(self) -> str:
-        """``openai`` (Chat Completions) or ``anthropic`` (Messages)."""
+        """``openai`` (OpenAI: Chat Completions or the Responses API, as the harness prefers),
+        ``responses`` (the scenario pins OpenAI's Responses API) or ``anthropic`` (Messages)."""
         return self._env["CTXBED_API"]
 
     @property

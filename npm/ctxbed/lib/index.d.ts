@@ -85,7 +85,7 @@ export interface Verdict {
 
 export class WireRun {
   readonly name: string;
-  readonly api: 'openai' | 'anthropic';
+  readonly api: 'openai' | 'responses' | 'anthropic';
   readonly openaiBaseUrl: string;
   readonly anthropicBaseUrl: string;
   readonly model: string;

@@ -288,7 +288,10 @@ class WireRun {
     this.connection.write(`${JSON.stringify(message)}\n`);
   }
 
-  /** `openai` (Chat Completions) or `anthropic` (Messages). */
+  /**
+   * `openai` (OpenAI: Chat Completions or the Responses API, as the harness prefers),
+   * `responses` (the scenario pins OpenAI's Responses API) or `anthropic` (Messages).
+   */
   get api() {
     return this.env.CTXBED_API;
   }

@@ -9,12 +9,16 @@ const { ToolLoopAgent, jsonSchema, stepCountIs, tool } = require('ai');
 const { createAnthropic } = require('@ai-sdk/anthropic');
 const { createOpenAI } = require('@ai-sdk/openai');
 
-/** The provider the scenario's mock imitates: Chat Completions or Anthropic Messages. */
+/**
+ * The provider the scenario's mock imitates: Chat Completions, the Responses API when the
+ * scenario pins it, or Anthropic Messages.
+ */
 function modelFor(run) {
   if (run.api === 'anthropic') {
     return createAnthropic({ baseURL: `${run.anthropicBaseUrl}/v1`, apiKey: run.apiKey })(run.model);
   }
-  return createOpenAI({ baseURL: run.openaiBaseUrl, apiKey: run.apiKey }).chat(run.model);
+  const openai = createOpenAI({ baseURL: run.openaiBaseUrl, apiKey: run.apiKey });
+  return run.api === 'responses' ? openai.responses(run.model) : openai.chat(run.model);
 }
 
 /** The scenario's tools; a scripted failure is thrown, as a failing tool would. */

@@ -20,6 +20,13 @@ const EXPECTED = {
   // call it dropped, and the provider refuses the orphan.
   'overflow-anthropic': ['pairing step 10', 'expect step 9', 'expect step 10'],
   'overflow-openai': ['pairing step 10', 'expect step 9', 'expect step 10'],
+  // The same on the Responses API (`openai.responses(...)`): the overflow at step 9, then the
+  // orphaned tool result of the recipe's cut refused at step 10.
+  'responses-overflow': ['pairing step 10', 'expect step 9', 'expect step 10'],
+  // Streamed, the overflow comes as the stream's error event; the AI SDK's stream ends with
+  // `NoOutputGeneratedError`, and at step 10 the refused request (a 400 before any event) ends
+  // the streamed step with empty text instead of an error.
+  'responses-overflow-stream': ['reply step 10', 'pairing step 10', 'expect step 9', 'expect step 10'],
   // Sixteen messages of parallel calls and 1,500-character results pass 6,000 tokens before
   // the recipe's twenty-message threshold is reached: steps 4 to 8 overflow.
   'parallel-tools': [

@@ -18,10 +18,12 @@ pub mod openai;
 mod outcome;
 pub mod reasoning;
 pub mod responses;
+pub mod stored;
 pub mod validate;
 
 pub use outcome::Outcome;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -226,6 +228,8 @@ pub struct ProviderHost {
     step: Mutex<StepState>,
     /// Which Responses replies carried reasoning, for the reasoning rules.
     reasoned: reasoning::Reasoned,
+    /// The output items of stored Responses replies, for references to them.
+    stored: stored::StoredItems,
 }
 
 /// What a request asked of the answer's format.
@@ -265,6 +269,7 @@ impl ProviderHost {
             outcomes: Mutex::new(BTreeMap::new()),
             step: Mutex::new(StepState::default()),
             reasoned: reasoning::Reasoned::default(),
+            stored: stored::StoredItems::default(),
         }
     }
 
@@ -470,11 +475,17 @@ impl ProviderHost {
         {
             return reset();
         }
-        let check = |json: &Value| match api {
-            Api::Responses => {
-                validate::check(api, json).and_then(|()| reasoning::check(json, &self.reasoned))
+        // Responses: references to stored items are resolved first, and the reasoning rules
+        // hold over what they resolve to.
+        let resolved: RefCell<Option<Value>> = RefCell::new(None);
+        let check = |json: &Value| {
+            validate::check(api, json)?;
+            if api == Api::Responses {
+                let items = self.stored.resolve(json)?;
+                reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;
+                *resolved.borrow_mut() = items;
             }
-            Api::OpenAi | Api::Anthropic => validate::check(api, json),
+            Ok(())
         };
         let json = match self.checked_json(api, &body, exchange, check) {
             Ok(json) => json,
@@ -486,7 +497,7 @@ impl ProviderHost {
         let mut request = match api {
             Api::OpenAi => openai::parse_request(&json),
             Api::Anthropic => anthropic::parse_request(&json),
-            Api::Responses => responses::parse_request(&json),
+            Api::Responses => responses::parse_request(resolved.borrow().as_ref().unwrap_or(&json)),
         };
         let lane = self.lane(&mut request, exchange);
         exchange.stream = stream;
@@ -578,8 +589,14 @@ impl ProviderHost {
         let name = &self.model.script().info.name;
         let number = exchange.number;
         let shape = self.responses_shape(&reply, wire, number);
-        if wire.api == Api::Responses && thinking(&reply).is_some() {
-            self.reasoned.insert(number, wire.stored);
+        if wire.api == Api::Responses {
+            if thinking(&reply).is_some() {
+                self.reasoned.insert(number, wire.stored);
+            }
+            if wire.stored {
+                self.stored
+                    .insert_all(&responses::output_items(&reply, &shape));
+            }
         }
         if !wire.stream {
             let body = match wire.api {

@@ -101,6 +101,30 @@ impl Reader {
         }
     }
 
+    /// Empties the reasoning of turns before the last user message: the API ignores reasoning
+    /// items that are not relevant to the request (those of earlier turns) and does not count
+    /// them, so neither does the window check. The current tool loop's reasoning counts.
+    fn forget_earlier_reasoning(&mut self) {
+        let last_user = self
+            .messages
+            .iter()
+            .rposition(|message| message.role == Role::User)
+            .unwrap_or(0);
+        for message in &mut self.messages[..last_user] {
+            let reasoned = message
+                .parts
+                .iter()
+                .any(|part| matches!(part, ContentPart::Thinking { text } if !text.is_empty()));
+            if reasoned {
+                for part in &mut message.parts {
+                    if let ContentPart::Thinking { text } = part {
+                        text.clear();
+                    }
+                }
+            }
+        }
+    }
+
     fn message(&mut self, role: &str, text: String) {
         match role {
             "assistant" => {
@@ -128,7 +152,8 @@ impl Reader {
 /// Reads a Responses request body back into a [`ModelRequest`], as the provider sees it:
 /// `instructions` first as a system message; a reasoning item, the assistant message and the
 /// `function_call` items after it as one assistant message (the reasoning's summary as its
-/// thinking); each `function_call_output` as a tool message.
+/// thinking, counted only after the last user message, as the API counts it); each
+/// `function_call_output` as a tool message.
 pub fn parse_request(json: &Value) -> ModelRequest {
     let mut reader = Reader::default();
     let instructions = json
@@ -144,6 +169,7 @@ pub fn parse_request(json: &Value) -> ModelRequest {
         _ => {}
     }
     reader.close();
+    reader.forget_earlier_reasoning();
     let tools: Arc<[ToolSchema]> = json
         .get("tools")
         .and_then(Value::as_array)
@@ -190,7 +216,7 @@ pub struct Shape<'a> {
 /// The output items of a reply: a reasoning item when the turn thinks (its summary, and its
 /// encrypted content when asked), the text as one assistant message, each call as a
 /// `function_call` item.
-fn output_items(reply: &ModelReply, shape: &Shape<'_>) -> Vec<Value> {
+pub fn output_items(reply: &ModelReply, shape: &Shape<'_>) -> Vec<Value> {
     let number = shape.number;
     let mut items = Vec::new();
     if let Some(thinking) = thinking(reply) {

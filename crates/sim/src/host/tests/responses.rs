@@ -206,3 +206,50 @@ fn streamed_replies_number_every_event_and_carry_the_reasoning_item() {
     assert!(output[0].get("encrypted_content").is_none());
     assert_eq!(output[1]["arguments"], r#"{"path":"link.log"}"#);
 }
+
+#[test]
+fn stored_items_are_resolved_by_reference_and_unknown_ones_refused() {
+    let host = host(
+        Provider::OpenAi,
+        vec![
+            MockTurn::new(TurnAction::reply("The linker ran out of memory.")),
+            MockTurn::new(TurnAction::reply("Still the linker.")),
+        ],
+        HostOptions::default(),
+    );
+    let (status, body) = post(&host, &json!({"model": "wire", "input": "Why?"}));
+    assert_eq!(status, 200, "{body}");
+    let again = json!({"model": "wire", "input": [
+        {"role": "user", "content": "Why?"},
+        {"type": "item_reference", "id": "msg_0001"},
+        {"role": "user", "content": "Sure?"},
+    ]});
+    let (status, body) = post(&host, &again);
+    assert_eq!(status, 200, "{body}");
+    let request = host
+        .exchanges()
+        .pop()
+        .and_then(|e| e.request)
+        .expect("a request");
+    assert_eq!(request.messages[1].text(), "The linker ran out of memory.");
+    let unknown = json!({"model": "wire", "input": [{"type": "item_reference", "id": "msg_0042"}]});
+    let (status, body) = post(&host, &unknown);
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("Item with id 'msg_0042' not found."),
+        "{body}"
+    );
+    // A response asked not to be stored cannot be referred to.
+    let unstored = json!({"model": "wire", "input": "Why?", "store": false});
+    let host = self::host(
+        Provider::OpenAi,
+        vec![MockTurn::new(TurnAction::reply("Unstored."))],
+        HostOptions::default(),
+    );
+    assert_eq!(post(&host, &unstored).0, 200);
+    let (status, _) = post(
+        &host,
+        &json!({"model": "wire", "input": [{"type": "item_reference", "id": "msg_0001"}]}),
+    );
+    assert_eq!(status, 400);
+}

@@ -1,0 +1,177 @@
+//! The output items of stored Responses replies (`store` on, the API's default), by id, so a
+//! later request may refer to them as the API allows: an `item_reference` item, or a reasoning
+//! item given by its id alone. Harnesses do both (the AI SDK sends `{"type":"item_reference",
+//! "id":"msg_…"}` for an earlier assistant message; the OpenAI Agents SDK hands reasoning back by
+//! id), and the API answers an id it does not hold with `Item with id '…' not found.`.
+//!
+//! Bounded: at most [`STORED_ITEMS_MAX`] items and [`STORED_BYTES_MAX`] bytes of them; the oldest
+//! go first, and a reference to one gone is answered as the API answers an unknown id. Whole
+//! responses are not kept, so `previous_response_id` stays refused (`super::validate`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::validate::Invalid;
+
+/// Items one host keeps for references.
+pub const STORED_ITEMS_MAX: usize = 16_384;
+/// Bytes of items (as JSON) one host keeps for references.
+pub const STORED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, Default)]
+struct Inner {
+    items: BTreeMap<String, Value>,
+    /// Ids in the order they were stored, with each item's size.
+    order: VecDeque<(String, usize)>,
+    bytes: usize,
+}
+
+/// Stored output items by id (see the module documentation).
+#[derive(Debug, Default)]
+pub struct StoredItems {
+    inner: Mutex<Inner>,
+}
+
+impl StoredItems {
+    /// Keeps each item that has an id, dropping the oldest past the bounds.
+    pub fn insert_all(&self, items: &[Value]) {
+        let mut inner = self.lock();
+        for item in items {
+            let Some(id) = item.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let size = item.to_string().len();
+            if size > STORED_BYTES_MAX {
+                continue;
+            }
+            if let Some(old) = inner.items.insert(id.to_string(), item.clone()) {
+                inner.bytes -= old.to_string().len();
+                inner.order.retain(|(kept, _)| kept != id);
+            }
+            inner.order.push_back((id.to_string(), size));
+            inner.bytes += size;
+            while inner.items.len() > STORED_ITEMS_MAX || inner.bytes > STORED_BYTES_MAX {
+                let Some((oldest, size)) = inner.order.pop_front() else {
+                    break;
+                };
+                inner.items.remove(&oldest);
+                inner.bytes -= size;
+            }
+        }
+    }
+
+    /// The stored item `id`.
+    pub fn get(&self, id: &str) -> Option<Value> {
+        self.lock().items.get(id).cloned()
+    }
+
+    /// The request body with each `item_reference`, and each reasoning item given by id alone,
+    /// replaced by the stored item; `None` when nothing refers to a stored item.
+    ///
+    /// # Errors
+    /// The API's 400 for a reference to an item it does not hold.
+    pub fn resolve(&self, json: &Value) -> Result<Option<Value>, Invalid> {
+        let Some(items) = json.get("input").and_then(Value::as_array) else {
+            return Ok(None);
+        };
+        let mut resolved = Vec::with_capacity(items.len());
+        let mut changed = false;
+        for item in items {
+            let kind = item.get("type").and_then(Value::as_str);
+            let id = item.get("id").and_then(Value::as_str);
+            let by_reference = kind == Some("item_reference");
+            let reasoning_by_id =
+                kind == Some("reasoning") && item.get("encrypted_content").is_none();
+            match id {
+                Some(id) if by_reference || reasoning_by_id => match self.get(id) {
+                    Some(stored) => {
+                        resolved.push(stored);
+                        changed = true;
+                    }
+                    None => return Err(not_found(id)),
+                },
+                None if by_reference => return Err(not_found("")),
+                _ => resolved.push(item.clone()),
+            }
+        }
+        if !changed {
+            return Ok(None);
+        }
+        let mut body = json.clone();
+        body["input"] = Value::Array(resolved);
+        Ok(Some(body))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The API's answer to an id it does not hold (anomalyco/opencode#7724).
+fn not_found(id: &str) -> Invalid {
+    Invalid {
+        reason: format!("item {id} is not stored"),
+        body: json!({"error": {"message": format!("Item with id '{id}' not found."), "type": "invalid_request_error", "param": "input", "code": null}})
+            .to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_replaced_by_the_stored_items() {
+        let stored = StoredItems::default();
+        let message = json!({"type": "message", "id": "msg_0002", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]});
+        let reasoning = json!({"type": "reasoning", "id": "rs_0001", "summary": [{"type": "summary_text", "text": "Logs first."}]});
+        stored.insert_all(&[reasoning.clone(), message.clone(), json!({"no": "id"})]);
+        let body = json!({"model": "m", "input": [
+            {"role": "user", "content": "Why?"},
+            {"type": "reasoning", "id": "rs_0001", "summary": []},
+            {"type": "item_reference", "id": "msg_0002"},
+        ]});
+        let resolved = stored.resolve(&body).expect("resolved").expect("changed");
+        assert_eq!(resolved["input"][1], reasoning);
+        assert_eq!(resolved["input"][2], message);
+        let plain = json!({"model": "m", "input": [{"role": "user", "content": "Why?"}]});
+        assert_eq!(stored.resolve(&plain).expect("nothing to resolve"), None);
+        let unknown =
+            json!({"model": "m", "input": [{"type": "item_reference", "id": "msg_0009"}]});
+        let refusal = stored.resolve(&unknown).expect_err("refused");
+        assert!(
+            refusal.body.contains("Item with id 'msg_0009' not found."),
+            "{}",
+            refusal.body
+        );
+    }
+
+    #[test]
+    fn the_store_is_bounded_and_forgets_the_oldest_first() {
+        let stored = StoredItems::default();
+        for number in 0..(STORED_ITEMS_MAX + 5) {
+            stored.insert_all(&[json!({"type": "message", "id": format!("msg_{number:06}")})]);
+        }
+        assert!(stored.get("msg_000000").is_none());
+        assert!(
+            stored
+                .get(&format!("msg_{:06}", STORED_ITEMS_MAX + 4))
+                .is_some()
+        );
+        let inner = stored.lock();
+        assert_eq!(inner.items.len(), STORED_ITEMS_MAX);
+        assert_eq!(inner.order.len(), STORED_ITEMS_MAX);
+        assert_eq!(
+            inner.bytes,
+            inner
+                .items
+                .values()
+                .map(|v| v.to_string().len())
+                .sum::<usize>()
+        );
+    }
+}
