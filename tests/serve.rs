@@ -218,6 +218,8 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
         "anthropic stream: read_log {'path': 'second.log'} tool_use",
         "anthropic whole: Whole. True",
         "openai overflow: 400 context_length_exceeded",
+        "anthropic thinking: thinking True Thought it through.",
+        "anthropic altered thinking: 400 messages.1.content.0: Invalid `signature` in `thinking` block",
     ];
     assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
 }

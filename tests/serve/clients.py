@@ -1,5 +1,6 @@
 """The official Python clients against `ctxbed serve`: whole and streamed replies, tool calls
-reassembled from deltas, and the overflow raised as the client's own error type.
+reassembled from deltas, the overflow raised as the client's own error type, and a signed thinking
+block whose text was altered refused.
 Usage: clients.py OPENAI_BASE_URL ANTHROPIC_BASE_URL; prints one line per check."""
 import sys
 
@@ -35,3 +36,17 @@ try:
     oa.chat.completions.create(model="wire", messages=[{"role": "user", "content": "word " * 5000}])
 except openai.BadRequestError as error:
     print("openai overflow:", error.status_code, error.code)
+
+thinking = {"type": "enabled", "budget_tokens": 1024}
+ask = {"role": "user", "content": "Think first."}
+with an.messages.stream(model="wire", max_tokens=2048, thinking=thinking, messages=[ask]) as stream:
+    thought = stream.get_final_message()
+block = thought.content[0]
+print("anthropic thinking:", block.type, block.signature.startswith("ctxbed-"), thought.content[1].text)
+altered = {"type": "thinking", "thinking": block.thinking + " (edited)", "signature": block.signature}
+try:
+    an.messages.create(model="wire", max_tokens=2048, thinking=thinking, messages=[
+        ask, {"role": "assistant", "content": [altered, {"type": "text", "text": thought.content[1].text}]},
+        {"role": "user", "content": "And?"}])
+except anthropic.BadRequestError as error:
+    print("anthropic altered thinking:", error.status_code, error.body["error"]["message"])

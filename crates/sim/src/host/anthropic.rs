@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::{pieces, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
@@ -151,11 +152,24 @@ pub fn error_body(kind: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
 }
 
-/// The reply's content blocks: thinking, text, then each tool use.
+/// The signature of a thinking block: deterministic, and checkable from the block's text
+/// alone (a keyed SHA-256), so a block handed back altered, or with another's signature, is
+/// refused as the API refuses it.
+pub fn signature(thinking: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(b"ctxbed thinking\0")
+        .chain_update(thinking.as_bytes())
+        .finalize();
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("ctxbed-{hex}")
+}
+
+/// The reply's content blocks: thinking (signed), text, then each tool use.
 fn content(reply: &ModelReply) -> Vec<Value> {
     let mut blocks = Vec::new();
     if let Some(thinking) = thinking(reply) {
-        blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": "ctxbed"}));
+        let signature = signature(&thinking);
+        blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
     }
     let text = reply.message.text();
     if !text.is_empty() {
@@ -192,8 +206,9 @@ pub fn message(reply: &ModelReply, model: &str, number: u64) -> Value {
     })
 }
 
-/// Each streamed event, framed with its `event:` name: text and thinking in pieces, each tool
-/// use's input as `input_json_delta` pieces, usage in `message_start` and `message_delta`.
+/// Each streamed event, framed with its `event:` name: text and thinking in pieces (a thinking
+/// block's signature as its last delta, `signature_delta`), each tool use's input as
+/// `input_json_delta` pieces, usage in `message_start` and `message_delta`.
 pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Vec<String> {
     let usage = reply.usage.unwrap_or_default();
     let event = |data: Value| {
@@ -220,6 +235,7 @@ pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Vec<String
                 pieces(block["thinking"].as_str().unwrap_or_default(), 16)
                     .into_iter()
                     .map(|piece| json!({"type": "thinking_delta", "thinking": piece}))
+                    .chain([json!({"type": "signature_delta", "signature": block["signature"]})])
                     .collect::<Vec<_>>(),
             ),
             "tool_use" => (

@@ -62,7 +62,7 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
         Api::OpenAi | Api::Anthropic => first_problem(api, json),
     }
     .or_else(|| match api {
-        Api::Anthropic => thinking_problem(json),
+        Api::Anthropic => signature_problem(json).or_else(|| thinking_problem(json)),
         Api::OpenAi | Api::Responses => None,
     });
     refusal(api, problem)
@@ -267,6 +267,42 @@ fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
 /// a tool loop (the one whose `tool_use` the last user turn answers) must start with its
 /// `thinking` or `redacted_thinking` block, as the model sent it; with thinking off, an assistant
 /// message in the final position may not hold one.
+/// A thinking block handed back without its signature, or with one that is not the signature
+/// its text was given: `messages.1.content.0.thinking.signature: Field required`
+/// (lbjlaq/Antigravity-Manager#1650) and ``messages.1.content.0: Invalid `signature` in
+/// `thinking` block`` (ding113/claude-code-hub#518).
+fn signature_problem(json: &Value) -> Option<Problem> {
+    let messages = json.get("messages")?.as_array()?;
+    for (index, message) in messages.iter().enumerate() {
+        let Some(blocks) = message.get("content").and_then(Value::as_array) else {
+            continue;
+        };
+        for (at, block) in blocks.iter().enumerate() {
+            if block.get("type").and_then(Value::as_str) != Some("thinking") {
+                continue;
+            }
+            let text = block
+                .get("thinking")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            match block.get("signature").and_then(Value::as_str) {
+                None => {
+                    return Some(Problem::Thinking(format!(
+                        "messages.{index}.content.{at}.thinking.signature: Field required"
+                    )));
+                }
+                Some(signature) if signature != super::anthropic::signature(text) => {
+                    return Some(Problem::Thinking(format!(
+                        "messages.{index}.content.{at}: Invalid `signature` in `thinking` block"
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    None
+}
+
 fn thinking_problem(json: &Value) -> Option<Problem> {
     let messages = json.get("messages")?.as_array()?;
     let enabled = json
@@ -592,7 +628,8 @@ mod tests {
     fn extended_thinking_keeps_the_block_before_the_tool_use_it_answers() {
         let call = json!({"type": "tool_use", "id": "toolu_1", "name": "read_log", "input": {}});
         let result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]});
-        let thought = json!({"type": "thinking", "thinking": "Read it.", "signature": "ctxbed"});
+        let signed = super::super::anthropic::signature("Read it.");
+        let thought = json!({"type": "thinking", "thinking": "Read it.", "signature": signed});
         let ask = json!({"role": "user", "content": "Why?"});
         let with = |assistant: Value, thinking: &str| {
             json!({"model": "m", "max_tokens": 64, "thinking": {"type": thinking, "budget_tokens": 1024},
@@ -618,6 +655,24 @@ mod tests {
                 &with(json!({"role": "assistant", "content": [call]}), "disabled")
             ),
             Ok(())
+        );
+        // A thinking block handed back altered, or without its signature.
+        let altered =
+            json!({"type": "thinking", "thinking": "Read it twice.", "signature": signed});
+        assert!(
+            anthropic(with(
+                json!({"role": "assistant", "content": [altered, call]}),
+                "enabled"
+            ))
+            .contains("messages.1.content.0: Invalid `signature` in `thinking` block")
+        );
+        let unsigned = json!({"type": "thinking", "thinking": "Read it."});
+        assert!(
+            anthropic(with(
+                json!({"role": "assistant", "content": [unsigned, call]}),
+                "enabled"
+            ))
+            .contains("messages.1.content.0.thinking.signature: Field required")
         );
         let prefill = json!({"model": "m", "max_tokens": 64,
             "messages": [ask, {"role": "assistant", "content": [thought]}]});
