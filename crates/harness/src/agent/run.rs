@@ -20,6 +20,7 @@ use crate::tools::{Permission, ToolContext, ToolOutcome};
 mod pipeline;
 mod session;
 
+pub(super) use pipeline::PrepareRequest;
 use session::log_messages;
 pub(super) use session::{flush_session, session_state, write_durable};
 
