@@ -55,7 +55,6 @@
 //! assert_eq!(format!("{:?}", generate(7)), format!("{scenario:?}"));
 //! ```
 
-use std::collections::BTreeSet;
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
@@ -63,26 +62,23 @@ use rand_core::Rng;
 
 use crate::limits;
 use crate::scenario::format::file::{
-    AgentSpec, EstimatorChoice, InstructionSpec, Scenario, SourceSpec, StepSpec, ToolOutputSpec,
-    ToolSpec,
+    AgentSpec, Scenario, StepSpec, TaskSpec, ToolOutputSpec, ToolSpec,
 };
-use ctxbed_harness::compaction::config::{
-    CompactionConfig, DEFAULT_SUMMARY_PROMPT, MESSAGES_PLACEHOLDER, PruneConfig, TruncateArgsConfig,
-};
-use ctxbed_harness::context::PairingCheck;
-use ctxbed_harness::context::budget::BudgetSettings;
-use ctxbed_harness::context::offload::OffloadConfig;
+use ctxbed_sim::mock::MockScript;
 use ctxbed_sim::rng::{SeedStream, SeedTree, Stream};
-use ctxbed_sim::scripted::{BlockSpec, SourceFailure};
 use ctxbed_sim::text::{TextKind, generate_text};
 
+mod agent;
 mod faults;
 mod history;
+mod material;
 mod model;
 mod network;
 mod plan;
 
+use agent::{agent, approximate_estimator};
 use history::{history, second_session_history};
+use material::{instructions, omission_order, sources, workspace_files};
 use model::mock_script;
 
 /// The generator's version: raised whenever some seed gives a different scenario than before, so
@@ -110,12 +106,12 @@ pub fn model_name(seed: u64) -> String {
 pub fn generate(seed: u64) -> Scenario {
     let tree = SeedTree::new(seed);
     let draws = tree.stream(Stream::Generator);
-    let tools = tools(&mut Draw::new(&draws, "/tools"));
+    let mut tools = tools(&mut Draw::new(&draws, "/tools"));
     let builtin_tools = builtin_tools(&mut Draw::new(&draws, "/builtin"), &tools);
-    let steps = steps(&mut Draw::new(&draws, "/steps"));
+    let mut steps = steps(&mut Draw::new(&draws, "/steps"));
     let mut tool_names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     tool_names.extend(builtin_tools.iter().cloned());
-    let agent = agent(
+    let mut agent = agent(
         &mut Draw::new(&draws, "/agent"),
         &draws,
         seed,
@@ -127,58 +123,24 @@ pub fn generate(seed: u64) -> Scenario {
     let workspace_files = workspace_files(&mut workspace);
     let mut fail_writes_under = fail_writes_under(&mut workspace);
     let sources = sources(&mut Draw::new(&draws, "/sources"));
-    let mut agent = agent;
     agent.omission_order = omission_order(
         &mut Draw::new(&draws, "/omission"),
         &sources,
         &workspace_files,
     );
     model::task_list(&mut Draw::new(&draws, "/task"), &mut agent, &mut mock);
-    let mut steps = steps;
-    faults::sessions(
-        &mut Draw::new(&draws, "/sessions"),
+    let window = faults::preparation_window(&sources);
+    let mut task = around_the_agent(
+        &draws,
+        window,
         &mut agent,
         &mut steps,
         &mut fail_writes_under,
     );
-    let window = faults::preparation_window(&sources);
-    faults::concurrent_append(&mut Draw::new(&draws, "/append"), &mut steps, window);
-    let mut task = faults::task_actions(
-        &mut Draw::new(&draws, "/task-actions"),
-        &mut agent,
-        &mut steps,
-        window,
+    later_features(
+        &draws, &mut agent, &mut mock, &mut task, &mut steps, &mut tools,
     );
-    faults::more_restarts(&mut Draw::new(&draws, "/restarts"), &agent, &mut steps);
-    faults::corrupt_restart(
-        &mut Draw::new(&draws, "/corrupt-restart"),
-        &agent,
-        &mut steps,
-    );
-    let mut tools = tools;
-    plan::plan_mode(
-        &mut Draw::new(&draws, "/plan"),
-        &agent,
-        &mut task,
-        &mut steps,
-        &mut tools,
-    );
-    model::session_tools(
-        &mut Draw::new(&draws, "/session-tools"),
-        &mut agent,
-        &mut mock,
-    );
-    approximate_estimator(&mut Draw::new(&draws, "/estimator"), &mut agent);
-    model::requirement_proposals(&mut Draw::new(&draws, "/proposals"), &mut agent, &mut mock);
-    application_writes(&mut Draw::new(&draws, "/app-writes"), &mut steps);
-    for step in &mut steps {
-        // The runner writes these before the step; a failing prefix would stop the run.
-        step.workspace_writes.retain(|path, _| {
-            !fail_writes_under
-                .iter()
-                .any(|p| path.starts_with(p.as_str()))
-        });
-    }
+    spare_step_writes(&mut steps, &fail_writes_under);
     let mut history = history(&mut Draw::new(&draws, "/history"), &tool_names);
     history.extend(second_session_history(
         &mut Draw::new(&draws, "/history-2"),
@@ -209,6 +171,58 @@ pub fn generate(seed: u64) -> Scenario {
         "steps within the limit"
     );
     scenario
+}
+
+/// Drops the workspace writes of steps under a failing prefix: the runner writes them before
+/// the step, and a failing write would stop the run.
+fn spare_step_writes(steps: &mut [StepSpec], fail_writes_under: &[String]) {
+    for step in steps {
+        step.workspace_writes.retain(|path, _| {
+            !fail_writes_under
+                .iter()
+                .any(|p| path.starts_with(p.as_str()))
+        });
+    }
+}
+
+/// Around the agent (version 3 on): session storage with restarts, torn writes and failing
+/// writes, another writer appending during a step, task actions before and during a call
+/// (the task state they make is returned), more restarts, and restarts after damage.
+fn around_the_agent(
+    draws: &SeedStream,
+    window: Duration,
+    agent: &mut AgentSpec,
+    steps: &mut Vec<StepSpec>,
+    fail_writes_under: &mut Vec<String>,
+) -> Option<TaskSpec> {
+    faults::sessions(
+        &mut Draw::new(draws, "/sessions"),
+        agent,
+        steps,
+        fail_writes_under,
+    );
+    faults::concurrent_append(&mut Draw::new(draws, "/append"), steps, window);
+    let task = faults::task_actions(&mut Draw::new(draws, "/task-actions"), agent, steps, window);
+    faults::more_restarts(&mut Draw::new(draws, "/restarts"), agent, steps);
+    faults::corrupt_restart(&mut Draw::new(draws, "/corrupt-restart"), agent, steps);
+    task
+}
+
+/// The features that landed after the fault schedule (version 4): plan mode, the session
+/// tools, the `approx` estimator, requirement proposals and application writes.
+fn later_features(
+    draws: &SeedStream,
+    agent: &mut AgentSpec,
+    mock: &mut MockScript,
+    task: &mut Option<TaskSpec>,
+    steps: &mut [StepSpec],
+    tools: &mut [ToolSpec],
+) {
+    plan::plan_mode(&mut Draw::new(draws, "/plan"), agent, task, steps, tools);
+    model::session_tools(&mut Draw::new(draws, "/session-tools"), agent, mock);
+    approximate_estimator(&mut Draw::new(draws, "/estimator"), agent);
+    model::requirement_proposals(&mut Draw::new(draws, "/proposals"), agent, mock);
+    application_writes(&mut Draw::new(draws, "/app-writes"), steps);
 }
 
 /// One random stream with the draws the generator needs.
@@ -355,304 +369,6 @@ fn builtin_tools(draw: &mut Draw, tools: &[ToolSpec]) -> Vec<String> {
         .filter(|_| draw.percent(50))
         .map(|name| (*name).to_string())
         .collect()
-}
-
-fn agent(
-    draw: &mut Draw,
-    draws: &SeedStream,
-    seed: u64,
-    tools: &[ToolSpec],
-    builtin_tools: Vec<String>,
-) -> AgentSpec {
-    let react = draw.percent(5);
-    let mut deny_tools = BTreeSet::new();
-    if !tools.is_empty() && draw.percent(10) {
-        deny_tools.insert(draw.pick(tools).name.clone());
-    }
-    let compaction = compaction(draw);
-    let summary_model = (compaction.is_some() && draw.percent(20))
-        .then(|| model::summary_script(&mut Draw::new(draws, "/summary-model"), seed));
-    AgentSpec {
-        task_list: false,
-        task_context: ctxbed_harness::task::TaskContextOptions::default(),
-        name: "agent".to_string(),
-        agent_id: "agent".to_string(),
-        model: model_name(seed),
-        sys_prompt: draw.percent(70).then(|| {
-            let chars = draw.range(10, 200) as usize;
-            draw.text(chars)
-        }),
-        max_steps: if draw.percent(10) {
-            1
-        } else {
-            draw.range(2, 10) as u32
-        },
-        model_timeout: draw.percent(20).then(|| draw.millis(1_000, 120_000)),
-        // Exact estimators count every message several times per preparation: keep them to a
-        // fifth of the runs so the sweep stays fast.
-        estimator: match draw.below(10) {
-            0 => EstimatorChoice::ExactO200k,
-            1 => EstimatorChoice::ExactCl100k,
-            _ => EstimatorChoice::Ratio,
-        },
-        deny_tools,
-        budget: budget(draw),
-        pairing: match draw.below(100) {
-            0..70 => PairingCheck::Strict,
-            70..90 => PairingCheck::Repair,
-            _ => PairingCheck::Unchecked,
-        },
-        builtin_tools,
-        workspace_max_context_tokens: draw.percent(20).then(|| draw.range(0, 6_000)),
-        offload: offload(draw),
-        omission_order: None,
-        compaction,
-        summary_model,
-        session_log: draw.percent(85),
-        session_storage: crate::scenario::format::file::SessionStorage::Memory,
-        session_tools: false,
-        react,
-    }
-}
-
-/// A tenth of the seeds count with `approx` (cached per message), drawn from its own stream
-/// so the rest of the agent is as before.
-fn approximate_estimator(draw: &mut Draw, agent: &mut AgentSpec) {
-    if draw.percent(10) {
-        agent.estimator = EstimatorChoice::Approximate;
-    }
-}
-
-fn budget(draw: &mut Draw) -> BudgetSettings {
-    let mut optional =
-        |chance: u64, low: u64, high: u64| draw.percent(chance).then(|| draw.range(low, high));
-    BudgetSettings {
-        max_input_tokens: optional(20, 200, 30_000),
-        output_reserve: optional(20, 0, 3_000),
-        safety_margin: optional(20, 0, 1_000),
-        requested_max_output: optional(10, 0, 6_000),
-    }
-}
-
-fn offload(draw: &mut Draw) -> Option<OffloadConfig> {
-    if draw.percent(25) {
-        return None;
-    }
-    let mut config = OffloadConfig {
-        max_result_chars: *draw.pick(&[1, 200, 1_000, 4_000, 20_000, 80_000]) as usize,
-        preview_chars: *draw.pick(&[0, 10, 100, 2_000]) as usize,
-        eviction_path: (*draw.pick(&["large_tool_results", "large_tool_results", "offload/x"]))
-            .to_string(),
-        ..OffloadConfig::default()
-    };
-    if draw.percent(20) {
-        config.excluded_tools = ["execute", "read_file"]
-            .into_iter()
-            .filter(|_| draw.percent(50))
-            .map(str::to_string)
-            .collect();
-    }
-    Some(config)
-}
-
-fn compaction(draw: &mut Draw) -> Option<CompactionConfig> {
-    if draw.percent(30) {
-        return None;
-    }
-    let prune = (!draw.percent(20)).then(|| PruneConfig {
-        protect_tokens: draw.range(0, 2_000),
-        minimum_prunable_tokens: draw.range(0, 1_000),
-        preview_chars: draw.range(2, 2_000) as usize,
-        ..PruneConfig::default()
-    });
-    let truncate_args = draw.percent(30).then(|| TruncateArgsConfig {
-        trigger_messages: draw.range(0, 30) as usize,
-        trigger_tokens: draw.range(0, 20_000),
-        protect_latest: draw.range(0, 10) as usize,
-        max_arg_length: draw.range(1, 1_000) as usize,
-        ..TruncateArgsConfig::default()
-    });
-    let summary_prompt = if draw.percent(20) {
-        format!("Summarise briefly.\n{MESSAGES_PLACEHOLDER}")
-    } else {
-        DEFAULT_SUMMARY_PROMPT.to_string()
-    };
-    Some(CompactionConfig {
-        trigger_messages: draw.range(2, 60) as usize,
-        trigger_tokens: if draw.percent(60) {
-            0
-        } else {
-            draw.range(100, 20_000)
-        },
-        keep_tokens: match draw.below(3) {
-            0 => None,
-            1 => Some(0),
-            _ => Some(draw.range(1, 4_000)),
-        },
-        keep_messages: draw.range(1, 20) as usize,
-        truncate_args,
-        prune,
-        model: None,
-        memory_model: None,
-        memory_prompt: ctxbed_harness::compaction::memory::DEFAULT_MEMORY_PROMPT.to_string(),
-        summary_prompt,
-        flush_before_compact: draw.percent(60),
-    })
-}
-
-fn instructions(draw: &mut Draw) -> Vec<InstructionSpec> {
-    let names = ["change-policy", "style", "safety"];
-    let count = draw.range(0, 2) as usize;
-    names[..count]
-        .iter()
-        .map(|name| {
-            let chars = draw.range(1, 300) as usize;
-            InstructionSpec {
-                name: (*name).to_string(),
-                text: draw.text(chars),
-            }
-        })
-        .collect()
-}
-
-fn sources(draw: &mut Draw) -> Vec<SourceSpec> {
-    let names = ["change-record", "ticket", "docs"];
-    let count = draw.range(0, 3) as usize;
-    names[..count]
-        .iter()
-        .map(|name| {
-            let omit_on_failure = draw.percent(50);
-            let failure = draw.percent(20).then(|| match draw.below(100) {
-                0..40 => SourceFailure::Error,
-                40..65 => SourceFailure::NoList,
-                65..97 => SourceFailure::Never,
-                _ => SourceFailure::Panic,
-            });
-            // A source that fails every load under FAIL stops every step; mostly fail some.
-            let fail_loads = if draw.percent(if omit_on_failure { 50 } else { 15 }) {
-                Vec::new()
-            } else {
-                (1..=6).filter(|_| draw.percent(30)).collect()
-            };
-            let block_count = draw.range(0, 3);
-            let blocks = (0..block_count)
-                .map(|index| block(draw, index, omit_on_failure))
-                .collect();
-            SourceSpec {
-                name: (*name).to_string(),
-                timeout: draw.percent(40).then(|| draw.millis(1_000, 10_000)),
-                omit_on_failure,
-                latency: source_latency(draw),
-                failure,
-                fail_loads,
-                blocks,
-            }
-        })
-        .collect()
-}
-
-/// Latencies cluster around the default 5 s timeout, on both sides of it.
-fn source_latency(draw: &mut Draw) -> Duration {
-    match draw.below(100) {
-        0..55 => Duration::ZERO,
-        55..85 => draw.millis(1, 3_000),
-        _ => draw.millis(4_000, 6_000),
-    }
-}
-
-fn block(draw: &mut Draw, index: u64, omit_on_failure: bool) -> BlockSpec {
-    let chars = if draw.percent(5) {
-        draw.range(1_000, 6_000) as usize
-    } else {
-        draw.range(0, 200) as usize
-    };
-    let mut text = draw.text(chars);
-    if draw.percent(30) {
-        text.push_str(" (load {load})");
-    }
-    // A required block from an OMIT source is a structural error; keep it rare.
-    let required = draw.percent(if omit_on_failure { 2 } else { 20 });
-    // Rarely a structural problem no failure policy hides: a repeated id or a blank revision.
-    let id = if index > 0 && draw.percent(2) {
-        format!("b{}", index - 1)
-    } else {
-        format!("b{index}")
-    };
-    let revision = match draw.below(100) {
-        0..30 => Some("v{load}".to_string()),
-        30..31 => Some(" ".to_string()),
-        _ => None,
-    };
-    BlockSpec {
-        id,
-        runtime: draw.percent(50),
-        text,
-        required,
-        priority: draw.range(0, 15) as i32 - 5,
-        revision,
-    }
-}
-
-/// Now and then a custom omission order over the optional materials the scenario will have, in
-/// a random order; rarely with an id the policy must refuse (unknown or required).
-fn omission_order(
-    draw: &mut Draw,
-    sources: &[SourceSpec],
-    files: &std::collections::BTreeMap<String, String>,
-) -> Option<Vec<String>> {
-    if !draw.percent(10) {
-        return None;
-    }
-    let mut ids: Vec<String> = files
-        .keys()
-        .filter(|path| *path == "MEMORY.md" || path.starts_with("knowledge/"))
-        .map(|path| format!("workspace:{path}"))
-        .collect();
-    for source in sources {
-        for block in source.blocks.iter().filter(|b| !b.required) {
-            ids.push(format!("source/{}/{}", source.name, block.id));
-        }
-    }
-    let mut order = Vec::new();
-    while !ids.is_empty() {
-        let index = draw.below(ids.len() as u64) as usize;
-        let id = ids.remove(index);
-        if draw.percent(80) {
-            order.push(id);
-        }
-    }
-    if draw.percent(10) {
-        order.push((*draw.pick(&["source/nowhere/x", "instruction/style"])).to_string());
-    }
-    Some(order)
-}
-
-fn workspace_files(draw: &mut Draw) -> std::collections::BTreeMap<String, String> {
-    let mut files = std::collections::BTreeMap::new();
-    if draw.percent(30) {
-        let chars = draw.range(1, 500) as usize;
-        files.insert("AGENTS.md".to_string(), draw.text(chars));
-    }
-    if draw.percent(30) {
-        let facts: Vec<String> = (0..draw.range(1, 5))
-            .map(|_| {
-                let chars = draw.range(5, 120) as usize;
-                format!("- Fact: {}", draw.text(chars).replace('\n', " "))
-            })
-            .collect();
-        files.insert("MEMORY.md".to_string(), facts.join("\n"));
-    }
-    for name in ["knowledge/export.md", "knowledge/columns.md"] {
-        if draw.percent(15) {
-            let chars = draw.size().min(4_000);
-            files.insert(name.to_string(), draw.text(chars));
-        }
-    }
-    if draw.percent(10) {
-        let chars = draw.size();
-        files.insert("logs/big.log".to_string(), draw.text(chars));
-    }
-    files
 }
 
 /// In a tenth of the seeds the application rewrites `AGENTS.md` or a knowledge file before a

@@ -7,7 +7,9 @@
 //! offloaded files are compared with the tool output the trace recorded. [`check_determinism`]
 //! compares two runs of the same scenario. The SPEC rows I1–I10 name what each kind guards;
 //! the checks against the session log (I5) and the Todo list (I6) live in `durable`, the check
-//! that session log files only grow (I10) in `append_only`, the offload check (I4) in `offload`.
+//! that nothing committed is lost between steps (I5) in `lost`, the check that session log files
+//! only grow (I10) in `append_only`, the offload check (I4) in `offload`, the manifest-leak check
+//! (I8) in `leak`.
 //!
 //! ```
 //! use ctxbed::scenario::check::outcome::run;
@@ -19,7 +21,7 @@
 //! assert!(check_determinism(&first, &second).is_none());
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use crate::scenario::check::outcome::RunOutput;
 use crate::scenario::format::file::Scenario;
@@ -31,10 +33,11 @@ use ctxbed_harness::context::Transform;
 use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, Validation};
 use ctxbed_harness::context::render::MATERIAL_KEY;
 use ctxbed_harness::message::{ContentPart, Message, Role};
-use ctxbed_harness::model::ModelRequest;
 
 mod append_only;
 mod durable;
+mod leak;
+mod lost;
 mod offload;
 
 /// What broke. Each kind names the SPEC invariant it guards ([`ViolationKind::invariant`]).
@@ -200,11 +203,11 @@ pub fn check(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
         if !plain {
             requests_match(step, &manifests, &mut report);
         }
-        no_leak(step, &manifests, &mut report);
+        leak::no_leak(step, &manifests, &mut report);
         no_material(step, &mut report);
     }
     found.extend(offload::offloads(scenario, output));
-    found.extend(nothing_lost(scenario, output));
+    found.extend(lost::nothing_lost(scenario, output));
     found.extend(durable::durable_history(scenario, output));
     found.extend(durable::todo_survives(scenario, output));
     found.extend(append_only::session_logs_only_grow(scenario, output));
@@ -455,121 +458,6 @@ fn requests_match(
     }
 }
 
-/// Head and tail windows of every long body the step's requests and commits hold.
-fn body_windows(step: &StepRecord) -> BTreeSet<String> {
-    let mut windows = BTreeSet::new();
-    let mut add = |text: &str| {
-        // Only the two ends are read: a body may be megabytes.
-        let head: String = text.chars().take(LEAK_WINDOW_CHARS).collect();
-        if head.chars().count() < LEAK_WINDOW_CHARS {
-            return;
-        }
-        let mut tail: Vec<char> = text.chars().rev().take(LEAK_WINDOW_CHARS).collect();
-        tail.reverse();
-        windows.insert(head);
-        windows.insert(tail.into_iter().collect());
-    };
-    let requests = step
-        .requests
-        .iter()
-        .flat_map(|r: &ModelRequest| &r.messages);
-    for message in requests.chain(&step.committed_history) {
-        for part in &message.parts {
-            match part {
-                ContentPart::Text { text } | ContentPart::Thinking { text } => add(text),
-                ContentPart::ToolCall(call) => add(&call.arguments.to_string()),
-                ContentPart::ToolResult(result) => add(&result.text()),
-                ContentPart::Media { .. } => {}
-            }
-        }
-    }
-    windows
-}
-
-fn no_leak(
-    step: &StepRecord,
-    manifests: &[(&ContextManifest, &str)],
-    report: &mut impl FnMut(ViolationKind, String),
-) {
-    if manifests.is_empty() {
-        return;
-    }
-    let windows = body_windows(step);
-    if windows.is_empty() {
-        return;
-    }
-    let known: HashSet<&str, foldhash::fast::RandomState> =
-        windows.iter().map(String::as_str).collect();
-    for (manifest, _) in manifests {
-        // Every window of every string (and key) of the manifest's JSON, read unescaped, is
-        // looked up among the bodies' windows. That is the whole of the JSON text a body could
-        // show in: outside strings there are only punctuation, numbers and literals, never 32
-        // characters in a row, and a body with a quote or a newline shows escaped in the text.
-        let json = serde_json::to_string(manifest)
-            .expect("a manifest serialises: its fields are strings and numbers");
-        let mut leaked: BTreeSet<&str> = BTreeSet::new();
-        for_each_string(&json, &mut |string| {
-            leaked.extend(windows_of(string).filter_map(|w| known.get(w).copied()));
-        });
-        // Name the first window in order, whichever was seen first.
-        if let Some(window) = leaked.first() {
-            report(
-                ViolationKind::ManifestLeak,
-                format!("{} holds body text {window:?}", manifest.call_id),
-            );
-            return;
-        }
-    }
-}
-
-/// Every substring of `text` that is [`LEAK_WINDOW_CHARS`] characters long.
-fn windows_of(text: &str) -> Box<dyn Iterator<Item = &str> + '_> {
-    if text.len() < LEAK_WINDOW_CHARS {
-        // Fewer bytes than the window has characters.
-        return Box::new(std::iter::empty());
-    }
-    if text.is_ascii() {
-        let count = text.len() - LEAK_WINDOW_CHARS + 1;
-        return Box::new((0..count).map(move |start| &text[start..start + LEAK_WINDOW_CHARS]));
-    }
-    let bounds: Vec<usize> = text
-        .char_indices()
-        .map(|(at, _)| at)
-        .chain([text.len()])
-        .collect();
-    let count = bounds.len().saturating_sub(LEAK_WINDOW_CHARS);
-    Box::new((0..count).map(move |start| &text[bounds[start]..bounds[start + LEAK_WINDOW_CHARS]]))
-}
-
-/// Shows `visit` every key and string of a JSON text, unescaped, in order. The text is
-/// serde_json's own output, so it is valid JSON: outside strings there are only punctuation,
-/// numbers and literals, and inside one a quote or a backslash is always escaped (and no byte
-/// of a multi-byte character is ASCII).
-fn for_each_string(json: &str, visit: &mut impl FnMut(&str)) {
-    let bytes = json.as_bytes();
-    let mut at = 0;
-    while let Some(offset) = bytes[at..].iter().position(|&b| b == b'"') {
-        let open = at + offset;
-        let mut end = open + 1;
-        let mut escaped = false;
-        while bytes[end] != b'"' {
-            if bytes[end] == b'\\' {
-                escaped = true;
-                end += 1;
-            }
-            end += 1;
-        }
-        if escaped {
-            let text: String = serde_json::from_str(&json[open..=end])
-                .expect("a string of serde_json's output reads back");
-            visit(&text);
-        } else {
-            visit(&json[open + 1..end]);
-        }
-        at = end + 1;
-    }
-}
-
 fn no_material(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String)) {
     // The second path compares texts; a System message holding only the prompt is no rendered
     // material (a user may well type the prompt's words), so only tagged messages count.
@@ -603,100 +491,9 @@ fn no_material(step: &StepRecord, report: &mut impl FnMut(ViolationKind, String)
     }
 }
 
-/// Between two steps of one session, an acknowledged committed message disappears only through
-/// a compaction recorded in the later step's manifests.
-///
-/// Acknowledged means durable as far as the agent said: a step with a `session_log_failed`
-/// event acknowledged nothing, so its commits are not held against later steps (a restart may
-/// lose them; the next acknowledged step of the session holds its history again). History the
-/// application loaded is held from the start, except across a restart that comes before any
-/// acknowledged step of its session with JSON-lines storage: until then no call has written it.
-/// A step that could not restore its session is not compared.
-fn nothing_lost(scenario: &Scenario, output: &RunOutput) -> Vec<Violation> {
-    type Key = (Option<String>, Option<String>);
-    let mut acknowledged: BTreeMap<Key, Vec<String>> = BTreeMap::new();
-    let mut loaded_unconfirmed: BTreeSet<Key> = BTreeSet::new();
-    let mut compacted_since: BTreeSet<Key> = BTreeSet::new();
-    let first = scenario.steps.first();
-    for history in &scenario.history {
-        let key = (
-            history
-                .user
-                .clone()
-                .or_else(|| first.and_then(|s| s.user.clone())),
-            history
-                .session
-                .clone()
-                .or_else(|| first.and_then(|s| s.session.clone())),
-        );
-        acknowledged
-            .entry(key.clone())
-            .or_default()
-            .extend(history.messages.iter().map(|m| m.id.clone()));
-        loaded_unconfirmed.insert(key);
-    }
-    let mut found = Vec::new();
-    for step in &output.trace.steps {
-        let key = (step.spec.user.clone(), step.spec.session.clone());
-        if step.spec.restart.is_some()
-            && scenario.agent.session_storage
-                == crate::scenario::format::file::SessionStorage::Jsonl
-        {
-            // A restart before any call wrote the loaded history to storage may lose it (an
-            // in-memory log survives restarts whole).
-            for unconfirmed in std::mem::take(&mut loaded_unconfirmed) {
-                acknowledged.remove(&unconfirmed);
-            }
-        }
-        if matches!(step.outcome, Err(AgentError::Restore(_))) {
-            // The call could not read its session back: it has no working history to compare
-            // and committed nothing. The log it could not read is held unchanged by I10.
-            continue;
-        }
-        let now: BTreeSet<&str> = step
-            .committed_history
-            .iter()
-            .map(|m| m.id.as_str())
-            .collect();
-        let compacted = step.manifests().any(|(manifest, _)| {
-            manifest
-                .transforms
-                .iter()
-                .any(|t| matches!(t, Transform::HistoryCompaction { .. }))
-        });
-        // A compaction in an unacknowledged step since the baseline explains a loss too.
-        let compacted = compacted || compacted_since.contains(&key);
-        if let Some(before) = acknowledged.get(&key)
-            && !compacted
-            && let Some(lost) = before.iter().find(|id| !now.contains(id.as_str()))
-        {
-            found.push(Violation {
-                kind: ViolationKind::CommittedMessageLost,
-                step: Some(step.index),
-                detail: format!("committed message `{lost}` is gone and nothing was compacted"),
-            });
-        }
-        if step.session_log_failed() {
-            if compacted {
-                compacted_since.insert(key);
-            }
-        } else {
-            compacted_since.remove(&key);
-            loaded_unconfirmed.remove(&key);
-            acknowledged.insert(
-                key,
-                step.committed_history
-                    .iter()
-                    .map(|m| m.id.clone())
-                    .collect(),
-            );
-        }
-    }
-    found
-}
-
 #[cfg(test)]
 mod tests {
+    use super::leak::{for_each_string, windows_of};
     use super::*;
 
     #[test]

@@ -128,17 +128,7 @@ pub fn check_from(
     };
     refuse_link(path)?;
     refuse_link(&new_path)?;
-    let expected = match std::fs::read_to_string(path) {
-        Ok(text) if snapshot => Some(snapshot_text(&text).ok_or_else(|| {
-            std::io::Error::other(format!(
-                "{} has no snapshot header (`---`, `source: …`, `---`); bless it again",
-                path.display()
-            ))
-        })?),
-        Ok(text) => Some(text),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-        Err(error) => return Err(error),
-    };
+    let expected = read_expected(path, snapshot)?;
     let normalised;
     let actual = if snapshot {
         normalised = format!("{}\n", actual.trim_end_matches('\n'));
@@ -157,10 +147,7 @@ pub fn check_from(
         GoldenMode::Bless => {
             let changed = expected.as_deref() != Some(actual);
             if changed {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::write(path, stored(actual))?;
+                write_creating_parent(path, &stored(actual))?;
             }
             remove_if_present(&new_path)?;
             Ok(GoldenOutcome::Blessed { changed })
@@ -181,14 +168,34 @@ pub fn check_from(
                 },
             };
             if write_new {
-                if let Some(parent) = new_path.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::write(&new_path, stored(actual))?;
+                write_creating_parent(&new_path, &stored(actual))?;
             }
             Ok(outcome)
         }
     }
+}
+
+/// The golden's text (a snapshot's without its header), or `None` when there is no golden.
+fn read_expected(path: &Path, snapshot: bool) -> std::io::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if snapshot => Ok(Some(snapshot_text(&text).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "{} has no snapshot header (`---`, `source: …`, `---`); bless it again",
+                path.display()
+            ))
+        })?)),
+        Ok(text) => Ok(Some(text)),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// Writes `text` to `path`, creating its directory first.
+fn write_creating_parent(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, text)
 }
 
 /// A unified diff, golden first.

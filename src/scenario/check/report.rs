@@ -25,6 +25,8 @@
 //! assert!(report::html(&output, &scenario).contains("history_compaction"));
 //! ```
 
+mod conversation;
+mod figures;
 mod html;
 mod svg;
 mod transform;
@@ -36,16 +38,19 @@ pub use html::html;
 pub use svg::svg;
 pub use transform::meaning;
 
+use conversation::conversation;
+use figures::transform_view;
+
 use crate::scenario::format::file::Scenario;
 use crate::scenario::run::record::{StepRecord, Trace};
 use ctxbed_harness::agent::events::{ContextBuildEvent, CustomValue, EventKind};
 use ctxbed_harness::context::budget::InputBudget;
-use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
+use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, Validation};
 use ctxbed_harness::context::render::{
     REFERENCE_MESSAGE_ID, SYSTEM_MESSAGE_ID, TRANSIENT_MESSAGE_ID,
 };
 use ctxbed_harness::message::Role;
-use ctxbed_harness::model::{ModelRequest, Purpose};
+use ctxbed_harness::model::Purpose;
 
 /// One request preparation of the run, with everything the report shows about it.
 #[derive(Debug, Clone)]
@@ -496,177 +501,6 @@ fn outcome(step: &StepRecord, position: usize, call_id: &str) -> ModelOutcome {
         }
     }
     ModelOutcome::NotSent
-}
-
-fn conversation(manifest: &ContextManifest, request: Option<&ModelRequest>) -> Vec<Entry> {
-    let mut entries: Vec<Entry> = Vec::new();
-    let messages = manifest.items.iter().filter_map(|item| match &item.kind {
-        ItemKind::Message { role, part_kinds } => Some((item, *role, part_kinds)),
-        _ => None,
-    });
-    for (item, role, part_kinds) in messages {
-        if [
-            SYSTEM_MESSAGE_ID,
-            TRANSIENT_MESSAGE_ID,
-            REFERENCE_MESSAGE_ID,
-        ]
-        .contains(&item.id.as_str())
-        {
-            continue;
-        }
-        let view = message_view(item, role, part_kinds, request);
-        if role == Role::Tool
-            && let Some(Entry::Exchange { results, .. }) = entries.last_mut()
-        {
-            results.push(view);
-            continue;
-        }
-        let is_summary = manifest.purpose == Purpose::Reasoning && item.id.starts_with("summary-");
-        entries.push(if part_kinds.contains(&"tool_call") {
-            Entry::Exchange {
-                call: view,
-                results: Vec::new(),
-            }
-        } else if is_summary {
-            Entry::Summary(view)
-        } else {
-            Entry::Message(view)
-        });
-    }
-    entries
-}
-
-fn message_view(
-    item: &ManifestItem,
-    role: Role,
-    part_kinds: &[&'static str],
-    request: Option<&ModelRequest>,
-) -> MessageView {
-    let sent = request.and_then(|request| request.messages.iter().find(|m| m.id == item.id));
-    MessageView {
-        id: item.id.clone(),
-        role,
-        tokens: item.tokens,
-        parts: part_kinds.join("+"),
-        calls: sent
-            .map(|m| {
-                m.tool_calls()
-                    .map(|call| (call.id.clone(), call.name.clone()))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        results: sent
-            .map(|m| {
-                m.tool_results()
-                    .map(|r| (r.call_id.clone(), r.tool_name.clone(), r.is_error))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
-}
-
-fn transform_view(
-    transform: &Transform,
-    preparation: &Preparation<'_>,
-    earlier: &[Preparation<'_>],
-    step: &StepRecord,
-    request: Option<&ModelRequest>,
-) -> TransformView {
-    TransformView {
-        meaning: meaning(transform),
-        figures: figures(transform, preparation, earlier, step, request),
-        transform: transform.clone(),
-    }
-}
-
-/// The figures the trace holds for a transform: conversation tokens against the previous
-/// preparation for compaction stages, characters and preview tokens for an offload, the last
-/// kept size of omitted material.
-fn figures(
-    transform: &Transform,
-    preparation: &Preparation<'_>,
-    earlier: &[Preparation<'_>],
-    step: &StepRecord,
-    request: Option<&ModelRequest>,
-) -> Option<String> {
-    match transform {
-        Transform::HistoryCompaction { .. }
-        | Transform::ArgumentTruncation { .. }
-        | Transform::HistoryCompactionFailed { .. } => {
-            let previous = preparation.previous?;
-            let now = preparation.breakdown?;
-            let forced = if previous.overflowed {
-                format!(
-                    " (forced: the provider rejected request #{} as too long)",
-                    previous.number
-                )
-            } else {
-                String::new()
-            };
-            Some(format!(
-                "conversation {} tok in request #{} → {} tok here; whole request {} → {} tok{forced}",
-                previous.conversation_tokens,
-                previous.number,
-                now.conversation,
-                previous.estimated_tokens,
-                now.total()
-            ))
-        }
-        Transform::ToolOutputPrune {
-            tokens_before,
-            tokens_after,
-            ..
-        } => Some(format!(
-            "pruned results {tokens_before} → {tokens_after} tok"
-        )),
-        Transform::ToolResultOffload { call_id, .. }
-        | Transform::ToolResultOffloadFailed { call_id } => {
-            offload_figures(call_id, step, request, &preparation.build.manifest)
-        }
-        Transform::OmittedForBudget { item_id } => earlier.iter().rev().find_map(|before| {
-            let item = before.build.manifest.material(item_id)?;
-            Some(format!(
-                "{} tok when last kept, in request #{}",
-                item.tokens, before.number
-            ))
-        }),
-        _ => None,
-    }
-}
-
-fn offload_figures(
-    call_id: &str,
-    step: &StepRecord,
-    request: Option<&ModelRequest>,
-    manifest: &ContextManifest,
-) -> Option<String> {
-    let chars = step.events.iter().find_map(|event| match &event.kind {
-        EventKind::ToolResult { result, .. } if result.call_id == call_id => {
-            Some(result.text_chars())
-        }
-        _ => None,
-    });
-    let carrier = request.and_then(|request| {
-        request
-            .messages
-            .iter()
-            .find(|m| m.tool_results().any(|r| r.call_id == call_id))
-    });
-    let tokens = carrier.and_then(|message| {
-        manifest
-            .items
-            .iter()
-            .find(|item| item.id == message.id)
-            .map(|item| (item.id.as_str(), item.tokens))
-    });
-    match (chars, tokens) {
-        (Some(chars), Some((id, tokens))) => Some(format!(
-            "result {chars} chars → message {id} {tokens} tok in this request"
-        )),
-        (Some(chars), None) => Some(format!("result {chars} chars")),
-        (None, Some((id, tokens))) => Some(format!("message {id} {tokens} tok in this request")),
-        (None, None) => None,
-    }
 }
 
 #[cfg(test)]

@@ -15,10 +15,12 @@ use std::sync::Arc;
 use crate::limits::TRACE_TEXT_CHARS_MAX;
 use crate::scenario::check::expect::Check;
 use crate::scenario::run::record::{StepRecord, Trace};
+use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::{CustomValue, EventKind};
 use ctxbed_harness::context::manifest::{ContextManifest, ItemKind, ManifestItem};
 use ctxbed_harness::format::{duration, quoted};
-use ctxbed_harness::message::ToolOutput;
+use ctxbed_harness::message::{Message, ToolOutput, ToolResult};
+use ctxbed_harness::session::TornRecord;
 
 /// Renders a trace and its expectation checks as canonical text.
 pub fn render(trace: &Trace, checks: &[Check]) -> String {
@@ -108,6 +110,7 @@ fn render_step(
     let _ = writeln!(out, "  elapsed {}", duration(step.elapsed));
 }
 
+/// One event's line; a context build also gets its manifest's lines.
 fn render_event(
     out: &mut String,
     lines: &mut ItemLines,
@@ -122,38 +125,28 @@ fn render_event(
             records,
             messages,
             torn,
-        } => format!(
-            "session_restored records={records} messages={messages}{}",
-            torn.as_ref().map_or(String::new(), |torn| format!(
-                " torn=line {} ({} bytes, {})",
-                torn.line,
-                torn.bytes,
-                match torn.reason {
-                    ctxbed_harness::session::jsonl::TornReason::NoNewline => "no newline",
-                    ctxbed_harness::session::jsonl::TornReason::InvalidRecord => "not a record",
-                }
-            ))
-        ),
+        } => session_restored_line(*records, *messages, torn.as_ref()),
         EventKind::SessionLogFailed { detail } => {
             format!("session_log_failed {}", text(detail))
         }
-        EventKind::Custom { name, value } => match value {
-            CustomValue::ContextBuild(build) => {
-                let _ = writeln!(
-                    out,
-                    "  {stamp} {name} {} {} {}{}",
-                    build.call_id,
-                    build.purpose.as_str(),
-                    build.status,
-                    build
-                        .error_kind
-                        .map(|k| format!(" error={k}"))
-                        .unwrap_or_default()
-                );
-                render_manifest(out, lines, &build.manifest, policy_version);
-                return;
-            }
-        },
+        EventKind::Custom {
+            name,
+            value: CustomValue::ContextBuild(build),
+        } => {
+            let _ = writeln!(
+                out,
+                "  {stamp} {name} {} {} {}{}",
+                build.call_id,
+                build.purpose.as_str(),
+                build.status,
+                build
+                    .error_kind
+                    .map(|k| format!(" error={k}"))
+                    .unwrap_or_default()
+            );
+            render_manifest(out, lines, &build.manifest, policy_version);
+            return;
+        }
         EventKind::ModelCallStarted { request_id } => format!("model_call {request_id}"),
         EventKind::ModelCallFinished { request_id, usage } => match usage {
             Some(usage) => format!(
@@ -177,43 +170,67 @@ fn render_event(
             call.name,
             ctxbed_harness::format::snippet(&call.arguments.to_string(), TRACE_TEXT_CHARS_MAX)
         ),
-        EventKind::ToolResult { result, denied } => {
-            let status = match (denied, result.is_error) {
-                (true, _) => "denied",
-                (false, true) => "error",
-                (false, false) => "ok",
-            };
-            let media = result
-                .outputs
-                .iter()
-                .filter(|o| matches!(o, ToolOutput::Media { .. }))
-                .count();
-            let media = if media > 0 {
-                format!(" +{media} media")
-            } else {
-                String::new()
-            };
-            format!(
-                "tool_result {} {} {status} {} chars{media} {}",
-                result.call_id,
-                result.tool_name,
-                result.text_chars(),
-                text(&result.text())
-            )
-        }
-        EventKind::RunFinished { call_id, outcome } => match outcome {
-            Ok(reply) => format!("run_finished {call_id} ok reply={}", reply.id),
-            Err(error) => format!(
-                "run_finished {call_id} error {}: {}",
-                error.kind(),
-                ctxbed_harness::format::snippet(
-                    &error.to_string(),
-                    ctxbed_harness::limits::SNIPPET_CHARS_MAX
-                )
-            ),
-        },
+        EventKind::ToolResult { result, denied } => tool_result_line(result, *denied),
+        EventKind::RunFinished { call_id, outcome } => run_finished_line(call_id, outcome),
     };
     let _ = writeln!(out, "  {stamp} {line}");
+}
+
+/// `session_restored`: records and messages read, and a torn last record when there was one.
+fn session_restored_line(records: usize, messages: usize, torn: Option<&TornRecord>) -> String {
+    format!(
+        "session_restored records={records} messages={messages}{}",
+        torn.map_or(String::new(), |torn| format!(
+            " torn=line {} ({} bytes, {})",
+            torn.line,
+            torn.bytes,
+            match torn.reason {
+                ctxbed_harness::session::jsonl::TornReason::NoNewline => "no newline",
+                ctxbed_harness::session::jsonl::TornReason::InvalidRecord => "not a record",
+            }
+        ))
+    )
+}
+
+/// `tool_result`: the call, the tool, its status, size, media count and text.
+fn tool_result_line(result: &ToolResult, denied: bool) -> String {
+    let status = match (denied, result.is_error) {
+        (true, _) => "denied",
+        (false, true) => "error",
+        (false, false) => "ok",
+    };
+    let media = result
+        .outputs
+        .iter()
+        .filter(|o| matches!(o, ToolOutput::Media { .. }))
+        .count();
+    let media = if media > 0 {
+        format!(" +{media} media")
+    } else {
+        String::new()
+    };
+    format!(
+        "tool_result {} {} {status} {} chars{media} {}",
+        result.call_id,
+        result.tool_name,
+        result.text_chars(),
+        quoted(&result.text(), TRACE_TEXT_CHARS_MAX)
+    )
+}
+
+/// `run_finished`: the reply's id, or the error.
+fn run_finished_line(call_id: &str, outcome: &Result<Message, AgentError>) -> String {
+    match outcome {
+        Ok(reply) => format!("run_finished {call_id} ok reply={}", reply.id),
+        Err(error) => format!(
+            "run_finished {call_id} error {}: {}",
+            error.kind(),
+            ctxbed_harness::format::snippet(
+                &error.to_string(),
+                ctxbed_harness::limits::SNIPPET_CHARS_MAX
+            )
+        ),
+    }
 }
 
 /// Each manifest item's line, by the item's address. Successive manifests share the items of

@@ -48,6 +48,7 @@ use super::diagnostic::{Diagnostic, from_toml};
 use super::mock_file::Checker;
 use super::shape::{LazyShape, titled};
 use super::source::read_source;
+use ctxbed_sim::mock::MockScript;
 use ctxbed_sim::rng::{SeedTree, Stream};
 
 use agent::agent_spec;
@@ -165,49 +166,12 @@ pub fn parse_scenario(
         source,
         problems: Vec::new(),
     };
-    let seed = match &raw.seed {
-        Some(seed) => checker.count(seed, "seed", 0).unwrap_or(0),
-        None => {
-            checker.problems.push(
-                Diagnostic::at(label, source, 0..0, "missing `seed`")
-                    .field("seed")
-                    .help("add `seed = 1` (any integer); one seed reproduces one run"),
-            );
-            0
-        }
-    };
-    let seeds = SeedTree::new(seed);
+    let seeds = SeedTree::new(scenario_seed(&mut checker, &raw));
     let agent = agent_spec(&mut checker, &raw.agent);
-    let mock = load_mock(
-        &mut checker,
-        layout,
-        &raw.agent.get_ref().model,
-        "agent.model",
-    );
-    let summary_model = raw
-        .agent
-        .get_ref()
-        .compaction
-        .as_ref()
-        .and_then(|c| c.get_ref().summary_model.as_ref())
-        .and_then(|name| load_mock(&mut checker, layout, name, "agent.compaction.summary_model"));
-    let tools = raw
-        .tools
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| tool_spec(&mut checker, i, t))
-        .collect::<Vec<_>>();
-    check_unique_tools(&mut checker, &raw.tools);
-    check_denied_tools(&mut checker, &raw.agent, &raw.tools);
-    check_builtin_tool_clashes(&mut checker, &raw.agent, &raw.tools);
+    let (mock, summary_model) = mock_models(&mut checker, layout, &raw);
+    let tools = tool_specs(&mut checker, &raw);
     let instructions = instruction_specs(&mut checker, &raw.instructions);
-    let sources = raw
-        .sources
-        .iter()
-        .enumerate()
-        .filter_map(|(i, source)| source_spec(&mut checker, i, source))
-        .collect::<Vec<_>>();
-    check_unique_sources(&mut checker, &raw.sources);
+    let sources = source_specs(&mut checker, &raw);
     let mut workspace_files = workspace_files(&mut checker, &raw.workspace);
     generated_files(
         &mut checker,
@@ -215,24 +179,14 @@ pub fn parse_scenario(
         &raw.workspace,
         &mut workspace_files,
     );
-    let history = raw
-        .history
-        .iter()
-        .enumerate()
-        .filter_map(|(i, h)| history_spec(&mut checker, seeds.stream(Stream::History), i, h))
-        .collect();
+    let history = history_specs(&mut checker, &seeds, &raw);
     let steps = steps(&mut checker, &raw.steps);
     let task = raw.task.as_ref().map(|t| task_spec(&mut checker, t));
     let network = raw
         .network
         .as_ref()
         .map(|n| super::network::network_spec(&mut checker, n));
-    let expectations = raw
-        .expect
-        .iter()
-        .enumerate()
-        .filter_map(|(i, e)| expectation(&mut checker, i, e, steps.len()))
-        .collect();
+    let expectations = expectation_specs(&mut checker, &raw, steps.len());
     if !checker.problems.is_empty() {
         let mut problems = checker.problems;
         super::diagnostic::sort(&mut problems);
@@ -260,4 +214,88 @@ pub fn parse_scenario(
         task,
         network,
     })
+}
+
+/// The scenario's `seed`, which is required (0 stands in when it is missing).
+fn scenario_seed(checker: &mut Checker<'_>, raw: &RawScenario) -> u64 {
+    match &raw.seed {
+        Some(seed) => checker.count(seed, "seed", 0).unwrap_or(0),
+        None => {
+            checker.problems.push(
+                Diagnostic::at(checker.file, checker.source, 0..0, "missing `seed`")
+                    .field("seed")
+                    .help("add `seed = 1` (any integer); one seed reproduces one run"),
+            );
+            0
+        }
+    }
+}
+
+/// The agent's mock model and, when compaction names one, the summary model's.
+fn mock_models(
+    checker: &mut Checker<'_>,
+    layout: &Layout,
+    raw: &RawScenario,
+) -> (Option<MockScript>, Option<MockScript>) {
+    let agent = raw.agent.get_ref();
+    let mock = load_mock(checker, layout, &agent.model, "agent.model");
+    let summary_model = agent
+        .compaction
+        .as_ref()
+        .and_then(|c| c.get_ref().summary_model.as_ref())
+        .and_then(|name| load_mock(checker, layout, name, "agent.compaction.summary_model"));
+    (mock, summary_model)
+}
+
+/// The `[[history]]` messages, their generated text drawn from the history stream.
+fn history_specs(
+    checker: &mut Checker<'_>,
+    seeds: &SeedTree,
+    raw: &RawScenario,
+) -> Vec<HistorySpec> {
+    raw.history
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| history_spec(checker, seeds.stream(Stream::History), i, h))
+        .collect()
+}
+
+/// The `[[expect]]` entries, each naming a step among the `step_count`.
+fn expectation_specs(
+    checker: &mut Checker<'_>,
+    raw: &RawScenario,
+    step_count: usize,
+) -> Vec<Expectation> {
+    raw.expect
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| expectation(checker, i, e, step_count))
+        .collect()
+}
+
+/// The `[[sources]]`, each checked, then checked together for unique names.
+fn source_specs(checker: &mut Checker<'_>, raw: &RawScenario) -> Vec<SourceSpec> {
+    let sources = raw
+        .sources
+        .iter()
+        .enumerate()
+        .filter_map(|(i, source)| source_spec(checker, i, source))
+        .collect::<Vec<_>>();
+    check_unique_sources(checker, &raw.sources);
+    sources
+}
+
+/// The `[[tools]]`, each checked, then checked together: unique names, denials of tools that
+/// exist, no clash with a built-in tool.
+fn tool_specs(checker: &mut Checker<'_>, raw: &RawScenario) -> Vec<ToolSpec> {
+    let tools = raw
+        .tools
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| tool_spec(checker, i, t))
+        .collect::<Vec<_>>();
+    check_unique_tools(checker, &raw.tools);
+    check_denied_tools(checker, &raw.agent, &raw.tools);
+    check_builtin_tool_clashes(checker, &raw.agent, &raw.tools);
+    tools
 }

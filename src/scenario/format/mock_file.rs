@@ -199,44 +199,7 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
     };
     let summaries = mode(raw.summaries.as_ref(), "summaries");
     let memory_flushes = mode(raw.memory_flushes.as_ref(), "memory_flushes");
-    if raw.turns.len() > crate::limits::MOCK_TURNS_MAX {
-        checker.problems.push(
-            Diagnostic::file_level(
-                file,
-                format!(
-                    "{} turns; at most {} are allowed",
-                    raw.turns.len(),
-                    crate::limits::MOCK_TURNS_MAX
-                ),
-            )
-            .field("turns"),
-        );
-    }
-    let turns: Vec<MockTurn> = raw
-        .turns
-        .iter()
-        .enumerate()
-        .filter_map(|(index, turn)| checker.turn(index, turn))
-        .collect();
-    let stepped = |turn: &Spanned<RawTurn>| turn.get_ref().step.is_some();
-    let side = |turn: &Spanned<RawTurn>| {
-        turn.get_ref()
-            .when
-            .as_ref()
-            .is_some_and(|when| when.side == Some(true))
-    };
-    if raw.turns.iter().any(&stepped) {
-        for (index, turn) in raw.turns.iter().enumerate() {
-            if !stepped(turn) && !side(turn) {
-                checker.problems.push(
-                    checker
-                        .at(turn, format!("turns[{index}] has no `step`, but other turns have one"))
-                        .field(format!("turns[{index}].step"))
-                        .help("give every main-loop turn a `step = N`, or remove `step` from all of them"),
-                );
-            }
-        }
-    }
+    let turns = mock_turns(&mut checker, &raw.turns);
     if !checker.problems.is_empty() {
         let mut problems = checker.problems;
         super::diagnostic::sort(&mut problems);
@@ -261,6 +224,49 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         turns,
         file: file.to_string(),
     })
+}
+
+/// The `[[turns]]`: at most the limit, each checked; when any turn has a `step`, every
+/// main-loop (not `side`) turn must have one.
+fn mock_turns(checker: &mut Checker<'_>, turns: &[Spanned<RawTurn>]) -> Vec<MockTurn> {
+    if turns.len() > crate::limits::MOCK_TURNS_MAX {
+        checker.problems.push(
+            Diagnostic::file_level(
+                checker.file,
+                format!(
+                    "{} turns; at most {} are allowed",
+                    turns.len(),
+                    crate::limits::MOCK_TURNS_MAX
+                ),
+            )
+            .field("turns"),
+        );
+    }
+    let checked: Vec<MockTurn> = turns
+        .iter()
+        .enumerate()
+        .filter_map(|(index, turn)| checker.turn(index, turn))
+        .collect();
+    let stepped = |turn: &Spanned<RawTurn>| turn.get_ref().step.is_some();
+    let side = |turn: &Spanned<RawTurn>| {
+        turn.get_ref()
+            .when
+            .as_ref()
+            .is_some_and(|when| when.side == Some(true))
+    };
+    if turns.iter().any(&stepped) {
+        for (index, turn) in turns.iter().enumerate() {
+            if !stepped(turn) && !side(turn) {
+                checker.problems.push(
+                    checker
+                        .at(turn, format!("turns[{index}] has no `step`, but other turns have one"))
+                        .field(format!("turns[{index}].step"))
+                        .help("give every main-loop turn a `step = N`, or remove `step` from all of them"),
+                );
+            }
+        }
+    }
+    checked
 }
 
 /// Collects problems while converting raw values.
@@ -471,6 +477,16 @@ impl Checker<'_> {
         if extract {
             return Some(TurnAction::ExtractFacts);
         }
+        self.reply_action(turn, spanned, field)
+    }
+
+    /// A reply: thinking, text and at most the limit of tool calls.
+    fn reply_action(
+        &mut self,
+        turn: &RawTurn,
+        spanned: &Spanned<RawTurn>,
+        field: &str,
+    ) -> Option<TurnAction> {
         let calls = turn.tool_calls.as_deref().unwrap_or(&[]);
         if calls.len() > limits::TOOL_CALLS_PER_REPLY_MAX {
             let problem = self

@@ -194,83 +194,123 @@ const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
 /// Checks the raw table, recording every problem.
 pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> NetworkSpec {
-    let (latency_min, latency_max) = match &raw.latency_ms {
-        None => (Duration::from_millis(1), Duration::from_millis(10)),
-        Some(range) => match range.get_ref().as_slice() {
-            [min, max] => {
-                let min = checker.latency(Some(min), "network.latency_ms[0]");
-                let max = checker.latency(Some(max), "network.latency_ms[1]");
-                if min > max {
-                    let problem = checker
-                        .at(range, "the latency range is reversed")
-                        .field("network.latency_ms")
-                        .help("write `latency_ms = [min, max]` with min ≤ max");
-                    checker.problems.push(problem);
-                }
-                (min, max)
-            }
-            _ => {
-                let problem = checker
-                    .at(range, "`latency_ms` needs exactly two numbers")
-                    .field("network.latency_ms")
-                    .help("write `latency_ms = [min, max]`, e.g. `[2, 40]`");
-                checker.problems.push(problem);
-                (Duration::ZERO, Duration::ZERO)
-            }
-        },
-    };
-    let duration = |checker: &mut Checker<'_>, value: &Option<Spanned<i64>>, field, default| {
-        value
-            .as_ref()
-            .map_or(default, |v| checker.latency(Some(v), field))
-    };
-    let request_timeout = duration(
+    let (latency_min, latency_max) = latency_range(checker, raw);
+    let request_timeout = duration_or(
         checker,
-        &raw.request_timeout_ms,
+        raw.request_timeout_ms.as_ref(),
         "network.request_timeout_ms",
         Duration::from_secs(30),
     );
-    let connect_timeout = duration(
+    let connect_timeout = duration_or(
         checker,
-        &raw.connect_timeout_ms,
+        raw.connect_timeout_ms.as_ref(),
         "network.connect_timeout_ms",
         Duration::from_secs(2),
     );
     let retry = raw.retry.as_ref();
-    let retry_attempts = match retry.and_then(|r| r.attempts.as_ref()) {
-        None => 1,
-        Some(value) => {
-            let attempts = checker
-                .count(value, "network.retry.attempts", 1)
-                .unwrap_or(1);
-            if attempts > u64::from(ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX) {
+    let retry_attempts = retry_attempts(checker, retry);
+    let (retry_base, retry_max) = retry_delays(checker, retry);
+    let faults = HostFaults {
+        reset_requests: request_numbers(checker, &raw.reset_requests, "network.reset_requests"),
+        cut_stream_requests: request_numbers(
+            checker,
+            &raw.cut_stream_requests,
+            "network.cut_stream_requests",
+        ),
+    };
+    let partitions = partitions(checker, &raw.partitions);
+    let tick = tick(checker, raw.tick_ms.as_ref());
+    NetworkSpec {
+        tick,
+        latency_min,
+        latency_max,
+        stream: raw.stream.unwrap_or(true),
+        request_timeout,
+        connect_timeout,
+        retry_attempts,
+        retry_base,
+        retry_max,
+        faults,
+        partitions,
+    }
+}
+
+/// `latency_ms = [min, max]` (1 to 10 ms when absent).
+fn latency_range(checker: &mut Checker<'_>, raw: &RawNetwork) -> (Duration, Duration) {
+    let Some(range) = &raw.latency_ms else {
+        return (Duration::from_millis(1), Duration::from_millis(10));
+    };
+    match range.get_ref().as_slice() {
+        [min, max] => {
+            let min = checker.latency(Some(min), "network.latency_ms[0]");
+            let max = checker.latency(Some(max), "network.latency_ms[1]");
+            if min > max {
                 let problem = checker
-                    .at(
-                        value,
-                        format!(
-                            "{attempts} attempts; at most {} (limits::PROVIDER_ATTEMPTS_MAX)",
-                            ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX
-                        ),
-                    )
-                    .field("network.retry.attempts")
-                    .help(
-                        "more attempts turn a provider outage into a hung agent; lower `attempts`",
-                    );
+                    .at(range, "the latency range is reversed")
+                    .field("network.latency_ms")
+                    .help("write `latency_ms = [min, max]` with min ≤ max");
                 checker.problems.push(problem);
             }
-            u32::try_from(attempts).unwrap_or(1)
+            (min, max)
         }
+        _ => {
+            let problem = checker
+                .at(range, "`latency_ms` needs exactly two numbers")
+                .field("network.latency_ms")
+                .help("write `latency_ms = [min, max]`, e.g. `[2, 40]`");
+            checker.problems.push(problem);
+            (Duration::ZERO, Duration::ZERO)
+        }
+    }
+}
+
+/// A duration in milliseconds, or `default` when absent.
+fn duration_or(
+    checker: &mut Checker<'_>,
+    value: Option<&Spanned<i64>>,
+    field: &str,
+    default: Duration,
+) -> Duration {
+    value.map_or(default, |v| checker.latency(Some(v), field))
+}
+
+/// `retry.attempts` (1 when absent), at most the providers' limit.
+fn retry_attempts(checker: &mut Checker<'_>, retry: Option<&RawRetry>) -> u32 {
+    let Some(value) = retry.and_then(|r| r.attempts.as_ref()) else {
+        return 1;
     };
+    let attempts = checker
+        .count(value, "network.retry.attempts", 1)
+        .unwrap_or(1);
+    if attempts > u64::from(ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX) {
+        let problem = checker
+            .at(
+                value,
+                format!(
+                    "{attempts} attempts; at most {} (limits::PROVIDER_ATTEMPTS_MAX)",
+                    ctxbed_providers::limits::PROVIDER_ATTEMPTS_MAX
+                ),
+            )
+            .field("network.retry.attempts")
+            .help("more attempts turn a provider outage into a hung agent; lower `attempts`");
+        checker.problems.push(problem);
+    }
+    u32::try_from(attempts).unwrap_or(1)
+}
+
+/// `retry.base_ms` and `retry.max_ms` (500 ms and 30 s when absent); the cap must not be below
+/// the start.
+fn retry_delays(checker: &mut Checker<'_>, retry: Option<&RawRetry>) -> (Duration, Duration) {
     let problems_before_delays = checker.problems.len();
-    let retry_base = duration(
+    let retry_base = duration_or(
         checker,
-        &retry.and_then(|r| r.base_ms.clone()),
+        retry.and_then(|r| r.base_ms.as_ref()),
         "network.retry.base_ms",
         Duration::from_millis(500),
     );
-    let retry_max = duration(
+    let retry_max = duration_or(
         checker,
-        &retry.and_then(|r| r.max_ms.clone()),
+        retry.and_then(|r| r.max_ms.as_ref()),
         "network.retry.max_ms",
         Duration::from_secs(30),
     );
@@ -296,22 +336,23 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             checker.problems.push(problem);
         }
     }
-    let numbers = |checker: &mut Checker<'_>, values: &[Spanned<i64>], field: &str| {
-        values
-            .iter()
-            .filter_map(|value| checker.count(value, field, 1))
-            .collect::<Vec<u64>>()
-    };
-    let faults = HostFaults {
-        reset_requests: numbers(checker, &raw.reset_requests, "network.reset_requests"),
-        cut_stream_requests: numbers(
-            checker,
-            &raw.cut_stream_requests,
-            "network.cut_stream_requests",
-        ),
-    };
-    let partitions = raw
-        .partitions
+    (retry_base, retry_max)
+}
+
+/// Host request numbers (from 1); invalid ones are reported and left out.
+fn request_numbers(checker: &mut Checker<'_>, values: &[Spanned<i64>], field: &str) -> Vec<u64> {
+    values
+        .iter()
+        .filter_map(|value| checker.count(value, field, 1))
+        .collect()
+}
+
+/// `partitions`: each `(from, until)`, ending after it starts.
+fn partitions(
+    checker: &mut Checker<'_>,
+    partitions: &[Spanned<RawPartition>],
+) -> Vec<(Duration, Duration)> {
+    partitions
         .iter()
         .enumerate()
         .map(|(index, partition)| {
@@ -332,10 +373,12 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             }
             (from, until)
         })
-        .collect();
-    let tick = raw
-        .tick_ms
-        .as_ref()
+        .collect()
+}
+
+/// `tick_ms` ([`DEFAULT_TICK`] when absent or invalid), at most the limit.
+fn tick(checker: &mut Checker<'_>, value: Option<&Spanned<i64>>) -> Duration {
+    value
         .and_then(|value| {
             let millis = checker.count(value, "network.tick_ms", 1)?;
             if millis > limits::NETWORK_TICK_MS_MAX {
@@ -351,18 +394,5 @@ pub(super) fn network_spec(checker: &mut Checker<'_>, raw: &RawNetwork) -> Netwo
             }
             Some(Duration::from_millis(millis))
         })
-        .unwrap_or(DEFAULT_TICK);
-    NetworkSpec {
-        tick,
-        latency_min,
-        latency_max,
-        stream: raw.stream.unwrap_or(true),
-        request_timeout,
-        connect_timeout,
-        retry_attempts,
-        retry_base,
-        retry_max,
-        faults,
-        partitions,
-    }
+        .unwrap_or(DEFAULT_TICK)
 }

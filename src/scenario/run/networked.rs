@@ -45,21 +45,7 @@ pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<Simul
             Ok(())
         }
     });
-    let mut config = ProviderConfig::new(
-        ProviderKind::OpenAi,
-        "http://provider:8080/v1",
-        scenario.mock.info.name.clone(),
-    );
-    config.stream = network.stream;
-    config.request_timeout = network.request_timeout;
-    config.read_timeout = network.request_timeout;
-    config.context_window = scenario.mock.info.context_window;
-    config.retry = RetryPolicy {
-        attempts_max: network.retry_attempts,
-        base_delay: network.retry_base,
-        max_delay: network.retry_max,
-        seed: scenario.seed.stream(Stream::RetryJitter).seed(),
-    };
+    let config = provider_config(scenario, network);
     let transport = TurmoilTransport {
         connect_timeout: network.connect_timeout,
     };
@@ -76,7 +62,42 @@ pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<Simul
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
         Ok(())
     });
-    let mut partitions = network.partitions.clone();
+    run_with_partitions(&mut sim, &network.partitions)?;
+    result
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+        .ok_or_else(|| RunError::Network("the agent host never finished".into()))?
+}
+
+/// The agent's provider: the mock model's OpenAI-style endpoint on host `provider`, with the
+/// scenario's streaming, timeouts and retry policy (its jitter seeded from the scenario).
+fn provider_config(scenario: &Scenario, network: &NetworkSpec) -> ProviderConfig {
+    let mut config = ProviderConfig::new(
+        ProviderKind::OpenAi,
+        "http://provider:8080/v1",
+        scenario.mock.info.name.clone(),
+    );
+    config.stream = network.stream;
+    config.request_timeout = network.request_timeout;
+    config.read_timeout = network.request_timeout;
+    config.context_window = scenario.mock.info.context_window;
+    config.retry = RetryPolicy {
+        attempts_max: network.retry_attempts,
+        base_delay: network.retry_base,
+        max_delay: network.retry_max,
+        seed: scenario.seed.stream(Stream::RetryJitter).seed(),
+    };
+    config
+}
+
+/// Steps the simulation until every client is done, cutting agent and provider apart while
+/// the simulated time is inside a partition.
+fn run_with_partitions(
+    sim: &mut turmoil::Sim<'_>,
+    partitions: &[(Duration, Duration)],
+) -> Result<(), RunError> {
+    let mut partitions = partitions.to_vec();
     partitions.sort();
     let mut cut = false;
     loop {
@@ -93,14 +114,9 @@ pub fn run_networked(scenario: &Scenario, network: &NetworkSpec) -> Result<Simul
             cut = inside;
         }
         match sim.step() {
-            Ok(true) => break,
+            Ok(true) => return Ok(()),
             Ok(false) => {}
             Err(error) => return Err(RunError::Network(error.to_string())),
         }
     }
-    result
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-        .ok_or_else(|| RunError::Network("the agent host never finished".into()))?
 }

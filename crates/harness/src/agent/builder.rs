@@ -297,62 +297,17 @@ impl HarnessAgentBuilder {
     /// Without a clock configured, must be called inside a tokio runtime with time enabled.
     pub fn build(&self) -> Result<HarnessAgent, BuildError> {
         let model = self.model.clone().ok_or(BuildError::MissingModel)?;
-        if self.max_steps == 0 || self.max_steps > limits::STEPS_PER_CALL_MAX {
-            return Err(BuildError::InvalidMaxSteps {
-                value: self.max_steps,
-                max: limits::STEPS_PER_CALL_MAX,
-            });
-        }
-        if let Some(error) = self.source_errors.first() {
-            return Err(BuildError::Source(error.clone()));
-        }
-        let mut instructions = Vec::with_capacity(self.instructions.len());
-        for (index, (name, text)) in self.instructions.iter().enumerate() {
-            if !crate::context::source::is_valid_name(name) {
-                return Err(BuildError::InvalidInstructionName(name.clone()));
-            }
-            if self.instructions[..index].iter().any(|(n, _)| n == name) {
-                return Err(BuildError::DuplicateInstruction(name.clone()));
-            }
-            instructions.push(Material::instruction(name, text));
-        }
-        if let Some(offload) = &self.offload
-            && let Err(error) = WorkspacePath::parse(&offload.eviction_path)
-        {
-            return Err(BuildError::InvalidEvictionPath(error.to_string()));
-        }
-        if let Some(compaction) = &self.compaction {
-            compaction.validate()?;
-        }
-        let workspace = self.workspace.clone().unwrap_or_else(|| {
-            tracing::info!(
-                agent = %self.name,
-                "no workspace storage set: files, offloaded results and session logs are kept in \
-                 memory and lost with the agent; set `workspace(FsStorage::open(dir)?)` to keep them"
-            );
-            Arc::new(MemoryStorage::new())
-        });
+        self.check_steps_and_sources()?;
+        let instructions = self.instruction_materials()?;
+        self.check_offload_and_compaction()?;
+        let workspace = self.workspace_storage();
         // The embedded default: one JSON-lines file per session in the workspace.
         let session_log: Option<Arc<dyn SessionLog>> = self.session_log_enabled.then(|| {
             self.session_log.clone().unwrap_or_else(|| {
                 Arc::new(JsonlSessionLog::new(workspace.clone())) as Arc<dyn SessionLog>
             })
         });
-        let session_tools = match (&session_log, self.session_tools) {
-            (_, false) => Vec::new(),
-            (Some(log), true) => crate::tools::session::session_tools(log.clone()),
-            (None, true) => return Err(BuildError::SessionToolsWithoutLog),
-        };
-        let mut tools = ToolRegistry::new();
-        for tool in self
-            .tools
-            .iter()
-            .cloned()
-            .chain(self.task.tools())
-            .chain(session_tools)
-        {
-            tools.register(tool)?;
-        }
+        let tools = self.tool_registry(session_log.as_ref())?;
         let clock = self
             .clock
             .clone()
@@ -386,6 +341,84 @@ impl HarnessAgentBuilder {
                 task: self.task.clone(),
             }),
         })
+    }
+
+    /// `max_steps` is in range and every source registered.
+    fn check_steps_and_sources(&self) -> Result<(), BuildError> {
+        if self.max_steps == 0 || self.max_steps > limits::STEPS_PER_CALL_MAX {
+            return Err(BuildError::InvalidMaxSteps {
+                value: self.max_steps,
+                max: limits::STEPS_PER_CALL_MAX,
+            });
+        }
+        if let Some(error) = self.source_errors.first() {
+            return Err(BuildError::Source(error.clone()));
+        }
+        Ok(())
+    }
+
+    /// The instructions as materials, in order; each name valid and given once.
+    fn instruction_materials(&self) -> Result<Vec<Material>, BuildError> {
+        let mut instructions = Vec::with_capacity(self.instructions.len());
+        for (index, (name, text)) in self.instructions.iter().enumerate() {
+            if !crate::context::source::is_valid_name(name) {
+                return Err(BuildError::InvalidInstructionName(name.clone()));
+            }
+            if self.instructions[..index].iter().any(|(n, _)| n == name) {
+                return Err(BuildError::DuplicateInstruction(name.clone()));
+            }
+            instructions.push(Material::instruction(name, text));
+        }
+        Ok(instructions)
+    }
+
+    /// The offload eviction path and the compaction configuration, when set, are valid.
+    fn check_offload_and_compaction(&self) -> Result<(), BuildError> {
+        if let Some(offload) = &self.offload
+            && let Err(error) = WorkspacePath::parse(&offload.eviction_path)
+        {
+            return Err(BuildError::InvalidEvictionPath(error.to_string()));
+        }
+        if let Some(compaction) = &self.compaction {
+            compaction.validate()?;
+        }
+        Ok(())
+    }
+
+    /// The workspace storage set, else a fresh in-memory one (and a `tracing` event saying so).
+    fn workspace_storage(&self) -> Arc<dyn Storage> {
+        self.workspace.clone().unwrap_or_else(|| {
+            tracing::info!(
+                agent = %self.name,
+                "no workspace storage set: files, offloaded results and session logs are kept in \
+                 memory and lost with the agent; set `workspace(FsStorage::open(dir)?)` to keep them"
+            );
+            Arc::new(MemoryStorage::new())
+        })
+    }
+
+    /// The registry of the agent's tools: the registered ones, the task tools, then the session
+    /// tools when enabled (they need `session_log`).
+    fn tool_registry(
+        &self,
+        session_log: Option<&Arc<dyn SessionLog>>,
+    ) -> Result<ToolRegistry, BuildError> {
+        let session_tools = match (session_log, self.session_tools) {
+            (_, false) => Vec::new(),
+            (Some(log), true) => crate::tools::session::session_tools(log.clone()),
+            (None, true) => return Err(BuildError::SessionToolsWithoutLog),
+        };
+        let mut tools = ToolRegistry::new();
+        for tool in self
+            .tools
+            .iter()
+            .cloned()
+            .chain(self.task.tools())
+            .chain(session_tools)
+        {
+            tools.register(tool)?;
+        }
+        Ok(tools)
     }
 
     /// Turns on the Todo list: registers `todo_write`, whose receipts and `TASK_STATE`

@@ -9,15 +9,15 @@
 
 use serde_json::json;
 
-use super::run::{Call, Sink};
-use crate::compaction::config::TailBudget;
+use super::run::{Call, PrepareRequest, Sink};
+use crate::compaction::config::{CompactionConfig, TailBudget};
 use crate::compaction::cut::{cut_index, is_pair_closed};
 use crate::compaction::memory::{flush_input, parse_facts};
 use crate::compaction::prune::prune;
 use crate::compaction::summary::{prompt, summary_message};
 use crate::compaction::truncate::truncate_args;
 use crate::context::budget::InputBudget;
-use crate::context::{PrepareInput, Transform, prepare};
+use crate::context::{Transform, prepare};
 use crate::limits;
 use crate::message::Message;
 use crate::model::{Model, ModelError, ModelInfo, ModelReply, Purpose};
@@ -76,55 +76,15 @@ impl Call<'_> {
         let Some(config) = inner.compaction.clone() else {
             return reduced;
         };
-        let estimator = inner.policy.estimator.clone();
-        let tokens_of = |messages: &[Message]| -> u64 {
-            messages.iter().map(|m| estimator.message_tokens(m)).sum()
-        };
-        if let Some(truncate) = &config.truncate_args {
-            let before = tokens_of(&self.history);
-            let count = truncate_args(&mut self.history, truncate, before);
-            if count > 0 {
-                reduced
-                    .transforms
-                    .push(Transform::ArgumentTruncation { messages: count });
-            }
-        }
-        if let Some(prune_config) = &config.prune
-            && let Some(pruned) = prune(&mut self.history, prune_config, estimator.as_ref())
-        {
-            reduced.transforms.push(Transform::ToolOutputPrune {
-                results: pruned.results,
-                tokens_before: pruned.tokens_before,
-                tokens_after: pruned.tokens_after,
-            });
-        }
-        let tokens = tokens_of(&self.history);
+        self.lighten(&config, &mut reduced.transforms);
+        let tokens = self.history_tokens();
         let triggered = self.history.len() >= config.trigger_messages
             || tokens >= config.token_trigger(allowance);
         if !triggered && force.is_none() {
             return reduced;
         }
-        let mut budget = config.tail_budget(allowance);
-        if config.keep_tokens.is_none() && matches!(budget, TailBudget::Messages(_)) {
-            reduced.transforms.push(Transform::CompactionTailInMessages);
-        }
-        if let Some(force) = force {
-            // The provider's limit may be far below ours: keep at most half of what it would
-            // accept (scaled by its reported sizes), so the summary plus the tail shrink by more
-            // than the excess. Without sizes, keep at most half the conversation.
-            let fitting = match force.reported {
-                Some((actual, max)) if actual > 0 => {
-                    tokens.saturating_mul(max.min(actual)) / actual
-                }
-                _ => tokens,
-            };
-            budget = match budget {
-                TailBudget::Tokens(tail) => TailBudget::Tokens(tail.min(fitting / 2)),
-                TailBudget::Messages(keep) => {
-                    TailBudget::Messages(keep.min(self.history.len() / 2).max(1))
-                }
-            };
-        }
+        let budget = self.tail_budget(&config, allowance, force, tokens, &mut reduced.transforms);
+        let estimator = inner.policy.estimator.clone();
         let cut = cut_index(&self.history, budget, |m| estimator.message_tokens(m));
         assert!(
             is_pair_closed(&self.history, cut),
@@ -146,12 +106,91 @@ impl Call<'_> {
                 .transforms
                 .extend(self.flush_memory(request_id, cut, sink).await);
         }
-        match self.summarise(request_id, cut, sink).await {
+        let summary = self.summarise(request_id, cut, sink).await;
+        self.apply_summary(request_id, cut, tokens, summary, &mut reduced);
+        reduced
+    }
+
+    /// The working history's tokens by the agent's estimator.
+    fn history_tokens(&self) -> u64 {
+        let estimator = self.inner.policy.estimator.as_ref();
+        self.history
+            .iter()
+            .map(|m| estimator.message_tokens(m))
+            .sum()
+    }
+
+    /// The lightweight passes, when configured: argument truncation, then the aggregate prune
+    /// of tool outputs. Each pass that changed something adds its transform.
+    fn lighten(&mut self, config: &CompactionConfig, transforms: &mut Vec<Transform>) {
+        if let Some(truncate) = &config.truncate_args {
+            let before = self.history_tokens();
+            let count = truncate_args(&mut self.history, truncate, before);
+            if count > 0 {
+                transforms.push(Transform::ArgumentTruncation { messages: count });
+            }
+        }
+        let estimator = self.inner.policy.estimator.as_ref();
+        if let Some(prune_config) = &config.prune
+            && let Some(pruned) = prune(&mut self.history, prune_config, estimator)
+        {
+            transforms.push(Transform::ToolOutputPrune {
+                results: pruned.results,
+                tokens_before: pruned.tokens_before,
+                tokens_after: pruned.tokens_after,
+            });
+        }
+    }
+
+    /// What the summary keeps verbatim after the cut: the configured tail within `allowance`
+    /// (a tail counted in messages is a transform), shrunk when compaction is forced.
+    fn tail_budget(
+        &self,
+        config: &CompactionConfig,
+        allowance: u64,
+        force: Option<Force>,
+        tokens: u64,
+        transforms: &mut Vec<Transform>,
+    ) -> TailBudget {
+        let budget = config.tail_budget(allowance);
+        if config.keep_tokens.is_none() && matches!(budget, TailBudget::Messages(_)) {
+            transforms.push(Transform::CompactionTailInMessages);
+        }
+        let Some(force) = force else {
+            return budget;
+        };
+        // The provider's limit may be far below ours: keep at most half of what it would
+        // accept (scaled by its reported sizes), so the summary plus the tail shrink by more
+        // than the excess. Without sizes, keep at most half the conversation.
+        let fitting = match force.reported {
+            Some((actual, max)) if actual > 0 => tokens.saturating_mul(max.min(actual)) / actual,
+            _ => tokens,
+        };
+        match budget {
+            TailBudget::Tokens(tail) => TailBudget::Tokens(tail.min(fitting / 2)),
+            TailBudget::Messages(keep) => {
+                TailBudget::Messages(keep.min(self.history.len() / 2).max(1))
+            }
+        }
+    }
+
+    /// Replaces `history[..cut]` with the summary, or records why there is none (the
+    /// conversation stays as the lightweight passes left it); either way the stage's transform
+    /// and its `compaction/end` record. `tokens` is the conversation's size before.
+    fn apply_summary(
+        &mut self,
+        request_id: &str,
+        cut: usize,
+        tokens: u64,
+        summary: Result<Message, String>,
+        reduced: &mut Reduced,
+    ) {
+        match summary {
             Ok(summary) => {
                 let mut history = vec![summary];
                 history.extend(self.history.drain(cut..));
                 self.history = history;
-                let after = tokens_of(&self.history);
+                let after = self.history_tokens();
                 reduced
                     .transforms
                     .push(Transform::HistoryCompaction { messages: cut });
@@ -179,7 +218,6 @@ impl Call<'_> {
                 );
             }
         }
-        reduced
     }
 
     /// Asks the summary model for a summary of `history[..cut]`; the error is a short reason.
@@ -303,26 +341,20 @@ impl Call<'_> {
     ) -> Result<ModelReply, AskFailure> {
         let inner = self.inner;
         let info = model.info().clone();
-        let estimator = inner.policy.estimator.clone();
         let history = vec![Message::user(
             format!("{}-input", purpose_word(purpose)),
             text,
         )];
-        let input = PrepareInput {
+        let no_tools = Default::default();
+        let request = PrepareRequest {
             call_id: request_id,
             purpose,
             model: &info,
-            system_prompt: inner.sys_prompt.as_deref(),
             materials: &inner.instructions,
-            transforms: &[],
-            history: (&history).into(),
-            projections: &[],
-            tools: &Default::default(),
-            estimator: estimator.as_ref(),
-            budget: inner.policy.budget(),
-            pairing: inner.pairing,
+            tools: &no_tools,
             selection: None,
         };
+        let input = request.input(inner, &[], &history, &[]);
         let prepared = match prepare(&input) {
             Ok(mut prepared) => {
                 self.report_build(sink, &mut prepared.manifest, None);

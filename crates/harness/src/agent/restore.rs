@@ -22,7 +22,7 @@ use crate::session::{
     CHECKPOINT_RECORD, MESSAGE_RECORD, Payload, SessionLog, SessionLogError, SessionLogKey,
     TornRecord, durable_history,
 };
-use crate::task::TaskContextState;
+use crate::task::{SharedTaskState, TaskContextState};
 
 /// Why a session could not be restored from its log. The log is left as it is.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -124,81 +124,35 @@ pub(super) async fn restore(
         .rev()
         .find(|(_, record)| record.kind == CHECKPOINT_RECORD)
         .map(|(index, record)| (index, record.payload.value()));
-    let mut state = SessionState::default();
-    let mut counter = 0;
-    let mut task = None;
-    let ids = match checkpoint {
-        None => order,
-        Some((index, ref payload)) => {
-            let invalid = |reason: &str| RestoreError::Invalid {
-                index: index + 1,
-                kind: "checkpoint".to_string(),
-                reason: reason.to_string(),
-            };
-            let ids: Vec<String> = payload
-                .get("history")
-                .and_then(Value::as_array)
-                .ok_or_else(|| invalid("`history` is missing or not a list"))?
-                .iter()
-                .map(|id| id.as_str().map(str::to_string))
-                .collect::<Option<_>>()
-                .ok_or_else(|| invalid("`history` holds a non-string id"))?;
-            counter = payload
-                .get("messages_created")
-                .and_then(Value::as_u64)
-                .ok_or_else(|| invalid("`messages_created` is missing or not a count"))?;
-            if let Some(value) = payload.get("task") {
-                task = Some(
-                    TaskContextState::from_checkpoint(value)
-                        .map_err(|reason| invalid(&format!("task state: {reason}")))?,
-                );
-            }
-            for id in &ids {
-                if !versions.contains_key(id) {
-                    return Err(invalid(&format!("message `{id}` has no `message` record")));
-                }
-            }
-            ids
-        }
+    let read = match checkpoint {
+        None => Checkpoint {
+            ids: order,
+            messages_created: 0,
+            task: None,
+        },
+        Some((index, ref payload)) => read_checkpoint(index, payload, &versions)?,
     };
-    for id in &ids {
+    let mut state = SessionState::default();
+    for id in &read.ids {
         if let Some(message) = versions.get(id) {
             state.history.push(message.clone());
         }
     }
-    // Ids handed out after the checkpoint (a call that conflicted or crashed) are never reused.
-    let highest = versions
-        .keys()
-        .filter_map(|id| id.strip_prefix('m').and_then(|n| n.parse::<u64>().ok()))
-        .max()
-        .unwrap_or(0);
-    state.messages_created = counter.max(highest);
+    state.messages_created = read.messages_created.max(highest_id(&versions));
     state.logged = versions
         .iter()
         .map(|(id, message)| (id.clone(), fingerprint(message)))
         .collect();
-    let checkpointed_task_revision = task.as_ref().map_or(0, |task| task.revision());
+    let checkpointed_task_revision = read.task.as_ref().map_or(0, |task| task.revision());
     let shared = inner.task.state_of(runtime);
-    if let Some(task) = task {
-        if shared.revision() == 0 {
-            shared.replace(task);
-        } else {
-            tracing::warn!(
-                user_id = ?key.user_id,
-                session_id = ?key.session_id,
-                live_revision = shared.revision(),
-                checkpoint_revision = task.revision(),
-                "the session's task state changed before the session was opened, so its \
-                 checkpointed task state (Todo list, requirements, reports) is not restored; \
-                 call HarnessAgent::open_session before changing a session's task state"
-            );
-        }
+    if let Some(task) = read.task {
+        adopt_task(&shared, task, key);
     }
     if checkpoint.is_some() {
         state.checkpointed_task_revision = checkpointed_task_revision;
         state.checkpointed = Some(checkpoint_print(
             &state.history,
-            counter,
+            read.messages_created,
             &shared.snapshot(),
         ));
     }
@@ -207,4 +161,84 @@ pub(super) async fn restore(
         records: loaded.records.len(),
         torn: loaded.torn,
     }))
+}
+
+/// What the last checkpoint says (or, without one, the order the messages were logged in).
+struct Checkpoint {
+    /// The working history's ids, in order.
+    ids: Vec<String>,
+    /// The id counter (0 without a checkpoint).
+    messages_created: u64,
+    task: Option<TaskContextState>,
+}
+
+/// Reads the checkpoint record at `index` (0-based among the committed records). Every id it
+/// names must have a `message` record among `versions`.
+fn read_checkpoint(
+    index: usize,
+    payload: &Value,
+    versions: &BTreeMap<String, Message>,
+) -> Result<Checkpoint, RestoreError> {
+    let invalid = |reason: &str| RestoreError::Invalid {
+        index: index + 1,
+        kind: "checkpoint".to_string(),
+        reason: reason.to_string(),
+    };
+    let ids: Vec<String> = payload
+        .get("history")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("`history` is missing or not a list"))?
+        .iter()
+        .map(|id| id.as_str().map(str::to_string))
+        .collect::<Option<_>>()
+        .ok_or_else(|| invalid("`history` holds a non-string id"))?;
+    let messages_created = payload
+        .get("messages_created")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| invalid("`messages_created` is missing or not a count"))?;
+    let task = match payload.get("task") {
+        Some(value) => Some(
+            TaskContextState::from_checkpoint(value)
+                .map_err(|reason| invalid(&format!("task state: {reason}")))?,
+        ),
+        None => None,
+    };
+    for id in &ids {
+        if !versions.contains_key(id) {
+            return Err(invalid(&format!("message `{id}` has no `message` record")));
+        }
+    }
+    Ok(Checkpoint {
+        ids,
+        messages_created,
+        task,
+    })
+}
+
+/// The highest `m<N>` message id logged: ids handed out after the checkpoint (a call that
+/// conflicted or crashed) are never reused.
+fn highest_id(versions: &BTreeMap<String, Message>) -> u64 {
+    versions
+        .keys()
+        .filter_map(|id| id.strip_prefix('m').and_then(|n| n.parse::<u64>().ok()))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Restores the checkpointed task state into the session's live state while that is untouched
+/// (revision 0); otherwise keeps the live state and warns.
+fn adopt_task(shared: &SharedTaskState, task: TaskContextState, key: &SessionLogKey) {
+    if shared.revision() == 0 {
+        shared.replace(task);
+    } else {
+        tracing::warn!(
+            user_id = ?key.user_id,
+            session_id = ?key.session_id,
+            live_revision = shared.revision(),
+            checkpoint_revision = task.revision(),
+            "the session's task state changed before the session was opened, so its \
+             checkpointed task state (Todo list, requirements, reports) is not restored; \
+             call HarnessAgent::open_session before changing a session's task state"
+        );
+    }
 }

@@ -20,6 +20,7 @@ use crate::tools::{Permission, ToolContext, ToolOutcome};
 mod pipeline;
 mod session;
 
+pub(super) use pipeline::PrepareRequest;
 use session::log_messages;
 pub(super) use session::{flush_session, session_state, write_durable};
 
@@ -93,29 +94,9 @@ async fn run_call(
     );
     let restored = match session_state(inner, &key, &runtime, sink).await {
         Ok(state) => state,
-        Err(error) => {
-            let outcome = Err(AgentError::Restore(error));
-            emit(
-                inner,
-                sink,
-                EventKind::RunFinished {
-                    call_id,
-                    outcome: outcome.clone(),
-                },
-            );
-            return outcome;
-        }
+        Err(error) => return finished(inner, sink, call_id, Err(AgentError::Restore(error))),
     };
-    let workspace = if inner.plain {
-        WorkspaceMaterial::default()
-    } else {
-        workspace::load(
-            inner.workspace.as_ref(),
-            inner.policy.estimator.as_ref(),
-            inner.max_context_tokens,
-        )
-        .await
-    };
+    let workspace = call_workspace(inner).await;
     let mut call = Call {
         inner,
         call_id,
@@ -151,11 +132,36 @@ async fn run_call(
         (Ok(_), Err(error)) => Err(error),
         (outcome, _) => outcome,
     };
+    let call_id = call.call_id.clone();
+    finished(inner, sink, call_id, outcome)
+}
+
+/// The workspace material loaded once at call entry (none for a plain ReAct agent).
+async fn call_workspace(inner: &AgentInner) -> WorkspaceMaterial {
+    if inner.plain {
+        WorkspaceMaterial::default()
+    } else {
+        workspace::load(
+            inner.workspace.as_ref(),
+            inner.policy.estimator.as_ref(),
+            inner.max_context_tokens,
+        )
+        .await
+    }
+}
+
+/// Emits the call's `RunFinished` event with its outcome, and returns the outcome.
+fn finished(
+    inner: &AgentInner,
+    sink: &mut Sink<'_>,
+    call_id: String,
+    outcome: Result<Message, AgentError>,
+) -> Result<Message, AgentError> {
     emit(
         inner,
         sink,
         EventKind::RunFinished {
-            call_id: call.call_id.clone(),
+            call_id,
             outcome: outcome.clone(),
         },
     );

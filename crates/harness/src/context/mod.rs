@@ -41,6 +41,7 @@ pub mod manifest;
 pub mod offload;
 pub mod omission;
 pub mod pairs;
+mod parts;
 pub mod render;
 mod rendered;
 mod scanned;
@@ -49,17 +50,17 @@ pub mod source;
 pub mod transform;
 pub mod workspace;
 
-use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use budget::{BudgetSettings, InputBudget};
 use history::HistoryRef;
-use manifest::{ContextManifest, ItemKind, ManifestItem, Validation};
+use manifest::{ContextManifest, ManifestItem, Validation};
 use pairs::{PairingProblem, find_pairing_problem};
+use parts::Parts;
 
-use block::{Material, Placement};
+use block::Material;
 use omission::SelectionPolicy;
 
 use crate::message::Message;
@@ -189,15 +190,8 @@ pub struct Rejected {
 pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
     let budget = InputBudget::compute(input.model.context_window, &input.budget);
     let mut transforms = input.transforms.to_vec();
-    let repaired;
-    let history = if input.pairing == PairingCheck::Repair {
-        let (messages, repairs) = pairs::repair(input.history.messages());
-        transforms.extend(repairs);
-        repaired = messages;
-        HistoryRef::from(&repaired)
-    } else {
-        input.history
-    };
+    let repaired = repair_pairs(input, &mut transforms);
+    let history = repaired.as_ref().map_or(input.history, HistoryRef::from);
     let parts = Parts::split(
         input.system_prompt,
         history,
@@ -211,36 +205,9 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         fixed,
     } = FixedCost::of(input, &parts);
     let schema_tokens = schemas.tokens;
-    let selection = match select_materials(input, &parts, fixed, budget.input_limit) {
-        Ok(selection) => selection,
-        Err(error) => {
-            let manifest = ContextManifest::early_failure(
-                input.call_id,
-                input.purpose,
-                &input.model.name,
-                Validation::BuildFailed,
-            );
-            return Err(Box::new(Rejected {
-                error: error.into(),
-                manifest,
-            }));
-        }
-    };
-    // Omission is decided before conversation reduction (the reduction runs within the
-    // allowance left after it), so its transforms go before compaction's.
-    let omitted_at = transforms
-        .iter()
-        .position(Transform::is_conversation_reduction)
-        .unwrap_or(transforms.len());
-    transforms.splice(
-        omitted_at..omitted_at,
-        selection
-            .omitted
-            .iter()
-            .map(|id| Transform::OmittedForBudget {
-                item_id: id.clone(),
-            }),
-    );
+    let selection = select_materials(input, &parts, fixed, budget.input_limit)
+        .map_err(|error| build_failed(input, error))?;
+    record_omissions(&mut transforms, &selection.omitted);
     let (messages, conversation) = parts.assemble(&selection.kept);
     let counted = count(
         input,
@@ -251,31 +218,15 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         &schemas,
     );
     let material_messages = counted.estimated - fixed + projection_tokens;
-    let allowance = budget
-        .input_limit
-        .saturating_sub(material_messages + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
-        .max(1);
-    let mut manifest = ContextManifest {
-        call_id: input.call_id.to_string(),
-        purpose: input.purpose,
-        model: input.model.name.clone(),
-        estimated_input_tokens: to_signed(counted.estimated),
-        input_limit: to_signed(budget.input_limit),
-        conversation_allowance: to_signed(allowance),
-        counting_method: input.estimator.method().to_string(),
-        exact: input.estimator.exact(),
-        items: counted.items,
-        transforms,
-        validation: Validation::Passed,
-        task_revision: None,
-        policy_version: None,
-    };
+    let allowance = allowance_within(budget.input_limit, material_messages, schema_tokens);
+    let estimated = counted.estimated;
+    let mut manifest = passed_manifest(input, &budget, allowance, counted, transforms);
     if let Err(error) = validate(
         input.pairing,
         &parts,
         &messages,
         conversation,
-        counted.estimated,
+        estimated,
         budget.input_limit,
         &mut manifest,
     ) {
@@ -283,7 +234,7 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         return Err(Box::new(Rejected { error, manifest }));
     }
     assert!(
-        counted.estimated <= budget.input_limit,
+        estimated <= budget.input_limit,
         "a passed preparation fits its limit"
     );
     let request = ModelRequest {
@@ -298,6 +249,80 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, Box<Rejected>> {
         manifest,
         budget,
     })
+}
+
+/// With [`PairingCheck::Repair`], the conversation with its pairing repaired (each repair added
+/// to `transforms`); `None` otherwise, when the history is used as it is.
+fn repair_pairs(input: &PrepareInput<'_>, transforms: &mut Vec<Transform>) -> Option<Vec<Message>> {
+    (input.pairing == PairingCheck::Repair).then(|| {
+        let (messages, repairs) = pairs::repair(input.history.messages());
+        transforms.extend(repairs);
+        messages
+    })
+}
+
+/// The rejection of a preparation whose selection policy is invalid, before anything was laid
+/// out: a `build_failed` manifest.
+fn build_failed(input: &PrepareInput<'_>, error: omission::SelectionError) -> Box<Rejected> {
+    let manifest = ContextManifest::early_failure(
+        input.call_id,
+        input.purpose,
+        &input.model.name,
+        Validation::BuildFailed,
+    );
+    Box::new(Rejected {
+        error: error.into(),
+        manifest,
+    })
+}
+
+/// Adds an `omitted_for_budget` transform per omitted material. Omission is decided before
+/// conversation reduction (the reduction runs within the allowance left after it), so its
+/// transforms go before compaction's.
+fn record_omissions(transforms: &mut Vec<Transform>, omitted: &[String]) {
+    let omitted_at = transforms
+        .iter()
+        .position(Transform::is_conversation_reduction)
+        .unwrap_or(transforms.len());
+    transforms.splice(
+        omitted_at..omitted_at,
+        omitted.iter().map(|id| Transform::OmittedForBudget {
+            item_id: id.clone(),
+        }),
+    );
+}
+
+/// The conversation allowance: the input limit less the material messages (projections
+/// included), the tool schemas and the request overhead; at least 1.
+fn allowance_within(input_limit: u64, material_messages: u64, schema_tokens: u64) -> u64 {
+    input_limit
+        .saturating_sub(material_messages + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
+        .max(1)
+}
+
+/// The manifest of a preparation as counted, before validation (which may still reject it).
+fn passed_manifest(
+    input: &PrepareInput<'_>,
+    budget: &InputBudget,
+    allowance: u64,
+    counted: Counted,
+    transforms: Vec<Transform>,
+) -> ContextManifest {
+    ContextManifest {
+        call_id: input.call_id.to_string(),
+        purpose: input.purpose,
+        model: input.model.name.clone(),
+        estimated_input_tokens: to_signed(counted.estimated),
+        input_limit: to_signed(budget.input_limit),
+        conversation_allowance: to_signed(allowance),
+        counting_method: input.estimator.method().to_string(),
+        exact: input.estimator.exact(),
+        items: counted.items,
+        transforms,
+        validation: Validation::Passed,
+        task_revision: None,
+        policy_version: None,
+    }
 }
 
 /// What a request costs before any material: the conversation, the tool schemas, the
@@ -379,10 +404,7 @@ pub fn conversation_allowance(input: &PrepareInput<'_>) -> (u64, u64) {
         Err(_) => std::borrow::Cow::Borrowed(input.materials),
     };
     let material_tokens = parts.material_tokens(&kept, input.estimator) + projection_tokens;
-    let allowance = budget
-        .input_limit
-        .saturating_sub(material_tokens + schema_tokens + crate::tokens::REQUEST_OVERHEAD_TOKENS)
-        .max(1);
+    let allowance = allowance_within(budget.input_limit, material_tokens, schema_tokens);
     (allowance, conversation_tokens)
 }
 
@@ -479,175 +501,14 @@ fn count(
     Counted { items, estimated }
 }
 
-/// The pieces of a layout: one System message → conversation → transient state → references.
-/// Messages rendered by an earlier preparation are dropped and rendered afresh; other System
-/// messages in the conversation are merged into the single System message.
-struct Parts<'a> {
-    system_prompt: Option<&'a str>,
-    foreign_system: Vec<&'a Message>,
-    projections: &'a [Message],
-    /// The history as read: classes, tokens, items and pairing of its messages.
-    scan: Rc<scanned::Scan>,
-    /// The material messages last rendered, by the ids of the materials they were rendered
-    /// for. Omission measures the kept set, and the layout then renders the same set: the
-    /// memo renders (and the estimator hashes) each set once. The materials all come from one
-    /// input, so their ids name them.
-    rendered: RefCell<Option<LastRendering>>,
-}
-
-impl<'a> Parts<'a> {
-    fn split(
-        system_prompt: Option<&'a str>,
-        history: HistoryRef<'a>,
-        projections: &'a [Message],
-        estimator: &dyn TokenEstimator,
-    ) -> Self {
-        let scan = scanned::scan(history, estimator);
-        Parts {
-            system_prompt,
-            foreign_system: scan.foreign_system(history.messages()),
-            projections,
-            scan,
-            rendered: RefCell::new(None),
-        }
-    }
-
-    /// The System, transient and reference messages for a set of materials.
-    fn material_messages(&self, materials: &[Material]) -> rendered::Rendered {
-        if let Some(last) = &*self.rendered.borrow()
-            && last.is_for(materials)
-        {
-            return last.messages.clone();
-        }
-        let (messages, slot) =
-            rendered::rendered(self.system_prompt, materials, &self.foreign_system, || {
-                self.render_materials(materials)
-            });
-        let ids = materials.iter().map(|m| m.id.clone()).collect();
-        *self.rendered.borrow_mut() = Some(LastRendering {
-            ids,
-            messages: messages.clone(),
-            items: slot,
-        });
-        messages
-    }
-
-    /// The manifest items of the kept materials, in layout order (System, transient,
-    /// reference). With an estimator that caches counts they are remembered with the rendering
-    /// of exactly this set, so an unchanged set is not counted and hashed again at every step.
-    fn material_items(
-        &self,
-        kept: &[Material],
-        estimator: &dyn TokenEstimator,
-    ) -> Rc<[Arc<ManifestItem>]> {
-        let compute = || -> Rc<[Arc<ManifestItem>]> {
-            render::in_layout_order(kept)
-                .map(|material| Arc::new(material_item(material, estimator)))
-                .collect()
-        };
-        if !estimator.caches_counts() {
-            return compute();
-        }
-        // The layout rendered exactly this set just before, so the memo holds its slot.
-        let slot = match &*self.rendered.borrow() {
-            Some(
-                last @ LastRendering {
-                    items: Some(slot), ..
-                },
-            ) if last.is_for(kept) => Rc::clone(slot),
-            _ => return compute(),
-        };
-        let method = estimator.method();
-        if let Some((counted_by, items)) = &*slot.borrow()
-            && *counted_by == method
-        {
-            return Rc::clone(items);
-        }
-        let items = compute();
-        *slot.borrow_mut() = Some((method, Rc::clone(&items)));
-        items
-    }
-
-    fn render_materials(&self, materials: &[Material]) -> rendered::Rendered {
-        let transient = render::material_message(materials, Placement::Transient);
-        let reference = render::material_message(materials, Placement::Reference);
-        let guidance = transient.is_some() || reference.is_some();
-        let system = render::system_message(
-            self.system_prompt,
-            materials,
-            &self.foreign_system,
-            guidance,
-        );
-        [system, transient, reference]
-    }
-
-    fn material_tokens(&self, materials: &[Material], estimator: &dyn TokenEstimator) -> u64 {
-        self.material_messages(materials)
-            .iter()
-            .flatten()
-            .map(|m| estimator.message_tokens(m))
-            .sum()
-    }
-
-    /// The request's messages, and where the conversation lies among them.
-    fn assemble(&self, materials: &[Material]) -> (SharedVec<Message>, Range<usize>) {
-        let [system, transient, reference] = self.material_messages(materials);
-        // The conversation is the scan's, shared: laying a request out around it costs the
-        // same whatever its length.
-        let mut messages = self.scan.conversation().clone();
-        let start = usize::from(system.is_some());
-        if let Some(system) = system {
-            messages.push_front(system);
-        }
-        let conversation = start..messages.len();
-        messages.extend(transient);
-        messages.extend(self.projections.iter().cloned());
-        messages.extend(reference);
-        (messages, conversation)
-    }
-}
-
-/// The material messages a preparation rendered last, by the ids of the materials they were
-/// rendered for, with the memo's slot for those materials' manifest items.
-struct LastRendering {
-    ids: Vec<String>,
-    messages: rendered::Rendered,
-    items: Option<rendered::ItemSlot>,
-}
-
-impl LastRendering {
-    /// Whether this rendering was made for `materials`. They all come from one input, so their
-    /// ids name them.
-    fn is_for(&self, materials: &[Material]) -> bool {
-        self.ids
-            .iter()
-            .map(String::as_str)
-            .eq(materials.iter().map(|m| m.id.as_str()))
-    }
-}
-
-/// A material's manifest item: its kind and placement, its tokens and content hash.
-fn material_item(material: &Material, estimator: &dyn TokenEstimator) -> ManifestItem {
-    ManifestItem {
-        kind: ItemKind::Material {
-            kind: material.kind,
-            placement: material.placement,
-            revision: material.revision.clone(),
-            required: material.required,
-            priority: material.priority,
-        },
-        id: material.id.clone(),
-        tokens: estimator.text_tokens(&material.text),
-        content_hash: material.content_hash(),
-    }
-}
-
 fn to_signed(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::manifest::ItemKind;
+    use super::parts::material_item;
     use super::*;
     use crate::context::block::ContextBlock;
 

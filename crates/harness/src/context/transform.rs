@@ -368,25 +368,44 @@ fn expected_detail(kind: &str) -> &'static str {
 /// The transform of a known `kind` with this detail; `None` when the detail is not of the
 /// kind's form. A path error is returned as such.
 fn parse_detail(kind: &str, detail: &str) -> Option<Result<Transform, TransformParseError>> {
-    let text = |value: &str| value.to_string();
-    let transform = match kind {
-        "tool_result_offload" => {
-            let (call_id, path) = detail.rsplit_once(':')?;
-            return Some(
-                WorkspacePath::parse(path)
-                    .map(|path| Transform::ToolResultOffload {
-                        call_id: text(call_id),
-                        path,
-                    })
-                    .map_err(TransformParseError::Path),
-            );
+    if kind == "tool_result_offload" {
+        let (call_id, path) = detail.rsplit_once(':')?;
+        return Some(
+            WorkspacePath::parse(path)
+                .map(|path| Transform::ToolResultOffload {
+                    call_id: call_id.to_string(),
+                    path,
+                })
+                .map_err(TransformParseError::Path),
+        );
+    }
+    text_detail(kind, detail)
+        .or_else(|| structured_detail(kind, detail))
+        .map(Ok)
+}
+
+/// The transforms whose detail is one id or reason, as it is.
+fn text_detail(kind: &str, detail: &str) -> Option<Transform> {
+    let text = detail.to_string();
+    Some(match kind {
+        "tool_result_offload_failed" => Transform::ToolResultOffloadFailed { call_id: text },
+        "omitted_for_budget" => Transform::OmittedForBudget { item_id: text },
+        "workspace_skipped" => Transform::WorkspaceSkipped { item_id: text },
+        "workspace_truncated" => Transform::WorkspaceTruncated { item_id: text },
+        "memory_flush_failed" if !detail.is_empty() => {
+            Transform::MemoryFlushFailed { reason: text }
         }
-        "tool_result_offload_failed" => Transform::ToolResultOffloadFailed {
-            call_id: text(detail),
-        },
-        "omitted_for_budget" => Transform::OmittedForBudget {
-            item_id: text(detail),
-        },
+        "history_compaction_failed" => Transform::HistoryCompactionFailed { reason: text },
+        "todo_receipt_shortened" => Transform::TodoReceiptShortened { message_id: text },
+        _ => return None,
+    })
+}
+
+/// The transforms whose detail has a form of its own: counts, fixed words, a source failure,
+/// a pairing repair.
+fn structured_detail(kind: &str, detail: &str) -> Option<Transform> {
+    let text = |value: &str| value.to_string();
+    Some(match kind {
         "source_unavailable" => {
             let (source, failure) = detail.strip_prefix("source/")?.rsplit_once("/:")?;
             Transform::SourceUnavailable {
@@ -394,12 +413,6 @@ fn parse_detail(kind: &str, detail: &str) -> Option<Result<Transform, TransformP
                 kind: FailureKind::from_name(failure)?,
             }
         }
-        "workspace_skipped" => Transform::WorkspaceSkipped {
-            item_id: text(detail),
-        },
-        "workspace_truncated" => Transform::WorkspaceTruncated {
-            item_id: text(detail),
-        },
         "argument_truncation" => Transform::ArgumentTruncation {
             messages: number(detail)?,
         },
@@ -421,14 +434,8 @@ fn parse_detail(kind: &str, detail: &str) -> Option<Result<Transform, TransformP
         "memory_flush" => Transform::MemoryFlush {
             facts: number(detail.strip_suffix(MEMORY_FLUSH_SUFFIX)?)?,
         },
-        "memory_flush_failed" if !detail.is_empty() => Transform::MemoryFlushFailed {
-            reason: text(detail),
-        },
         "history_compaction" => Transform::HistoryCompaction {
             messages: number(detail.strip_suffix(HISTORY_COMPACTION_SUFFIX)?)?,
-        },
-        "history_compaction_failed" => Transform::HistoryCompactionFailed {
-            reason: text(detail),
         },
         "tool_pairs_repaired" => match detail.split_once(':')? {
             (DROPPED_RESULT, call_id) => Transform::ToolPairsDroppedResult {
@@ -439,15 +446,11 @@ fn parse_detail(kind: &str, detail: &str) -> Option<Result<Transform, TransformP
             },
             _ => return None,
         },
-        "todo_receipt_shortened" => Transform::TodoReceiptShortened {
-            message_id: text(detail),
-        },
         "todo_list_projected" => Transform::TodoListProjected {
             revision: number(detail)?,
         },
         _ => return None,
-    };
-    Some(Ok(transform))
+    })
 }
 
 /// A number in canonical decimal form only (digits, no sign, no leading zero), so that what

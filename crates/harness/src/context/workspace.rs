@@ -42,6 +42,46 @@ pub async fn load(
     estimator: &dyn TokenEstimator,
     max_context_tokens: u64,
 ) -> WorkspaceMaterial {
+    let mut result = WorkspaceMaterial::default();
+    let mut remaining = max_context_tokens;
+    for (file, kind, placement) in candidate_files(storage).await {
+        let Some(text) = read_text(storage, &file).await else {
+            continue;
+        };
+        let id = format!("workspace:{file}");
+        if remaining == 0 {
+            result
+                .transforms
+                .push(Transform::WorkspaceSkipped { item_id: id });
+            continue;
+        }
+        let tokens = estimator.text_tokens(&text);
+        let text = if tokens > remaining {
+            result.transforms.push(Transform::WorkspaceTruncated {
+                item_id: id.clone(),
+            });
+            truncate_to_tokens(&text, remaining, estimator)
+        } else {
+            text
+        };
+        remaining = remaining.saturating_sub(estimator.text_tokens(&text));
+        result.materials.push(Material {
+            revision: content_hash(text.as_bytes()),
+            id,
+            kind,
+            placement,
+            text,
+            required: false,
+            priority: 0,
+        });
+    }
+    result
+}
+
+/// The files that may hold workspace material, in the order they take the budget: `AGENTS.md`,
+/// `MEMORY.md`, then the memory directory's `.md` files and the knowledge directory's files
+/// (at most [`KNOWLEDGE_FILES_MAX`] of each).
+async fn candidate_files(storage: &dyn Storage) -> Vec<(String, MaterialKind, Placement)> {
     let mut files: Vec<(String, MaterialKind, Placement)> = vec![
         (
             AGENTS_FILE.to_string(),
@@ -78,40 +118,7 @@ pub async fn load(
             )
         }));
     }
-    let mut result = WorkspaceMaterial::default();
-    let mut remaining = max_context_tokens;
-    for (file, kind, placement) in files {
-        let Some(text) = read_text(storage, &file).await else {
-            continue;
-        };
-        let id = format!("workspace:{file}");
-        if remaining == 0 {
-            result
-                .transforms
-                .push(Transform::WorkspaceSkipped { item_id: id });
-            continue;
-        }
-        let tokens = estimator.text_tokens(&text);
-        let text = if tokens > remaining {
-            result.transforms.push(Transform::WorkspaceTruncated {
-                item_id: id.clone(),
-            });
-            truncate_to_tokens(&text, remaining, estimator)
-        } else {
-            text
-        };
-        remaining = remaining.saturating_sub(estimator.text_tokens(&text));
-        result.materials.push(Material {
-            revision: content_hash(text.as_bytes()),
-            id,
-            kind,
-            placement,
-            text,
-            required: false,
-            priority: 0,
-        });
-    }
-    result
+    files
 }
 
 async fn read_text(storage: &dyn Storage, file: &str) -> Option<String> {

@@ -4,8 +4,8 @@
 //! **Layout.** `sessions/<agent>/<user>/<session>.jsonl` ([`session_path`]). Each id is encoded
 //! into one safe path segment: ASCII letters, digits, `_` and `-` stay; every other byte becomes
 //! `~XX` (upper-case hex); a missing id is `~none`, an empty one `~empty`; an encoding longer
-//! than [`SESSION_NAME_CHARS_MAX`] keeps a prefix and adds `~h` and a content hash. Distinct ids
-//! give distinct files.
+//! than [`SESSION_NAME_CHARS_MAX`](crate::limits::SESSION_NAME_CHARS_MAX) keeps a prefix and
+//! adds `~h` and a content hash. Distinct ids give distinct files.
 //!
 //! **Appending and flushing.** [`SessionLog::append`] stays synchronous and infallible: the loop
 //! records facts from synchronous code and a log write must never fail a run. Appended records
@@ -48,17 +48,23 @@
 //! });
 //! ```
 
+mod lines;
+mod path;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-use super::{Loaded, Payload, SessionLog, SessionLogKey, SessionRecord};
-use crate::limits::{SESSION_LOG_BYTES_MAX, SESSION_NAME_CHARS_MAX};
-use crate::message::content_hash;
+use super::{Loaded, SessionLog, SessionLogKey, SessionRecord};
+use crate::limits::SESSION_LOG_BYTES_MAX;
 use crate::storage::{Revision, Storage, StorageError, WorkspacePath};
+
+use lines::encode_record_into;
+pub use lines::{decode, encode_record, readable_records};
+pub use path::session_path;
+use path::{decode_segment, segment};
 
 /// The workspace directory holding session logs.
 pub const SESSIONS_DIR: &str = "sessions";
@@ -428,194 +434,6 @@ impl SessionLog for JsonlSessionLog {
             Ok(found.into_iter().collect())
         })
     }
-}
-
-/// The id a [`segment`] encodes, or `None` for a shortened (hashed) or foreign name.
-fn decode_segment(name: &str) -> Option<Option<String>> {
-    match name {
-        "~none" => return Some(None),
-        "~empty" => return Some(Some(String::new())),
-        _ => {}
-    }
-    let mut bytes = Vec::with_capacity(name.len());
-    let mut rest = name.as_bytes();
-    while let Some((&first, tail)) = rest.split_first() {
-        if first == b'~' {
-            let hex = tail.get(..2)?;
-            let text = std::str::from_utf8(hex).ok()?;
-            bytes.push(u8::from_str_radix(text, 16).ok()?);
-            rest = &tail[2..];
-        } else if first.is_ascii_alphanumeric() || first == b'_' || first == b'-' {
-            bytes.push(first);
-            rest = tail;
-        } else {
-            return None;
-        }
-    }
-    String::from_utf8(bytes).ok().map(Some)
-}
-
-/// The file of one session: `sessions/<agent>/<user>/<session>.jsonl`, each id encoded.
-pub fn session_path(key: &SessionLogKey) -> WorkspacePath {
-    let path = format!(
-        "{SESSIONS_DIR}/{}/{}/{}.jsonl",
-        segment(Some(&key.agent_id)),
-        segment(key.user_id.as_deref()),
-        segment(key.session_id.as_deref())
-    );
-    WorkspacePath::parse(&path).expect("encoded session paths hold only safe characters")
-}
-
-/// One path segment for an id; see the module documentation.
-fn segment(id: Option<&str>) -> String {
-    let id = match id {
-        None => return "~none".to_string(),
-        Some("") => return "~empty".to_string(),
-        Some(id) => id,
-    };
-    let mut units: Vec<String> = Vec::new();
-    for c in id.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-            units.push(c.to_string());
-        } else {
-            let mut buffer = [0u8; 4];
-            for byte in c.encode_utf8(&mut buffer).bytes() {
-                units.push(format!("~{byte:02X}"));
-            }
-        }
-    }
-    let encoded: String = units.concat();
-    if encoded.len() <= SESSION_NAME_CHARS_MAX {
-        return encoded;
-    }
-    let hash = content_hash(id.as_bytes());
-    let budget = SESSION_NAME_CHARS_MAX - 2 - hash.len();
-    let mut prefix = String::new();
-    for unit in units {
-        if prefix.len() + unit.len() > budget {
-            break;
-        }
-        prefix.push_str(&unit);
-    }
-    format!("{prefix}~h{hash}")
-}
-
-/// One record as one line, newline included. JSON escapes every control character, so the
-/// line holds no newline of its own.
-pub fn encode_record(record: &SessionRecord) -> String {
-    let mut line = Vec::new();
-    encode_record_into(record, &mut line);
-    String::from_utf8(line).expect("serde_json writes UTF-8")
-}
-
-/// [`encode_record`], appended to `out`.
-fn encode_record_into(record: &SessionRecord, out: &mut Vec<u8>) {
-    // The line's object, fields in the order the line shows them; the payload is already JSON
-    // text, written as it is. Strings serialise to memory without fail.
-    out.extend_from_slice(b"{\"kind\":");
-    serde_json::to_writer(&mut *out, &record.kind).expect("a string serialises");
-    out.extend_from_slice(b",\"call_id\":");
-    serde_json::to_writer(&mut *out, &record.call_id).expect("a string serialises");
-    out.extend_from_slice(b",\"payload\":");
-    out.extend_from_slice(record.payload.json().as_bytes());
-    out.extend_from_slice(b"}\n");
-}
-
-/// The committed records of a file's bytes, ignoring a torn last line.
-///
-/// # Errors
-/// [`SessionLogError::Corrupt`] when an invalid line has valid lines after it.
-pub fn decode(path: &WorkspacePath, bytes: &[u8]) -> Result<Decoded, SessionLogError> {
-    let mut records = Vec::new();
-    let mut committed_bytes = 0;
-    let mut start = 0;
-    let mut line = 0;
-    while start < bytes.len() {
-        line += 1;
-        let (end, terminated) = match bytes[start..].iter().position(|b| *b == b'\n') {
-            Some(offset) => (start + offset, true),
-            None => (bytes.len(), false),
-        };
-        let next = if terminated { end + 1 } else { end };
-        let parsed = if terminated {
-            parse_record(&bytes[start..end])
-        } else {
-            Err("no newline".to_string())
-        };
-        match parsed {
-            Ok(record) => {
-                records.push(record);
-                committed_bytes = next;
-            }
-            Err(_) if next == bytes.len() => {
-                let reason = if terminated {
-                    TornReason::InvalidRecord
-                } else {
-                    TornReason::NoNewline
-                };
-                let torn = TornRecord {
-                    line,
-                    bytes: next - start,
-                    reason,
-                };
-                return Ok(Decoded {
-                    records,
-                    committed_bytes,
-                    torn: Some(torn),
-                });
-            }
-            Err(reason) => {
-                return Err(SessionLogError::Corrupt {
-                    path: path.to_string(),
-                    line,
-                    reason,
-                });
-            }
-        }
-        start = next;
-    }
-    Ok(Decoded {
-        records,
-        committed_bytes,
-        torn: None,
-    })
-}
-
-/// Every line of a file's bytes that reads as a record, in order, skipping the others: what a
-/// damaged log still holds, for checkers and diagnostics. Restoring never reads a log this way;
-/// it refuses a corrupt one ([`decode`]).
-pub fn readable_records(bytes: &[u8]) -> Vec<SessionRecord> {
-    bytes
-        .split(|b| *b == b'\n')
-        .filter_map(|line| parse_record(line).ok())
-        .collect()
-}
-
-/// One line as a record: an object with string `kind` and `call_id`, and a `payload`.
-fn parse_record(line: &[u8]) -> Result<SessionRecord, String> {
-    // Fields are taken as JSON text; only `kind` and `call_id` are parsed further, and the
-    // payload stays text (see [`Payload`]). A repeated field counts with its last value.
-    let object: BTreeMap<String, &RawValue> = match serde_json::from_slice(line) {
-        Ok(object) => object,
-        Err(error) if error.is_data() => return Err("not a JSON object".to_string()),
-        Err(error) => return Err(error.to_string()),
-    };
-    let text = |name: &str| {
-        object
-            .get(name)
-            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
-            .ok_or_else(|| format!("`{name}` is missing or not a string"))
-    };
-    let kind = text("kind")?;
-    let call_id = text("call_id")?;
-    let payload = object
-        .get("payload")
-        .ok_or_else(|| "`payload` is missing".to_string())?;
-    Ok(SessionRecord {
-        kind,
-        call_id,
-        payload: Payload::from(*payload),
-    })
 }
 
 /// A file's bytes (empty when it does not exist), refusing files over the limit.

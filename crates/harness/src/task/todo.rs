@@ -386,6 +386,13 @@ impl Tool for TodoWrite {
 /// The fields of one item, for errors.
 const ITEM_FIELDS: [&str; 4] = ["id", "content", "status", "priority"];
 
+/// The shape of one item, for errors.
+const ITEM_SHAPE: &str = concat!(
+    "{\"id\": string, \"content\": string, ",
+    "\"status\": \"pending\" | \"in_progress\" | \"completed\", ",
+    "\"priority\": \"high\" | \"medium\" | \"low\"}",
+);
+
 /// Reads the `todos` argument into items, naming the item and field of the first mistake.
 fn parse_items(schema: &ToolSchema, arguments: &Value) -> Result<Vec<TodoItem>, ArgumentError> {
     Arguments::parse(schema, arguments)?;
@@ -413,8 +420,7 @@ fn parse_items(schema: &ToolSchema, arguments: &Value) -> Result<Vec<TodoItem>, 
         .map(|(index, entry)| {
             parse_item(entry).map_err(|problem| {
                 ArgumentError::new(format!(
-                    "`todos[{index}]`: {problem}; each item is {{\"id\": string, \"content\": string, \
-                     \"status\": \"pending\" | \"in_progress\" | \"completed\", \"priority\": \"high\" | \"medium\" | \"low\"}}"
+                    "`todos[{index}]`: {problem}; each item is {ITEM_SHAPE}"
                 ))
             })
         })

@@ -131,15 +131,44 @@ pub fn page(text: &str, request: PageRequest) -> Page<'_> {
         };
     }
     let start = line_start + byte_index(first_content, request.char_offset);
-    let mut end = start;
+    let filled = fill(text, start, request, first_line_chars);
+    assert!(filled.taken > 0, "every page makes progress");
+    Page::Content {
+        text: &text[start..filled.end],
+        first_line: request.line,
+        last_line: request.line + filled.taken - 1,
+        start_char: request.char_offset,
+        cut: filled.cut,
+        next: filled.next,
+        line_count,
+        first_line_chars,
+    }
+}
+
+/// How far a page starting at byte `start` reaches: see [`Page::Content`].
+struct Filled {
+    /// Byte where the page ends.
+    end: usize,
+    /// Lines taken, whole or cut.
+    taken: usize,
+    cut: Option<(usize, usize)>,
+    next: Option<(usize, usize)>,
+}
+
+/// Takes lines from byte `start` (character `request.char_offset` of line `request.line`, whose
+/// length is `first_line_chars`) while the page has room for them.
+fn fill(text: &str, start: usize, request: PageRequest, first_line_chars: usize) -> Filled {
+    let mut filled = Filled {
+        end: start,
+        taken: 0,
+        cut: None,
+        next: None,
+    };
     let mut budget = request.chars_max;
-    let mut taken = 0usize;
-    let mut cut = None;
-    let mut next = None;
     for (index, segment) in text[start..].split_inclusive('\n').enumerate() {
         let line = request.line + index;
-        if taken == request.lines_max || budget == 0 {
-            next = Some((line, 0));
+        if filled.taken == request.lines_max || budget == 0 {
+            filled.next = Some((line, 0));
             break;
         }
         let content = segment.strip_suffix('\n').unwrap_or(segment);
@@ -153,39 +182,29 @@ pub fn page(text: &str, request: PageRequest) -> Page<'_> {
         };
         if content_chars < budget || (content_chars == budget && content.len() == segment.len()) {
             // The whole line fits (its newline too, when it has one and there is room).
-            end += segment.len();
+            filled.end += segment.len();
             budget -= content_chars + usize::from(content.len() < segment.len());
         } else if content_chars == budget {
             // The line's text fits exactly; its newline is left out of the page.
-            end += content.len();
+            filled.end += content.len();
             budget = 0;
-        } else if taken > 0 {
+        } else if filled.taken > 0 {
             // Keep pages line-aligned: this line starts the next page.
-            next = Some((line, 0));
+            filled.next = Some((line, 0));
             break;
         } else {
             // A line too long for a page of its own is cut, and the next page continues in it.
-            end += byte_index(content, budget);
+            filled.end += byte_index(content, budget);
             let offset_in_line = if index == 0 { request.char_offset } else { 0 };
             let stop = offset_in_line + budget;
-            cut = Some((stop, offset_in_line + content_chars));
-            next = Some((line, stop));
-            taken += 1;
+            filled.cut = Some((stop, offset_in_line + content_chars));
+            filled.next = Some((line, stop));
+            filled.taken += 1;
             break;
         }
-        taken += 1;
+        filled.taken += 1;
     }
-    assert!(taken > 0, "every page makes progress");
-    Page::Content {
-        text: &text[start..end],
-        first_line: request.line,
-        last_line: request.line + taken - 1,
-        start_char: request.char_offset,
-        cut,
-        next,
-        line_count,
-        first_line_chars,
-    }
+    filled
 }
 
 /// Lines in `text`: its newlines, plus one for a last line without a newline. Newlines are
@@ -342,53 +361,18 @@ fn render(path: &str, text: &str, request: PageRequest) -> String {
             line_count,
             first_line_chars,
         } => {
-            let lines = if first_line == last_line {
-                format!("line {first_line}")
-            } else {
-                format!("lines {first_line}-{last_line}")
-            };
-            let mut header = format!("[{path}: {lines} of {line_count}");
-            match (first_line == last_line, start_char, cut) {
-                (true, _, Some((stop, chars))) => {
-                    header.push_str(&format!(", chars {start_char}-{stop} of {chars}"));
-                }
-                (true, 1.., None) => {
-                    header.push_str(&format!(
-                        ", chars {start_char}-{first_line_chars} of {first_line_chars}"
-                    ));
-                }
-                (false, _, _) => {
-                    if start_char > 0 {
-                        header.push_str(&format!("; line {first_line} from char {start_char}"));
-                    }
-                    if let Some((stop, chars)) = cut {
-                        header
-                            .push_str(&format!("; line {last_line} up to char {stop} of {chars}"));
-                    }
-                }
-                (true, 0, None) => {}
-            }
-            header.push(']');
+            let header = content_header(
+                path,
+                (first_line, last_line),
+                line_count,
+                start_char,
+                cut,
+                first_line_chars,
+            );
             let mut out = format!("{header}\n{shown}");
-            let trailer = match next {
-                Some((line, 0)) => {
-                    let rest = if line == line_count {
-                        format!("line {line}")
-                    } else {
-                        format!("lines {line}-{line_count}")
-                    };
-                    format!(
-                        "[truncated: {rest} not shown; call read_file again with \
-                         path={quoted_path}, offset={line} to continue]"
-                    )
-                }
-                Some((line, char_offset)) => format!(
-                    "[truncated: call read_file again with path={quoted_path}, offset={line}, \
-                     char_offset={char_offset} to continue]"
-                ),
-                // The whole file is shown: the header says so.
-                None if first_line == 1 && start_char == 0 => return out,
-                None => "[end of file]".to_string(),
+            let whole_file = first_line == 1 && start_char == 0;
+            let Some(trailer) = content_trailer(&quoted_path, next, line_count, whole_file) else {
+                return out;
             };
             if !out.ends_with('\n') {
                 out.push('\n');
@@ -397,6 +381,75 @@ fn render(path: &str, text: &str, request: PageRequest) -> String {
             out
         }
     }
+}
+
+/// A page's header: the lines shown (`first`, `last`) of `line_count`, and where a line is
+/// entered or cut.
+fn content_header(
+    path: &str,
+    (first_line, last_line): (usize, usize),
+    line_count: usize,
+    start_char: usize,
+    cut: Option<(usize, usize)>,
+    first_line_chars: usize,
+) -> String {
+    let lines = if first_line == last_line {
+        format!("line {first_line}")
+    } else {
+        format!("lines {first_line}-{last_line}")
+    };
+    let mut header = format!("[{path}: {lines} of {line_count}");
+    match (first_line == last_line, start_char, cut) {
+        (true, _, Some((stop, chars))) => {
+            header.push_str(&format!(", chars {start_char}-{stop} of {chars}"));
+        }
+        (true, 1.., None) => {
+            header.push_str(&format!(
+                ", chars {start_char}-{first_line_chars} of {first_line_chars}"
+            ));
+        }
+        (false, _, _) => {
+            if start_char > 0 {
+                header.push_str(&format!("; line {first_line} from char {start_char}"));
+            }
+            if let Some((stop, chars)) = cut {
+                header.push_str(&format!("; line {last_line} up to char {stop} of {chars}"));
+            }
+        }
+        (true, 0, None) => {}
+    }
+    header.push(']');
+    header
+}
+
+/// A page's trailer: the call that continues, or the end of the file. `None` when the page
+/// shows the whole file (`whole_file`: it starts at its beginning and nothing follows), which
+/// the header already says.
+fn content_trailer(
+    quoted_path: &str,
+    next: Option<(usize, usize)>,
+    line_count: usize,
+    whole_file: bool,
+) -> Option<String> {
+    Some(match next {
+        Some((line, 0)) => {
+            let rest = if line == line_count {
+                format!("line {line}")
+            } else {
+                format!("lines {line}-{line_count}")
+            };
+            format!(
+                "[truncated: {rest} not shown; call read_file again with \
+                 path={quoted_path}, offset={line} to continue]"
+            )
+        }
+        Some((line, char_offset)) => format!(
+            "[truncated: call read_file again with path={quoted_path}, offset={line}, \
+             char_offset={char_offset} to continue]"
+        ),
+        None if whole_file => return None,
+        None => "[end of file]".to_string(),
+    })
 }
 
 fn plural(count: usize) -> &'static str {

@@ -272,55 +272,73 @@ impl SessionTool {
         }
         let sessions = list(self.log.as_ref(), agent, context).await?;
         let searched = sessions.len().min(SESSIONS_LISTED_MAX);
-        let mut hits = Vec::new();
-        let mut matched = 0;
-        let mut matched_sessions = 0;
+        let mut found = Found::default();
         for session in sessions.iter().take(SESSIONS_LISTED_MAX) {
             let records = load(self.log.as_ref(), agent, context, session).await?;
             // A session with an unreadable record is skipped by search; session_history names it.
             let messages = durable_history(&records).unwrap_or_default();
-            let before = matched;
-            for message in &messages {
-                let text = describe(message);
-                let Some(at) = find_folded(&text, &needle) else {
-                    continue;
-                };
-                matched += 1;
-                if hits.len() < SESSION_SEARCH_RESULTS_MAX {
-                    hits.push(format!(
-                        "- {} [{}] {}",
-                        name(session),
-                        message.id,
-                        around(&text, at, SESSION_SNIPPET_CHARS_MAX)
-                    ));
-                }
-            }
-            if matched > before {
-                matched_sessions += 1;
-            }
+            found.search(session, &messages, &needle);
         }
-        if matched == 0 {
+        if found.matched == 0 {
             return Ok(format!(
                 "no messages contain {} in {} of agent `{agent}` for this user",
                 quoted(query),
                 counted(searched, "session", "sessions")
             ));
         }
+        Ok(found.render(query, searched))
+    }
+}
+
+/// What a search found so far: the listed hits, and how many messages and sessions matched.
+#[derive(Default)]
+struct Found {
+    hits: Vec<String>,
+    matched: usize,
+    matched_sessions: usize,
+}
+
+impl Found {
+    /// Searches one session's messages for `needle` (already folded to lower case).
+    fn search(&mut self, session: &Option<String>, messages: &[Message], needle: &str) {
+        let before = self.matched;
+        for message in messages {
+            let text = describe(message);
+            let Some(at) = find_folded(&text, needle) else {
+                continue;
+            };
+            self.matched += 1;
+            if self.hits.len() < SESSION_SEARCH_RESULTS_MAX {
+                self.hits.push(format!(
+                    "- {} [{}] {}",
+                    name(session),
+                    message.id,
+                    around(&text, at, SESSION_SNIPPET_CHARS_MAX)
+                ));
+            }
+        }
+        if self.matched > before {
+            self.matched_sessions += 1;
+        }
+    }
+
+    /// The result of a search that matched: a count line, the hits, and how many are not listed.
+    fn render(self, query: &str, searched: usize) -> String {
         let mut lines = vec![format!(
             "{} for {} in {} (of {} searched):",
-            counted(matched, "match", "matches"),
+            counted(self.matched, "match", "matches"),
             quoted(query),
-            counted(matched_sessions, "session", "sessions"),
+            counted(self.matched_sessions, "session", "sessions"),
             searched
         )];
-        lines.extend(hits);
-        if matched > SESSION_SEARCH_RESULTS_MAX {
+        lines.extend(self.hits);
+        if self.matched > SESSION_SEARCH_RESULTS_MAX {
             lines.push(format!(
                 "({} more not listed; search for a longer phrase)",
-                matched - SESSION_SEARCH_RESULTS_MAX
+                self.matched - SESSION_SEARCH_RESULTS_MAX
             ));
         }
-        Ok(lines.join("\n"))
+        lines.join("\n")
     }
 }
 

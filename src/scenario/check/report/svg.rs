@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::{ModelOutcome, Preparation, ReportedSizes, Segment, escape, preparations};
+use super::{Breakdown, ModelOutcome, Preparation, ReportedSizes, Segment, escape, preparations};
 use crate::scenario::format::file::Scenario;
 use crate::scenario::run::record::Trace;
 
@@ -217,19 +217,7 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
     };
     let estimated = u64::try_from(manifest.estimated_input_tokens).unwrap_or(0);
     let limit = u64::try_from(manifest.input_limit).unwrap_or(0);
-    let mut pieces: Vec<(&str, &str, u64)> = Segment::ALL
-        .iter()
-        .map(|segment| (segment.label(), color(*segment), breakdown.get(*segment)))
-        .collect();
-    pieces.push((
-        "unused under the limit",
-        FREE_COLOR,
-        limit.saturating_sub(estimated),
-    ));
-    if let Some(budget) = preparation.budget {
-        pieces.push(("safety margin", MARGIN_COLOR, budget.safety_margin));
-        pieces.push(("output reserve", RESERVE_COLOR, budget.output_reserve));
-    }
+    let pieces = bar_pieces(preparation, &breakdown, estimated, limit);
     let (rects, labels) = stack(&pieces, scale, bar_y);
     out.push_str(&rects);
     if estimated > limit {
@@ -244,6 +232,45 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
         );
     }
     out.push_str(&labels);
+    limit_lines(&mut out, preparation, limit, scale, bar_y);
+    out.push_str(&figures_text(preparation, y + 15, label_color));
+    out.push_str("</g>\n");
+    out
+}
+
+/// The pieces of a bar (label, fill, tokens): each segment of the estimate, what is left under
+/// the limit, then the safety margin and output reserve when the budget is known.
+fn bar_pieces(
+    preparation: &Preparation<'_>,
+    breakdown: &Breakdown,
+    estimated: u64,
+    limit: u64,
+) -> Vec<(&'static str, &'static str, u64)> {
+    let mut pieces: Vec<(&str, &str, u64)> = Segment::ALL
+        .iter()
+        .map(|segment| (segment.label(), color(*segment), breakdown.get(*segment)))
+        .collect();
+    pieces.push((
+        "unused under the limit",
+        FREE_COLOR,
+        limit.saturating_sub(estimated),
+    ));
+    if let Some(budget) = preparation.budget {
+        pieces.push(("safety margin", MARGIN_COLOR, budget.safety_margin));
+        pieces.push(("output reserve", RESERVE_COLOR, budget.output_reserve));
+    }
+    pieces
+}
+
+/// The input limit's dashed line across a bar at `bar_y`, and the provider's own limit when
+/// its error stated one.
+fn limit_lines(
+    out: &mut String,
+    preparation: &Preparation<'_>,
+    limit: u64,
+    scale: u64,
+    bar_y: u64,
+) {
     let limit_x = px(x_tenths(limit, scale));
     let _ = writeln!(
         out,
@@ -263,9 +290,6 @@ fn row(preparation: &Preparation<'_>, y: u64, scale: u64, prefix: &str, label: &
             bar_y + BAR_HEIGHT + 5
         );
     }
-    out.push_str(&figures_text(preparation, y + 15, label_color));
-    out.push_str("</g>\n");
-    out
 }
 
 /// Stacks pieces (label, fill, tokens) from the bar's start: the rectangles, and the token labels

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use ctxbed_harness::context::block::{MaterialKind, Placement};
+use ctxbed_harness::context::manifest::ManifestItem;
 
 fn meaning_of(text: &str) -> String {
     meaning(

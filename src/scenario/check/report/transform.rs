@@ -1,3 +1,5 @@
+// Length: `meaning` is a table, one arm per transform kind, kept as one exhaustive `match` so
+// that a new kind cannot go without words.
 //! Manifest transforms in words, for the report and `explain`.
 //!
 //! The stages record typed [`Transform`]s (see `ctxbed_harness::context::transform`); this

@@ -11,34 +11,17 @@ use ctxbed_harness::task::TaskContextOptions;
 use toml::Spanned;
 
 use super::checked::{AgentSpec, EstimatorChoice, SessionStorage};
-use super::raw::{RawAgent, RawCompaction, RawOffload};
+use super::raw::{RawAgent, RawCompaction, RawOffload, RawPrune, RawTruncate};
 use crate::scenario::format::mock_file::Checker;
 
+/// Checks the `[agent]` table into an [`AgentSpec`]; `None` when it has a problem.
 pub(super) fn agent_spec(
     checker: &mut Checker<'_>,
     spanned: &Spanned<RawAgent>,
 ) -> Option<AgentSpec> {
     let raw = spanned.get_ref();
     let before = checker.problems.len();
-    let max_steps = match &raw.max_steps {
-        Some(value) => {
-            let steps = checker.count(value, "agent.max_steps", 1).unwrap_or(1);
-            if steps > u64::from(limits::STEPS_PER_CALL_MAX) {
-                let problem = checker
-                    .at(
-                        value,
-                        format!(
-                            "`agent.max_steps` is {steps}; at most {}",
-                            limits::STEPS_PER_CALL_MAX
-                        ),
-                    )
-                    .field("agent.max_steps");
-                checker.problems.push(problem);
-            }
-            u32::try_from(steps).unwrap_or(1)
-        }
-        None => limits::STEPS_PER_CALL_DEFAULT,
-    };
+    let max_steps = max_steps(checker, raw);
     let model_timeout = raw
         .model_timeout_ms
         .as_ref()
@@ -53,43 +36,17 @@ pub(super) fn agent_spec(
     };
     let offload = offload_config(checker, raw.offload.as_ref());
     let compaction = compaction_config(checker, raw.compaction.as_ref());
-    let react = match &raw.kind {
-        Some(value) => checker.choice(value, "agent.kind", &["harness", "react"], |k| match k {
-            "harness" => Some(false),
-            "react" => Some(true),
-            _ => None,
-        }),
-        None => Some(false),
-    };
+    let react = is_react(checker, raw);
     let session_storage = match &raw.session_storage {
         Some(value) => checker.choice_of::<SessionStorage>(value, "agent.session_storage"),
         None => Some(SessionStorage::Memory),
     };
-    if let Some(tools) = raw.session_tools.as_ref().filter(|t| *t.get_ref())
-        && raw.session_log == Some(false)
-    {
-        let problem = checker
-            .at(
-                tools,
-                "`agent.session_tools` needs the session log, which `agent.session_log = false` turns off",
-            )
-            .field("agent.session_tools")
-            .help("drop one of the two settings");
-        checker.problems.push(problem);
-    }
+    check_session_tools(checker, raw);
     let workspace_max_context_tokens = raw
         .workspace_max_context_tokens
         .as_ref()
         .and_then(|v| checker.count(v, "agent.workspace_max_context_tokens", 0));
-    let mut optional_count = |value: &Option<Spanned<i64>>, field: &str| {
-        value.as_ref().and_then(|v| checker.count(v, field, 0))
-    };
-    let budget = BudgetSettings {
-        max_input_tokens: optional_count(&raw.max_input_tokens, "agent.max_input_tokens"),
-        output_reserve: optional_count(&raw.output_reserve, "agent.output_reserve"),
-        safety_margin: optional_count(&raw.safety_margin, "agent.safety_margin"),
-        requested_max_output: optional_count(&raw.max_output_tokens, "agent.max_output_tokens"),
-    };
+    let budget = budget_settings(checker, raw);
     if checker.problems.len() != before {
         return None;
     }
@@ -125,6 +82,69 @@ pub(super) fn agent_spec(
                 allow_requirement_proposals: c.allow_requirement_proposals,
             }),
     })
+}
+
+/// `agent.max_steps` (the default when absent), at most the harness's limit.
+fn max_steps(checker: &mut Checker<'_>, raw: &RawAgent) -> u32 {
+    let Some(value) = &raw.max_steps else {
+        return limits::STEPS_PER_CALL_DEFAULT;
+    };
+    let steps = checker.count(value, "agent.max_steps", 1).unwrap_or(1);
+    if steps > u64::from(limits::STEPS_PER_CALL_MAX) {
+        let problem = checker
+            .at(
+                value,
+                format!(
+                    "`agent.max_steps` is {steps}; at most {}",
+                    limits::STEPS_PER_CALL_MAX
+                ),
+            )
+            .field("agent.max_steps");
+        checker.problems.push(problem);
+    }
+    u32::try_from(steps).unwrap_or(1)
+}
+
+/// `agent.kind`: whether the agent is a plain ReAct agent (`"react"`) rather than the harness.
+fn is_react(checker: &mut Checker<'_>, raw: &RawAgent) -> Option<bool> {
+    match &raw.kind {
+        Some(value) => checker.choice(value, "agent.kind", &["harness", "react"], |k| match k {
+            "harness" => Some(false),
+            "react" => Some(true),
+            _ => None,
+        }),
+        None => Some(false),
+    }
+}
+
+/// The session tools read the session log: both cannot be asked for with the log turned off.
+fn check_session_tools(checker: &mut Checker<'_>, raw: &RawAgent) {
+    if let Some(tools) = raw.session_tools.as_ref().filter(|t| *t.get_ref())
+        && raw.session_log == Some(false)
+    {
+        let problem = checker
+            .at(
+                tools,
+                "`agent.session_tools` needs the session log, which `agent.session_log = false` turns off",
+            )
+            .field("agent.session_tools")
+            .help("drop one of the two settings");
+        checker.problems.push(problem);
+    }
+}
+
+/// The budget settings: `max_input_tokens`, `output_reserve`, `safety_margin` and
+/// `max_output_tokens`, each optional.
+fn budget_settings(checker: &mut Checker<'_>, raw: &RawAgent) -> BudgetSettings {
+    let mut optional_count = |value: &Option<Spanned<i64>>, field: &str| {
+        value.as_ref().and_then(|v| checker.count(v, field, 0))
+    };
+    BudgetSettings {
+        max_input_tokens: optional_count(&raw.max_input_tokens, "agent.max_input_tokens"),
+        output_reserve: optional_count(&raw.output_reserve, "agent.output_reserve"),
+        safety_margin: optional_count(&raw.safety_margin, "agent.safety_margin"),
+        requested_max_output: optional_count(&raw.max_output_tokens, "agent.max_output_tokens"),
+    }
 }
 
 /// `Some(None)` when offload is disabled; `None` when the section has a problem.
@@ -182,69 +202,24 @@ fn compaction_config(
     }
     let before = checker.problems.len();
     let mut config = CompactionConfig::default();
-    let mut count = |value: &Option<Spanned<i64>>, field: &str, min: i64| {
-        value
-            .as_ref()
-            .and_then(|v| checker.count(v, &format!("agent.compaction.{field}"), min))
-    };
-    if let Some(value) = count(&raw.trigger_messages, "trigger_messages", 1) {
+    let count = compaction_count;
+    if let Some(value) = count(checker, &raw.trigger_messages, "trigger_messages", 1) {
         config.trigger_messages = value as usize;
     }
-    if let Some(value) = count(&raw.trigger_tokens, "trigger_tokens", 0) {
+    if let Some(value) = count(checker, &raw.trigger_tokens, "trigger_tokens", 0) {
         config.trigger_tokens = value;
     }
-    if let Some(value) = count(&raw.keep_tokens, "keep_tokens", 0) {
+    if let Some(value) = count(checker, &raw.keep_tokens, "keep_tokens", 0) {
         config.keep_tokens = Some(value);
     }
-    if let Some(value) = count(&raw.keep_messages, "keep_messages", 1) {
+    if let Some(value) = count(checker, &raw.keep_messages, "keep_messages", 1) {
         config.keep_messages = value as usize;
     }
     if let Some(prune) = &raw.prune {
-        if prune.enabled == Some(false) {
-            config.prune = None;
-        } else {
-            let mut p = PruneConfig::default();
-            if let Some(v) = count(&prune.protect_tokens, "prune.protect_tokens", 0) {
-                p.protect_tokens = v;
-            }
-            if let Some(v) = count(
-                &prune.minimum_prunable_tokens,
-                "prune.minimum_prunable_tokens",
-                0,
-            ) {
-                p.minimum_prunable_tokens = v;
-            }
-            if let Some(v) = count(&prune.preview_chars, "prune.preview_chars", 2) {
-                p.preview_chars = v as usize;
-            }
-            if let Some(tools) = &prune.excluded_tools {
-                p.excluded_tools = tools.iter().cloned().collect();
-            }
-            config.prune = Some(p);
-        }
+        config.prune = prune_config(checker, prune);
     }
     if let Some(truncate) = &raw.truncate_args {
-        let mut t = TruncateArgsConfig::default();
-        if let Some(v) = count(
-            &truncate.trigger_messages,
-            "truncate_args.trigger_messages",
-            0,
-        ) {
-            t.trigger_messages = v as usize;
-        }
-        if let Some(v) = count(&truncate.trigger_tokens, "truncate_args.trigger_tokens", 0) {
-            t.trigger_tokens = v;
-        }
-        if let Some(v) = count(&truncate.protect_latest, "truncate_args.protect_latest", 0) {
-            t.protect_latest = v as usize;
-        }
-        if let Some(v) = count(&truncate.max_arg_length, "truncate_args.max_arg_length", 1) {
-            t.max_arg_length = v as usize;
-        }
-        if let Some(text) = &truncate.truncation_text {
-            t.truncation_text = text.clone();
-        }
-        config.truncate_args = Some(t);
+        config.truncate_args = Some(truncate_args_config(checker, truncate));
     }
     if let Some(prompt) = prompt_template(
         checker,
@@ -266,6 +241,71 @@ fn compaction_config(
         config.memory_prompt = prompt;
     }
     (checker.problems.len() == before).then_some(Some(config))
+}
+
+/// An optional count of `agent.compaction.<field>`, at least `min`.
+fn compaction_count(
+    checker: &mut Checker<'_>,
+    value: &Option<Spanned<i64>>,
+    field: &str,
+    min: i64,
+) -> Option<u64> {
+    value
+        .as_ref()
+        .and_then(|v| checker.count(v, &format!("agent.compaction.{field}"), min))
+}
+
+/// `agent.compaction.prune`; `None` when it is disabled.
+fn prune_config(checker: &mut Checker<'_>, prune: &RawPrune) -> Option<PruneConfig> {
+    if prune.enabled == Some(false) {
+        return None;
+    }
+    let count = compaction_count;
+    let mut p = PruneConfig::default();
+    if let Some(v) = count(checker, &prune.protect_tokens, "prune.protect_tokens", 0) {
+        p.protect_tokens = v;
+    }
+    if let Some(v) = count(
+        checker,
+        &prune.minimum_prunable_tokens,
+        "prune.minimum_prunable_tokens",
+        0,
+    ) {
+        p.minimum_prunable_tokens = v;
+    }
+    if let Some(v) = count(checker, &prune.preview_chars, "prune.preview_chars", 2) {
+        p.preview_chars = v as usize;
+    }
+    if let Some(tools) = &prune.excluded_tools {
+        p.excluded_tools = tools.iter().cloned().collect();
+    }
+    Some(p)
+}
+
+/// `agent.compaction.truncate_args`.
+fn truncate_args_config(checker: &mut Checker<'_>, truncate: &RawTruncate) -> TruncateArgsConfig {
+    let count = compaction_count;
+    let mut t = TruncateArgsConfig::default();
+    let field = "truncate_args.trigger_messages";
+    if let Some(v) = count(checker, &truncate.trigger_messages, field, 0) {
+        t.trigger_messages = v as usize;
+    }
+    let field = "truncate_args.trigger_tokens";
+    if let Some(v) = count(checker, &truncate.trigger_tokens, field, 0) {
+        t.trigger_tokens = v;
+    }
+    let field = "truncate_args.protect_latest";
+    if let Some(v) = count(checker, &truncate.protect_latest, field, 0) {
+        t.protect_latest = v as usize;
+    }
+    let field = "truncate_args.max_arg_length";
+    if let Some(v) = count(checker, &truncate.max_arg_length, field, 1) {
+        t.max_arg_length = v as usize;
+    }
+    if let Some(text) = &truncate.truncation_text {
+        t.truncation_text = text.clone();
+    }
+    t
 }
 
 /// A compaction prompt template (`agent.compaction.<name>`), when given and holding the

@@ -11,6 +11,7 @@ use super::raw::{RawHistory, RawMessage};
 use super::text::{result_chars, text_kind};
 use crate::scenario::format::mock_file::Checker;
 
+/// One `[[history]]` entry: its messages, then any generated tool rounds.
 pub(super) fn history_spec(
     checker: &mut Checker<'_>,
     history: SeedStream,
@@ -43,57 +44,65 @@ pub(super) fn history_spec(
         }
     }
     if let Some(rounds) = &raw.rounds {
-        let rounds_field = format!("{field}.rounds");
-        let count = checker.count(rounds, &rounds_field, 0)?;
-        if count > u64::from(crate::limits::HISTORY_ROUNDS_MAX) {
-            let problem = checker
-                .at(
-                    rounds,
-                    format!(
-                        "{count} rounds; at most {}",
-                        crate::limits::HISTORY_ROUNDS_MAX
-                    ),
-                )
-                .field(rounds_field);
-            checker.problems.push(problem);
-            return None;
-        }
-        let Some(tool) = &raw.tool else {
-            let problem = checker
-                .at(
-                    rounds,
-                    "`rounds` needs a `tool = { name = \"...\", result_chars = N }`",
-                )
-                .field(format!("{field}.tool"));
-            checker.problems.push(problem);
-            return None;
-        };
-        let chars = match &tool.result_chars {
-            Some(value) => result_chars(checker, value, &format!("{field}.tool.result_chars"))?,
-            None => 100,
-        };
-        let kind = text_kind(
-            checker,
-            tool.content.as_ref(),
-            &format!("{field}.tool.content"),
-        )?;
-        for round in 0..count {
-            generated_round(
-                &mut messages,
-                history,
-                index,
-                round,
-                &tool.name,
-                chars,
-                kind,
-            );
-        }
+        generated_rounds(checker, history, index, spanned, rounds, &mut messages)?;
     }
     Some(HistorySpec {
         user: raw.user.clone(),
         session: raw.session.clone(),
         messages,
     })
+}
+
+/// Appends the entry's `rounds` generated tool exchanges (with its `tool`) to `messages`;
+/// `None` when they have a problem.
+fn generated_rounds(
+    checker: &mut Checker<'_>,
+    history: SeedStream,
+    index: usize,
+    spanned: &Spanned<RawHistory>,
+    rounds: &Spanned<i64>,
+    messages: &mut Vec<Message>,
+) -> Option<()> {
+    let raw = spanned.get_ref();
+    let field = format!("history[{index}]");
+    let rounds_field = format!("{field}.rounds");
+    let count = checker.count(rounds, &rounds_field, 0)?;
+    if count > u64::from(crate::limits::HISTORY_ROUNDS_MAX) {
+        let problem = checker
+            .at(
+                rounds,
+                format!(
+                    "{count} rounds; at most {}",
+                    crate::limits::HISTORY_ROUNDS_MAX
+                ),
+            )
+            .field(rounds_field);
+        checker.problems.push(problem);
+        return None;
+    }
+    let Some(tool) = &raw.tool else {
+        let problem = checker
+            .at(
+                rounds,
+                "`rounds` needs a `tool = { name = \"...\", result_chars = N }`",
+            )
+            .field(format!("{field}.tool"));
+        checker.problems.push(problem);
+        return None;
+    };
+    let chars = match &tool.result_chars {
+        Some(value) => result_chars(checker, value, &format!("{field}.tool.result_chars"))?,
+        None => 100,
+    };
+    let kind = text_kind(
+        checker,
+        tool.content.as_ref(),
+        &format!("{field}.tool.content"),
+    )?;
+    for round in 0..count {
+        generated_round(messages, history, index, round, &tool.name, chars, kind);
+    }
+    Some(())
 }
 
 /// Appends one generated tool exchange: an assistant call and its result.
@@ -142,27 +151,7 @@ fn history_message(
         None => raw.text.clone(),
     };
     if role == Role::Tool {
-        let Some(call_id) = &raw.call_id else {
-            let problem = checker
-                .at(&raw.role, "a tool message needs `call_id` and `name`")
-                .field(format!("{field}.call_id"));
-            checker.problems.push(problem);
-            return None;
-        };
-        let result = ToolResult {
-            call_id: call_id.clone(),
-            tool_name: raw.name.clone().unwrap_or_default(),
-            outputs: vec![ToolOutput::Text {
-                text: text.unwrap_or_default(),
-            }],
-            is_error: raw.error.unwrap_or(false),
-            metadata: Default::default(),
-        };
-        return Some(Message::new(
-            id,
-            Role::Tool,
-            vec![ContentPart::ToolResult(result)],
-        ));
+        return tool_message(checker, field, id, raw, text);
     }
     let mut parts = Vec::new();
     if let Some(thinking) = &raw.thinking {
@@ -174,20 +163,7 @@ fn history_message(
         parts.push(ContentPart::text(text));
     }
     if let Some(media) = &raw.media {
-        let kinds = ["image", "audio", "video", "file"];
-        let kind = checker.choice(media, &format!("{field}.media"), &kinds, |k| match k {
-            "image" => Some(MediaKind::Image),
-            "audio" => Some(MediaKind::Audio),
-            "video" => Some(MediaKind::Video),
-            "file" => Some(MediaKind::File),
-            _ => None,
-        })?;
-        let size_bytes = raw
-            .size_bytes
-            .as_ref()
-            .and_then(|s| checker.count(s, &format!("{field}.size_bytes"), 0))
-            .unwrap_or(0);
-        parts.push(ContentPart::Media { kind, size_bytes });
+        parts.push(media_part(checker, field, raw, media)?);
     }
     for call in &raw.tool_calls {
         let arguments = call
@@ -202,4 +178,58 @@ fn history_message(
         ));
     }
     Some(Message::new(id, role, parts))
+}
+
+/// A `tool` message: the result of call `call_id`, which it must name.
+fn tool_message(
+    checker: &mut Checker<'_>,
+    field: &str,
+    id: String,
+    raw: &RawMessage,
+    text: Option<String>,
+) -> Option<Message> {
+    let Some(call_id) = &raw.call_id else {
+        let problem = checker
+            .at(&raw.role, "a tool message needs `call_id` and `name`")
+            .field(format!("{field}.call_id"));
+        checker.problems.push(problem);
+        return None;
+    };
+    let result = ToolResult {
+        call_id: call_id.clone(),
+        tool_name: raw.name.clone().unwrap_or_default(),
+        outputs: vec![ToolOutput::Text {
+            text: text.unwrap_or_default(),
+        }],
+        is_error: raw.error.unwrap_or(false),
+        metadata: Default::default(),
+    };
+    Some(Message::new(
+        id,
+        Role::Tool,
+        vec![ContentPart::ToolResult(result)],
+    ))
+}
+
+/// A message's `media` part: its kind and `size_bytes` (0 when absent).
+fn media_part(
+    checker: &mut Checker<'_>,
+    field: &str,
+    raw: &RawMessage,
+    media: &Spanned<String>,
+) -> Option<ContentPart> {
+    let kinds = ["image", "audio", "video", "file"];
+    let kind = checker.choice(media, &format!("{field}.media"), &kinds, |k| match k {
+        "image" => Some(MediaKind::Image),
+        "audio" => Some(MediaKind::Audio),
+        "video" => Some(MediaKind::Video),
+        "file" => Some(MediaKind::File),
+        _ => None,
+    })?;
+    let size_bytes = raw
+        .size_bytes
+        .as_ref()
+        .and_then(|s| checker.count(s, &format!("{field}.size_bytes"), 0))
+        .unwrap_or(0);
+    Some(ContentPart::Media { kind, size_bytes })
 }

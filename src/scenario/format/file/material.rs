@@ -49,6 +49,7 @@ pub(super) fn instruction_specs(
     specs
 }
 
+/// One `[[sources]]` entry: a valid name, its timeout, failure handling and blocks.
 pub(super) fn source_spec(
     checker: &mut Checker<'_>,
     index: usize,
@@ -71,7 +72,28 @@ pub(super) fn source_spec(
             millis.min(crate::limits::LATENCY_MS_MAX),
         ))
     });
-    let omit = raw.on_failure.as_ref().map_or(Some(false), |value| {
+    let omit = omit_on_failure(checker, &field, raw);
+    let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
+    let failure = scripted_failure(checker, &field, raw);
+    let blocks = source_blocks(checker, &field, raw);
+    if checker.problems.len() != before {
+        return None;
+    }
+    Some(SourceSpec {
+        name: name.clone(),
+        timeout,
+        omit_on_failure: omit?,
+        latency,
+        failure,
+        fail_loads: raw.fail_loads.clone(),
+        blocks,
+    })
+}
+
+/// `on_failure`: whether the source's blocks are omitted (`"omit"`) rather than the request
+/// failing (`"fail"`, the default).
+fn omit_on_failure(checker: &mut Checker<'_>, field: &str, raw: &RawSource) -> Option<bool> {
+    raw.on_failure.as_ref().map_or(Some(false), |value| {
         checker.choice(
             value,
             &format!("{field}.on_failure"),
@@ -82,9 +104,16 @@ pub(super) fn source_spec(
                 _ => None,
             },
         )
-    });
-    let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
-    let failure = raw.failure.as_ref().and_then(|value| {
+    })
+}
+
+/// `failure`: how the scripted source fails, when it does.
+fn scripted_failure(
+    checker: &mut Checker<'_>,
+    field: &str,
+    raw: &RawSource,
+) -> Option<SourceFailure> {
+    raw.failure.as_ref().and_then(|value| {
         checker.choice(
             value,
             &format!("{field}.failure"),
@@ -97,7 +126,11 @@ pub(super) fn source_spec(
                 _ => None,
             },
         )
-    });
+    })
+}
+
+/// The source's blocks, each `runtime` or `reference` (never System material).
+fn source_blocks(checker: &mut Checker<'_>, field: &str, raw: &RawSource) -> Vec<BlockSpec> {
     let mut blocks = Vec::new();
     for (position, block) in raw.blocks.iter().enumerate() {
         let spec = block.get_ref();
@@ -130,18 +163,7 @@ pub(super) fn source_spec(
             });
         }
     }
-    if checker.problems.len() != before {
-        return None;
-    }
-    Some(SourceSpec {
-        name: name.clone(),
-        timeout,
-        omit_on_failure: omit?,
-        latency,
-        failure,
-        fail_loads: raw.fail_loads.clone(),
-        blocks,
-    })
+    blocks
 }
 
 pub(super) fn check_unique_sources(checker: &mut Checker<'_>, sources: &[Spanned<RawSource>]) {

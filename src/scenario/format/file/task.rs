@@ -28,6 +28,32 @@ pub(super) fn task_action(
     let kind = checker.choice(&raw.kind, &format!("{field}.kind"), &KINDS, |k| {
         KINDS.contains(&k).then(|| k.to_string())
     })?;
+    if !fields_fit_kind(checker, field, spanned, &kind) {
+        return None;
+    }
+    let text = |value: &Option<String>| value.clone().unwrap_or_default();
+    match kind.as_str() {
+        "propose" => propose_action(checker, field, raw),
+        "decide" => decide_action(checker, field, raw),
+        "subject_version" => Some(TaskAction::SubjectVersion(text(&raw.version))),
+        "invalidate_subject" => Some(TaskAction::InvalidateSubject),
+        _ => Some(TaskAction::Verify {
+            check: text(&raw.check),
+            passed: raw.passed.unwrap_or(false),
+            summary: text(&raw.summary),
+        }),
+    }
+}
+
+/// Whether the action holds exactly the fields its `kind` takes; each missing or extra field
+/// is a problem.
+fn fields_fit_kind(
+    checker: &mut Checker<'_>,
+    field: &str,
+    spanned: &Spanned<RawAction>,
+    kind: &str,
+) -> bool {
+    let raw = spanned.get_ref();
     let present: Vec<(&str, bool)> = vec![
         ("requirement", raw.requirement.is_some()),
         ("requirement_kind", raw.requirement_kind.is_some()),
@@ -41,7 +67,7 @@ pub(super) fn task_action(
         ("passed", raw.passed.is_some()),
         ("summary", raw.summary.is_some()),
     ];
-    let wanted: &[&str] = match kind.as_str() {
+    let wanted: &[&str] = match kind {
         "propose" => &["requirement_kind", "text", "source"],
         "decide" => &["requirement", "decision", "authority", "expected_revision"],
         "subject_version" => &["version"],
@@ -71,57 +97,49 @@ pub(super) fn task_action(
             checker.problems.push(problem);
         }
     }
-    if checker.problems.len() != before {
-        return None;
-    }
-    let text = |value: &Option<String>| value.clone().unwrap_or_default();
-    match kind.as_str() {
-        "propose" => {
-            let value = raw.requirement_kind.as_ref()?;
-            let names: Vec<&str> = RequirementKind::ALL.iter().map(|k| k.as_str()).collect();
-            let requirement_kind = checker.choice(
-                value,
-                &format!("{field}.requirement_kind"),
-                &names,
-                RequirementKind::parse,
-            )?;
-            Some(TaskAction::Propose {
-                kind: requirement_kind,
-                text: text(&raw.text),
-                source: text(&raw.source),
-            })
-        }
-        "decide" => {
-            let decision = checker.choice(
-                raw.decision.as_ref()?,
-                &format!("{field}.decision"),
-                &["confirm", "reject"],
-                |d| match d {
-                    "confirm" => Some(Decision::Confirm),
-                    "reject" => Some(Decision::Reject),
-                    _ => None,
-                },
-            )?;
-            let expected_revision = checker.count(
-                raw.expected_revision.as_ref()?,
-                &format!("{field}.expected_revision"),
-                0,
-            )?;
-            Some(TaskAction::Decide {
-                requirement: text(&raw.requirement),
-                decision,
-                authority: text(&raw.authority),
-                expected_revision,
-            })
-        }
-        "subject_version" => Some(TaskAction::SubjectVersion(text(&raw.version))),
-        "invalidate_subject" => Some(TaskAction::InvalidateSubject),
-        _ => Some(TaskAction::Verify {
-            check: text(&raw.check),
-            passed: raw.passed.unwrap_or(false),
-            summary: text(&raw.summary),
-        }),
-    }
+    checker.problems.len() == before
+}
+
+/// A `propose` action: a requirement of a known kind, its text and source.
+fn propose_action(checker: &mut Checker<'_>, field: &str, raw: &RawAction) -> Option<TaskAction> {
+    let value = raw.requirement_kind.as_ref()?;
+    let names: Vec<&str> = RequirementKind::ALL.iter().map(|k| k.as_str()).collect();
+    let requirement_kind = checker.choice(
+        value,
+        &format!("{field}.requirement_kind"),
+        &names,
+        RequirementKind::parse,
+    )?;
+    Some(TaskAction::Propose {
+        kind: requirement_kind,
+        text: raw.text.clone().unwrap_or_default(),
+        source: raw.source.clone().unwrap_or_default(),
+    })
+}
+
+/// A `decide` action: confirm or reject a requirement, at the revision the decider saw.
+fn decide_action(checker: &mut Checker<'_>, field: &str, raw: &RawAction) -> Option<TaskAction> {
+    let decision = checker.choice(
+        raw.decision.as_ref()?,
+        &format!("{field}.decision"),
+        &["confirm", "reject"],
+        |d| match d {
+            "confirm" => Some(Decision::Confirm),
+            "reject" => Some(Decision::Reject),
+            _ => None,
+        },
+    )?;
+    let expected_revision = checker.count(
+        raw.expected_revision.as_ref()?,
+        &format!("{field}.expected_revision"),
+        0,
+    )?;
+    Some(TaskAction::Decide {
+        requirement: raw.requirement.clone().unwrap_or_default(),
+        decision,
+        authority: raw.authority.clone().unwrap_or_default(),
+        expected_revision,
+    })
 }
 
 pub(super) fn plan_mode(

@@ -14,6 +14,8 @@ use super::text::{result_chars, text_kind};
 use crate::scenario::format::diagnostic::closest;
 use crate::scenario::format::mock_file::Checker;
 
+/// One `[[tools]]` entry: a valid name, the one output it gives, its latency, write and plan
+/// mode.
 pub(super) fn tool_spec(
     checker: &mut Checker<'_>,
     index: usize,
@@ -29,6 +31,36 @@ pub(super) fn tool_spec(
             .help("use 1-64 characters from [A-Za-z0-9_-], starting with a letter or digit");
         checker.problems.push(problem);
     }
+    let output = tool_output(checker, &field, spanned)?;
+    let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
+    let writes = tool_writes(checker, &field, raw);
+    let sets_plan_mode = raw
+        .sets_plan_mode
+        .as_ref()
+        .and_then(|value| plan_mode(checker, value, &format!("{field}.sets_plan_mode")));
+    Some(ToolSpec {
+        writes,
+        sets_plan_mode,
+        name: name.clone(),
+        description: raw.description.clone(),
+        parameters: raw
+            .parameters
+            .clone()
+            .and_then(|table| serde_json::to_value(table).ok()),
+        output,
+        latency,
+        fail: raw.fail.clone(),
+    })
+}
+
+/// What the tool answers: by arguments (`responses`, `exit_code`), one `text`, a sequence of
+/// `texts`, or generated text of `result_chars`; at most one of the last three.
+fn tool_output(
+    checker: &mut Checker<'_>,
+    field: &str,
+    spanned: &Spanned<RawTool>,
+) -> Option<ToolOutputSpec> {
+    let raw = spanned.get_ref();
     let outputs = usize::from(raw.text.is_some())
         + usize::from(raw.texts.is_some())
         + usize::from(raw.result_chars.is_some());
@@ -38,11 +70,11 @@ pub(super) fn tool_spec(
                 spanned,
                 "a tool gives at most one of `text`, `texts` and `result_chars`",
             )
-            .field(field.clone());
+            .field(field.to_string());
         checker.problems.push(problem);
         return None;
     }
-    let output = if !raw.responses.is_empty() || raw.exit_code.is_some() {
+    Some(if !raw.responses.is_empty() || raw.exit_code.is_some() {
         let response = |r: &RawResponse| ctxbed_sim::scripted::ScriptedResponse {
             when_args_contain: r.when_args_contain.clone(),
             text: r.text.clone(),
@@ -66,38 +98,22 @@ pub(super) fn tool_spec(
         ToolOutputSpec::Generated { chars, kind }
     } else {
         ToolOutputSpec::Fixed(String::new())
-    };
-    let latency = checker.latency(raw.latency_ms.as_ref(), &format!("{field}.latency_ms"));
-    let writes = match &raw.writes {
-        Some(write) => match WorkspacePath::parse(write.path.get_ref()) {
-            Ok(path) => Some((path.as_str().to_string(), write.text.clone())),
-            Err(error) => {
-                let problem = checker
-                    .at(&write.path, error.to_string())
-                    .field(format!("{field}.writes.path"));
-                checker.problems.push(problem);
-                None
-            }
-        },
-        None => None,
-    };
-    let sets_plan_mode = raw
-        .sets_plan_mode
-        .as_ref()
-        .and_then(|value| plan_mode(checker, value, &format!("{field}.sets_plan_mode")));
-    Some(ToolSpec {
-        writes,
-        sets_plan_mode,
-        name: name.clone(),
-        description: raw.description.clone(),
-        parameters: raw
-            .parameters
-            .clone()
-            .and_then(|table| serde_json::to_value(table).ok()),
-        output,
-        latency,
-        fail: raw.fail.clone(),
     })
+}
+
+/// `writes`: the workspace file the tool writes, by checked path, and its text.
+fn tool_writes(checker: &mut Checker<'_>, field: &str, raw: &RawTool) -> Option<(String, String)> {
+    let write = raw.writes.as_ref()?;
+    match WorkspacePath::parse(write.path.get_ref()) {
+        Ok(path) => Some((path.as_str().to_string(), write.text.clone())),
+        Err(error) => {
+            let problem = checker
+                .at(&write.path, error.to_string())
+                .field(format!("{field}.writes.path"));
+            checker.problems.push(problem);
+            None
+        }
+    }
 }
 
 pub(super) fn check_unique_tools(checker: &mut Checker<'_>, tools: &[Spanned<RawTool>]) {

@@ -7,6 +7,8 @@ use std::time::Duration;
 use ctxbed_harness::agent::HarnessAgent;
 use ctxbed_harness::clock::Clock;
 use ctxbed_harness::runtime::RuntimeContext;
+use ctxbed_harness::task::SharedTaskState;
+use ctxbed_harness::task::requirements::RequirementKind;
 
 use crate::limits;
 use crate::scenario::format::file::{ConcurrentAppend, TaskAction};
@@ -89,36 +91,8 @@ pub(super) async fn apply_action(
     action: &TaskAction,
 ) -> String {
     let state = agent.task_state(runtime);
-    let outcome = |result: Result<u64, ctxbed_harness::task::TaskError>| match result {
-        Ok(revision) => format!("ok, revision {revision}"),
-        Err(error) => format!("{}: {error}", error.kind()),
-    };
     match action {
-        TaskAction::Propose { kind, text, source } => {
-            let proposal = ctxbed_harness::task::requirements::Proposal::new(
-                *kind,
-                text.clone(),
-                source.clone(),
-            );
-            let result = state.with(|s| s.propose(proposal));
-            let detail = match &result {
-                Ok(proposed) => format!(
-                    " ({}{})",
-                    proposed.id,
-                    if proposed.created {
-                        ""
-                    } else {
-                        ", a duplicate"
-                    }
-                ),
-                Err(_) => String::new(),
-            };
-            format!(
-                "app: propose {} requirement from {source} -> {}{detail}",
-                kind.as_str(),
-                outcome(result.map(|p| p.revision))
-            )
-        }
+        TaskAction::Propose { kind, text, source } => propose(&state, *kind, text, source),
         TaskAction::Decide {
             requirement,
             decision,
@@ -130,16 +104,19 @@ pub(super) async fn apply_action(
             format!(
                 "app: decide {requirement} {} by {authority} expecting revision {expected_revision} -> {}",
                 decision.as_str(),
-                outcome(result.map(|d| d.revision))
+                outcome_text(result.map(|d| d.revision))
             )
         }
         TaskAction::SubjectVersion(version) => {
             let result = state.with(|s| s.set_subject_version(version));
-            format!("app: set_subject_version {version} -> {}", outcome(result))
+            format!(
+                "app: set_subject_version {version} -> {}",
+                outcome_text(result)
+            )
         }
         TaskAction::InvalidateSubject => {
             let revision = state.with(|s| s.invalidate_subject());
-            format!("app: invalidate_subject -> {}", outcome(Ok(revision)))
+            format!("app: invalidate_subject -> {}", outcome_text(Ok(revision)))
         }
         TaskAction::Verify {
             check,
@@ -155,8 +132,43 @@ pub(super) async fn apply_action(
             format!(
                 "app: verify {check} ({}) -> {}",
                 if *passed { "passes" } else { "fails" },
-                outcome(stored.map(|report| report.revision))
+                outcome_text(stored.map(|report| report.revision))
             )
         }
     }
+}
+
+/// How a task action came out: the revision it made, or the error.
+fn outcome_text(result: Result<u64, ctxbed_harness::task::TaskError>) -> String {
+    match result {
+        Ok(revision) => format!("ok, revision {revision}"),
+        Err(error) => format!("{}: {error}", error.kind()),
+    }
+}
+
+/// Proposes a requirement; the line names it, and whether it duplicates one already there.
+fn propose(state: &SharedTaskState, kind: RequirementKind, text: &str, source: &str) -> String {
+    let proposal = ctxbed_harness::task::requirements::Proposal::new(
+        kind,
+        text.to_string(),
+        source.to_string(),
+    );
+    let result = state.with(|s| s.propose(proposal));
+    let detail = match &result {
+        Ok(proposed) => format!(
+            " ({}{})",
+            proposed.id,
+            if proposed.created {
+                ""
+            } else {
+                ", a duplicate"
+            }
+        ),
+        Err(_) => String::new(),
+    };
+    format!(
+        "app: propose {} requirement from {source} -> {}{detail}",
+        kind.as_str(),
+        outcome_text(result.map(|p| p.revision))
+    )
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::{AgentEvent, EventKind};
+use ctxbed_harness::message::Message;
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::session::{JsonlSessionLog, SessionLog, SessionLogKey, SessionRecord};
 use ctxbed_harness::storage::Storage;
@@ -50,29 +51,14 @@ impl Run<'_> {
             ));
             after.sort_by_key(|(at, _)| *at);
         }
-        let outcome = events
-            .iter()
-            .rev()
-            .find_map(|event| match &event.kind {
-                EventKind::RunFinished { outcome, .. } => Some(outcome.clone()),
-                _ => None,
-            })
-            .unwrap_or(Err(AgentError::Interrupted));
+        let outcome = outcome_of(&events);
         assert!(
             timed_out || outcome.is_ok() || !events.is_empty(),
             "a finished run reports events"
         );
         self.session_files_after(&mut session_files).await;
-        let mut session_records: Vec<(String, u64)> = Vec::new();
-        let mut new_session_records = Vec::new();
-        self.agent
-            .for_each_session_record_from(&runtime, records_before, &mut |record| {
-                count_kind(&mut session_records, &record.kind);
-                // Payloads are shared, so this copies handles; they are parsed only when an
-                // expectation reads their fields.
-                new_session_records.push(record.clone());
-            });
-        let storage = &self.world.storage;
+        let (session_records, new_session_records) =
+            self.session_records_since(&runtime, records_before);
         Ok(StepRecord {
             index: index + 1,
             spec: spec.clone(),
@@ -101,16 +87,41 @@ impl Run<'_> {
                 .observed
                 .load(std::sync::atomic::Ordering::SeqCst)
                 .saturating_sub(observed_before),
-            workspace_files: storage
-                .list("")
-                .await
-                .unwrap_or_default()
-                .into_iter()
-                .map(|path| path.as_str().to_string())
-                .collect(),
+            workspace_files: self.workspace_files().await,
             committed_history: self.agent.history(&runtime),
             session_files,
         })
+    }
+
+    /// The session records written since the first `records_before`: their counts by kind, in
+    /// the order kinds first appear, and the records themselves.
+    fn session_records_since(
+        &self,
+        runtime: &RuntimeContext,
+        records_before: usize,
+    ) -> (Vec<(String, u64)>, Vec<SessionRecord>) {
+        let mut session_records: Vec<(String, u64)> = Vec::new();
+        let mut new_session_records = Vec::new();
+        self.agent
+            .for_each_session_record_from(runtime, records_before, &mut |record| {
+                count_kind(&mut session_records, &record.kind);
+                // Payloads are shared, so this copies handles; they are parsed only when an
+                // expectation reads their fields.
+                new_session_records.push(record.clone());
+            });
+        (session_records, new_session_records)
+    }
+
+    /// Every file in the workspace, by path.
+    async fn workspace_files(&self) -> Vec<String> {
+        self.world
+            .storage
+            .list("")
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|path| path.as_str().to_string())
+            .collect()
     }
 
     /// Every record of the step's session after the step: what the agent holds, or, when it
@@ -290,6 +301,18 @@ impl Run<'_> {
             }
         }
     }
+}
+
+/// The call's outcome, as its last `RunFinished` event reports it; interrupted without one.
+fn outcome_of(events: &[AgentEvent]) -> Result<Message, AgentError> {
+    events
+        .iter()
+        .rev()
+        .find_map(|event| match &event.kind {
+            EventKind::RunFinished { outcome, .. } => Some(outcome.clone()),
+            _ => None,
+        })
+        .unwrap_or(Err(AgentError::Interrupted))
 }
 
 /// How a step's call ended.

@@ -5,22 +5,68 @@
 //! manifest to the observer, the event stream and the session log. The plain ReAct request
 //! (none of it) is here too.
 
+use std::sync::Arc;
+
 use super::{Call, Conflict, Sink, emit};
 
-use crate::agent::AgentError;
 use crate::agent::compact::Force;
 use crate::agent::events::{CONTEXT_BUILD_EVENT, ContextBuildEvent, CustomValue, EventKind};
+use crate::agent::{AgentError, AgentInner};
 use crate::context::block::Material;
 use crate::context::manifest::{ContextManifest, Validation};
 use crate::context::offload;
+use crate::context::omission::SelectionPolicy;
 use crate::context::source::{ContextRequest, load_all};
 use crate::context::{
-    PrepareError, PrepareInput, Prepared, Rejected, conversation_allowance, prepare,
+    PrepareError, PrepareInput, Prepared, Rejected, Transform, conversation_allowance, prepare,
 };
-use crate::message::Message;
-use crate::model::{ModelRequest, Purpose};
+use crate::message::{Message, ToolSchema};
+use crate::model::{ModelInfo, ModelRequest, Purpose};
 use crate::session::Payload;
 use crate::shared_vec::SharedVec;
+use crate::storage::WorkspacePath;
+
+/// What one preparation reads that differs from request to request: the request, its model,
+/// material, tools and omission order. The agent supplies the rest (System prompt, estimator,
+/// budget, pairing check) in [`PrepareRequest::input`], the one place a [`PrepareInput`] is
+/// built.
+#[derive(Clone, Copy)]
+pub(in crate::agent) struct PrepareRequest<'a> {
+    pub call_id: &'a str,
+    pub purpose: Purpose,
+    pub model: &'a ModelInfo,
+    pub materials: &'a [Material],
+    pub tools: &'a Arc<[ToolSchema]>,
+    pub selection: Option<&'a dyn SelectionPolicy>,
+}
+
+impl<'a> PrepareRequest<'a> {
+    /// The preparation input of this request over `history` and `projections`, with the
+    /// transforms already applied and the agent's System prompt, estimator, budget and pairing.
+    pub(in crate::agent) fn input(
+        self,
+        inner: &'a AgentInner,
+        transforms: &'a [Transform],
+        history: &'a [Message],
+        projections: &'a [Message],
+    ) -> PrepareInput<'a> {
+        PrepareInput {
+            call_id: self.call_id,
+            purpose: self.purpose,
+            model: self.model,
+            system_prompt: inner.sys_prompt.as_deref(),
+            materials: self.materials,
+            transforms,
+            history: history.into(),
+            projections,
+            tools: self.tools,
+            estimator: inner.policy.estimator.as_ref(),
+            budget: inner.policy.budget(),
+            pairing: inner.pairing,
+            selection: self.selection,
+        }
+    }
+}
 
 impl Call<'_> {
     /// Loads this step's sources, offloads, compacts, then prepares the request; reports the
@@ -36,6 +82,58 @@ impl Call<'_> {
         // conflict, whatever the sources and compaction awaited in between.
         let task_state = inner.task.state_of(&self.runtime);
         let revision_at_start = task_state.revision();
+        let (materials, mut transforms) = self.load_materials(request_id, sink).await?;
+        let written = self.offload_results(&mut transforms).await;
+        let tools = inner.tools.schemas();
+        let request = PrepareRequest {
+            call_id: request_id,
+            purpose: Purpose::Reasoning,
+            model: inner.model.info(),
+            materials: &materials,
+            tools: &tools,
+            selection: inner.selection.as_deref(),
+        };
+        let summarised = self.compact(request, force, &mut transforms, sink).await;
+        // Task and plan state are projected after compaction, so a receipt the summary removed is
+        // reconstructed from state.
+        let projection = inner
+            .task
+            .project(&self.runtime, &self.history, Purpose::Reasoning);
+        transforms.extend(projection.transforms.iter().cloned());
+        let input = request.input(inner, &transforms, &projection.view, &projection.transient);
+        let mut outcome = prepare(&input);
+        if let Ok(prepared) = &outcome
+            && (task_state.revision() != revision_at_start
+                || projection
+                    .revision
+                    .is_some_and(|seen| seen != revision_at_start))
+        {
+            // Task or plan state changed while this request was prepared: never commit over it.
+            outcome = Err(reject_passed(prepared, PrepareError::StateConflict));
+        }
+        // Commit now, with no await between the checks and the commit. A history another
+        // writer committed meanwhile is kept, never overwritten.
+        let mut conflict = false;
+        if let Ok(prepared) = &outcome
+            && let Err(Conflict) = self.commit()
+        {
+            conflict = true;
+            outcome = Err(reject_passed(prepared, PrepareError::HistoryConflict));
+        }
+        self.deliver(outcome, projection.revision, conflict, &written, sink)
+            .await
+            .map(|prepared| (prepared, summarised))
+    }
+
+    /// This step's materials (the agent's instructions, the call's workspace material, then the
+    /// dynamic sources) and the transforms made while loading them. A source failure is
+    /// reported as a rejected build.
+    async fn load_materials(
+        &self,
+        request_id: &str,
+        sink: &mut Sink<'_>,
+    ) -> Result<(Vec<Material>, Vec<Transform>), AgentError> {
+        let inner = self.inner;
         let request = ContextRequest {
             agent_id: Some(inner.agent_id.clone()),
             user_id: self.runtime.user_id.clone(),
@@ -65,7 +163,14 @@ impl Call<'_> {
         materials.extend(loaded.materials);
         let mut transforms = self.workspace.transforms.clone();
         transforms.extend(loaded.transforms);
-        let written = match &inner.offload {
+        Ok((materials, transforms))
+    }
+
+    /// Moves oversized tool results to the workspace when offload is configured, adding its
+    /// transforms to `transforms`. Returns the files written.
+    async fn offload_results(&mut self, transforms: &mut Vec<Transform>) -> Vec<WorkspacePath> {
+        let inner = self.inner;
+        match &inner.offload {
             Some(config) => {
                 let outcome = offload::offload(
                     &mut self.history,
@@ -78,93 +183,53 @@ impl Call<'_> {
                 outcome.written
             }
             None => Vec::new(),
-        };
-        let tools = inner.tools.schemas();
-        let mut summarised = false;
-        if inner.compaction.is_some() {
-            let before = inner
-                .task
-                .project(&self.runtime, &self.history, Purpose::Reasoning);
-            let (allowance, _) = conversation_allowance(&PrepareInput {
-                call_id: request_id,
-                purpose: Purpose::Reasoning,
-                model: inner.model.info(),
-                system_prompt: inner.sys_prompt.as_deref(),
-                materials: &materials,
-                transforms: &[],
-                history: (&before.view).into(),
-                projections: &before.transient,
-                tools: &tools,
-                estimator: inner.policy.estimator.as_ref(),
-                budget: inner.policy.budget(),
-                pairing: inner.pairing,
-                selection: inner.selection.as_deref(),
-            });
-            let reduced = self.reduce(request_id, allowance, force, sink).await;
-            transforms.extend(reduced.transforms);
-            summarised = reduced.summarised;
         }
-        // Task and plan state are projected after compaction, so a receipt the summary removed is
-        // reconstructed from state.
-        let projection = inner
+    }
+
+    /// When compaction is configured, reduces the conversation within the allowance `request`
+    /// leaves it (as projected before compaction), adding the stage's transforms to
+    /// `transforms`. Returns whether a summary replaced part of the conversation.
+    async fn compact(
+        &mut self,
+        request: PrepareRequest<'_>,
+        force: Option<Force>,
+        transforms: &mut Vec<Transform>,
+        sink: &mut Sink<'_>,
+    ) -> bool {
+        let inner = self.inner;
+        if inner.compaction.is_none() {
+            return false;
+        }
+        let before = inner
             .task
             .project(&self.runtime, &self.history, Purpose::Reasoning);
-        transforms.extend(projection.transforms.iter().cloned());
-        let input = PrepareInput {
-            call_id: request_id,
-            purpose: Purpose::Reasoning,
-            model: inner.model.info(),
-            system_prompt: inner.sys_prompt.as_deref(),
-            materials: &materials,
-            transforms: &transforms,
-            history: (&projection.view).into(),
-            projections: &projection.transient,
-            tools: &tools,
-            estimator: inner.policy.estimator.as_ref(),
-            budget: inner.policy.budget(),
-            pairing: inner.pairing,
-            selection: inner.selection.as_deref(),
-        };
-        let mut outcome = prepare(&input);
-        if let Ok(prepared) = &outcome
-            && (task_state.revision() != revision_at_start
-                || projection
-                    .revision
-                    .is_some_and(|seen| seen != revision_at_start))
-        {
-            // Task or plan state changed while this request was prepared: never commit over it.
-            let mut manifest = prepared.manifest.clone();
-            manifest.validation = Validation::StateConflict;
-            outcome = Err(Box::new(Rejected {
-                error: PrepareError::StateConflict,
-                manifest,
-            }));
-        }
-        // Commit now, with no await between the checks and the commit. A history another
-        // writer committed meanwhile is kept, never overwritten.
-        let mut conflict = false;
-        if let Ok(prepared) = &outcome
-            && let Err(Conflict) = self.commit()
-        {
-            conflict = true;
-            let mut manifest = prepared.manifest.clone();
-            manifest.validation = Validation::HistoryConflict;
-            outcome = Err(Box::new(Rejected {
-                error: PrepareError::HistoryConflict,
-                manifest,
-            }));
-        }
+        let (allowance, _) =
+            conversation_allowance(&request.input(inner, &[], &before.view, &before.transient));
+        let reduced = self.reduce(request.call_id, allowance, force, sink).await;
+        transforms.extend(reduced.transforms);
+        reduced.summarised
+    }
+
+    /// Reports the build, passed or rejected, with the task revision it was projected from. A
+    /// rejected build leaves no orphan offload file behind; after a history conflict the
+    /// offloaded results are in the session log, so their files stay.
+    async fn deliver(
+        &self,
+        outcome: Result<Prepared, Box<Rejected>>,
+        task_revision: Option<u64>,
+        conflict: bool,
+        written: &[WorkspacePath],
+        sink: &mut Sink<'_>,
+    ) -> Result<Prepared, AgentError> {
         match outcome {
             Ok(mut prepared) => {
-                prepared.manifest.task_revision = projection.revision;
+                prepared.manifest.task_revision = task_revision;
                 self.report_build(sink, &mut prepared.manifest, None);
-                Ok((prepared, summarised))
+                Ok(prepared)
             }
             Err(mut rejected) => {
-                // A rejected build leaves no orphan offload file behind. After a history
-                // conflict the offloaded results are in the session log, so their files stay.
                 if !conflict {
-                    offload::collect(inner.workspace.as_ref(), &written).await;
+                    offload::collect(self.inner.workspace.as_ref(), written).await;
                 }
                 self.report_build(sink, &mut rejected.manifest, Some(rejected.error.kind()));
                 Err(AgentError::Prepare(rejected))
@@ -234,6 +299,14 @@ impl Call<'_> {
             max_output_tokens: inner.policy.max_output_tokens,
         }
     }
+}
+
+/// A passed preparation turned into a rejection for `error` (a conflict found before the
+/// commit), its manifest recording the matching validation.
+fn reject_passed(prepared: &Prepared, error: PrepareError) -> Box<Rejected> {
+    let mut manifest = prepared.manifest.clone();
+    manifest.validation = error.validation();
+    Box::new(Rejected { error, manifest })
 }
 
 /// The payload of a `context/build` record, serialised straight from the event:

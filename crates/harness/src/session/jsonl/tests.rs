@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
+use crate::limits::SESSION_NAME_CHARS_MAX;
 use crate::storage::MemoryStorage;
 
 fn key(user: Option<&str>, session: Option<&str>) -> SessionLogKey {

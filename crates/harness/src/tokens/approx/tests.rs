@@ -2,6 +2,9 @@
 //! per-byte reading of the same rules.
 
 use super::classify::tests::classify_plainly;
+use super::classify::{BLOCK_BYTES, Masks};
+use super::scan::{Carry, add_scripts, count_pieces, count_pieces_of_any_block};
+use super::script::{Script, ScriptTotals};
 use super::*;
 use crate::tokens::ExactEstimator;
 
