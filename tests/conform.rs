@@ -346,6 +346,7 @@ fn a_failed_step_leaves_the_verdicts_of_later_steps_as_they_were() {
 /// run must then break.
 const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("basic-tool-round", "planted-orphan-call", "pairing"),
+    ("count-tokens", "planted-count-storm", "count_tokens"),
     ("cut-stream", "planted-orphan-call", "pairing"),
     ("huge-tool-result", "planted-no-context", "window"),
     ("malformed-reply", "planted-empty-reply-on-error", "reply"),

@@ -32,6 +32,7 @@ macro_rules! builtin {
 /// Every built-in wire scenario, sorted by name.
 pub const SUITE: &[Builtin] = &[
     builtin!("basic-tool-round", "wire-basic"),
+    builtin!("count-tokens", "wire-count-tokens"),
     builtin!("cut-stream", "wire-cut-stream"),
     builtin!("huge-tool-result", "wire-huge-result"),
     builtin!("malformed-reply", "wire-malformed"),
@@ -124,7 +125,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 14);
+        assert_eq!(mock_names().len(), 15);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

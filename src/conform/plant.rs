@@ -15,6 +15,7 @@
 //! | `retry_same` | answers an overflow by resending the same request once |
 //! | `one_session` | runs every step in one session, whatever the step says |
 //! | `drop_tool_errors` | hands a failed tool's result to the model as an empty success |
+//! | `count_storm` | asks Anthropic's `count_tokens` three times before each Messages request |
 
 use std::sync::Arc;
 
@@ -38,6 +39,7 @@ pub struct Plants {
     pub retry_same: bool,
     pub one_session: bool,
     pub drop_tool_errors: bool,
+    pub count_storm: bool,
 }
 
 impl Plants {
@@ -72,6 +74,7 @@ impl Plants {
                         "retry_same" => &mut plants.retry_same,
                         "one_session" => &mut plants.one_session,
                         "drop_tool_errors" => &mut plants.drop_tool_errors,
+                        "count_storm" => &mut plants.count_storm,
                         _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
                     };
                     *flag = true;
@@ -83,7 +86,7 @@ impl Plants {
 
     /// True when a plant changes what goes over the wire (and needs [`PlantedTransport`]).
     pub fn touches_the_wire(&self) -> bool {
-        self.orphan_call || self.retry_same
+        self.orphan_call || self.retry_same || self.count_storm
     }
 }
 
@@ -104,6 +107,9 @@ impl Transport for PlantedTransport {
         } else {
             request
         };
+        if self.plants.count_storm {
+            self.count_three_times(&request).await?;
+        }
         if !self.plants.retry_same {
             return self.inner.send(request).await;
         }
@@ -132,6 +138,43 @@ impl Transport for PlantedTransport {
             return self.inner.send(again).await;
         }
         Ok(http::Response::from_parts(parts, ResponseBody::full(bytes)))
+    }
+}
+
+/// How many times `count_storm` counts a request before sending it.
+const STORM_COUNTS: usize = 3;
+
+impl PlantedTransport {
+    /// Asks `count_tokens` about a Messages request [`STORM_COUNTS`] times (its body without
+    /// the fields the count route does not take), reading and dropping each answer.
+    async fn count_three_times(
+        &self,
+        request: &http::Request<Bytes>,
+    ) -> Result<(), TransportError> {
+        let path = request.uri().path();
+        if !path.ends_with("/messages") {
+            return Ok(());
+        }
+        let Ok(mut body) = serde_json::from_slice::<Value>(request.body()) else {
+            return Ok(());
+        };
+        if let Some(fields) = body.as_object_mut() {
+            fields.remove("max_tokens");
+            fields.remove("stream");
+        }
+        let uri = format!("{}/count_tokens", request.uri())
+            .parse::<http::Uri>()
+            .map_err(|e| TransportError::Unsupported(e.to_string()))?;
+        for _ in 0..STORM_COUNTS {
+            let mut count = copy(request);
+            *count.uri_mut() = uri.clone();
+            *count.body_mut() = Bytes::from(body.to_string());
+            let mut answer = self.inner.send(count).await?.into_body();
+            while let Some(chunk) = answer.next_chunk().await {
+                chunk?;
+            }
+        }
+        Ok(())
     }
 }
 
