@@ -188,20 +188,28 @@ fn sigterm_stops_the_server_with_a_summary() {
     );
 }
 
+/// The Python holding the official `openai` and `anthropic` clients at their pinned versions:
+/// the pydantic-ai peer's environment, built by peers/setup (which CI runs before the tests).
+/// `None` outside CI when it has not been built.
+fn official_clients_python() -> Option<&'static Path> {
+    let python = Path::new("target/peers/pydantic-ai/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: CI must run peers/setup first",
+        python.display()
+    );
+    eprintln!("skipped: run peers/setup pydantic-ai to test the official Python clients");
+    None
+}
+
 #[test]
 fn the_official_python_clients_read_whole_and_streamed_replies() {
-    // Built by peers/setup (CI runs it before the tests); the pydantic-ai peer's environment
-    // holds both official clients at their pinned versions.
-    let python = Path::new("target/peers/pydantic-ai/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing: CI must run peers/setup first",
-            python.display()
-        );
-        eprintln!("skipped: run peers/setup pydantic-ai to test the official Python clients");
+    let Some(python) = official_clients_python() else {
         return;
-    }
+    };
     let server = serve(&["mock-models/serve-clients.toml"]);
     let output = Command::new(python)
         .arg("tests/serve/clients.py")
@@ -226,18 +234,9 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
 
 #[test]
 fn the_official_openai_client_speaks_the_responses_api() {
-    // The pydantic-ai peer's environment holds the official `openai` client at its pinned
-    // version (built by peers/setup, which CI runs before the tests).
-    let python = Path::new("target/peers/pydantic-ai/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{} is missing: CI must run peers/setup first",
-            python.display()
-        );
-        eprintln!("skipped: run peers/setup pydantic-ai to test the official Python clients");
+    let Some(python) = official_clients_python() else {
         return;
-    }
+    };
     let server = serve(&["mock-models/serve-responses.toml"]);
     let output = Command::new(python)
         .arg("tests/serve/responses_client.py")

@@ -42,7 +42,7 @@ use serde_json::{Map, Value, json};
 use crate::WireOptions;
 use crate::limits::TOOL_CALL_ARGUMENTS_BYTES_MAX;
 use crate::openai::{outputs_text, parts_text};
-use crate::reply::{error_in_body, malformed, parse_arguments, raw_snippet};
+use crate::reply::{error_in_body, malformed, named_event, parse_arguments, raw_snippet};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
 use ctxbed_harness::message::{ContentPart, Message, Role};
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Usage};
@@ -213,19 +213,9 @@ impl StreamAssembler {
     /// # Errors
     /// An `error` event (classified), data that is not JSON, or a block over its bounds.
     pub fn event(&mut self, name: Option<&str>, data: &str) -> Result<bool, ModelError> {
-        let json: Value = serde_json::from_str(data).map_err(|error| {
-            malformed(
-                format!("a stream event is not JSON: {error}"),
-                data.as_bytes(),
-            )
-        })?;
-        let kind = json
-            .get("type")
-            .and_then(Value::as_str)
-            .or(name)
-            .unwrap_or_default();
+        let (json, kind) = named_event(name, data)?;
         let index = json.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match kind {
+        match kind.as_str() {
             "message_start" => {
                 let usage = json.get("message").and_then(|m| m.get("usage"));
                 self.usage = usage.and_then(self::usage);

@@ -101,6 +101,27 @@ fn anthropic_status(json: &Value) -> Option<u16> {
     })
 }
 
+/// A named stream event's data as JSON, with its kind: the data's `type`, else the `event:`
+/// name the server sent.
+///
+/// # Errors
+/// [`ModelError::MalformedReply`] for data that is not JSON.
+pub fn named_event(name: Option<&str>, data: &str) -> Result<(Value, String), ModelError> {
+    let json: Value = serde_json::from_str(data).map_err(|error| {
+        malformed(
+            format!("a stream event is not JSON: {error}"),
+            data.as_bytes(),
+        )
+    })?;
+    let kind = json
+        .get("type")
+        .and_then(Value::as_str)
+        .or(name)
+        .unwrap_or_default()
+        .to_string();
+    Ok((json, kind))
+}
+
 /// The text of an OpenAI-style `content`: a string, or an array of text parts.
 pub fn content_text(content: &Value) -> Option<String> {
     match content {

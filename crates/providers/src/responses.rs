@@ -42,7 +42,7 @@ use serde_json::{Map, Value, json};
 
 use crate::WireOptions;
 use crate::openai::{outputs_text, parts_text};
-use crate::reply::{error_in_body, malformed, parse_arguments};
+use crate::reply::{error_in_body, malformed, named_event, parse_arguments};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
 use ctxbed_harness::message::{ContentPart, Message, Role};
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Usage};
@@ -227,18 +227,8 @@ impl StreamAssembler {
     /// # Errors
     /// An `error` event or `response.failed` (classified), or data that is not JSON.
     pub fn event(&mut self, name: Option<&str>, data: &str) -> Result<bool, ModelError> {
-        let json: Value = serde_json::from_str(data).map_err(|error| {
-            malformed(
-                format!("a stream event is not JSON: {error}"),
-                data.as_bytes(),
-            )
-        })?;
-        let kind = json
-            .get("type")
-            .and_then(Value::as_str)
-            .or(name)
-            .unwrap_or_default();
-        match kind {
+        let (json, kind) = named_event(name, data)?;
+        match kind.as_str() {
             "response.completed" | "response.incomplete" => {
                 self.completed = Some(json.get("response").cloned().unwrap_or(Value::Null));
                 Ok(true)
