@@ -366,6 +366,8 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
         "overflow_retry",
     ),
     ("responses-reasoning", "planted-no-context", "window"),
+    ("second-overflow", "planted-no-context", "expect"),
+    ("second-overflow", "planted-retry-same", "overflow_retry"),
     ("tool-error", "planted-drop-tool-errors", "expect"),
     ("two-sessions", "planted-one-session", "expect"),
     ("window-cjk", "planted-no-context", "window"),

@@ -44,6 +44,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("responses-overflow", "wire-overflow-openai"),
     builtin!("responses-overflow-stream", "wire-overflow-openai"),
     builtin!("responses-reasoning", "wire-reasoning"),
+    builtin!("second-overflow", "wire-second-overflow"),
     builtin!("tool-error", "wire-tool-error"),
     builtin!("two-sessions", "wire-two-sessions"),
     builtin!("window-cjk", "wire-window-8k-cjk"),
@@ -125,7 +126,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 15);
+        assert_eq!(mock_names().len(), 16);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
