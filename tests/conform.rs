@@ -369,6 +369,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("second-overflow", "planted-no-context", "expect"),
     ("second-overflow", "planted-retry-same", "overflow_retry"),
     ("tool-error", "planted-drop-tool-errors", "expect"),
+    ("tool-results-languages", "planted-no-context", "window"),
     ("two-sessions", "planted-one-session", "expect"),
     ("window-cjk", "planted-no-context", "window"),
     ("window-cjk-no-usage", "planted-no-context", "window"),

@@ -46,6 +46,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("responses-reasoning", "wire-reasoning"),
     builtin!("second-overflow", "wire-second-overflow"),
     builtin!("tool-error", "wire-tool-error"),
+    builtin!("tool-results-languages", "wire-languages"),
     builtin!("two-sessions", "wire-two-sessions"),
     builtin!("window-cjk", "wire-window-8k-cjk"),
     builtin!("window-cjk-no-usage", "wire-window-8k-cjk"),
@@ -126,7 +127,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 16);
+        assert_eq!(mock_names().len(), 17);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
