@@ -348,6 +348,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("basic-tool-round", "planted-orphan-call", "pairing"),
     ("count-tokens", "planted-count-storm", "count_tokens"),
     ("cut-stream", "planted-orphan-call", "pairing"),
+    ("first-input-too-large", "planted-no-context", "window"),
     ("huge-tool-result", "planted-no-context", "window"),
     ("malformed-reply", "planted-empty-reply-on-error", "reply"),
     ("many-steps", "planted-no-context", "window"),

@@ -34,6 +34,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("basic-tool-round", "wire-basic"),
     builtin!("count-tokens", "wire-count-tokens"),
     builtin!("cut-stream", "wire-cut-stream"),
+    builtin!("first-input-too-large", "wire-first-input"),
     builtin!("huge-tool-result", "wire-huge-result"),
     builtin!("malformed-reply", "wire-malformed"),
     builtin!("many-steps", "wire-many-steps"),
@@ -127,7 +128,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 17);
+        assert_eq!(mock_names().len(), 18);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -12,6 +12,9 @@ const { buildAgent } = require('./agent');
 // What the docs' recipe breaks, by scenario, as `rule step N` (every other scenario passes).
 // Each was read in its trace:
 const EXPECTED = {
+  // The 9,000-character first input goes to the 1,000-token window as it is, and stays in the
+  // session's history: step 2's short question is sent with it and refused too.
+  'first-input-too-large': ['window step 1', 'window step 2', 'expect step 2'],
   // A 120,000-character tool result goes to the model whole: nothing in the recipe looks at
   // sizes, so both steps send 53k tokens to a 16k window (and step 2's reply is that 400).
   'huge-tool-result': ['window step 1', 'window step 2', 'expect step 2'],
