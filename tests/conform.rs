@@ -369,6 +369,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("responses-reasoning", "planted-no-context", "window"),
     ("second-overflow", "planted-no-context", "expect"),
     ("second-overflow", "planted-retry-same", "overflow_retry"),
+    ("summary-cut-fan-out", "planted-orphan-call", "pairing"),
     ("tool-error", "planted-drop-tool-errors", "expect"),
     ("tool-results-languages", "planted-no-context", "window"),
     ("two-sessions", "planted-one-session", "expect"),

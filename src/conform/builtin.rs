@@ -46,6 +46,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("responses-overflow-stream", "wire-overflow-openai"),
     builtin!("responses-reasoning", "wire-reasoning"),
     builtin!("second-overflow", "wire-second-overflow"),
+    builtin!("summary-cut-fan-out", "wire-fan-out"),
     builtin!("tool-error", "wire-tool-error"),
     builtin!("tool-results-languages", "wire-languages"),
     builtin!("two-sessions", "wire-two-sessions"),
@@ -128,7 +129,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 18);
+        assert_eq!(mock_names().len(), 19);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
