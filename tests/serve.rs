@@ -205,21 +205,33 @@ fn official_clients_python() -> Option<&'static Path> {
     None
 }
 
+/// Runs a client script with `python` and its arguments: the lines it printed, and its standard
+/// error (for failure messages). Fails the test when the script fails.
+fn run_client(python: &Path, script: &str, arguments: &[&str]) -> (Vec<String>, String) {
+    let output = Command::new(python)
+        .arg(script)
+        .args(arguments)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    (stdout.lines().map(str::to_string).collect(), stderr)
+}
+
 #[test]
 fn the_official_python_clients_read_whole_and_streamed_replies() {
     let Some(python) = official_clients_python() else {
         return;
     };
     let server = serve(&["mock-models/serve-clients.toml"]);
-    let output = Command::new(python)
-        .arg("tests/serve/clients.py")
-        .arg(format!("http://{}/v1", server.addr))
-        .arg(format!("http://{}", server.addr))
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let openai_url = format!("http://{}/v1", server.addr);
+    let anthropic_url = format!("http://{}", server.addr);
+    let (lines, stderr) = run_client(
+        python,
+        "tests/serve/clients.py",
+        &[&openai_url, &anthropic_url],
+    );
     let expected = [
         r#"openai whole: read_log {"path":"build.log"} True"#,
         "openai stream: Streamed in pieces, then done.",
@@ -229,7 +241,7 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
         "anthropic thinking: thinking True Thought it through.",
         "anthropic altered thinking: 400 messages.1.content.0: Invalid `signature` in `thinking` block",
     ];
-    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
+    assert_eq!(lines, expected, "{stderr}");
 }
 
 #[test]
@@ -238,14 +250,8 @@ fn the_official_openai_client_speaks_the_responses_api() {
         return;
     };
     let server = serve(&["mock-models/serve-responses.toml"]);
-    let output = Command::new(python)
-        .arg("tests/serve/responses_client.py")
-        .arg(format!("http://{}/v1", server.addr))
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let openai_url = format!("http://{}/v1", server.addr);
+    let (lines, stderr) = run_client(python, "tests/serve/responses_client.py", &[&openai_url]);
     let expected = [
         r#"whole: read_log {"path":"build.log"} True"#,
         "stream: response.created response.completed ['reasoning', 'function_call'] True True",
@@ -254,7 +260,7 @@ fn the_official_openai_client_speaks_the_responses_api() {
         "overflow whole: 400 context_length_exceeded",
         "overflow stream: APIError context_length_exceeded Your input exceeds the context window of this model. Please adjust your input and try again.",
     ];
-    assert_eq!(stdout.lines().collect::<Vec<_>>(), expected, "{stderr}");
+    assert_eq!(lines, expected, "{stderr}");
 }
 
 #[test]

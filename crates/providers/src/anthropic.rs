@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::WireOptions;
+use crate::body;
 use crate::limits::TOOL_CALL_ARGUMENTS_BYTES_MAX;
 use crate::openai::{outputs_text, parts_text};
 use crate::reply::{error_in_body, malformed, named_event, parse_arguments, raw_snippet};
@@ -73,19 +74,15 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
         body.insert("system".into(), system.join("\n\n").into());
     }
     body.insert("messages".into(), messages(&request.messages).into());
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "name": tool.name,
-                    "description": tool.description,
-                    "input_schema": tool.parameters,
-                })
-            })
-            .collect();
-        body.insert("tools".into(), tools.into());
+    let tools = body::tools(request, |tool| {
+        json!({
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.parameters,
+        })
+    });
+    if let Some(tools) = tools {
+        body.insert("tools".into(), tools);
     }
     if options.stream {
         body.insert("stream".into(), true.into());

@@ -42,6 +42,7 @@
 
 pub mod anthropic;
 mod assembler;
+mod body;
 pub mod limits;
 pub mod openai;
 pub mod reply;

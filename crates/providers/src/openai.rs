@@ -40,6 +40,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use crate::WireOptions;
+use crate::body;
 use crate::limits::TOOL_CALL_ARGUMENTS_BYTES_MAX;
 use crate::reply::{content_text, error_in_body, malformed, parse_arguments, raw_snippet};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
@@ -55,22 +56,18 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
     body.insert("model".into(), options.model.clone().into());
     let messages: Vec<Value> = request.messages.iter().flat_map(wire_messages).collect();
     body.insert("messages".into(), messages.into());
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    }
-                })
-            })
-            .collect();
-        body.insert("tools".into(), tools.into());
+    let tools = body::tools(request, |tool| {
+        json!({
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            }
+        })
+    });
+    if let Some(tools) = tools {
+        body.insert("tools".into(), tools);
     }
     if let Some(max) = request.max_output_tokens.or(options.max_output_tokens) {
         body.insert(options.max_tokens_field.as_str().into(), max.into());

@@ -41,6 +41,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::WireOptions;
+use crate::body;
 use crate::openai::{outputs_text, parts_text};
 use crate::reply::{error_in_body, malformed, named_event, parse_arguments};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
@@ -56,20 +57,16 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
     body.insert("model".into(), options.model.clone().into());
     let input: Vec<Value> = request.messages.iter().flat_map(input_items).collect();
     body.insert("input".into(), input.into());
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                })
-            })
-            .collect();
-        body.insert("tools".into(), tools.into());
+    let tools = body::tools(request, |tool| {
+        json!({
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        })
+    });
+    if let Some(tools) = tools {
+        body.insert("tools".into(), tools);
     }
     body.insert("store".into(), false.into());
     if let Some(max) = request.max_output_tokens.or(options.max_output_tokens) {
