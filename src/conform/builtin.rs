@@ -49,6 +49,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("summary-cut-fan-out", "wire-fan-out"),
     builtin!("tool-error", "wire-tool-error"),
     builtin!("tool-results-languages", "wire-languages"),
+    builtin!("trim-starts-with-tool-result", "wire-two-reads"),
     builtin!("two-sessions", "wire-two-sessions"),
     builtin!("window-cjk", "wire-window-8k-cjk"),
     builtin!("window-cjk-no-usage", "wire-window-8k-cjk"),
@@ -129,7 +130,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 19);
+        assert_eq!(mock_names().len(), 20);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
