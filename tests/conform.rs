@@ -351,6 +351,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("first-input-too-large", "planted-no-context", "window"),
     ("huge-tool-result", "planted-no-context", "window"),
     ("malformed-reply", "planted-empty-reply-on-error", "reply"),
+    ("long-session", "planted-no-context", "window"),
     ("many-steps", "planted-no-context", "window"),
     ("overflow-anthropic", "planted-no-context", "expect"),
     ("overflow-anthropic", "planted-retry-same", "overflow_retry"),

@@ -36,6 +36,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("cut-stream", "wire-cut-stream"),
     builtin!("first-input-too-large", "wire-first-input"),
     builtin!("huge-tool-result", "wire-huge-result"),
+    builtin!("long-session", "wire-long-session"),
     builtin!("malformed-reply", "wire-malformed"),
     builtin!("many-steps", "wire-many-steps"),
     builtin!("overflow-anthropic", "wire-overflow-anthropic"),
@@ -130,7 +131,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 20);
+        assert_eq!(mock_names().len(), 21);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
