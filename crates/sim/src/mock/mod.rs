@@ -11,6 +11,8 @@
 //! Errors travel as a provider status and body through [`classify`], exactly as a real
 //! provider's would, so classification is exercised on real wording.
 //!
+//! [`classify`]: ctxbed_harness::model::classify::classify
+//!
 //! Counting is exact but not repeated: each message's count is remembered under a hash of its
 //! content ([`CachedEstimator`], one per vocabulary, shared by every mock model of the process
 //! and by scenario agents that count exactly, so a scenario run twice or a sweep's next seed
