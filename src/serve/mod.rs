@@ -19,31 +19,29 @@
 //! server.run(async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
 //! ```
+//!
+//! [`ProviderHost`]: ctxbed_sim::host::ProviderHost
 
+mod models;
 pub mod record;
-mod route;
 
+pub use models::Models;
 pub use record::{RecordError, Recorder};
 
-use route::route;
-
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::{BodyExt, Limited};
 use hyper_util::rt::TokioIo;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::limits;
 use crate::scenario::format::diagnostic::Diagnostics;
-use crate::scenario::format::mock_file::parse_mock;
-use crate::scenario::format::source::read_source;
-use ctxbed_sim::host::{Api, HostOptions, ProviderHost, full};
-use ctxbed_sim::mock::MockModel;
+use ctxbed_sim::host::{Api, HostBody, HostOptions, full};
 
 /// The largest `--time-scale`: a thousand times slower than scripted is already far past any
 /// client's timeout.
@@ -121,168 +119,6 @@ pub enum ServeError {
     /// A time scale that is negative, not a number, or over [`TIME_SCALE_MAX`].
     #[error("the time scale must be a number from 0 to {TIME_SCALE_MAX}, not {0}")]
     TimeScale(f64),
-}
-
-/// The models a server answers for, by name (the mock file's stem).
-#[derive(Debug)]
-pub struct Models {
-    hosts: BTreeMap<String, Arc<ProviderHost>>,
-    /// One model answers every request, whatever `model` it names.
-    single: bool,
-    /// The mock-model files loaded (the record may not overwrite them).
-    files: Vec<PathBuf>,
-}
-
-impl Models {
-    /// One mock-model file, answering every request.
-    ///
-    /// # Errors
-    /// The file cannot be read or has problems (each with line, column and field).
-    pub fn load_file(path: &Path, options: &ServeOptions) -> Result<Models, ServeError> {
-        let host = load_host(path, options)?;
-        let name = stem(path);
-        Ok(Models {
-            hosts: BTreeMap::from([(name, Arc::new(host))]),
-            single: true,
-            files: vec![path.to_path_buf()],
-        })
-    }
-
-    /// A mock model given as text (a built-in one, say), answering every request; `label`
-    /// names it in diagnostics.
-    ///
-    /// # Errors
-    /// The text has problems (each with line, column and field).
-    pub fn load_source(
-        name: &str,
-        label: &str,
-        source: &str,
-        options: &ServeOptions,
-    ) -> Result<Models, ServeError> {
-        let host = host_from_source(name, label, source, options)?;
-        Ok(Models {
-            hosts: BTreeMap::from([(name.to_string(), Arc::new(host))]),
-            single: true,
-            files: Vec::new(),
-        })
-    }
-
-    /// Every `*.toml` of a directory, each answering requests that name it.
-    ///
-    /// # Errors
-    /// The directory cannot be listed, holds no model, or a file has problems (all reported).
-    pub fn load_dir(dir: &Path, options: &ServeOptions) -> Result<Models, ServeError> {
-        let label = dir.display().to_string();
-        let entries = std::fs::read_dir(dir).map_err(|source| ServeError::ListModels {
-            dir: label.clone(),
-            source,
-        })?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-            .collect();
-        paths.sort();
-        paths.truncate(limits::SERVE_MODELS_MAX);
-        let mut hosts = BTreeMap::new();
-        let mut problems = Vec::new();
-        for path in &paths {
-            match load_host(path, options) {
-                Ok(host) => {
-                    hosts.insert(stem(path), Arc::new(host));
-                }
-                Err(ServeError::Load(Diagnostics(found))) => problems.extend(found),
-                Err(other) => return Err(other),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(ServeError::Load(Diagnostics(problems)));
-        }
-        if hosts.is_empty() {
-            return Err(ServeError::NoModels { dir: label });
-        }
-        Ok(Models {
-            hosts,
-            single: false,
-            files: paths,
-        })
-    }
-
-    /// Hosts built elsewhere (a conformance run builds its own); `single` as in
-    /// [`Models::load_file`].
-    pub fn from_hosts(hosts: BTreeMap<String, Arc<ProviderHost>>, single: bool) -> Models {
-        Models {
-            hosts,
-            single,
-            files: Vec::new(),
-        }
-    }
-
-    /// The host of a model, by name.
-    pub fn host(&self, name: &str) -> Option<&Arc<ProviderHost>> {
-        self.hosts.get(name)
-    }
-
-    /// Every model, by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Arc<ProviderHost>)> {
-        self.hosts.iter()
-    }
-
-    /// The API whose wording answers a request no model can take: the only model's provider,
-    /// or OpenAI's when several are served.
-    fn imitated(&self) -> Api {
-        match self.hosts.values().next() {
-            Some(host) if self.single || self.hosts.len() == 1 => {
-                if host.model().script().imitates
-                    == ctxbed_harness::model::provider::Provider::Anthropic
-                {
-                    Api::Anthropic
-                } else {
-                    Api::OpenAi
-                }
-            }
-            _ => Api::OpenAi,
-        }
-    }
-
-    /// The host that answers a request naming `model`.
-    fn route(&self, model: Option<&str>) -> Option<(&String, &Arc<ProviderHost>)> {
-        if self.single {
-            return self.hosts.iter().next();
-        }
-        model.and_then(|name| self.hosts.get_key_value(name))
-    }
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned())
-}
-
-fn load_host(path: &Path, options: &ServeOptions) -> Result<ProviderHost, ServeError> {
-    let label = path.display().to_string();
-    let source = read_source(path, &label)
-        .map_err(|problem| ServeError::Load(Diagnostics(vec![*problem])))?;
-    host_from_source(&stem(path), &label, &source, options)
-}
-
-fn host_from_source(
-    name: &str,
-    label: &str,
-    source: &str,
-    options: &ServeOptions,
-) -> Result<ProviderHost, ServeError> {
-    if !(0.0..=TIME_SCALE_MAX).contains(&options.time_scale) {
-        return Err(ServeError::TimeScale(options.time_scale));
-    }
-    let mut script =
-        parse_mock(name, label, source).map_err(|found| ServeError::Load(Diagnostics(found)))?;
-    for turn in &mut script.turns {
-        turn.latency = scaled(turn.latency, options.time_scale);
-    }
-    let mut host = options.host.clone();
-    host.hang = scaled(host.hang, options.time_scale);
-    Ok(ProviderHost::with_options(MockModel::new(script), host))
 }
 
 /// A bound server, ready to run.
@@ -467,6 +303,111 @@ impl Connection {
             .serve_connection(TokioIo::new(stream), service)
             .await;
     }
+}
+
+async fn route(
+    models: &Models,
+    request: http::Request<hyper::body::Incoming>,
+    recorder: Option<&Recorder>,
+    body_timeout: Duration,
+) -> Result<http::Response<HostBody>, ServeError> {
+    let path = request.uri().path().to_string();
+    let api = Api::for_path(&path);
+    if request.method() == http::Method::GET && path.trim_end_matches('/').ends_with("/models") {
+        return Ok(model_list(models));
+    }
+    let known = [
+        "/chat/completions",
+        "/responses",
+        "/messages",
+        "/messages/count_tokens",
+    ]
+    .iter()
+    .any(|end| path.trim_end_matches('/').ends_with(end));
+    if request.method() != http::Method::POST || !known {
+        let what = format!("{} {path}", request.method());
+        tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST …/chat/completions, POST …/responses, POST …/messages and GET …/models");
+        return Ok(not_found(models.imitated(), &what));
+    }
+    let collected = tokio::time::timeout(
+        body_timeout,
+        Limited::new(request.into_body(), limits::SERVE_REQUEST_BYTES_MAX).collect(),
+    )
+    .await;
+    let body = match collected {
+        Err(_) => return Ok(body_timeout_response(api, body_timeout)),
+        Ok(collected) => collected.ok().map(|body| body.to_bytes()),
+    };
+    // One model answers everything: the body is parsed once, by the host, not here too.
+    let named = body
+        .as_ref()
+        .filter(|_| !models.single)
+        .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
+        .and_then(|json| {
+            json.get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let Some((name, host)) = models.route(named.as_deref()) else {
+        return Ok(unknown_model(api, named.as_deref().unwrap_or("")));
+    };
+    let (response, exchange) = host.exchange(&path, body).await;
+    if let Some(recorder) = recorder {
+        let window = host.model().script().info.context_window;
+        recorder.write(name, window, &exchange)?;
+    }
+    host.keep(exchange);
+    Ok(response)
+}
+
+/// 408 for a body that did not arrive in time, in the API's error envelope.
+fn body_timeout_response(api: Api, waited: Duration) -> http::Response<HostBody> {
+    let message = format!(
+        "the request body did not arrive within {} s",
+        waited.as_secs()
+    );
+    let body = match api {
+        Api::Anthropic => ctxbed_sim::host::anthropic::error_body("timeout_error", &message),
+        Api::OpenAi | Api::Responses => json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "timeout"}}).to_string(),
+    };
+    full(408, body)
+}
+
+fn model_list(models: &Models) -> http::Response<HostBody> {
+    let data: Vec<Value> = models
+        .iter()
+        .map(|(name, host)| {
+            json!({"id": name, "object": "model", "created": 0, "owned_by": "ctxbed",
+                   "context_window": host.model().script().info.context_window})
+        })
+        .collect();
+    full(200, json!({"object": "list", "data": data}).to_string())
+}
+
+/// The imitated provider's 404 for a route it does not have, in its words: OpenAI's
+/// `Unknown request URL: POST /x. Please check the URL for typos, …` (`code: unknown_url`),
+/// Anthropic's bare `not_found_error` "Not Found".
+fn not_found(api: Api, what: &str) -> http::Response<HostBody> {
+    let body = match api {
+        Api::Anthropic => ctxbed_sim::host::anthropic::error_body("not_found_error", "Not Found"),
+        Api::OpenAi | Api::Responses => {
+            let message = format!(
+                "Unknown request URL: {what}. Please check the URL for typos, or see the docs at https://platform.openai.com/docs/api-reference/."
+            );
+            json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": "unknown_url"}}).to_string()
+        }
+    };
+    full(404, body)
+}
+
+fn unknown_model(api: Api, name: &str) -> http::Response<HostBody> {
+    let body = match api {
+        Api::Anthropic => {
+            ctxbed_sim::host::anthropic::error_body("not_found_error", &format!("model: {name}"))
+        }
+        Api::OpenAi | Api::Responses => json!({"error": {"message": format!("The model `{name}` does not exist or you do not have access to it."), "type": "invalid_request_error", "param": null, "code": "model_not_found"}}).to_string(),
+    };
+    full(404, body)
 }
 
 /// A summary of what each model answered: requests, then each outcome's count, and how many
