@@ -156,6 +156,184 @@ fn targets(paths: &[PathBuf], names: &[String]) -> Result<Vec<Target>, String> {
     Ok(targets)
 }
 
+/// Each `--adapter` command line with the name its runs are reported under: `adapter`, then
+/// `adapter-2`, `adapter-3`, ….
+fn named_adapters(adapters: &[String]) -> Vec<(String, String)> {
+    adapters
+        .iter()
+        .enumerate()
+        .map(|(index, line)| {
+            let name = if index == 0 {
+                "adapter".to_string()
+            } else {
+                format!("adapter-{}", index + 1)
+            };
+            (name, line.clone())
+        })
+        .collect()
+}
+
+/// The harnesses to run: those named (or every adapter under `peers` when none is named and no
+/// command line is given), each checked to have its adapter, then the command-line adapters.
+fn harnesses_to_run(
+    harnesses: Vec<String>,
+    named_adapters: &[(String, String)],
+    peers: &Path,
+) -> Result<Vec<String>, String> {
+    let mut harnesses = if harnesses.is_empty() && named_adapters.is_empty() {
+        every_adapter(peers)
+    } else {
+        harnesses
+    };
+    if harnesses.is_empty() && named_adapters.is_empty() {
+        return Err(format!(
+            "no adapter in {} (a directory with an executable `run`); name one with --harness, or give a command with --adapter",
+            peers.display()
+        ));
+    }
+    for harness in &harnesses {
+        if !peers.join(harness).join("run").is_file() {
+            return Err(format!(
+                "{} has no adapter `{harness}` (expected {}); adapters: {}",
+                peers.display(),
+                peers.join(harness).join("run").display(),
+                every_adapter(peers).join(", ")
+            ));
+        }
+    }
+    harnesses.extend(named_adapters.iter().map(|(name, _)| name.clone()));
+    Ok(harnesses)
+}
+
+/// The options every run shares: where adapters and logs are, this binary, the command-line
+/// adapters, and whether goldens are blessed or compared (a `.new` trace written outside CI).
+fn conform_options(
+    peers: PathBuf,
+    logs: PathBuf,
+    adapters: Vec<(String, String)>,
+    bless: bool,
+) -> ConformOptions {
+    let ctxbed_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ctxbed"));
+    let peers_dir = std::path::absolute(&peers).unwrap_or(peers);
+    ConformOptions {
+        peers_dir,
+        logs_dir: logs,
+        ctxbed_bin,
+        adapters,
+        mode: if bless {
+            GoldenMode::Bless
+        } else {
+            GoldenMode::Compare {
+                write_new: std::env::var_os("CI").is_none(),
+            }
+        },
+    }
+}
+
+/// Runs every (scenario, harness) pair in order, printing each report as it comes, until done
+/// or interrupted.
+fn run_all(
+    targets: &[Target],
+    harnesses: &[String],
+    options: &ConformOptions,
+    json: bool,
+    strict: bool,
+) -> Vec<conform::CellReport> {
+    let mut reports = Vec::new();
+    for target in targets {
+        for harness in harnesses {
+            if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            let report = target.run(harness, options);
+            if json {
+                outln!("{}", report::json(&report, strict));
+            } else {
+                out!("{}", report::describe(&report, strict));
+            }
+            reports.push(report);
+        }
+    }
+    reports
+}
+
+/// Prints the summary line (or JSON object) of the runs, and returns how many failed.
+fn summarize(
+    reports: &[conform::CellReport],
+    scenarios: usize,
+    harnesses: usize,
+    elapsed: std::time::Duration,
+    json: bool,
+    strict: bool,
+) -> usize {
+    let failed = reports.iter().filter(|r| !r.ok(strict)).count();
+    let count =
+        |keep: &dyn Fn(&conform::CellReport) -> bool| reports.iter().filter(|r| keep(r)).count();
+    let passed = count(&|r| r.cell == conform::Cell::Pass && r.ok(strict));
+    let pinned = count(&|r| matches!(r.cell, conform::Cell::Fail { .. }) && r.ok(strict));
+    let not_applicable = count(&|r| matches!(r.cell, conform::Cell::NotApplicable { .. }));
+    let new = count(&|r| matches!(r.golden_outcome, Some(GoldenOutcome::Missing { .. })));
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({
+                "type": "summary",
+                "runs": reports.len(),
+                "scenarios": scenarios,
+                "harnesses": harnesses,
+                "passed": passed,
+                "pinned": pinned,
+                "failed": failed - new,
+                "new": new,
+                "not_applicable": not_applicable,
+            })
+        );
+    } else {
+        outln!(
+            "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {} failed or changed, {new} new (no golden yet), {not_applicable} not applicable, in {:.0} s",
+            reports.len(),
+            scenarios,
+            harnesses,
+            failed - new,
+            elapsed.as_secs_f64()
+        );
+    }
+    failed
+}
+
+/// Writes the matrix to `path` as Markdown and beside it as HTML; `false` (after saying why)
+/// when a file cannot be written.
+fn write_matrix(
+    path: &Path,
+    reports: &[conform::CellReport],
+    harnesses: &[String],
+    elapsed: std::time::Duration,
+) -> bool {
+    let absolute =
+        |path: &std::path::Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let page_dir = absolute(path.parent().unwrap_or(std::path::Path::new(".")));
+    // A run without a golden links to the trace written for review, where there is one.
+    let trace = |report: &conform::CellReport| match &report.golden_outcome {
+        Some(GoldenOutcome::Missing {
+            new_file: Some(new_file),
+        }) => absolute(new_file),
+        _ => absolute(&report.golden),
+    };
+    let markdown = matrix::markdown(reports, harnesses, &page_dir, trace, elapsed);
+    let html = matrix::html(reports, harnesses, &page_dir, trace);
+    for (target, text) in [
+        (path.to_path_buf(), markdown),
+        (path.with_extension("html"), html),
+    ] {
+        if let Err(error) = std::fs::write(&target, text) {
+            errln!("error: cannot write {}: {error}", target.display());
+            return false;
+        }
+    }
+    outln!("matrix written to {} (and .html)", path.display());
+    true
+}
+
 pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     let ConformArgs {
         paths,
@@ -181,137 +359,37 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let named_adapters: Vec<(String, String)> = adapters
-        .iter()
-        .enumerate()
-        .map(|(index, line)| {
-            let name = if index == 0 {
-                "adapter".to_string()
-            } else {
-                format!("adapter-{}", index + 1)
-            };
-            (name, line.clone())
-        })
-        .collect();
-    let mut harnesses = if harnesses.is_empty() && named_adapters.is_empty() {
-        every_adapter(&peers)
-    } else {
-        harnesses
-    };
-    if harnesses.is_empty() && named_adapters.is_empty() {
-        errln!(
-            "error: no adapter in {} (a directory with an executable `run`); name one with --harness, or give a command with --adapter",
-            peers.display()
-        );
-        return ExitCode::from(2);
-    }
-    for harness in &harnesses {
-        if !peers.join(harness).join("run").is_file() {
-            errln!(
-                "error: {} has no adapter `{harness}` (expected {}); adapters: {}",
-                peers.display(),
-                peers.join(harness).join("run").display(),
-                every_adapter(&peers).join(", ")
-            );
+    let named_adapters = named_adapters(&adapters);
+    let harnesses = match harnesses_to_run(harnesses, &named_adapters, &peers) {
+        Ok(harnesses) => harnesses,
+        Err(problem) => {
+            errln!("error: {problem}");
             return ExitCode::from(2);
         }
-    }
-    harnesses.extend(named_adapters.iter().map(|(name, _)| name.clone()));
+    };
     if bless && std::env::var_os("CI").is_some() {
         errln!(
             "error: --bless with CI set: CI never writes goldens; bless locally, review the traces, and commit"
         );
         return ExitCode::from(2);
     }
-    let ctxbed_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ctxbed"));
-    let peers_dir = std::path::absolute(&peers).unwrap_or(peers);
-    let options = ConformOptions {
-        peers_dir,
-        logs_dir: logs,
-        ctxbed_bin,
-        adapters: named_adapters,
-        mode: if bless {
-            GoldenMode::Bless
-        } else {
-            GoldenMode::Compare {
-                write_new: std::env::var_os("CI").is_none(),
-            }
-        },
-    };
+    let options = conform_options(peers, logs, named_adapters, bless);
     listen_for_stop();
     let started = std::time::Instant::now();
-    let mut reports = Vec::new();
-    for target in &targets {
-        for harness in &harnesses {
-            if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
-                break;
-            }
-            let report = target.run(harness, &options);
-            if json {
-                outln!("{}", report::json(&report, strict));
-            } else {
-                out!("{}", report::describe(&report, strict));
-            }
-            reports.push(report);
-        }
-    }
+    let reports = run_all(&targets, &harnesses, &options, json, strict);
     let elapsed = started.elapsed();
-    let failed = reports.iter().filter(|r| !r.ok(strict)).count();
-    let count =
-        |keep: &dyn Fn(&conform::CellReport) -> bool| reports.iter().filter(|r| keep(r)).count();
-    let passed = count(&|r| r.cell == conform::Cell::Pass && r.ok(strict));
-    let pinned = count(&|r| matches!(r.cell, conform::Cell::Fail { .. }) && r.ok(strict));
-    let not_applicable = count(&|r| matches!(r.cell, conform::Cell::NotApplicable { .. }));
-    let new = count(&|r| matches!(r.golden_outcome, Some(GoldenOutcome::Missing { .. })));
-    if json {
-        outln!(
-            "{}",
-            serde_json::json!({
-                "type": "summary",
-                "runs": reports.len(),
-                "scenarios": targets.len(),
-                "harnesses": harnesses.len(),
-                "passed": passed,
-                "pinned": pinned,
-                "failed": failed - new,
-                "new": new,
-                "not_applicable": not_applicable,
-            })
-        );
-    } else {
-        outln!(
-            "{} runs ({} scenarios x {} harnesses): {passed} passed, {pinned} failing as their goldens pin, {} failed or changed, {new} new (no golden yet), {not_applicable} not applicable, in {:.0} s",
-            reports.len(),
-            targets.len(),
-            harnesses.len(),
-            failed - new,
-            elapsed.as_secs_f64()
-        );
-    }
-    if let Some(path) = matrix_path {
-        let absolute = |path: &std::path::Path| {
-            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-        };
-        let page_dir = absolute(path.parent().unwrap_or(std::path::Path::new(".")));
-        // A run without a golden links to the trace written for review, where there is one.
-        let trace = |report: &conform::CellReport| match &report.golden_outcome {
-            Some(GoldenOutcome::Missing {
-                new_file: Some(new_file),
-            }) => absolute(new_file),
-            _ => absolute(&report.golden),
-        };
-        let markdown = matrix::markdown(&reports, &harnesses, &page_dir, trace, elapsed);
-        let html = matrix::html(&reports, &harnesses, &page_dir, trace);
-        for (target, text) in [
-            (path.clone(), markdown),
-            (path.with_extension("html"), html),
-        ] {
-            if let Err(error) = std::fs::write(&target, text) {
-                errln!("error: cannot write {}: {error}", target.display());
-                return ExitCode::FAILURE;
-            }
-        }
-        outln!("matrix written to {} (and .html)", path.display());
+    let failed = summarize(
+        &reports,
+        targets.len(),
+        harnesses.len(),
+        elapsed,
+        json,
+        strict,
+    );
+    if let Some(path) = matrix_path
+        && !write_matrix(&path, &reports, &harnesses, elapsed)
+    {
+        return ExitCode::FAILURE;
     }
     if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
         errln!("interrupted: the adapter running was stopped, and no further run started");

@@ -159,6 +159,37 @@ fn step_invariants(
 ) {
     let number = index + 1;
     let input = scenario.steps.get(index).map_or("", |s| s.input.as_str());
+    end_invariants(number, run, total, found);
+    let main = run
+        .exchanges
+        .iter()
+        .filter(|e| !e.side && e.request.is_some())
+        .count();
+    let side = run.exchanges.iter().filter(|e| e.side).count();
+    if main == 0 && side > 0 && !input.is_empty() {
+        found.push(Violation::new(
+            "input",
+            format!("step {number}: none of its {side} request(s) continued the conversation (none ended in the step's input or in a result of a tool call made in this step), so each was answered as a side request"),
+        ));
+    }
+    exchange_invariants(number, run, input, window, found);
+    if let StepEnd::Error { kind, .. } = &run.end
+        && kind == "budget_refused"
+        && run
+            .exchanges
+            .last()
+            .is_some_and(|e| e.outcome.is_overflow())
+    {
+        found.push(Violation::new(
+                "budget",
+                format!("step {number}: reported as refused for budget, but the provider refused its last request as an overflow"),
+            ));
+    }
+}
+
+/// How the step ended: not in an empty reply, nor in an error (other than a budget refusal)
+/// before any request when the scenario sent some.
+fn end_invariants(number: usize, run: &StepRun, total: usize, found: &mut Vec<Violation>) {
     match &run.end {
         StepEnd::Reply(text) if text.trim().is_empty() => found.push(Violation::new(
             "reply",
@@ -172,18 +203,17 @@ fn step_invariants(
         }
         _ => {}
     }
-    let main = run
-        .exchanges
-        .iter()
-        .filter(|e| !e.side && e.request.is_some())
-        .count();
-    let side = run.exchanges.iter().filter(|e| e.side).count();
-    if main == 0 && side > 0 && !input.is_empty() {
-        found.push(Violation::new(
-            "input",
-            format!("step {number}: none of its {side} request(s) continued the conversation (none ended in the step's input or in a result of a tool call made in this step), so each was answered as a side request"),
-        ));
-    }
+}
+
+/// The step's requests in order: each request's own rules, the step's input in every main
+/// request, and retries after an overflow smaller, none after a second one.
+fn exchange_invariants(
+    number: usize,
+    run: &StepRun,
+    input: &str,
+    window: Option<u64>,
+    found: &mut Vec<Violation>,
+) {
     let mut overflows = 0;
     let mut after_overflow: Option<u64> = None;
     for exchange in &run.exchanges {
@@ -224,18 +254,6 @@ fn step_invariants(
             overflows += 1;
             after_overflow = Some(tokens);
         }
-    }
-    if let StepEnd::Error { kind, .. } = &run.end
-        && kind == "budget_refused"
-        && run
-            .exchanges
-            .last()
-            .is_some_and(|e| e.outcome.is_overflow())
-    {
-        found.push(Violation::new(
-                "budget",
-                format!("step {number}: reported as refused for budget, but the provider refused its last request as an overflow"),
-            ));
     }
 }
 
@@ -314,6 +332,8 @@ pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation
     found
 }
 
+/// One expectation over one step (`number` from 1): its end, its request count, and what its
+/// requests contained.
 fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<Violation>) {
     let mut fail = |detail: String| {
         found.push(Violation::new(
@@ -321,11 +341,14 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
             format!("{}: step {number}: {detail}", expect.at),
         ));
     };
-    let reply = match &run.end {
-        StepEnd::Reply(text) => Some(text.as_str()),
-        StepEnd::Error { .. } => None,
-    };
-    let describe = || match &run.end {
+    check_end(expect, run, &mut fail);
+    check_request_count(expect, run, &mut fail);
+    check_request_text(expect, run, &mut fail);
+}
+
+/// How a step ended, for a failed expectation: its reply or its error, shortened.
+fn describe_end(end: &StepEnd) -> String {
+    match end {
         StepEnd::Reply(text) => format!("replied {:?}", ctxbed_harness::format::snippet(text, 80)),
         StepEnd::Error { kind, message } => {
             format!(
@@ -333,13 +356,21 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
                 ctxbed_harness::format::snippet(message, 120)
             )
         }
+    }
+}
+
+/// The expected reply, reply text or error kind.
+fn check_end(expect: &WireExpect, run: &StepRun, fail: &mut impl FnMut(String)) {
+    let reply = match &run.end {
+        StepEnd::Reply(text) => Some(text.as_str()),
+        StepEnd::Error { .. } => None,
     };
     if let Some(want) = &expect.reply
         && reply != Some(want.as_str())
     {
         fail(format!(
             "expected the reply {want:?}, but it {}",
-            describe()
+            describe_end(&run.end)
         ));
     }
     if let Some(want) = &expect.reply_contains
@@ -347,7 +378,7 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
     {
         fail(format!(
             "expected a reply containing {want:?}, but it {}",
-            describe()
+            describe_end(&run.end)
         ));
     }
     if let Some(want) = &expect.error {
@@ -356,9 +387,16 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
             StepEnd::Reply(_) => None,
         };
         if got != Some(want.as_str()) {
-            fail(format!("expected the error {want}, but it {}", describe()));
+            fail(format!(
+                "expected the error {want}, but it {}",
+                describe_end(&run.end)
+            ));
         }
     }
+}
+
+/// The expected number of requests: exactly, at least, at most.
+fn check_request_count(expect: &WireExpect, run: &StepRun, fail: &mut impl FnMut(String)) {
     let count = run.exchanges.len() as u64;
     if let Some(want) = expect.requests
         && count != want
@@ -381,29 +419,35 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
             "expected at most {most} requests, the mock received {count}"
         ));
     }
-    let sent = |needle: &str| {
-        run.exchanges.iter().any(|e| {
-            e.request.as_ref().is_some_and(|r| {
-                r.messages.iter().any(|m| {
-                    m.text().contains(needle)
-                        || m.parts.iter().any(|p| match p {
-                            ContentPart::ToolResult(result) => result.text().contains(needle),
-                            _ => false,
-                        })
-                })
-            })
-        })
-    };
+}
+
+/// Text some request of the step must, or must not, have contained.
+fn check_request_text(expect: &WireExpect, run: &StepRun, fail: &mut impl FnMut(String)) {
     if let Some(needle) = &expect.request_contains
-        && !sent(needle)
+        && !step_sent(run, needle)
     {
         fail(format!("no request of the step contained {needle:?}"));
     }
     if let Some(needle) = &expect.request_lacks
-        && sent(needle)
+        && step_sent(run, needle)
     {
         fail(format!("a request of the step contained {needle:?}"));
     }
+}
+
+/// Whether a request of the step had `needle` in a message's text or a tool result's.
+fn step_sent(run: &StepRun, needle: &str) -> bool {
+    run.exchanges.iter().any(|e| {
+        e.request.as_ref().is_some_and(|r| {
+            r.messages.iter().any(|m| {
+                m.text().contains(needle)
+                    || m.parts.iter().any(|p| match p {
+                        ContentPart::ToolResult(result) => result.text().contains(needle),
+                        _ => false,
+                    })
+            })
+        })
+    })
 }
 
 #[cfg(test)]

@@ -155,6 +155,7 @@ pub fn scenario_name(path: &Path) -> String {
     Layout::of(path).name
 }
 
+#[derive(Default)]
 struct DriveOutcome {
     version: String,
     context: String,
@@ -170,6 +171,8 @@ struct DriveOutcome {
     apis: Vec<Api>,
 }
 
+/// Runs one scenario against one harness: serves its mock, talks to the adapter step by step,
+/// stops the server, keeps the requests beside the log and gives each step its exchanges.
 async fn drive(
     scenario: &WireScenario,
     harness: &str,
@@ -178,16 +181,7 @@ async fn drive(
     serve: ServeOptions,
     log: &Path,
 ) -> DriveOutcome {
-    let mut outcome = DriveOutcome {
-        version: String::new(),
-        context: String::new(),
-        window: None,
-        steps: Vec::new(),
-        ranges: Vec::new(),
-        problem: None,
-        unsupported: None,
-        apis: Vec::new(),
-    };
+    let mut outcome = DriveOutcome::default();
     let server = match Server::bind(models, &serve).await {
         Ok(server) => server,
         Err(error) => {
@@ -204,23 +198,12 @@ async fn drive(
     let host: Arc<ProviderHost> = host.clone();
     let script = host.model().script();
     outcome.window = script.info.context_window;
-    let provider_apis = if script.imitates == Provider::Anthropic {
-        vec![Api::Anthropic]
-    } else {
-        vec![Api::OpenAi, Api::Responses]
-    };
-    outcome.apis = match scenario.api {
-        Some(pinned) if provider_apis.contains(&pinned) => vec![pinned],
-        Some(pinned) => {
-            outcome.problem = Some(format!(
-                "the scenario pins api = \"{}\", but its model {} imitates {}, which does not speak it",
-                pinned.as_str(),
-                scenario.model,
-                script.imitates.as_str()
-            ));
+    outcome.apis = match apis_for(scenario, script.imitates) {
+        Ok(apis) => apis,
+        Err(problem) => {
+            outcome.problem = Some(problem);
             return outcome;
         }
-        None => provider_apis,
     };
     // The API named to the adapter: the pinned one, else the provider's first (Chat Completions
     // for OpenAI, whose Responses API a harness may speak instead).
@@ -251,6 +234,34 @@ async fn drive(
             host.dropped()
         ));
     }
+    keep_requests(scenario, &host, &exchanges, log);
+    assign_exchanges(&mut outcome, &exchanges);
+    outcome
+}
+
+/// The APIs a request may speak: those of the provider the mock imitates, or the one the
+/// scenario pins (a problem when that provider does not speak it).
+fn apis_for(scenario: &WireScenario, imitates: Provider) -> Result<Vec<Api>, String> {
+    let provider_apis = if imitates == Provider::Anthropic {
+        vec![Api::Anthropic]
+    } else {
+        vec![Api::OpenAi, Api::Responses]
+    };
+    match scenario.api {
+        Some(pinned) if provider_apis.contains(&pinned) => Ok(vec![pinned]),
+        Some(pinned) => Err(format!(
+            "the scenario pins api = \"{}\", but its model {} imitates {}, which does not speak it",
+            pinned.as_str(),
+            scenario.model,
+            imitates.as_str()
+        )),
+        None => Ok(provider_apis),
+    }
+}
+
+/// Writes every exchange, one JSON line each, to the `.requests.jsonl` beside the log (a
+/// warning when it cannot).
+fn keep_requests(scenario: &WireScenario, host: &ProviderHost, exchanges: &[Exchange], log: &Path) {
     let window = host.model().script().info.context_window;
     let lines: Vec<String> = exchanges
         .iter()
@@ -260,6 +271,11 @@ async fn drive(
     if let Err(error) = std::fs::write(&requests, lines.join("\n") + "\n") {
         tracing::warn!(path = %requests.display(), %error, "cannot keep the requests");
     }
+}
+
+/// Gives each step the exchanges numbered within its range: token counts are counted apart,
+/// the other requests kept.
+fn assign_exchanges(outcome: &mut DriveOutcome, exchanges: &[Exchange]) {
     for (run, (before, after)) in outcome.steps.iter_mut().zip(&outcome.ranges) {
         let (counted, requests): (Vec<&Exchange>, Vec<&Exchange>) = exchanges
             .iter()
@@ -268,7 +284,6 @@ async fn drive(
         run.count_tokens = counted.len();
         run.exchanges = requests.into_iter().cloned().collect();
     }
-    outcome
 }
 
 fn adapter_env(

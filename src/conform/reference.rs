@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use ctxbed_harness::agent::{AgentError, ContextPolicy, HarnessAgent};
+use ctxbed_harness::agent::{AgentError, ContextPolicy, HarnessAgent, HarnessAgentBuilder};
 use ctxbed_harness::context::PrepareError;
 use ctxbed_harness::message::{ToolCall, ToolSchema};
 use ctxbed_harness::model::ModelError;
@@ -69,7 +69,40 @@ fn env(name: &'static str) -> Result<String, ReferenceError> {
     std::env::var(name).map_err(|_| ReferenceError::Env(name))
 }
 
+/// Builds the agent the scenario's setup describes, over the provider the environment names.
 fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError> {
+    let provider = provider(provider_config(plants)?, plants)?;
+    let mut builder = HarnessAgent::builder()
+        .name("ctxbed-reference")
+        .model(Arc::new(provider))
+        .workspace(Arc::new(MemoryStorage::new()));
+    if plants.no_context {
+        builder = builder.disable_compaction().disable_tool_result_eviction();
+    }
+    builder = with_estimator(builder)?;
+    let system = setup
+        .get("system")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !system.is_empty() {
+        builder = builder.sys_prompt(system);
+    }
+    for tool in setup
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        builder = builder.tool(Arc::new(scripted_tool(tool, plants)));
+    }
+    builder
+        .build()
+        .map_err(|e| ReferenceError::Build(e.to_string()))
+}
+
+/// The provider's configuration from the environment `ctxbed conform` sets: the API, its base
+/// URL, the model, streaming, window and output budget, as the plants alter them.
+fn provider_config(plants: &Plants) -> Result<ProviderConfig, ReferenceError> {
     let api = env("CTXBED_API")?;
     let (kind, base_url) = match api.as_str() {
         "anthropic" => (ProviderKind::Anthropic, env("CTXBED_ANTHROPIC_BASE_URL")?),
@@ -91,7 +124,13 @@ fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError>
     if plants.no_retry {
         config.retry.attempts_max = 1;
     }
-    let provider = if plants.touches_the_wire() {
+    Ok(config)
+}
+
+/// The HTTP provider: over a transport that does the planted wrong things when a plant touches
+/// the wire, else as a user would build it from the environment.
+fn provider(config: ProviderConfig, plants: &Plants) -> Result<HttpProvider, ReferenceError> {
+    if plants.touches_the_wire() {
         let key = std::env::var("CTXBED_API_KEY").ok().map(ApiKey::new);
         let inner = config
             .base_url
@@ -106,81 +145,65 @@ fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError>
     } else {
         HttpProvider::from_env(config)
     }
-    .map_err(|e| ReferenceError::Build(e.to_string()))?;
-    let mut builder = HarnessAgent::builder()
-        .name("ctxbed-reference")
-        .model(Arc::new(provider))
-        .workspace(Arc::new(MemoryStorage::new()));
-    if plants.no_context {
-        builder = builder.disable_compaction().disable_tool_result_eviction();
-    }
+    .map_err(|e| ReferenceError::Build(e.to_string()))
+}
+
+/// The builder with the estimator `CTXBED_REFERENCE_ESTIMATOR` names (`ratio`), or unchanged
+/// for the default.
+fn with_estimator(builder: HarnessAgentBuilder) -> Result<HarnessAgentBuilder, ReferenceError> {
     match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
-        Err(_) | Ok("" | "default") => {}
-        Ok("ratio") => {
-            builder = builder.context_policy(ContextPolicy {
-                estimator: Arc::new(CachedEstimator::new(RatioEstimator)),
-                ..ContextPolicy::default()
-            });
-        }
-        Ok(_) => return Err(ReferenceError::Env("CTXBED_REFERENCE_ESTIMATOR")),
+        Err(_) | Ok("" | "default") => Ok(builder),
+        Ok("ratio") => Ok(builder.context_policy(ContextPolicy {
+            estimator: Arc::new(CachedEstimator::new(RatioEstimator)),
+            ..ContextPolicy::default()
+        })),
+        Ok(_) => Err(ReferenceError::Env("CTXBED_REFERENCE_ESTIMATOR")),
     }
-    let system = setup
-        .get("system")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !system.is_empty() {
-        builder = builder.sys_prompt(system);
-    }
-    for tool in setup
-        .get("tools")
+}
+
+/// A setup tool as a tool returning its scripted results (error results emptied into plain
+/// ones when the plant drops tool errors).
+fn scripted_tool(tool: &Value, plants: &Plants) -> ScriptedResults {
+    let text = |key: &str| {
+        tool.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let results = tool
+        .get("results")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        let text = |key: &str| {
-            tool.get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let results = tool
-            .get("results")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|r| {
-                (
-                    r.get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                    r.get("error").and_then(Value::as_bool).unwrap_or(false),
-                )
-            })
-            .map(|(text, error)| {
-                if error && plants.drop_tool_errors {
-                    (String::new(), false)
-                } else {
-                    (text, error)
-                }
-            })
-            .collect();
-        builder = builder.tool(Arc::new(ScriptedResults {
-            schema: ToolSchema {
-                name: text("name"),
-                description: text("description"),
-                parameters: tool
-                    .get("parameters")
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "object"})),
-            },
-            results,
-            calls: AtomicUsize::new(0),
-        }));
+        .map(|r| {
+            (
+                r.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                r.get("error").and_then(Value::as_bool).unwrap_or(false),
+            )
+        })
+        .map(|(text, error)| {
+            if error && plants.drop_tool_errors {
+                (String::new(), false)
+            } else {
+                (text, error)
+            }
+        })
+        .collect();
+    ScriptedResults {
+        schema: ToolSchema {
+            name: text("name"),
+            description: text("description"),
+            parameters: tool
+                .get("parameters")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"})),
+        },
+        results,
+        calls: AtomicUsize::new(0),
     }
-    builder
-        .build()
-        .map_err(|e| ReferenceError::Build(e.to_string()))
 }
 
 /// The protocol's error kind for an agent error.

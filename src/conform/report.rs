@@ -34,6 +34,16 @@ pub fn describe(report: &CellReport, strict: bool) -> String {
     for violation in &report.violations {
         let _ = writeln!(out, "  {}: {}", violation.rule, violation.detail);
     }
+    describe_golden(&mut out, report);
+    if !report.ok(strict) {
+        let _ = writeln!(out, "  adapter log: {}", report.log.display());
+    }
+    out
+}
+
+/// The lines on the run's golden: the diff and new trace of a mismatch, the would-be verdict
+/// of a run without one, or what a blessing pinned.
+fn describe_golden(out: &mut String, report: &CellReport) {
     match &report.golden_outcome {
         Some(GoldenOutcome::Mismatch { diff, new_file }) => {
             let _ = writeln!(out, "  the trace differs from {}:", report.golden.display());
@@ -74,10 +84,6 @@ pub fn describe(report: &CellReport, strict: bool) -> String {
         }
         _ => {}
     }
-    if !report.ok(strict) {
-        let _ = writeln!(out, "  adapter log: {}", report.log.display());
-    }
-    out
 }
 
 /// One run as a JSON object on one line (`ctxbed conform --format json`): the verdict (`pass`,

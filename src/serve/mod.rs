@@ -19,16 +19,19 @@
 //! server.run(async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
 //! ```
+//!
+//! [`ProviderHost`]: ctxbed_sim::host::ProviderHost
 
+mod models;
 pub mod record;
 
+pub use models::Models;
 pub use record::{RecordError, Recorder};
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,10 +41,7 @@ use serde_json::{Value, json};
 
 use crate::limits;
 use crate::scenario::format::diagnostic::Diagnostics;
-use crate::scenario::format::mock_file::parse_mock;
-use crate::scenario::format::source::read_source;
-use ctxbed_sim::host::{Api, HostBody, HostOptions, ProviderHost, full};
-use ctxbed_sim::mock::MockModel;
+use ctxbed_sim::host::{Api, HostBody, HostOptions, full};
 
 /// The largest `--time-scale`: a thousand times slower than scripted is already far past any
 /// client's timeout.
@@ -119,168 +119,6 @@ pub enum ServeError {
     /// A time scale that is negative, not a number, or over [`TIME_SCALE_MAX`].
     #[error("the time scale must be a number from 0 to {TIME_SCALE_MAX}, not {0}")]
     TimeScale(f64),
-}
-
-/// The models a server answers for, by name (the mock file's stem).
-#[derive(Debug)]
-pub struct Models {
-    hosts: BTreeMap<String, Arc<ProviderHost>>,
-    /// One model answers every request, whatever `model` it names.
-    single: bool,
-    /// The mock-model files loaded (the record may not overwrite them).
-    files: Vec<PathBuf>,
-}
-
-impl Models {
-    /// One mock-model file, answering every request.
-    ///
-    /// # Errors
-    /// The file cannot be read or has problems (each with line, column and field).
-    pub fn load_file(path: &Path, options: &ServeOptions) -> Result<Models, ServeError> {
-        let host = load_host(path, options)?;
-        let name = stem(path);
-        Ok(Models {
-            hosts: BTreeMap::from([(name, Arc::new(host))]),
-            single: true,
-            files: vec![path.to_path_buf()],
-        })
-    }
-
-    /// A mock model given as text (a built-in one, say), answering every request; `label`
-    /// names it in diagnostics.
-    ///
-    /// # Errors
-    /// The text has problems (each with line, column and field).
-    pub fn load_source(
-        name: &str,
-        label: &str,
-        source: &str,
-        options: &ServeOptions,
-    ) -> Result<Models, ServeError> {
-        let host = host_from_source(name, label, source, options)?;
-        Ok(Models {
-            hosts: BTreeMap::from([(name.to_string(), Arc::new(host))]),
-            single: true,
-            files: Vec::new(),
-        })
-    }
-
-    /// Every `*.toml` of a directory, each answering requests that name it.
-    ///
-    /// # Errors
-    /// The directory cannot be listed, holds no model, or a file has problems (all reported).
-    pub fn load_dir(dir: &Path, options: &ServeOptions) -> Result<Models, ServeError> {
-        let label = dir.display().to_string();
-        let entries = std::fs::read_dir(dir).map_err(|source| ServeError::ListModels {
-            dir: label.clone(),
-            source,
-        })?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-            .collect();
-        paths.sort();
-        paths.truncate(limits::SERVE_MODELS_MAX);
-        let mut hosts = BTreeMap::new();
-        let mut problems = Vec::new();
-        for path in &paths {
-            match load_host(path, options) {
-                Ok(host) => {
-                    hosts.insert(stem(path), Arc::new(host));
-                }
-                Err(ServeError::Load(Diagnostics(found))) => problems.extend(found),
-                Err(other) => return Err(other),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(ServeError::Load(Diagnostics(problems)));
-        }
-        if hosts.is_empty() {
-            return Err(ServeError::NoModels { dir: label });
-        }
-        Ok(Models {
-            hosts,
-            single: false,
-            files: paths,
-        })
-    }
-
-    /// Hosts built elsewhere (a conformance run builds its own); `single` as in
-    /// [`Models::load_file`].
-    pub fn from_hosts(hosts: BTreeMap<String, Arc<ProviderHost>>, single: bool) -> Models {
-        Models {
-            hosts,
-            single,
-            files: Vec::new(),
-        }
-    }
-
-    /// The host of a model, by name.
-    pub fn host(&self, name: &str) -> Option<&Arc<ProviderHost>> {
-        self.hosts.get(name)
-    }
-
-    /// Every model, by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Arc<ProviderHost>)> {
-        self.hosts.iter()
-    }
-
-    /// The API whose wording answers a request no model can take: the only model's provider,
-    /// or OpenAI's when several are served.
-    fn imitated(&self) -> Api {
-        match self.hosts.values().next() {
-            Some(host) if self.single || self.hosts.len() == 1 => {
-                if host.model().script().imitates
-                    == ctxbed_harness::model::provider::Provider::Anthropic
-                {
-                    Api::Anthropic
-                } else {
-                    Api::OpenAi
-                }
-            }
-            _ => Api::OpenAi,
-        }
-    }
-
-    /// The host that answers a request naming `model`.
-    fn route(&self, model: Option<&str>) -> Option<(&String, &Arc<ProviderHost>)> {
-        if self.single {
-            return self.hosts.iter().next();
-        }
-        model.and_then(|name| self.hosts.get_key_value(name))
-    }
-}
-
-fn stem(path: &Path) -> String {
-    path.file_stem()
-        .map_or_else(String::new, |stem| stem.to_string_lossy().into_owned())
-}
-
-fn load_host(path: &Path, options: &ServeOptions) -> Result<ProviderHost, ServeError> {
-    let label = path.display().to_string();
-    let source = read_source(path, &label)
-        .map_err(|problem| ServeError::Load(Diagnostics(vec![*problem])))?;
-    host_from_source(&stem(path), &label, &source, options)
-}
-
-fn host_from_source(
-    name: &str,
-    label: &str,
-    source: &str,
-    options: &ServeOptions,
-) -> Result<ProviderHost, ServeError> {
-    if !(0.0..=TIME_SCALE_MAX).contains(&options.time_scale) {
-        return Err(ServeError::TimeScale(options.time_scale));
-    }
-    let mut script =
-        parse_mock(name, label, source).map_err(|found| ServeError::Load(Diagnostics(found)))?;
-    for turn in &mut script.turns {
-        turn.latency = scaled(turn.latency, options.time_scale);
-    }
-    let mut host = options.host.clone();
-    host.hang = scaled(host.hang, options.time_scale);
-    Ok(ProviderHost::with_options(MockModel::new(script), host))
 }
 
 /// A bound server, ready to run.

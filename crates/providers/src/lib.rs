@@ -43,6 +43,8 @@
 pub mod anthropic;
 mod assembler;
 mod body;
+mod config;
+mod key;
 pub mod limits;
 pub mod openai;
 pub mod reply;
@@ -53,12 +55,13 @@ pub mod transport;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use tracing::Instrument;
 
+pub use config::{MaxTokensField, ProviderConfig, ProviderKind, WireOptions};
+pub use key::ApiKey;
 pub use retry::RetryPolicy;
 pub use transport::{HyperTransport, ResponseBody, Transport, TransportError};
 
@@ -66,173 +69,8 @@ use crate::limits::{PROVIDER_ERROR_BODY_BYTES_MAX, PROVIDER_REPLY_BYTES_MAX};
 use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::model::classify::classify;
 use ctxbed_harness::model::{Model, ModelError, ModelInfo, ModelReply, ModelRequest};
+use key::auth_header;
 use sse::SseDecoder;
-
-/// Which wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ProviderKind {
-    /// OpenAI-compatible Chat Completions (OpenAI, vLLM, llama.cpp, Ollama, …).
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-    /// OpenAI Responses.
-    Responses,
-}
-
-impl ProviderKind {
-    /// The name used on the command line and given to the classifier.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Responses => "responses",
-        }
-    }
-
-    /// The name given to the error classifier: the provider whose codes and wordings the
-    /// API's errors carry.
-    pub fn classifier_name(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi | ProviderKind::Responses => "openai",
-            ProviderKind::Anthropic => "anthropic",
-        }
-    }
-
-    /// Parses a command-line name.
-    pub fn parse(name: &str) -> Option<Self> {
-        [
-            ProviderKind::OpenAi,
-            ProviderKind::Anthropic,
-            ProviderKind::Responses,
-        ]
-        .into_iter()
-        .find(|kind| kind.as_str() == name)
-    }
-}
-
-/// The request field that carries the output bound (Chat Completions only; Anthropic always
-/// sends `max_tokens`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MaxTokensField {
-    /// `max_tokens`: what local servers and older models read.
-    MaxTokens,
-    /// `max_completion_tokens`: what newer OpenAI models require.
-    MaxCompletionTokens,
-}
-
-impl MaxTokensField {
-    /// The JSON field name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MaxTokensField::MaxTokens => "max_tokens",
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-        }
-    }
-}
-
-/// What the wire formats need besides the request itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireOptions {
-    /// The provider's model name.
-    pub model: String,
-    /// Ask for a streamed reply.
-    pub stream: bool,
-    pub max_tokens_field: MaxTokensField,
-    /// The output bound sent when the request carries none (Anthropic requires one).
-    pub max_output_tokens: Option<u64>,
-}
-
-/// How to reach one model. Holds the *name* of the key's environment variable, never the key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderConfig {
-    pub kind: ProviderKind,
-    /// For OpenAI-compatible servers the URL up to `/chat/completions` (usually ending in
-    /// `/v1`); for Anthropic the URL up to `/v1/messages`.
-    pub base_url: String,
-    /// The provider's model name.
-    pub model: String,
-    /// The environment variable holding the API key; `None` sends no key (local servers).
-    pub api_key_env: Option<String>,
-    /// Ask for streamed replies.
-    pub stream: bool,
-    pub max_tokens_field: MaxTokensField,
-    /// Output bound sent when a request carries none; Anthropic needs one (default 4096).
-    pub max_output_tokens: Option<u64>,
-    /// The model's context window, when known (reported by [`Model::info`]).
-    pub context_window: Option<u64>,
-    /// Time one attempt may take, from sending to the last byte of the reply.
-    pub request_timeout: Duration,
-    /// Longest silence between two chunks of a reply.
-    pub read_timeout: Duration,
-    /// `anthropic-version` header value.
-    pub anthropic_version: String,
-    pub retry: RetryPolicy,
-}
-
-impl ProviderConfig {
-    /// Defaults: streaming, `max_tokens`, 10 minutes per attempt, 2 minutes of silence, the
-    /// default retry policy (seed 0), and for Anthropic an output bound of 4096.
-    pub fn new(kind: ProviderKind, base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        ProviderConfig {
-            kind,
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key_env: None,
-            stream: true,
-            max_tokens_field: MaxTokensField::MaxTokens,
-            max_output_tokens: (kind == ProviderKind::Anthropic).then_some(4_096),
-            context_window: None,
-            request_timeout: Duration::from_secs(600),
-            read_timeout: Duration::from_secs(120),
-            anthropic_version: "2023-06-01".to_string(),
-            retry: RetryPolicy::default(),
-        }
-    }
-
-    fn endpoint(&self) -> String {
-        let base = self.base_url.trim_end_matches('/');
-        match self.kind {
-            ProviderKind::OpenAi => format!("{base}/chat/completions"),
-            ProviderKind::Responses => format!("{base}/responses"),
-            ProviderKind::Anthropic => format!("{base}/v1/messages"),
-        }
-    }
-
-    fn wire_options(&self) -> WireOptions {
-        WireOptions {
-            model: self.model.clone(),
-            stream: self.stream,
-            max_tokens_field: self.max_tokens_field,
-            max_output_tokens: self.max_output_tokens,
-        }
-    }
-}
-
-/// An API key. `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// Replaces every occurrence of the key in `text` with `<redacted>`.
-    pub fn redact(&self, text: &str) -> String {
-        if self.0.is_empty() {
-            text.to_string()
-        } else {
-            text.replace(&self.0, "<redacted>")
-        }
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
 
 /// Why a provider could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -248,23 +86,6 @@ pub enum ProviderError {
     /// A value cannot be sent as an HTTP header (the key's value is never shown).
     #[error("the {what} holds characters an HTTP header cannot carry")]
     BadHeader { what: String },
-}
-
-fn auth_header(
-    kind: ProviderKind,
-    key: &ApiKey,
-) -> Result<(http::HeaderName, http::HeaderValue), ProviderError> {
-    let (name, value) = match kind {
-        ProviderKind::OpenAi | ProviderKind::Responses => {
-            (http::header::AUTHORIZATION, format!("Bearer {}", key.0))
-        }
-        ProviderKind::Anthropic => (http::HeaderName::from_static("x-api-key"), key.0.clone()),
-    };
-    let mut value = http::HeaderValue::from_str(&value).map_err(|_| ProviderError::BadHeader {
-        what: "API key".into(),
-    })?;
-    value.set_sensitive(true);
-    Ok((name, value))
 }
 
 /// A model behind an HTTP API.

@@ -23,17 +23,12 @@ fn blocks_text(content: Option<&Value>) -> String {
 /// `system` field becomes the first message; in a user turn each `tool_result` block becomes a
 /// tool message (in block order) and the remaining text a user message after them.
 pub fn parse_request(json: &Value) -> ModelRequest {
-    let mut messages = Vec::new();
-    let mut next_id = 0usize;
-    let mut id = || {
-        next_id += 1;
-        format!("wire-{}", next_id - 1)
-    };
+    let mut reader = Reader::default();
     let system = blocks_text(json.get("system"));
     if !system.is_empty() {
-        messages.push(Message::system(id(), system));
+        let id = reader.id();
+        reader.messages.push(Message::system(id, system));
     }
-    let mut names = std::collections::BTreeMap::new();
     let wire = json.get("messages").and_then(Value::as_array);
     for message in wire.into_iter().flatten() {
         let role = message
@@ -46,77 +41,9 @@ pub fn parse_request(json: &Value) -> ModelRequest {
             _ => Vec::new(),
         };
         if role == "assistant" {
-            let mut parts = Vec::new();
-            for block in &blocks {
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        let text = block
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        if !text.is_empty() {
-                            parts.push(ContentPart::text(text));
-                        }
-                    }
-                    Some("thinking") => parts.push(ContentPart::Thinking {
-                        text: block
-                            .get("thinking")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                    }),
-                    Some("tool_use") => {
-                        let call_id = block.get("id").and_then(Value::as_str).unwrap_or_default();
-                        let name = block
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        names.insert(call_id.to_string(), name.to_string());
-                        let input = block.get("input").cloned().unwrap_or(Value::Null);
-                        parts.push(ContentPart::tool_call(call_id, name, input));
-                    }
-                    _ => {}
-                }
-            }
-            messages.push(Message::new(id(), Role::Assistant, parts));
-            continue;
-        }
-        let mut texts = Vec::new();
-        for block in &blocks {
-            match block.get("type").and_then(Value::as_str) {
-                Some("tool_result") => {
-                    let call_id = block
-                        .get("tool_use_id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let result = ToolResult {
-                        call_id: call_id.to_string(),
-                        tool_name: names.get(call_id).cloned().unwrap_or_default(),
-                        outputs: vec![ToolOutput::Text {
-                            text: blocks_text(block.get("content")),
-                        }],
-                        is_error: block
-                            .get("is_error")
-                            .and_then(Value::as_bool)
-                            .unwrap_or(false),
-                        metadata: Default::default(),
-                    };
-                    messages.push(Message::new(
-                        id(),
-                        Role::Tool,
-                        vec![ContentPart::ToolResult(result)],
-                    ));
-                }
-                Some("text") => {
-                    if let Some(text) = block.get("text").and_then(Value::as_str) {
-                        texts.push(text);
-                    }
-                }
-                _ => {}
-            }
-        }
-        if !texts.is_empty() || blocks.is_empty() {
-            messages.push(Message::user(id(), texts.join("\n")));
+            reader.assistant(&blocks);
+        } else {
+            reader.user(&blocks);
         }
     }
     let tools: Arc<[ToolSchema]> = json
@@ -133,9 +60,112 @@ pub fn parse_request(json: &Value) -> ModelRequest {
     ModelRequest {
         call_id: String::new(),
         purpose: Purpose::Reasoning,
-        messages: messages.into(),
+        messages: reader.messages.into(),
         tools,
         max_output_tokens: json.get("max_tokens").and_then(Value::as_u64),
+    }
+}
+
+/// The messages read so far, the next message id, and each tool call's name by its id (a
+/// `tool_result` names only the call).
+#[derive(Default)]
+struct Reader {
+    messages: Vec<Message>,
+    next_id: usize,
+    names: std::collections::BTreeMap<String, String>,
+}
+
+impl Reader {
+    /// The next message id: `wire-0`, `wire-1`, ….
+    fn id(&mut self) -> String {
+        self.next_id += 1;
+        format!("wire-{}", self.next_id - 1)
+    }
+
+    /// An assistant turn: its text (empty text dropped), thinking and `tool_use` blocks, in
+    /// order, as one message.
+    fn assistant(&mut self, blocks: &[Value]) {
+        let mut parts = Vec::new();
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    let text = block
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    if !text.is_empty() {
+                        parts.push(ContentPart::text(text));
+                    }
+                }
+                Some("thinking") => parts.push(ContentPart::Thinking {
+                    text: block
+                        .get("thinking")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                }),
+                Some("tool_use") => {
+                    let call_id = block.get("id").and_then(Value::as_str).unwrap_or_default();
+                    let name = block
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    self.names.insert(call_id.to_string(), name.to_string());
+                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    parts.push(ContentPart::tool_call(call_id, name, input));
+                }
+                _ => {}
+            }
+        }
+        let id = self.id();
+        self.messages.push(Message::new(id, Role::Assistant, parts));
+    }
+
+    /// A user turn: a tool message per `tool_result` block, in order, then its text blocks
+    /// joined as one user message (an empty one for a turn without blocks).
+    fn user(&mut self, blocks: &[Value]) {
+        let mut texts = Vec::new();
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("tool_result") => self.tool_result(block),
+                Some("text") => {
+                    if let Some(text) = block.get("text").and_then(Value::as_str) {
+                        texts.push(text);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !texts.is_empty() || blocks.is_empty() {
+            let id = self.id();
+            self.messages.push(Message::user(id, texts.join("\n")));
+        }
+    }
+
+    /// A `tool_result` block as a tool message, named after the call it answers.
+    fn tool_result(&mut self, block: &Value) {
+        let call_id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let result = ToolResult {
+            call_id: call_id.to_string(),
+            tool_name: self.names.get(call_id).cloned().unwrap_or_default(),
+            outputs: vec![ToolOutput::Text {
+                text: blocks_text(block.get("content")),
+            }],
+            is_error: block
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            metadata: Default::default(),
+        };
+        let id = self.id();
+        self.messages.push(Message::new(
+            id,
+            Role::Tool,
+            vec![ContentPart::ToolResult(result)],
+        ));
     }
 }
 

@@ -26,49 +26,82 @@ pub fn parse_request(json: &Value) -> ModelRequest {
             .unwrap_or_default();
         let parsed = match role {
             "system" | "developer" => Message::system(id, text),
-            "assistant" => {
-                let mut parts = Vec::new();
-                if !text.is_empty() {
-                    parts.push(ContentPart::text(text));
-                }
-                let calls = message.get("tool_calls").and_then(Value::as_array);
-                for call in calls.into_iter().flatten() {
-                    let call_id = call.get("id").and_then(Value::as_str).unwrap_or_default();
-                    let function = call.get("function").unwrap_or(&Value::Null);
-                    let name = function
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let arguments = function
-                        .get("arguments")
-                        .and_then(Value::as_str)
-                        .and_then(|text| serde_json::from_str(text).ok())
-                        .unwrap_or(Value::Null);
-                    names.insert(call_id.to_string(), name.to_string());
-                    parts.push(ContentPart::tool_call(call_id, name, arguments));
-                }
-                Message::new(id, Role::Assistant, parts)
-            }
-            "tool" => {
-                let call_id = message
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let result = ToolResult {
-                    call_id: call_id.to_string(),
-                    tool_name: names.get(call_id).cloned().unwrap_or_default(),
-                    outputs: vec![ToolOutput::Text { text }],
-                    is_error: false,
-                    metadata: Default::default(),
-                };
-                Message::new(id, Role::Tool, vec![ContentPart::ToolResult(result)])
-            }
+            "assistant" => assistant_message(id, text, message, &mut names),
+            "tool" => tool_message(id, text, message, &names),
             _ => Message::user(id, text),
         };
         messages.push(parsed);
     }
+    let max_output_tokens = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .find_map(|key| json.get(*key).and_then(Value::as_u64));
+    // The wire does not say why a request was made, so every request reaches the mock as a
+    // reasoning request: a mock behind the network scripts its summaries like any other turn.
+    ModelRequest {
+        call_id: String::new(),
+        purpose: Purpose::Reasoning,
+        messages: messages.into(),
+        tools: tool_schemas(json),
+        max_output_tokens,
+    }
+}
+
+/// An assistant message: its text (if any), then its `tool_calls`, each call's name kept in
+/// `names` for the tool message that answers it.
+fn assistant_message(
+    id: String,
+    text: String,
+    message: &Value,
+    names: &mut std::collections::BTreeMap<String, String>,
+) -> Message {
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        parts.push(ContentPart::text(text));
+    }
+    let calls = message.get("tool_calls").and_then(Value::as_array);
+    for call in calls.into_iter().flatten() {
+        let call_id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+        let function = call.get("function").unwrap_or(&Value::Null);
+        let name = function
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let arguments = function
+            .get("arguments")
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null);
+        names.insert(call_id.to_string(), name.to_string());
+        parts.push(ContentPart::tool_call(call_id, name, arguments));
+    }
+    Message::new(id, Role::Assistant, parts)
+}
+
+/// A `tool` message as a tool result, named after the call it answers.
+fn tool_message(
+    id: String,
+    text: String,
+    message: &Value,
+    names: &std::collections::BTreeMap<String, String>,
+) -> Message {
+    let call_id = message
+        .get("tool_call_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let result = ToolResult {
+        call_id: call_id.to_string(),
+        tool_name: names.get(call_id).cloned().unwrap_or_default(),
+        outputs: vec![ToolOutput::Text { text }],
+        is_error: false,
+        metadata: Default::default(),
+    };
+    Message::new(id, Role::Tool, vec![ContentPart::ToolResult(result)])
+}
+
+/// The request's `tools`, each read from its `function` object.
+fn tool_schemas(json: &Value) -> Arc<[ToolSchema]> {
     let tools = json.get("tools").and_then(Value::as_array);
-    let tools: Arc<[ToolSchema]> = tools
+    tools
         .into_iter()
         .flatten()
         .filter_map(|tool| tool.get("function"))
@@ -85,19 +118,7 @@ pub fn parse_request(json: &Value) -> ModelRequest {
                 .to_string(),
             parameters: function.get("parameters").cloned().unwrap_or(Value::Null),
         })
-        .collect();
-    let max_output_tokens = ["max_tokens", "max_completion_tokens"]
-        .iter()
-        .find_map(|key| json.get(*key).and_then(Value::as_u64));
-    // The wire does not say why a request was made, so every request reaches the mock as a
-    // reasoning request: a mock behind the network scripts its summaries like any other turn.
-    ModelRequest {
-        call_id: String::new(),
-        purpose: Purpose::Reasoning,
-        messages: messages.into(),
-        tools,
-        max_output_tokens,
-    }
+        .collect()
 }
 
 /// The text of a message's `content`: a string, or the text parts of an array of parts joined

@@ -3,7 +3,9 @@
 use super::*;
 use crate::mock::{MockScript, MockTurn, ScriptedCall, TurnAction};
 use ctxbed_harness::message::{Message, Role};
+use ctxbed_harness::model::provider::Provider;
 use ctxbed_harness::model::{ModelErrorKind, ModelInfo, Usage};
+use serde_json::json;
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
