@@ -104,9 +104,12 @@ impl Target {
 }
 
 fn list_builtins() -> ExitCode {
-    for builtin in conform::builtin::SUITE {
+    let suite = conform::builtin::SUITE;
+    let name_width = suite.iter().map(|b| b.name.len()).max().unwrap_or(0);
+    let model_width = suite.iter().map(|b| b.model.len()).max().unwrap_or(0);
+    for builtin in suite {
         outln!(
-            "{:<24} {:<24} {}",
+            "{:<name_width$}  {:<model_width$}  {}",
             builtin.name,
             builtin.model,
             conform::builtin::description(builtin)

@@ -16,7 +16,8 @@
 //!
 //! Side requests (those that do not continue the step's conversation, told apart by the host by
 //! structure: see `ctxbed_sim::host::continues_step`) are exempt from `input` and are not
-//! counted as retries; but a step whose requests were all side requests fails `input`.
+//! counted as retries; but a step whose requests were all side requests fails `input`, unless
+//! it ended refused for budget (a harness that summarised and then stopped honestly).
 //! Violations found in a step carry its number, so each step has its own verdict.
 
 use std::collections::BTreeMap;
@@ -166,7 +167,10 @@ fn step_invariants(
         .filter(|e| !e.side && e.request.is_some())
         .count();
     let side = run.exchanges.iter().filter(|e| e.side).count();
-    if main == 0 && side > 0 && !input.is_empty() {
+    // A step that summarised and then refused for budget stopped honestly before its main
+    // request: that is the `budget` rule's to judge, not a lost input.
+    let refused = matches!(&run.end, StepEnd::Error { kind, .. } if kind == "budget_refused");
+    if main == 0 && side > 0 && !input.is_empty() && !refused {
         found.push(Violation::new(
             "input",
             format!("step {number}: none of its {side} request(s) continued the conversation (none ended in the step's input or in a result of a tool call made in this step), so each was answered as a side request"),
