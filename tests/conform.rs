@@ -373,7 +373,11 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("summary-cut-fan-out", "planted-orphan-call", "pairing"),
     ("tool-error", "planted-drop-tool-errors", "expect"),
     ("tool-results-languages", "planted-no-context", "window"),
-    ("trim-starts-with-tool-result", "planted-orphan-call", "pairing"),
+    (
+        "trim-starts-with-tool-result",
+        "planted-orphan-call",
+        "pairing",
+    ),
     ("two-sessions", "planted-one-session", "expect"),
     ("window-cjk", "planted-no-context", "window"),
     ("window-cjk-no-usage", "planted-no-context", "window"),

@@ -4,15 +4,11 @@
 //! `content_block_start`/`_delta`/`_stop`, `message_delta` with usage, `message_stop`), and
 //! errors in its `{"type":"error","error":{…}}` envelope.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
-use super::{pieces, thinking};
+use super::{pieces, read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
-use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose};
-use ctxbed_harness::tools::ToolSchema;
+use ctxbed_harness::model::{ModelReply, ModelRequest};
 
 /// The text of a `content` that is a string or an array of blocks (text blocks only).
 fn blocks_text(content: Option<&Value>) -> String {
@@ -46,24 +42,8 @@ pub fn parse_request(json: &Value) -> ModelRequest {
             reader.user(&blocks);
         }
     }
-    let tools: Arc<[ToolSchema]> = json
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|tool| ToolSchema {
-            name: string(tool, "name"),
-            description: string(tool, "description"),
-            parameters: tool.get("input_schema").cloned().unwrap_or(Value::Null),
-        })
-        .collect();
-    ModelRequest {
-        call_id: String::new(),
-        purpose: Purpose::Reasoning,
-        messages: reader.messages.into(),
-        tools,
-        max_output_tokens: json.get("max_tokens").and_then(Value::as_u64),
-    }
+    let tools = read::tools(json, |tool| Some(read::schema(tool, "input_schema")));
+    read::request(reader.messages, tools, json, "max_tokens")
 }
 
 /// The messages read so far, the next message id, and each tool call's name by its id (a
@@ -169,14 +149,6 @@ impl Reader {
     }
 }
 
-fn string(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// An error in the Messages API's envelope.
 pub fn error_body(kind: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
@@ -186,12 +158,7 @@ pub fn error_body(kind: &str, message: &str) -> String {
 /// alone (a keyed SHA-256), so a block handed back altered, or with another's signature, is
 /// refused as the API refuses it.
 pub fn signature(thinking: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(b"ctxbed thinking\0")
-        .chain_update(thinking.as_bytes())
-        .finalize();
-    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("ctxbed-{hex}")
+    format!("ctxbed-{}", super::seal("ctxbed thinking", thinking))
 }
 
 /// The reply's content blocks: thinking (signed), text, then each tool use.

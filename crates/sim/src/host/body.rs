@@ -1,10 +1,12 @@
 //! Response bodies: a whole JSON answer ([`full`]), a reset ([`reset`]), server-sent events
 //! whole or cut mid-event, and the reply-text helpers the wire writers share (a reply's
-//! thinking, text in pieces for streaming).
+//! thinking, text in pieces for streaming, the seal that signs what a harness must hand back
+//! unaltered).
 
 use bytes::Bytes;
 use http_body_util::{Either, Full, StreamBody};
 use hyper::body::Frame;
+use sha2::{Digest, Sha256};
 
 use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::model::ModelReply;
@@ -99,4 +101,15 @@ pub(super) fn pieces(text: &str, chars: usize) -> Vec<String> {
         .chunks(chars)
         .map(|chunk| chunk.iter().collect())
         .collect()
+}
+
+/// A deterministic seal of `text` under `purpose` (a keyed SHA-256, in hex): the same text gives
+/// the same seal in every run, and any change to it another.
+pub(super) fn seal(purpose: &str, text: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(purpose.as_bytes())
+        .chain_update(b"\0")
+        .chain_update(text.as_bytes())
+        .finalize();
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }

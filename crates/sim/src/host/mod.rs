@@ -20,6 +20,7 @@ mod exchange;
 pub mod openai;
 mod options;
 mod outcome;
+mod read;
 pub mod reasoning;
 pub mod responses;
 mod step;
@@ -41,7 +42,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::mock::{Lane, MockModel};
-use body::{pieces, streamed, thinking};
+use body::{pieces, seal, streamed, thinking};
 use ctxbed_harness::message::{ContentPart, Role};
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Purpose};
 

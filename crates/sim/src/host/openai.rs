@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{pieces, thinking};
+use super::{pieces, read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose};
 use ctxbed_harness::tools::ToolSchema;
@@ -100,25 +100,10 @@ fn tool_message(
 
 /// The request's `tools`, each read from its `function` object.
 fn tool_schemas(json: &Value) -> Arc<[ToolSchema]> {
-    let tools = json.get("tools").and_then(Value::as_array);
-    tools
-        .into_iter()
-        .flatten()
-        .filter_map(|tool| tool.get("function"))
-        .map(|function| ToolSchema {
-            name: function
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            description: function
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            parameters: function.get("parameters").cloned().unwrap_or(Value::Null),
-        })
-        .collect()
+    read::tools(json, |tool| {
+        tool.get("function")
+            .map(|function| read::schema(function, "parameters"))
+    })
 }
 
 /// The text of a message's `content`: a string, or the text parts of an array of parts joined

@@ -25,7 +25,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::validate::Invalid;
 
@@ -94,12 +93,7 @@ pub fn reasoning_id(number: u64) -> String {
 /// The encrypted content issued for reasoning item `id`: opaque, deterministic, and checkable
 /// from the id alone.
 pub fn encrypted_content(id: &str) -> String {
-    let digest = Sha256::new()
-        .chain_update(b"ctxbed reasoning\0")
-        .chain_update(id.as_bytes())
-        .finalize();
-    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("gAAAAA{hex}")
+    format!("gAAAAA{}", super::seal("ctxbed reasoning", id))
 }
 
 /// The response number an output item id of ours carries (`rs_0003`, `msg_0003`, `fc_0003_1`).

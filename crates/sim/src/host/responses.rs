@@ -11,15 +11,13 @@
 //! (`super::reasoning`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{pieces, reasoning, thinking};
+use super::{pieces, read, reasoning, thinking};
 use ctxbed_harness::context::pairs::{PairingProblem, find_pairing_problem};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
-use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose};
-use ctxbed_harness::tools::ToolSchema;
+use ctxbed_harness::model::{ModelReply, ModelRequest};
 use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
 
 /// The route's end (`POST /v1/responses`).
@@ -170,33 +168,11 @@ pub fn parse_request(json: &Value) -> ModelRequest {
     }
     reader.close();
     reader.forget_earlier_reasoning();
-    let tools: Arc<[ToolSchema]> = json
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|tool| tool.get("type").and_then(Value::as_str) == Some("function"))
-        .map(|tool| ToolSchema {
-            name: text_field(tool, "name"),
-            description: text_field(tool, "description"),
-            parameters: tool.get("parameters").cloned().unwrap_or(Value::Null),
-        })
-        .collect();
-    ModelRequest {
-        call_id: String::new(),
-        purpose: Purpose::Reasoning,
-        messages: reader.messages.into(),
-        tools,
-        max_output_tokens: json.get("max_output_tokens").and_then(Value::as_u64),
-    }
-}
-
-fn text_field(object: &Value, name: &str) -> String {
-    object
-        .get(name)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    let tools = read::tools(json, |tool| {
+        (tool.get("type").and_then(Value::as_str) == Some("function"))
+            .then(|| read::schema(tool, "parameters"))
+    });
+    read::request(reader.messages, tools, json, "max_output_tokens")
 }
 
 /// How a reply goes out: the model's name, ids from the host's request number, usage when the
