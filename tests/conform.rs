@@ -345,6 +345,8 @@ fn a_failed_step_leaves_the_verdicts_of_later_steps_as_they_were() {
 /// Per wire scenario, a planted fault of the kind its description warns against, and a rule the
 /// run must then break.
 const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
+    ("advertised-window", "planted-no-context", "expect"),
+    ("advertised-window", "planted-retry-same", "overflow_retry"),
     ("basic-tool-round", "planted-orphan-call", "pairing"),
     ("count-tokens", "planted-count-storm", "count_tokens"),
     ("cut-stream", "planted-orphan-call", "pairing"),

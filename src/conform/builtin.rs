@@ -31,6 +31,7 @@ macro_rules! builtin {
 
 /// Every built-in wire scenario, sorted by name.
 pub const SUITE: &[Builtin] = &[
+    builtin!("advertised-window", "wire-advertised"),
     builtin!("basic-tool-round", "wire-basic"),
     builtin!("count-tokens", "wire-count-tokens"),
     builtin!("cut-stream", "wire-cut-stream"),
@@ -131,7 +132,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 21);
+        assert_eq!(mock_names().len(), 22);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -102,6 +102,7 @@ fn serve_options(scenario: &WireScenario) -> ServeOptions {
     };
     serve.host.hang = Duration::from_secs(scenario.step_timeout_seconds + 5);
     serve.host.steps = true;
+    serve.advertised_window = scenario.advertised_window;
     serve
 }
 

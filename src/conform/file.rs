@@ -39,6 +39,8 @@ pub const REQUEST_LIMIT_DEFAULT: u64 = 60;
 pub const STEP_TIMEOUT_SECONDS_DEFAULT: u64 = 120;
 /// Steps one scenario may expand to.
 pub const STEPS_MAX: usize = 200;
+/// The largest window a scenario may advertise.
+pub const ADVERTISED_WINDOW_MAX: u64 = 10_000_000;
 /// Characters of one generated tool result.
 pub const RESULT_CHARS_MAX: usize = 2_000_000;
 
@@ -55,6 +57,10 @@ struct RawWire {
     /// The one API the harness must speak; without it, any API of the mock's provider.
     #[schemars(with = "Option<ApiName>")]
     api: Option<Spanned<String>>,
+    /// The window the harness is told of (`CTXBED_WINDOW`, `GET /v1/models`), when it is not the
+    /// one the mock enforces: a server that advertises more than it accepts.
+    #[schemars(with = "Option<u64>", range(min = 1))]
+    advertised_window: Option<Spanned<u64>>,
     #[serde(default = "default_max_output")]
     max_output_tokens: u64,
     #[serde(default)]
@@ -209,6 +215,8 @@ pub struct WireScenario {
     pub system: String,
     /// The one API the harness must speak; `None`: any API of the provider the mock imitates.
     pub api: Option<Api>,
+    /// The window the harness is told of, when not the one the mock enforces.
+    pub advertised_window: Option<u64>,
     pub max_output_tokens: u64,
     pub stream: bool,
     pub usage: bool,
@@ -297,6 +305,10 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         STEP_TIMEOUT_SECONDS_DEFAULT,
     );
     let api = checker.api(raw.api.as_ref());
+    let advertised_window = raw
+        .advertised_window
+        .as_ref()
+        .map(|window| checker.positive_up_to(window, "advertised_window", ADVERTISED_WINDOW_MAX));
     if !checker.problems.is_empty() {
         crate::scenario::format::diagnostic::sort(&mut checker.problems);
         return Err(Diagnostics(checker.problems));
@@ -307,6 +319,7 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         model: raw.model.into_inner(),
         system: raw.system,
         api,
+        advertised_window,
         max_output_tokens: raw.max_output_tokens,
         stream: raw.stream,
         usage: raw.usage,
@@ -548,6 +561,20 @@ impl Checker<'_> {
             Some(v) => *v.get_ref(),
             None => default,
         }
+    }
+
+    /// A count of 1 to `max` (`max` after a problem).
+    fn positive_up_to(&mut self, value: &Spanned<u64>, field: &str, max: u64) -> u64 {
+        let count = *value.get_ref();
+        if count == 0 || count > max {
+            let problem = self
+                .at(value.span(), format!("{count} is out of range"))
+                .field(field)
+                .help(format!("use 1 to {max}"));
+            self.problems.push(problem);
+            return max;
+        }
+        count
     }
 
     /// The pinned API, by its name.

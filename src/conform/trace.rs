@@ -132,7 +132,16 @@ pub fn render(
         let _ = writeln!(out, "context management: {}", harness.context);
     }
     let window = window.map_or_else(|| "none".to_string(), |w| w.to_string());
-    let _ = writeln!(out, "model {} (window {window})", scenario.model);
+    let advertised = if scenario.advertised_window.is_some() {
+        ", advertised; the mock enforces its own"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "model {} (window {window}{advertised})",
+        scenario.model
+    );
     let mut failed: Vec<usize> = Vec::new();
     for (index, run) in steps.iter().enumerate() {
         let step = &scenario.steps[index];

@@ -69,6 +69,9 @@ pub struct ServeOptions {
     pub record: Option<PathBuf>,
     /// The bounds on each connection.
     pub limits: ConnectionLimits,
+    /// The window `GET …/models` reports instead of each model's own (a server that advertises
+    /// more than it accepts).
+    pub advertised_window: Option<u64>,
 }
 
 impl Default for ServeOptions {
@@ -84,6 +87,7 @@ impl Default for ServeOptions {
             time_scale: 1.0,
             record: None,
             limits: ConnectionLimits::default(),
+            advertised_window: None,
         }
     }
 }
@@ -377,8 +381,11 @@ fn model_list(models: &Models) -> http::Response<HostBody> {
     let data: Vec<Value> = models
         .iter()
         .map(|(name, host)| {
+            let window = models
+                .advertised
+                .or(host.model().script().info.context_window);
             json!({"id": name, "object": "model", "created": 0, "owned_by": "ctxbed",
-                   "context_window": host.model().script().info.context_window})
+                   "context_window": window})
         })
         .collect();
     full(200, json!({"object": "list", "data": data}).to_string())

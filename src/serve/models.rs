@@ -21,6 +21,9 @@ pub struct Models {
     pub(super) single: bool,
     /// The mock-model files loaded (the record may not overwrite them).
     pub(super) files: Vec<PathBuf>,
+    /// The window `GET …/models` reports instead of each model's own
+    /// ([`ServeOptions::advertised_window`]).
+    pub(super) advertised: Option<u64>,
 }
 
 impl Models {
@@ -35,6 +38,7 @@ impl Models {
             hosts: BTreeMap::from([(name, Arc::new(host))]),
             single: true,
             files: vec![path.to_path_buf()],
+            advertised: options.advertised_window,
         })
     }
 
@@ -54,6 +58,7 @@ impl Models {
             hosts: BTreeMap::from([(name.to_string(), Arc::new(host))]),
             single: true,
             files: Vec::new(),
+            advertised: options.advertised_window,
         })
     }
 
@@ -95,6 +100,7 @@ impl Models {
             hosts,
             single: false,
             files: paths,
+            advertised: options.advertised_window,
         })
     }
 
@@ -105,6 +111,7 @@ impl Models {
             hosts,
             single,
             files: Vec::new(),
+            advertised: None,
         }
     }
 
@@ -177,4 +184,49 @@ fn host_from_source(
     let mut host = options.host.clone();
     host.hang = scaled(host.hang, options.time_scale);
     Ok(ProviderHost::with_options(MockModel::new(script), host))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// `GET /v1/models` of a served mock, as text.
+    async fn listed(options: ServeOptions) -> String {
+        let mock = "window = 8000\n[[turns]]\nreply = \"x\"\n";
+        let models = Models::load_source("wire", "mock", mock, &options).expect("a mock");
+        let server = super::super::Server::bind(models, &options)
+            .await
+            .expect("a server");
+        let addr = server.local_addr();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            let _ = stopped.await;
+        }));
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("a connection");
+        let request = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        stream.write_all(request.as_bytes()).await.expect("sent");
+        let mut text = String::new();
+        stream.read_to_string(&mut text).await.expect("an answer");
+        let _ = stop.send(());
+        let _ = task.await;
+        text
+    }
+
+    #[tokio::test]
+    async fn the_model_list_reports_the_advertised_window_when_there_is_one() {
+        let own = listed(ServeOptions::default()).await;
+        assert!(own.contains(r#""context_window":8000"#), "{own}");
+        let options = ServeOptions {
+            advertised_window: Some(32_000),
+            ..ServeOptions::default()
+        };
+        let advertised = listed(options).await;
+        assert!(
+            advertised.contains(r#""context_window":32000"#),
+            "{advertised}"
+        );
+    }
 }
