@@ -115,17 +115,10 @@ pub struct Harness<'a> {
     pub context: &'a str,
 }
 
-/// The trace's text.
-pub fn render(
-    scenario: &WireScenario,
-    harness: Harness<'_>,
-    window: Option<u64>,
-    steps: &[StepRun],
-    problem: Option<&str>,
-    violations: &[Violation],
-) -> String {
+/// The trace's first lines: the scenario, the harness (and its context management unless its
+/// own), the model and the window the harness was told of.
+fn header(scenario: &WireScenario, harness: &Harness<'_>, window: Option<u64>) -> String {
     let mut out = String::new();
-    let mut ids = Ids::default();
     let _ = writeln!(out, "scenario {}", scenario.name);
     let _ = writeln!(out, "harness {} {}", harness.name, harness.version);
     if !harness.context.is_empty() && harness.context != "own" {
@@ -142,6 +135,20 @@ pub fn render(
         "model {} (window {window}{advertised})",
         scenario.model
     );
+    out
+}
+
+/// The trace's text.
+pub fn render(
+    scenario: &WireScenario,
+    harness: Harness<'_>,
+    window: Option<u64>,
+    steps: &[StepRun],
+    problem: Option<&str>,
+    violations: &[Violation],
+) -> String {
+    let mut out = header(scenario, &harness, window);
+    let mut ids = Ids::default();
     let mut failed: Vec<usize> = Vec::new();
     for (index, run) in steps.iter().enumerate() {
         let step = &scenario.steps[index];
