@@ -420,7 +420,7 @@ impl ProviderHost {
         let usage = self.options.report_usage;
         let name = &self.model.script().info.name;
         let number = exchange.number;
-        let shape = self.responses_shape(&reply, wire, number);
+        let shape = self.responses_shape(wire, number, self.reasoning_tokens(&reply, wire));
         if wire.api == Api::Responses {
             if thinking(&reply).is_some() {
                 self.reasoned.insert(number, wire.stored);
@@ -454,21 +454,29 @@ impl ProviderHost {
         streamed(events, cut)
     }
 
-    /// How a Responses reply goes out for this request.
-    fn responses_shape<'a>(
-        &'a self,
-        reply: &ModelReply,
-        wire: Wire,
-        number: u64,
-    ) -> responses::Shape<'a> {
-        let reasoning_tokens = thinking(reply).map_or(0, |text| {
+    /// The output tokens of the reply's thinking, which only the Responses API reports
+    /// (`output_tokens_details.reasoning_tokens`); 0 for the other APIs, which are not counted.
+    fn reasoning_tokens(&self, reply: &ModelReply, wire: Wire) -> u64 {
+        if wire.api != Api::Responses {
+            return 0;
+        }
+        thinking(reply).map_or(0, |text| {
             self.model
                 .output_tokens(&ctxbed_harness::message::Message::new(
                     "reasoning",
                     Role::Assistant,
                     vec![ContentPart::Thinking { text }],
                 ))
-        });
+        })
+    }
+
+    /// How a Responses answer to request `number` goes out.
+    fn responses_shape(
+        &self,
+        wire: Wire,
+        number: u64,
+        reasoning_tokens: u64,
+    ) -> responses::Shape<'_> {
         responses::Shape {
             model: &self.model.script().info.name,
             number,
@@ -492,14 +500,7 @@ impl ProviderHost {
         }
         match (&error, &exchange.request) {
             (ModelError::ContextOverflow { .. }, _) if wire.stream => {
-                let shape = responses::Shape {
-                    model: &self.model.script().info.name,
-                    number: exchange.number,
-                    usage: self.options.report_usage,
-                    encrypted: wire.encrypted,
-                    stored: wire.stored,
-                    reasoning_tokens: 0,
-                };
+                let shape = self.responses_shape(wire, exchange.number, 0);
                 streamed(responses::overflow_events(&shape), false)
             }
             (ModelError::ContextOverflow { .. }, _) => full(400, responses::overflow_body()),

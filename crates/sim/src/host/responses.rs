@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::openai::content_text;
 use super::{pieces, read, reasoning, thinking};
 use ctxbed_harness::context::pairs::{PairingProblem, find_pairing_problem};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
@@ -22,12 +23,6 @@ use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
 
 /// The route's end (`POST /v1/responses`).
 pub const PATH: &str = "/responses";
-
-/// The text of an item's `content`: a string, or its text parts (`input_text`, `output_text`)
-/// joined by newlines.
-fn content_text(content: Option<&Value>) -> String {
-    super::openai::content_text(content)
-}
 
 /// Builds the messages of a request from its input items, in order.
 #[derive(Default)]

@@ -68,10 +68,12 @@ impl StoredItems {
     }
 
     /// The request body with each `item_reference`, and each reasoning item given by id alone,
-    /// replaced by the stored item; `None` when nothing refers to a stored item.
+    /// replaced by the stored item; `None` when nothing refers to a stored item. A reasoning
+    /// item this store does not hold is left as it is, for `super::reasoning` to refuse in the
+    /// words that fit (its response was made unstored, or never made).
     ///
     /// # Errors
-    /// The API's 400 for a reference to an item it does not hold.
+    /// The API's 400 for an `item_reference` to an item it does not hold.
     pub fn resolve(&self, json: &Value) -> Result<Option<Value>, Invalid> {
         let Some(items) = json.get("input").and_then(Value::as_array) else {
             return Ok(None);
@@ -90,6 +92,7 @@ impl StoredItems {
                         resolved.push(stored);
                         changed = true;
                     }
+                    None if reasoning_by_id => resolved.push(item.clone()),
                     None => return Err(not_found(id)),
                 },
                 None if by_reference => return Err(not_found("")),

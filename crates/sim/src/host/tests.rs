@@ -1,3 +1,5 @@
+// Length: unit tests only (the rule counts code before its tests); the Responses API's are in
+// tests/responses.rs.
 //! Unit tests of the wire formats and the host's answers.
 
 use super::*;

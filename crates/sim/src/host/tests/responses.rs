@@ -253,3 +253,28 @@ fn stored_items_are_resolved_by_reference_and_unknown_ones_refused() {
     );
     assert_eq!(status, 400);
 }
+
+#[test]
+fn reasoning_of_an_unstored_response_passed_by_id_is_refused_as_not_persisted() {
+    let host = host(
+        Provider::OpenAi,
+        vec![thinking_call_turn()],
+        HostOptions::default(),
+    );
+    let ask = json!({"model": "wire", "input": "Why?", "tools": [read_log()], "store": false});
+    let (status, body) = post(&host, &ask);
+    assert_eq!(status, 200, "{body}");
+    let response: Value = serde_json::from_str(&body).expect("JSON");
+    let call = &response["output"][1];
+    let result =
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": "oom"});
+    let by_id = json!({"type": "reasoning", "id": "rs_0001", "summary": []});
+    let back = json!({"model": "wire", "store": false, "tools": [read_log()],
+                      "input": [{"role": "user", "content": "Why?"}, by_id, call, result]});
+    let (status, body) = post(&host, &back);
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("Item with id 'rs_0001' not found. Items are not persisted when `store` is set to false."),
+        "{body}"
+    );
+}
