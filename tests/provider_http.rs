@@ -99,9 +99,7 @@ fn prepared_request() -> ModelRequest {
                 "m2",
                 Role::Assistant,
                 vec![
-                    ContentPart::Thinking {
-                        text: "not sent".into(),
-                    },
+                    ContentPart::thinking("not sent"),
                     ContentPart::text("Running the tests."),
                     ContentPart::tool_call("call_a", "execute", json!({"command": "cargo test"})),
                     ContentPart::tool_call("call_b", "read_file", json!({"path": "src/x.rs"})),
@@ -301,9 +299,7 @@ async fn openai_whole_reply_is_read_leniently() {
     assert_eq!(
         reply.message.parts,
         vec![
-            ContentPart::Thinking {
-                text: "Tests first.".into()
-            },
+            ContentPart::thinking("Tests first."),
             ContentPart::text("Running it."),
             ContentPart::tool_call("call_1", "execute", json!({"command": "ls"})),
             // A call without an id gets one, unique for the provider.
@@ -314,7 +310,8 @@ async fn openai_whole_reply_is_read_leniently() {
         reply.usage,
         Some(Usage {
             input_tokens: 120,
-            output_tokens: 15
+            output_tokens: 15,
+            ..Usage::default()
         })
     );
 }
@@ -384,7 +381,8 @@ async fn openai_stream_reassembles_text_and_tool_calls_split_across_deltas() {
         reply.usage,
         Some(Usage {
             input_tokens: 50,
-            output_tokens: 20
+            output_tokens: 20,
+            ..Usage::default()
         })
     );
 }
@@ -522,9 +520,7 @@ async fn anthropic_stream_reassembles_blocks_and_ignores_unknown_events() {
     assert_eq!(
         reply.message.parts,
         vec![
-            ContentPart::Thinking {
-                text: "Run the tests.".into()
-            },
+            ContentPart::thinking("Run the tests."),
             ContentPart::text("Let me check."),
             ContentPart::tool_call("toolu_1", "execute", json!({"command": "cargo test"})),
         ]
@@ -533,7 +529,8 @@ async fn anthropic_stream_reassembles_blocks_and_ignores_unknown_events() {
         reply.usage,
         Some(Usage {
             input_tokens: 40,
-            output_tokens: 33
+            output_tokens: 33,
+            ..Usage::default()
         })
     );
 }
@@ -569,7 +566,8 @@ async fn anthropic_whole_reply_is_read() {
         reply.usage,
         Some(Usage {
             input_tokens: 10,
-            output_tokens: 4
+            output_tokens: 4,
+            ..Usage::default()
         })
     );
 }

@@ -198,6 +198,7 @@ pub fn run(criterion: &mut Criterion, smoke_test: bool) -> Preparation {
             stream: false,
             max_tokens_field: MaxTokensField::MaxTokens,
             max_output_tokens: None,
+            thinking_budget: None,
         };
         record.bench(
             &mut group,

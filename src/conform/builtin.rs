@@ -33,6 +33,7 @@ macro_rules! builtin {
 pub const SUITE: &[Builtin] = &[
     builtin!("advertised-window", "wire-advertised"),
     builtin!("basic-tool-round", "wire-basic"),
+    builtin!("cache-prefix", "wire-cache-prefix"),
     builtin!("count-tokens", "wire-count-tokens"),
     builtin!("cut-stream", "wire-cut-stream"),
     builtin!("first-input-too-large", "wire-first-input"),
@@ -49,6 +50,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("responses-reasoning", "wire-reasoning"),
     builtin!("second-overflow", "wire-second-overflow"),
     builtin!("summary-cut-fan-out", "wire-fan-out"),
+    builtin!("thinking-compaction", "wire-thinking-loop"),
     builtin!("tool-error", "wire-tool-error"),
     builtin!("tool-results-languages", "wire-languages"),
     builtin!("trim-starts-with-tool-result", "wire-two-reads"),
@@ -132,7 +134,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 22);
+        assert_eq!(mock_names().len(), 24);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -14,6 +14,9 @@
 //! | `api` | every request speaks the API of the scenario's mock (Chat Completions or Messages) |
 //! | `count_tokens` | a step asks Anthropic's `count_tokens` at most once per request it sends |
 //!
+//! `reasoning` and `references`, judged by what the provider refused, are in
+//! [`refusals`](super::refusals).
+//!
 //! Side requests (those that do not continue the step's conversation, told apart by the host by
 //! structure: see `ctxbed_sim::host::continues_step`) are exempt from `input` and are not
 //! counted as retries; but a step whose requests were all side requests fails `input`, unless
@@ -488,6 +491,8 @@ mod tests {
             step: Some(1),
             side: false,
             note: None,
+            cache: Default::default(),
+            refused_rule: None,
         }
     }
 

@@ -39,6 +39,8 @@ pub const REQUEST_LIMIT_DEFAULT: u64 = 60;
 pub const STEP_TIMEOUT_SECONDS_DEFAULT: u64 = 120;
 /// Steps one scenario may expand to.
 pub const STEPS_MAX: usize = 200;
+/// Anthropic's smallest `budget_tokens` for extended thinking.
+pub const THINKING_BUDGET_MIN: u64 = 1_024;
 /// The largest window a scenario may advertise.
 pub const ADVERTISED_WINDOW_MAX: u64 = 10_000_000;
 /// Characters of one generated tool result.
@@ -61,6 +63,13 @@ struct RawWire {
     /// one the mock enforces: a server that advertises more than it accepts.
     #[schemars(with = "Option<u64>", range(min = 1))]
     advertised_window: Option<Spanned<u64>>,
+    /// Anthropic's extended thinking, on with this `budget_tokens` (`CTXBED_THINKING_BUDGET`;
+    /// at least 1,024 and below `max_output_tokens`): every request must turn it on.
+    #[schemars(with = "Option<u64>", range(min = 1024))]
+    thinking_budget: Option<Spanned<u64>>,
+    /// Report each request's prompt-cache reads and writes in the trace (no rule judges them).
+    #[serde(default)]
+    report_cache: bool,
     #[serde(default = "default_max_output")]
     max_output_tokens: u64,
     #[serde(default)]
@@ -217,6 +226,10 @@ pub struct WireScenario {
     pub api: Option<Api>,
     /// The window the harness is told of, when not the one the mock enforces.
     pub advertised_window: Option<u64>,
+    /// Extended thinking's `budget_tokens`, when the scenario turns thinking on.
+    pub thinking_budget: Option<u64>,
+    /// The trace reports each request's prompt-cache use.
+    pub report_cache: bool,
     pub max_output_tokens: u64,
     pub stream: bool,
     pub usage: bool,
@@ -309,6 +322,10 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         .advertised_window
         .as_ref()
         .map(|window| checker.positive_up_to(window, "advertised_window", ADVERTISED_WINDOW_MAX));
+    let thinking_budget = raw
+        .thinking_budget
+        .as_ref()
+        .map(|budget| checker.thinking_budget(budget, raw.max_output_tokens));
     if !checker.problems.is_empty() {
         crate::scenario::format::diagnostic::sort(&mut checker.problems);
         return Err(Diagnostics(checker.problems));
@@ -320,6 +337,8 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         system: raw.system,
         api,
         advertised_window,
+        thinking_budget,
+        report_cache: raw.report_cache,
         max_output_tokens: raw.max_output_tokens,
         stream: raw.stream,
         usage: raw.usage,
@@ -575,6 +594,22 @@ impl Checker<'_> {
             return max;
         }
         count
+    }
+
+    /// Extended thinking's budget: at least 1,024 tokens, and below the output bound, as
+    /// Anthropic requires.
+    fn thinking_budget(&mut self, value: &Spanned<u64>, max_output_tokens: u64) -> u64 {
+        let budget = *value.get_ref();
+        if budget < THINKING_BUDGET_MIN || budget >= max_output_tokens {
+            let problem = self
+                .at(value.span(), format!("a thinking budget of {budget} tokens"))
+                .field("thinking_budget")
+                .help(format!(
+                    "use {THINKING_BUDGET_MIN} or more, and less than max_output_tokens ({max_output_tokens})"
+                ));
+            self.problems.push(problem);
+        }
+        budget
     }
 
     /// The pinned API, by its name.

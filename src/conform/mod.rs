@@ -24,6 +24,7 @@ pub mod plant;
 pub mod process;
 pub mod record_rules;
 pub mod reference;
+pub mod refusals;
 pub mod report;
 pub mod trace;
 
@@ -318,6 +319,9 @@ fn adapter_env(
     ];
     if let Some(window) = window {
         env.push(("CTXBED_WINDOW".into(), window.to_string()));
+    }
+    if let Some(budget) = scenario.thinking_budget {
+        env.push(("CTXBED_THINKING_BUDGET".into(), budget.to_string()));
     }
     env
 }

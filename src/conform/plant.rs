@@ -16,6 +16,7 @@
 //! | `one_session` | runs every step in one session, whatever the step says |
 //! | `drop_tool_errors` | hands a failed tool's result to the model as an empty success |
 //! | `count_storm` | asks Anthropic's `count_tokens` three times before each Messages request |
+//! | `drop_thinking` | hands back no thinking (Anthropic `thinking`/`redacted_thinking` blocks, Responses `reasoning` items are taken out of each request body) |
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ pub struct Plants {
     pub one_session: bool,
     pub drop_tool_errors: bool,
     pub count_storm: bool,
+    pub drop_thinking: bool,
 }
 
 impl Plants {
@@ -75,6 +77,7 @@ impl Plants {
                         "one_session" => &mut plants.one_session,
                         "drop_tool_errors" => &mut plants.drop_tool_errors,
                         "count_storm" => &mut plants.count_storm,
+                        "drop_thinking" => &mut plants.drop_thinking,
                         _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
                     };
                     *flag = true;
@@ -86,7 +89,7 @@ impl Plants {
 
     /// True when a plant changes what goes over the wire (and needs [`PlantedTransport`]).
     pub fn touches_the_wire(&self) -> bool {
-        self.orphan_call || self.retry_same || self.count_storm
+        self.orphan_call || self.retry_same || self.count_storm || self.drop_thinking
     }
 }
 
@@ -104,6 +107,11 @@ impl Transport for PlantedTransport {
     ) -> Result<http::Response<ResponseBody>, TransportError> {
         let request = if self.plants.orphan_call {
             request.map(|body| strip_tool_results(&body))
+        } else {
+            request
+        };
+        let request = if self.plants.drop_thinking {
+            request.map(|body| strip_thinking(&body))
         } else {
             request
         };
@@ -213,9 +221,59 @@ fn strip_tool_results(body: &Bytes) -> Bytes {
     serde_json::to_vec(&json).map_or_else(|_| body.clone(), Bytes::from)
 }
 
+/// The body without thinking: Anthropic `thinking` and `redacted_thinking` blocks and
+/// Responses `reasoning` items taken out.
+fn strip_thinking(body: &Bytes) -> Bytes {
+    let Ok(mut json) = serde_json::from_slice::<Value>(body) else {
+        return body.clone();
+    };
+    let kind = |value: &Value| {
+        value
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    if let Some(items) = json.get_mut("input").and_then(Value::as_array_mut) {
+        items.retain(|item| kind(item) != "reasoning");
+    }
+    let messages = json.get_mut("messages").and_then(Value::as_array_mut);
+    for message in messages.into_iter().flatten() {
+        if let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) {
+            blocks
+                .retain(|block| !matches!(kind(block).as_str(), "thinking" | "redacted_thinking"));
+        }
+    }
+    serde_json::to_vec(&json).map_or_else(|_| body.clone(), Bytes::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thinking_is_stripped_in_both_wire_formats() {
+        let anthropic = serde_json::json!({"messages": [{"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s"},
+            {"type": "redacted_thinking", "data": "d"},
+            {"type": "tool_use", "id": "c", "name": "n", "input": {}},
+        ]}]});
+        let stripped: Value =
+            serde_json::from_slice(&strip_thinking(&Bytes::from(anthropic.to_string())))
+                .expect("json");
+        assert_eq!(
+            stripped["messages"][0]["content"].as_array().map(Vec::len),
+            Some(1)
+        );
+        let responses = serde_json::json!({"input": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"},
+        ]});
+        let stripped: Value =
+            serde_json::from_slice(&strip_thinking(&Bytes::from(responses.to_string())))
+                .expect("json");
+        assert_eq!(stripped["input"].as_array().map(Vec::len), Some(1));
+    }
 
     #[test]
     fn plants_parse_and_refuse_unknown_names() {

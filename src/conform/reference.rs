@@ -118,6 +118,9 @@ fn provider_config(plants: &Plants) -> Result<ProviderConfig, ReferenceError> {
     config.max_output_tokens = std::env::var("CTXBED_MAX_OUTPUT_TOKENS")
         .ok()
         .and_then(|v| v.parse().ok());
+    config.thinking_budget = std::env::var("CTXBED_THINKING_BUDGET")
+        .ok()
+        .and_then(|v| v.parse().ok());
     if plants.no_context {
         config.context_window = None;
     }

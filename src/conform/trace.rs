@@ -36,6 +36,14 @@ fn shape(message: &Message, ids: &mut Ids) -> String {
         Role::Tool => "tool",
     };
     let mut tags = Vec::new();
+    let thought = message.parts.iter().any(|part| match part {
+        ContentPart::Thinking { text, .. } => !text.is_empty(),
+        ContentPart::RedactedThinking { .. } => true,
+        _ => false,
+    });
+    if thought {
+        tags.push("thinking".to_string());
+    }
     for part in &message.parts {
         match part {
             ContentPart::ToolCall(call) => {
@@ -63,7 +71,37 @@ fn shape(message: &Message, ids: &mut Ids) -> String {
     }
 }
 
-fn request_line(exchange: &Exchange, ids: &mut Ids, out: &mut String) {
+/// ` (cache 2304 read, 77%, 0 written)`: what an answered request read from the prompt cache,
+/// as a share of its input, and wrote to it.
+fn cache_note(exchange: &Exchange) -> String {
+    let input = exchange.input_tokens.unwrap_or(0);
+    let share = (exchange.cache.read * 100).checked_div(input).unwrap_or(0);
+    format!(
+        " (cache {} read, {share}%, {} written)",
+        exchange.cache.read, exchange.cache.written
+    )
+}
+
+/// The scenario's cache-read share over its answered requests.
+fn cache_summary(steps: &[StepRun]) -> String {
+    let answered = steps
+        .iter()
+        .flat_map(|run| &run.exchanges)
+        .filter(|e| e.status == 200 && e.request.is_some());
+    let (mut count, mut input, mut read, mut written) = (0u64, 0u64, 0u64, 0u64);
+    for exchange in answered {
+        count += 1;
+        input += exchange.input_tokens.unwrap_or(0);
+        read += exchange.cache.read;
+        written += exchange.cache.written;
+    }
+    let share = (read * 100).checked_div(input).unwrap_or(0);
+    format!(
+        "prompt cache: {read} of {input} input tokens read ({share}%), {written} written, over {count} answered requests"
+    )
+}
+
+fn request_line(exchange: &Exchange, report_cache: bool, ids: &mut Ids, out: &mut String) {
     let mut head = format!("  request {} {}", exchange.number, exchange.api.as_str());
     if exchange.stream {
         head.push_str(" stream");
@@ -76,6 +114,9 @@ fn request_line(exchange: &Exchange, ids: &mut Ids, out: &mut String) {
             let _ = write!(head, " {}", request.purpose.as_str());
         }
         let _ = write!(head, " {} tokens", exchange.input_tokens.unwrap_or(0));
+        if report_cache && exchange.status == 200 {
+            head.push_str(&cache_note(exchange));
+        }
         if let Some(output) = request.max_output_tokens {
             let _ = write!(head, " +{output} out");
         }
@@ -161,7 +202,7 @@ pub fn render(
             snippet(&step.input, SHOWN_CHARS)
         );
         for exchange in &run.exchanges {
-            request_line(exchange, &mut ids, &mut out);
+            request_line(exchange, scenario.report_cache, &mut ids, &mut out);
         }
         if run.count_tokens > 0 {
             let _ = writeln!(out, "  count_tokens calls: {}", run.count_tokens);
@@ -180,6 +221,9 @@ pub fn render(
         if !step_rules(violations, index + 1).is_empty() {
             failed.push(index + 1);
         }
+    }
+    if scenario.report_cache {
+        let _ = writeln!(out, "\n{}", cache_summary(steps));
     }
     if let Some(problem) = problem {
         let _ = writeln!(out, "\nadapter: {problem}");

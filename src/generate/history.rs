@@ -73,9 +73,7 @@ fn assistant_text(draw: &mut Draw) -> Message {
     let mut parts = Vec::new();
     if draw.percent(30) {
         let chars = draw.range(1, 300) as usize;
-        parts.push(ContentPart::Thinking {
-            text: draw.text(chars),
-        });
+        parts.push(ContentPart::thinking(draw.text(chars)));
     }
     let chars = draw.size().min(3_000);
     parts.push(ContentPart::text(draw.text(chars)));

@@ -185,6 +185,7 @@ fn turn(draw: &mut Draw, window: Option<u64>, action: TurnAction) -> MockTurn {
         line: 0,
         usage: None,
         step: None,
+        redacted_thinking: false,
     }
 }
 

@@ -31,7 +31,8 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
     for message in requests.chain(&step.committed_history) {
         for part in &message.parts {
             match part {
-                ContentPart::Text { text } | ContentPart::Thinking { text } => add(text),
+                ContentPart::Text { text } | ContentPart::Thinking { text, .. } => add(text),
+                ContentPart::RedactedThinking { data } => add(data),
                 ContentPart::ToolCall(call) => add(&call.arguments.to_string()),
                 ContentPart::ToolResult(result) => add(&result.text()),
                 ContentPart::Media { .. } => {}

@@ -331,7 +331,7 @@ fn shortenings(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario)
     for (entry, history) in scenario.history.iter().enumerate() {
         let long = history.messages.iter().any(|m| {
             m.parts.iter().any(|part| match part {
-                ContentPart::Text { text } | ContentPart::Thinking { text } => {
+                ContentPart::Text { text } | ContentPart::Thinking { text, .. } => {
                     text.chars().count() > SHORT_TEXT_CHARS
                 }
                 _ => false,
@@ -341,7 +341,9 @@ fn shortenings(scenario: &Scenario, with: &mut impl FnMut(&dyn Fn(&mut Scenario)
             with(&|s| {
                 for message in &mut s.history[entry].messages {
                     for part in &mut message.parts {
-                        if let ContentPart::Text { text } | ContentPart::Thinking { text } = part {
+                        if let ContentPart::Text { text } | ContentPart::Thinking { text, .. } =
+                            part
+                        {
                             shorten(text);
                         }
                     }

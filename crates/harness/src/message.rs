@@ -158,17 +158,42 @@ impl MediaKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentPart {
-    Text { text: String },
-    Thinking { text: String },
+    Text {
+        text: String,
+    },
+    /// The model's visible reasoning. `signature` is the provider's seal over it (Anthropic's
+    /// extended thinking), handed back unchanged with the turn it preceded; `None` where the
+    /// provider gives none.
+    Thinking {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the provider withheld (Anthropic's `redacted_thinking`): opaque data to hand
+    /// back unchanged, never shown or counted as text.
+    RedactedThinking {
+        data: String,
+    },
     ToolCall(ToolCall),
     ToolResult(ToolResult),
-    Media { kind: MediaKind, size_bytes: u64 },
+    Media {
+        kind: MediaKind,
+        size_bytes: u64,
+    },
 }
 
 impl ContentPart {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
         ContentPart::Text { text: text.into() }
+    }
+
+    /// A thinking part without a signature.
+    pub fn thinking(text: impl Into<String>) -> Self {
+        ContentPart::Thinking {
+            text: text.into(),
+            signature: None,
+        }
     }
 
     /// A tool-call part.

@@ -96,7 +96,11 @@ pub trait TokenEstimator: Send + Sync {
     /// Tokens of one content part.
     fn part_tokens(&self, part: &ContentPart) -> u64 {
         match part {
-            ContentPart::Text { text } | ContentPart::Thinking { text } => self.text_tokens(text),
+            ContentPart::Text { text } | ContentPart::Thinking { text, .. } => {
+                self.text_tokens(text)
+            }
+            // Opaque data: counted as its text, which is at least what it stands for.
+            ContentPart::RedactedThinking { data } => self.text_tokens(data),
             ContentPart::ToolCall(call) => {
                 TOOL_PART_OVERHEAD_TOKENS
                     + self.text_tokens(&call.id)

@@ -5,13 +5,18 @@
 //! `text` and `tool_use` blocks; tool results become `tool_result` blocks (with `is_error`
 //! when set) in a user message; consecutive messages that map to the same role are merged, as
 //! the API requires alternating roles. Tool schemas go out as `tools` with `input_schema`;
-//! `max_tokens` is always sent. Thinking parts are not sent (replaying them needs signatures
-//! the harness does not keep).
+//! `max_tokens` is always sent. With extended thinking on (`thinking_budget`), `thinking` is
+//! sent enabled with that budget, and each assistant turn's signed `thinking` and
+//! `redacted_thinking` blocks go back first, unchanged, as the API requires of the turn a tool
+//! loop continues; thinking without a signature (from another provider) is not sent, nor is any
+//! thinking when it is off.
 //!
-//! [`parse_reply`] reads `content` blocks (`text`, `tool_use`, `thinking`; others ignored) and
-//! `usage`. [`StreamAssembler`] follows the event stream: `message_start` (input usage),
-//! `content_block_start`, `content_block_delta` (`text_delta`, `input_json_delta`,
-//! `thinking_delta`; other delta types ignored), `content_block_stop`, `message_delta` (output
+//! [`parse_reply`] reads `content` blocks (`text`, `tool_use`, `thinking` with its signature,
+//! `redacted_thinking`; others ignored) and `usage`, whose input is the whole prompt: uncached
+//! input plus the tokens written to and read from the prompt cache. [`StreamAssembler`]
+//! follows the event stream: `message_start` (input usage), `content_block_start`,
+//! `content_block_delta` (`text_delta`, `input_json_delta`, `thinking_delta`,
+//! `signature_delta`; other delta types ignored), `content_block_stop`, `message_delta` (output
 //! usage), `message_stop` (the end), `ping`, and `error` (classified like an HTTP error).
 //! Unknown event types are ignored, as Anthropic documents that new ones may appear. A stream
 //! that ends before `message_stop` is a transient fault.
@@ -73,7 +78,17 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
     if !system.is_empty() {
         body.insert("system".into(), system.join("\n\n").into());
     }
-    body.insert("messages".into(), messages(&request.messages).into());
+    let thinking = options.thinking_budget.is_some();
+    body.insert(
+        "messages".into(),
+        messages(&request.messages, thinking).into(),
+    );
+    if let Some(budget) = options.thinking_budget {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
     let tools = body::tools(request, |tool| {
         json!({
             "name": tool.name,
@@ -90,8 +105,9 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
     Value::Object(body)
 }
 
-/// Non-system messages as alternating user/assistant messages of content blocks.
-fn messages(messages: &SharedVec<Message>) -> Vec<Value> {
+/// Non-system messages as alternating user/assistant messages of content blocks; with
+/// `thinking`, an assistant turn's signed thinking goes first.
+fn messages(messages: &SharedVec<Message>, thinking: bool) -> Vec<Value> {
     let mut wire: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in messages {
         let (role, blocks) = match message.role {
@@ -99,7 +115,12 @@ fn messages(messages: &SharedVec<Message>) -> Vec<Value> {
             Role::User => ("user", text_blocks(message)),
             Role::Tool => ("user", result_blocks(message)),
             Role::Assistant => {
-                let mut blocks = text_blocks(message);
+                let mut blocks = if thinking {
+                    thinking_blocks(message)
+                } else {
+                    Vec::new()
+                };
+                blocks.extend(text_blocks(message));
                 blocks.extend(message.tool_calls().map(|call| {
                     json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
                 }));
@@ -113,6 +134,25 @@ fn messages(messages: &SharedVec<Message>) -> Vec<Value> {
     }
     wire.into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+/// The message's thinking as the provider sent it: signed `thinking` and `redacted_thinking`
+/// blocks (unsigned thinking cannot be handed back and is left out).
+fn thinking_blocks(message: &Message) -> Vec<Value> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Thinking {
+                text,
+                signature: Some(signature),
+            } => Some(json!({"type": "thinking", "thinking": text, "signature": signature})),
+            ContentPart::RedactedThinking { data } => {
+                Some(json!({"type": "redacted_thinking", "data": data}))
+            }
+            _ => None,
+        })
         .collect()
 }
 
@@ -167,15 +207,18 @@ pub fn parse_reply(body: &[u8]) -> Result<ModelReply, ModelError> {
     assembler.finish()
 }
 
+/// The usage figures: `input_tokens` counts only the input after the last cache breakpoint,
+/// so the prompt's size is it plus the tokens written to and read from the cache.
 fn usage(json: &Value) -> Option<Usage> {
-    let input_tokens = json.get("input_tokens").and_then(Value::as_u64)?;
-    let output_tokens = json
-        .get("output_tokens")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let figure = |key: &str| json.get(key).and_then(Value::as_u64).unwrap_or(0);
+    let uncached = json.get("input_tokens").and_then(Value::as_u64)?;
+    let cache_write_tokens = figure("cache_creation_input_tokens");
+    let cache_read_tokens = figure("cache_read_input_tokens");
     Some(Usage {
-        input_tokens,
-        output_tokens,
+        input_tokens: uncached + cache_write_tokens + cache_read_tokens,
+        output_tokens: figure("output_tokens"),
+        cache_read_tokens,
+        cache_write_tokens,
     })
 }
 
@@ -183,7 +226,11 @@ fn usage(json: &Value) -> Option<Usage> {
 #[derive(Debug)]
 enum Block {
     Text(String),
-    Thinking(String),
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted(String),
     ToolUse {
         id: String,
         name: String,
@@ -191,7 +238,7 @@ enum Block {
         input: Value,
         json: String,
     },
-    /// A block type the harness does not represent (redacted thinking, server tools…).
+    /// A block type the harness does not represent (server tools, citations…).
     Other,
 }
 
@@ -266,7 +313,11 @@ impl StreamAssembler {
         };
         let assembled = match block.get("type").and_then(Value::as_str) {
             Some("text") => Block::Text(text("text")),
-            Some("thinking") => Block::Thinking(text("thinking")),
+            Some("thinking") => Block::Thinking {
+                text: text("thinking"),
+                signature: text("signature"),
+            },
+            Some("redacted_thinking") => Block::Redacted(text("data")),
             Some("tool_use") => Block::ToolUse {
                 id: text("id"),
                 name: text("name"),
@@ -288,7 +339,12 @@ impl StreamAssembler {
         let piece = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
         match (delta.get("type").and_then(Value::as_str), block) {
             (Some("text_delta"), Block::Text(text)) => text.push_str(piece("text")),
-            (Some("thinking_delta"), Block::Thinking(text)) => text.push_str(piece("thinking")),
+            (Some("thinking_delta"), Block::Thinking { text, .. }) => {
+                text.push_str(piece("thinking"));
+            }
+            (Some("signature_delta"), Block::Thinking { signature, .. }) => {
+                signature.push_str(piece("signature"));
+            }
             (Some("input_json_delta"), Block::ToolUse { name, json, .. }) => {
                 json.push_str(piece("partial_json"));
                 if json.len() > TOOL_CALL_ARGUMENTS_BYTES_MAX {
@@ -300,7 +356,7 @@ impl StreamAssembler {
                     ));
                 }
             }
-            // Signatures, citations and delta types added later.
+            // Citations and delta types added later.
             _ => {}
         }
         Ok(())
@@ -326,9 +382,15 @@ impl StreamAssembler {
         for block in self.blocks.into_values() {
             match block {
                 Block::Text(text) if !text.is_empty() => parts.push(ContentPart::text(text)),
-                Block::Thinking(text) if !text.is_empty() => {
-                    thinking.push(ContentPart::Thinking { text });
+                Block::Thinking { text, signature }
+                    if !text.is_empty() || !signature.is_empty() =>
+                {
+                    thinking.push(ContentPart::Thinking {
+                        text,
+                        signature: (!signature.is_empty()).then_some(signature),
+                    });
                 }
+                Block::Redacted(data) => thinking.push(ContentPart::RedactedThinking { data }),
                 Block::ToolUse {
                     id,
                     name,
@@ -356,5 +418,78 @@ impl StreamAssembler {
             message: Message::new(String::new(), Role::Assistant, thinking),
             usage: self.usage,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(thinking_budget: Option<u64>) -> WireOptions {
+        WireOptions {
+            model: "m".into(),
+            stream: false,
+            max_tokens_field: crate::MaxTokensField::MaxTokens,
+            max_output_tokens: Some(2_048),
+            thinking_budget,
+        }
+    }
+
+    #[test]
+    fn signed_and_redacted_thinking_is_read_and_handed_back_first_when_on() {
+        let body = json!({"content": [
+            {"type": "thinking", "thinking": "Logs first.", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "tool_use", "id": "toolu_1", "name": "read_log", "input": {"path": "a"}},
+        ], "usage": {"input_tokens": 10, "cache_read_input_tokens": 1_000, "cache_creation_input_tokens": 24, "output_tokens": 5}});
+        let reply = parse_reply(body.to_string().as_bytes()).expect("a reply");
+        assert_eq!(
+            reply.message.parts[0],
+            ContentPart::Thinking {
+                text: "Logs first.".into(),
+                signature: Some("sig-1".into())
+            }
+        );
+        let usage = reply.usage.expect("usage");
+        assert_eq!(usage.input_tokens, 1_034, "the whole prompt, cached or not");
+        assert_eq!((usage.cache_read_tokens, usage.cache_write_tokens), (1_000, 24));
+        let request = ModelRequest {
+            call_id: "c".into(),
+            purpose: ctxbed_harness::model::Purpose::Reasoning,
+            messages: SharedVec::from(vec![Message::user("u", "Why?"), reply.message.clone()]),
+            tools: Vec::new().into(),
+            max_output_tokens: None,
+        };
+        let on = request_body(&request, &options(Some(1_024)));
+        assert_eq!(on["thinking"], json!({"type": "enabled", "budget_tokens": 1_024}));
+        let blocks = &on["messages"][1]["content"];
+        assert_eq!(blocks[0]["type"], "thinking");
+        assert_eq!(blocks[0]["signature"], "sig-1");
+        assert_eq!(blocks[1], json!({"type": "redacted_thinking", "data": "opaque"}));
+        assert_eq!(blocks[2]["type"], "tool_use");
+        // Off: no thinking goes out, and none is asked for.
+        let off = request_body(&request, &options(None));
+        assert!(off.get("thinking").is_none());
+        assert_eq!(off["messages"][1]["content"][0]["type"], "tool_use");
+    }
+
+    #[test]
+    fn a_streamed_signature_is_assembled() {
+        let mut stream = StreamAssembler::default();
+        for data in [
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Logs "}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"first."}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig-2"}}"#,
+        ] {
+            assert!(!stream.event(None, data).expect("an event"));
+        }
+        assert!(stream.event(Some("message_stop"), "{}").expect("the end"));
+        let reply = stream.finish().expect("a reply");
+        assert!(matches!(
+            &reply.message.parts[0],
+            ContentPart::Thinking { text, signature: Some(s) } if text == "Logs first." && s == "sig-2"
+        ));
     }
 }

@@ -77,6 +77,8 @@ pub struct WireOptions {
     pub max_tokens_field: MaxTokensField,
     /// The output bound sent when the request carries none (Anthropic requires one).
     pub max_output_tokens: Option<u64>,
+    /// Anthropic's extended thinking: the `budget_tokens` to enable it with (`None`: off).
+    pub thinking_budget: Option<u64>,
 }
 
 /// How to reach one model. Holds the *name* of the key's environment variable, never the key.
@@ -103,6 +105,10 @@ pub struct ProviderConfig {
     pub read_timeout: Duration,
     /// `anthropic-version` header value.
     pub anthropic_version: String,
+    /// Anthropic's extended thinking: enabled with this `budget_tokens` (at least 1,024, and
+    /// below the output bound); `None` leaves it off. Thinking blocks are then handed back
+    /// with their signatures, as the API requires.
+    pub thinking_budget: Option<u64>,
     pub retry: RetryPolicy,
 }
 
@@ -122,6 +128,7 @@ impl ProviderConfig {
             request_timeout: Duration::from_secs(600),
             read_timeout: Duration::from_secs(120),
             anthropic_version: "2023-06-01".to_string(),
+            thinking_budget: None,
             retry: RetryPolicy::default(),
         }
     }
@@ -143,6 +150,7 @@ impl ProviderConfig {
             stream: self.stream,
             max_tokens_field: self.max_tokens_field,
             max_output_tokens: self.max_output_tokens,
+            thinking_budget: self.thinking_budget,
         }
     }
 }

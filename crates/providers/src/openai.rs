@@ -24,7 +24,7 @@
 //!     messages: vec![Message::system("s", "Be brief."), Message::user("u", "Hi")].into(),
 //!     tools: Default::default(), max_output_tokens: Some(64),
 //! };
-//! let options = WireOptions { model: "m".into(), stream: false, max_tokens_field: MaxTokensField::MaxTokens, max_output_tokens: None };
+//! let options = WireOptions { model: "m".into(), stream: false, max_tokens_field: MaxTokensField::MaxTokens, max_output_tokens: None, thinking_budget: None };
 //! let body = request_body(&request, &options);
 //! assert_eq!(body.to_string(), r#"{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"max_tokens":64}"#);
 //!
@@ -185,7 +185,7 @@ pub fn parse_reply(body: &[u8]) -> Result<ModelReply, ModelError> {
     };
     let mut parts = Vec::new();
     if let Some(thinking) = reasoning(message).filter(|t| !t.is_empty()) {
-        parts.push(ContentPart::Thinking { text: thinking });
+        parts.push(ContentPart::thinking(thinking));
     }
     if let Some(text) = message
         .get("content")
@@ -246,9 +246,16 @@ fn usage(json: &Value) -> Option<Usage> {
         .get("completion_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(0);
+    let cache_read_tokens = json
+        .get("prompt_tokens_details")
+        .and_then(|details| details.get("cached_tokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     Some(Usage {
         input_tokens,
         output_tokens,
+        cache_read_tokens,
+        ..Usage::default()
     })
 }
 
@@ -365,9 +372,7 @@ impl StreamAssembler {
         }
         let mut parts = Vec::new();
         if !self.thinking.is_empty() {
-            parts.push(ContentPart::Thinking {
-                text: self.thinking,
-            });
+            parts.push(ContentPart::thinking(self.thinking));
         }
         if !self.text.is_empty() {
             parts.push(ContentPart::text(self.text));

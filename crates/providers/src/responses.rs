@@ -27,7 +27,7 @@
 //!     messages: vec![Message::system("s", "Be brief."), Message::user("u", "Hi")].into(),
 //!     tools: Default::default(), max_output_tokens: Some(64),
 //! };
-//! let options = WireOptions { model: "m".into(), stream: false, max_tokens_field: MaxTokensField::MaxTokens, max_output_tokens: None };
+//! let options = WireOptions { model: "m".into(), stream: false, max_tokens_field: MaxTokensField::MaxTokens, max_output_tokens: None, thinking_budget: None };
 //! let body = request_body(&request, &options);
 //! assert_eq!(body.to_string(), r#"{"model":"m","input":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}],"store":false,"max_output_tokens":64}"#);
 //!
@@ -144,7 +144,7 @@ fn parse_response(json: &Value, raw: &[u8]) -> Result<ModelReply, ModelError> {
             "reasoning" => {
                 let summary = summary_text(item.get("summary"));
                 if !summary.is_empty() {
-                    parts.push(ContentPart::Thinking { text: summary });
+                    parts.push(ContentPart::thinking(summary));
                 }
             }
             "message" => texts.extend(output_texts(item.get("content"))),
@@ -176,6 +176,12 @@ fn parse_response(json: &Value, raw: &[u8]) -> Result<ModelReply, ModelError> {
                 .get("output_tokens")
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
+            cache_read_tokens: usage
+                .get("input_tokens_details")
+                .and_then(|details| details.get("cached_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            ..Usage::default()
         })
     });
     Ok(ModelReply {
@@ -276,9 +282,7 @@ mod tests {
             "a",
             Role::Assistant,
             vec![
-                ContentPart::Thinking {
-                    text: "Logs first.".into(),
-                },
+                ContentPart::thinking("Logs first."),
                 ContentPart::text("Reading."),
                 ContentPart::tool_call("call_1", "read_log", json!({"path": "a"})),
             ],
@@ -318,6 +322,7 @@ mod tests {
             stream: true,
             max_tokens_field: crate::MaxTokensField::MaxTokens,
             max_output_tokens: Some(100),
+            thinking_budget: None,
         };
         let body = request_body(&request(), &options);
         let kinds: Vec<String> = body["input"]
@@ -360,7 +365,7 @@ mod tests {
         ], "usage": {"input_tokens": 12, "output_tokens": 5}});
         let reply = parse_reply(body.to_string().as_bytes()).expect("a reply");
         assert!(
-            matches!(&reply.message.parts[0], ContentPart::Thinking { text } if text == "Logs first.")
+            matches!(&reply.message.parts[0], ContentPart::Thinking { text, .. } if text == "Logs first.")
         );
         assert_eq!(reply.message.text(), "Reading.");
         let call = reply.message.tool_calls().next().expect("a call");

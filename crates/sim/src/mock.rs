@@ -55,7 +55,7 @@ use ctxbed_harness::tokens::{
 mod reply;
 mod script;
 
-pub use reply::{extract_facts, summarize};
+pub use reply::{extract_facts, redact_thinking, redacted_text, summarize};
 use script::condition_holds;
 pub use script::{
     Lane, MockScript, MockTurn, ScriptedCall, ScriptedError, SummaryMode, TurnAction,
@@ -72,7 +72,11 @@ fn same_counted_content(a: &Message, b: &Message) -> bool {
         && a.parts.len() == b.parts.len()
         && a.parts.iter().zip(&b.parts).all(|pair| match pair {
             (ContentPart::Text { text: x }, ContentPart::Text { text: y })
-            | (ContentPart::Thinking { text: x }, ContentPart::Thinking { text: y }) => x == y,
+            | (ContentPart::Thinking { text: x, .. }, ContentPart::Thinking { text: y, .. })
+            | (
+                ContentPart::RedactedThinking { data: x },
+                ContentPart::RedactedThinking { data: y },
+            ) => x == y,
             (ContentPart::ToolCall(x), ContentPart::ToolCall(y)) => {
                 x.id == y.id && x.name == y.name && same_json_text(&x.arguments, &y.arguments)
             }
@@ -196,6 +200,25 @@ impl MockModel {
             .map(|t| self.estimator.tool_schema_tokens(t))
             .sum();
         REQUEST_OVERHEAD_TOKENS + messages + tools
+    }
+
+    /// The exact tokens of each prefix of a request, as [`Self::count_input_tokens`] counts
+    /// them: the first holds the overhead and the tool schemas, each next one message more (the
+    /// last is the whole request).
+    pub fn prefix_tokens(&self, request: &ModelRequest) -> Vec<u64> {
+        let tools: u64 = request
+            .tools
+            .iter()
+            .map(|t| self.estimator.tool_schema_tokens(t))
+            .sum();
+        let mut total = REQUEST_OVERHEAD_TOKENS + tools;
+        let mut prefixes = Vec::with_capacity(request.messages.len() + 1);
+        prefixes.push(total);
+        for message in request.messages.iter() {
+            total += self.message_tokens(message);
+            prefixes.push(total);
+        }
+        prefixes
     }
 
     fn message_tokens(&self, message: &Message) -> u64 {
@@ -351,6 +374,9 @@ impl MockModel {
             TurnAction::Error(error) => Err(self.scripted_error(&turn, error, tokens)),
             action => {
                 let mut reply = self.reply(action, request, tokens);
+                if turn.redacted_thinking {
+                    redact_thinking(&mut reply.message);
+                }
                 if turn.usage.is_some() {
                     reply.usage = turn.usage;
                 }

@@ -92,6 +92,11 @@ pub fn turn_for(outcome: &Result<ModelReply, ModelError>) -> MockTurn {
     match outcome {
         Ok(reply) => MockTurn {
             usage: reply.usage,
+            redacted_thinking: reply
+                .message
+                .parts
+                .iter()
+                .any(|part| matches!(part, ContentPart::RedactedThinking { .. })),
             ..MockTurn::new(reply_action(reply))
         },
         Err(ModelError::Timeout { after }) => {
@@ -117,7 +122,12 @@ fn reply_action(reply: &ModelReply) -> TurnAction {
     for part in &reply.message.parts {
         match part {
             ContentPart::Text { text: piece } => append(&mut text, piece),
-            ContentPart::Thinking { text: piece } => append(&mut thinking, piece),
+            ContentPart::Thinking { text: piece, .. } => append(&mut thinking, piece),
+            // Replayed redacted: the mock's own data reads back; a provider's stays withheld.
+            ContentPart::RedactedThinking { data } => append(
+                &mut thinking,
+                &crate::mock::redacted_text(data).unwrap_or_default(),
+            ),
             ContentPart::ToolCall(call) => tool_calls.push(ScriptedCall {
                 id: Some(call.id.clone()),
                 name: call.name.clone(),
@@ -206,6 +216,7 @@ mod tests {
         let usage = ctxbed_harness::model::Usage {
             input_tokens: 1_234,
             output_tokens: 56,
+            ..ctxbed_harness::model::Usage::default()
         };
         let reply = ModelReply {
             message: Message::new("", Role::Assistant, vec![ContentPart::text("Done.")]),
@@ -249,7 +260,7 @@ mod tests {
                 "",
                 Role::Assistant,
                 vec![
-                    ContentPart::Thinking { text: "hmm".into() },
+                    ContentPart::thinking("hmm"),
                     ContentPart::text("Let me look."),
                     ContentPart::tool_call("call_7", "execute", serde_json::json!({"c": "ls"})),
                 ],

@@ -91,6 +91,10 @@ pub(super) struct RawTurn {
     /// text reply).
     #[schemars(with = "Option<i64>", range(min = 1))]
     pub(super) step: Option<Spanned<i64>>,
+    /// The turn's `thinking` is withheld: Anthropic answers it as a `redacted_thinking` block
+    /// (opaque data to hand back unchanged); the Responses API as a reasoning item without a
+    /// summary.
+    pub(super) redacted_thinking: Option<bool>,
 }
 
 /// Usage figures a turn reports instead of the exact counts.
@@ -387,6 +391,7 @@ impl Checker<'_> {
                 Some(ctxbed_harness::model::Usage {
                     input_tokens: input?,
                     output_tokens: output?,
+                    ..ctxbed_harness::model::Usage::default()
                 })
             }
         };
@@ -397,6 +402,14 @@ impl Checker<'_> {
             }
             None => None,
         };
+        let redacted_thinking = turn.redacted_thinking == Some(true);
+        if redacted_thinking && turn.thinking.is_none() {
+            let problem = self
+                .at(spanned, "`redacted_thinking = true` withholds the turn's thinking, but the turn has none")
+                .field(format!("{field}.redacted_thinking"))
+                .help("give the thinking it stands for: `thinking = \"...\"`");
+            self.problems.push(problem);
+        }
         let action = self.action(turn, spanned, &field)?;
         Some(MockTurn {
             when,
@@ -406,6 +419,7 @@ impl Checker<'_> {
             line,
             usage,
             step,
+            redacted_thinking,
         })
     }
 

@@ -398,10 +398,12 @@ impl Call<'_> {
         }
         for part in &message.parts {
             let kind = match part {
-                ContentPart::Thinking { text } => EventKind::Thinking { text: text.clone() },
+                ContentPart::Thinking { text, .. } => EventKind::Thinking { text: text.clone() },
                 ContentPart::Text { text } => EventKind::Text { text: text.clone() },
                 ContentPart::ToolCall(call) => EventKind::ToolCall { call: call.clone() },
-                ContentPart::ToolResult(_) | ContentPart::Media { .. } => continue,
+                ContentPart::ToolResult(_)
+                | ContentPart::Media { .. }
+                | ContentPart::RedactedThinking { .. } => continue,
             };
             emit(self.inner, sink, kind);
         }

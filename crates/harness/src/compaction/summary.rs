@@ -32,7 +32,9 @@ fn render(message: &Message) -> String {
     for part in &message.parts {
         match part {
             ContentPart::Text { text } => lines.push(format!("[{}] {text}", message.role.as_str())),
-            ContentPart::Thinking { .. } | ContentPart::Media { .. } => {}
+            ContentPart::Thinking { .. }
+            | ContentPart::RedactedThinking { .. }
+            | ContentPart::Media { .. } => {}
             ContentPart::ToolCall(call) => lines.push(format!(
                 "[assistant called {} ({})] {}",
                 call.name,

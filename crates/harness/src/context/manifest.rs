@@ -142,6 +142,7 @@ pub fn part_kinds(message: &Message) -> Vec<&'static str> {
         .map(|part| match part {
             ContentPart::Text { .. } => "text",
             ContentPart::Thinking { .. } => "thinking",
+            ContentPart::RedactedThinking { .. } => "redacted_thinking",
             ContentPart::ToolCall(_) => "tool_call",
             ContentPart::ToolResult(_) => "tool_result",
             ContentPart::Media { .. } => "media",

@@ -273,10 +273,28 @@ fn is_overflow_code(identifier: &str) -> bool {
 /// - a tool result placed against another turn: `unexpected role 'tool' after role 'user'`,
 ///   `'user' after role 'tool'`, a message after a last entry holding tool results;
 /// - a call id that is not unique (`tool_use ids must be unique`).
+///
+/// A refusal about a thinking block or reasoning item is none of these, whatever calls and
+/// results it mentions: the block is what is missing or altered, and dropping tool messages
+/// would not mend it.
 fn is_pairing(text: &Text) -> bool {
+    if names_reasoning_block(text) {
+        return false;
+    }
     (names_call(text) && names_result(text) && names_relation(text))
         || (names_tool_turn(text) && names_turn_order(text))
         || (names_call(text) && text.has_word(&["unique", "duplicate", "duplicated"]))
+}
+
+/// A thinking block or reasoning item (`thinking` block, `redacted_thinking`, `reasoning` item).
+fn names_reasoning_block(text: &Text) -> bool {
+    text.has_squashed(&["redactedthinking"])
+        || text.has_phrase(&[
+            &["thinking", "block"],
+            &["thinking", "blocks"],
+            &["reasoning", "item"],
+            &["reasoning", "items"],
+        ])
 }
 
 fn names_call(text: &Text) -> bool {

@@ -76,8 +76,13 @@ pub struct ModelRequest {
 /// Token usage as the provider reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
+    /// The whole prompt, cached or not.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Of `input_tokens`, those read from the provider's prompt cache (0 when it reports none).
+    pub cache_read_tokens: u64,
+    /// Of `input_tokens`, those written to the prompt cache (Anthropic's cache creation).
+    pub cache_write_tokens: u64,
 }
 
 /// A successful model answer.

@@ -428,9 +428,17 @@ fn hash_part(hasher: &mut Sha256, part: &ContentPart) {
             hasher.update([1]);
             hash_str(hasher, text);
         }
-        ContentPart::Thinking { text } => {
+        ContentPart::Thinking { text, signature } => {
             hasher.update([2]);
             hash_str(hasher, text);
+            if let Some(signature) = signature {
+                hasher.update([7]);
+                hash_str(hasher, signature);
+            }
+        }
+        ContentPart::RedactedThinking { data } => {
+            hasher.update([8]);
+            hash_str(hasher, data);
         }
         ContentPart::ToolCall(call) => {
             hasher.update([3]);

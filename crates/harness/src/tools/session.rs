@@ -383,7 +383,7 @@ fn describe(message: &Message) -> String {
     for part in &message.parts {
         match part {
             ContentPart::Text { text } => parts.push(text.clone()),
-            ContentPart::Thinking { .. } => {}
+            ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. } => {}
             ContentPart::ToolCall(call) => {
                 parts.push(format!(
                     "calls {}({}) [{}]",

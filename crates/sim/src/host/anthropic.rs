@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{pieces, read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
-use ctxbed_harness::model::{ModelReply, ModelRequest};
+use ctxbed_harness::model::{ModelReply, ModelRequest, Usage};
 
 /// The text of a `content` that is a string or an array of blocks (text blocks only).
 fn blocks_text(content: Option<&Value>) -> String {
@@ -19,11 +19,40 @@ fn blocks_text(content: Option<&Value>) -> String {
 /// `system` field becomes the first message; in a user turn each `tool_result` block becomes a
 /// tool message (in block order) and the remaining text a user message after them.
 pub fn parse_request(json: &Value) -> ModelRequest {
+    parse_request_with_breakpoints(json).0
+}
+
+/// True for a block (or tool) marked for caching.
+fn marked(value: &Value) -> bool {
+    value
+        .get("cache_control")
+        .is_some_and(|control| !control.is_null())
+}
+
+/// True when a `content` or `system` field holds a block marked for caching.
+fn holds_mark(content: Option<&Value>) -> bool {
+    content
+        .and_then(Value::as_array)
+        .is_some_and(|blocks| blocks.iter().any(marked))
+}
+
+/// [`parse_request`], with the cache breakpoints the body marks (`cache_control`), each as the
+/// number of read-back messages its prefix holds: 0 for the tools, then the end of the system
+/// prompt or of the wire message that holds the marked block (see [`super::cache`]).
+pub fn parse_request_with_breakpoints(json: &Value) -> (ModelRequest, Vec<usize>) {
     let mut reader = Reader::default();
+    let mut breakpoints = Vec::new();
+    let tools = json.get("tools").and_then(Value::as_array);
+    if tools.is_some_and(|tools| tools.iter().any(marked)) {
+        breakpoints.push(0);
+    }
     let system = blocks_text(json.get("system"));
     if !system.is_empty() {
         let id = reader.id();
         reader.messages.push(Message::system(id, system));
+    }
+    if holds_mark(json.get("system")) {
+        breakpoints.push(reader.messages.len());
     }
     let wire = json.get("messages").and_then(Value::as_array);
     for message in wire.into_iter().flatten() {
@@ -41,9 +70,32 @@ pub fn parse_request(json: &Value) -> ModelRequest {
         } else {
             reader.user(&blocks);
         }
+        if holds_mark(message.get("content")) {
+            breakpoints.push(reader.messages.len());
+        }
     }
+    reader.forget_earlier_thinking();
     let tools = read::tools(json, |tool| Some(read::schema(tool, "input_schema")));
-    read::request(reader.messages, tools, json, "max_tokens")
+    (
+        read::request(reader.messages, tools, json, "max_tokens"),
+        breakpoints,
+    )
+}
+
+/// How many blocks (tools, system blocks and message blocks) carry `cache_control`.
+pub fn cache_control_count(json: &Value) -> usize {
+    let count = |list: Option<&Value>| {
+        list.and_then(Value::as_array)
+            .map_or(0, |items| items.iter().filter(|item| marked(item)).count())
+    };
+    let messages = json.get("messages").and_then(Value::as_array);
+    count(json.get("tools"))
+        + count(json.get("system"))
+        + messages
+            .into_iter()
+            .flatten()
+            .map(|message| count(message.get("content")))
+            .sum::<usize>()
 }
 
 /// The messages read so far, the next message id, and each tool call's name by its id (a
@@ -77,13 +129,25 @@ impl Reader {
                         parts.push(ContentPart::text(text));
                     }
                 }
-                Some("thinking") => parts.push(ContentPart::Thinking {
-                    text: block
+                Some("thinking") => parts.push(ContentPart::thinking(
+                    block
                         .get("thinking")
                         .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string(),
-                }),
+                        .unwrap_or_default(),
+                )),
+                // Counted as the thinking it stands for, when the mock made it.
+                Some("redacted_thinking") => {
+                    let data = block
+                        .get("data")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    parts.push(match crate::mock::redacted_text(data) {
+                        Some(text) => ContentPart::thinking(text),
+                        None => ContentPart::RedactedThinking {
+                            data: data.to_string(),
+                        },
+                    });
+                }
                 Some("tool_use") => {
                     let call_id = block.get("id").and_then(Value::as_str).unwrap_or_default();
                     let name = block
@@ -99,6 +163,33 @@ impl Reader {
         }
         let id = self.id();
         self.messages.push(Message::new(id, Role::Assistant, parts));
+    }
+
+    /// Empties the thinking of turns before the last user turn that is not only tool results:
+    /// the API strips earlier turns' thinking and does not count it, so neither does the
+    /// window check; the current tool loop's thinking counts.
+    fn forget_earlier_thinking(&mut self) {
+        let Some(last_user) = self
+            .messages
+            .iter()
+            .rposition(|message| message.role == Role::User)
+        else {
+            return;
+        };
+        for message in &mut self.messages[..last_user] {
+            let thought = message.parts.iter().any(|part| {
+                matches!(part, ContentPart::Thinking { text, .. } if !text.is_empty())
+                    || matches!(part, ContentPart::RedactedThinking { .. })
+            });
+            if thought {
+                message.parts.retain(|part| {
+                    !matches!(
+                        part,
+                        ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. }
+                    )
+                });
+            }
+        }
     }
 
     /// A user turn: a tool message per `tool_result` block, in order, then its text blocks
@@ -149,6 +240,44 @@ impl Reader {
     }
 }
 
+/// True when the request turns extended thinking on (`thinking.type` `enabled` or
+/// `adaptive`).
+pub fn thinking_enabled(json: &Value) -> bool {
+    json.get("thinking")
+        .and_then(|thinking| thinking.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind == "enabled" || kind == "adaptive")
+}
+
+/// The thinking written when a request turned thinking on and the scripted turn has none: the
+/// API always thinks first then.
+pub const UNSCRIPTED_THINKING: &str = "Deciding what to do next.";
+
+/// The reply's thinking as the API would send it: none when the request left thinking off;
+/// with thinking on, the scripted thinking, or [`UNSCRIPTED_THINKING`] first when it has none.
+/// True when the reply changed (its output tokens then need counting again).
+pub fn shape_thinking(reply: &mut ModelReply, enabled: bool) -> bool {
+    let thinks = |part: &ContentPart| {
+        matches!(
+            part,
+            ContentPart::Thinking { .. } | ContentPart::RedactedThinking { .. }
+        )
+    };
+    let thought = reply.message.parts.iter().any(thinks);
+    if !enabled && thought {
+        reply.message.parts.retain(|part| !thinks(part));
+        return true;
+    }
+    if enabled && !thought {
+        reply
+            .message
+            .parts
+            .insert(0, ContentPart::thinking(UNSCRIPTED_THINKING));
+        return true;
+    }
+    false
+}
+
 /// An error in the Messages API's envelope.
 pub fn error_body(kind: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
@@ -161,12 +290,18 @@ pub fn signature(thinking: &str) -> String {
     format!("ctxbed-{}", super::seal("ctxbed thinking", thinking))
 }
 
-/// The reply's content blocks: thinking (signed), text, then each tool use.
+/// The reply's content blocks: thinking (signed) or redacted thinking, text, then each tool
+/// use.
 fn content(reply: &ModelReply) -> Vec<Value> {
     let mut blocks = Vec::new();
     if let Some(thinking) = thinking(reply) {
         let signature = signature(&thinking);
         blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
+    }
+    for part in &reply.message.parts {
+        if let ContentPart::RedactedThinking { data } = part {
+            blocks.push(json!({"type": "redacted_thinking", "data": data}));
+        }
     }
     let text = reply.message.text();
     if !text.is_empty() {
@@ -188,6 +323,18 @@ fn stop_reason(reply: &ModelReply) -> &'static str {
     }
 }
 
+/// The usage object: `input_tokens` is the input after the cache's part, which the cache
+/// fields report.
+fn usage_json(usage: &Usage, output_tokens: u64) -> Value {
+    let cached = usage.cache_read_tokens + usage.cache_write_tokens;
+    json!({
+        "input_tokens": usage.input_tokens.saturating_sub(cached),
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+        "output_tokens": output_tokens,
+    })
+}
+
 /// A whole Messages reply; `number` (the host's request number) makes its id.
 pub fn message(reply: &ModelReply, model: &str, number: u64) -> Value {
     let usage = reply.usage.unwrap_or_default();
@@ -199,7 +346,7 @@ pub fn message(reply: &ModelReply, model: &str, number: u64) -> Value {
         "content": content(reply),
         "stop_reason": stop_reason(reply),
         "stop_sequence": null,
-        "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
+        "usage": usage_json(&usage, usage.output_tokens),
     })
 }
 
@@ -219,7 +366,7 @@ pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Vec<String
     let mut start = message(reply, model, number);
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
-    start["usage"] = json!({"input_tokens": usage.input_tokens, "output_tokens": 1});
+    start["usage"] = usage_json(&usage, 1);
     let mut events = vec![event(json!({"type": "message_start", "message": start}))];
     for (index, block) in content(reply).into_iter().enumerate() {
         let kind = block
@@ -235,6 +382,7 @@ pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Vec<String
                     .chain([json!({"type": "signature_delta", "signature": block["signature"]})])
                     .collect::<Vec<_>>(),
             ),
+            "redacted_thinking" => (block.clone(), Vec::new()),
             "tool_use" => (
                 json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
                 pieces(&block["input"].to_string(), 8)

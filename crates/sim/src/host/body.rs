@@ -87,7 +87,7 @@ pub(super) fn thinking(reply: &ModelReply) -> Option<String> {
         .parts
         .iter()
         .filter_map(|part| match part {
-            ContentPart::Thinking { text } => Some(text.as_str()),
+            ContentPart::Thinking { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect();

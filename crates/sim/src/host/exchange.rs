@@ -94,4 +94,9 @@ pub struct Exchange {
     /// What the host changed in the scripted answer, and why (a tool call the request did not
     /// offer, answered as text).
     pub note: Option<String>,
+    /// What an answered request read from and wrote to the provider's prompt cache.
+    pub cache: super::cache::CacheUse,
+    /// The wire rule a refused request broke, when its refusal names one
+    /// ([`Invalid::rule`](super::validate::Invalid::rule)).
+    pub refused_rule: Option<&'static str>,
 }

@@ -15,6 +15,7 @@
 
 pub mod anthropic;
 mod body;
+pub mod cache;
 mod errors;
 mod exchange;
 pub mod openai;
@@ -62,6 +63,8 @@ pub struct ProviderHost {
     reasoned: reasoning::Reasoned,
     /// The output items of stored Responses replies, for references to them.
     stored: stored::StoredItems,
+    /// The prefixes the provider's prompt cache holds.
+    cache: cache::PromptCache,
 }
 
 /// What a request asked of the answer's format.
@@ -102,6 +105,7 @@ impl ProviderHost {
             step: Mutex::new(StepState::default()),
             reasoned: reasoning::Reasoned::default(),
             stored: stored::StoredItems::default(),
+            cache: cache::PromptCache::default(),
         }
     }
 
@@ -199,6 +203,8 @@ impl ProviderHost {
             step: None,
             side: false,
             note: None,
+            cache: cache::CacheUse::default(),
+            refused_rule: None,
         };
         let response = if is_count_tokens(path) {
             self.count_tokens(body, &mut exchange)
@@ -284,6 +290,7 @@ impl ProviderHost {
         if let Err(invalid) = check(&json) {
             exchange.outcome = Outcome::InvalidRequest;
             exchange.note = Some(invalid.reason);
+            exchange.refused_rule = invalid.rule;
             exchange.body = json;
             return Err(invalid.body);
         }
@@ -326,10 +333,14 @@ impl ProviderHost {
         let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let encrypted = reasoning::wants_encrypted_content(&json);
         let stored = reasoning::wants_stored(&json);
-        let mut request = match api {
-            Api::OpenAi => openai::parse_request(&json),
-            Api::Anthropic => anthropic::parse_request(&json),
-            Api::Responses => responses::parse_request(resolved.borrow().as_ref().unwrap_or(&json)),
+        let thinking_on = api == Api::Anthropic && anthropic::thinking_enabled(&json);
+        let (mut request, breakpoints) = match api {
+            Api::OpenAi => (openai::parse_request(&json), Vec::new()),
+            Api::Anthropic => anthropic::parse_request_with_breakpoints(&json),
+            Api::Responses => (
+                responses::parse_request(resolved.borrow().as_ref().unwrap_or(&json)),
+                Vec::new(),
+            ),
         };
         let lane = self.lane(&mut request, exchange);
         exchange.stream = stream;
@@ -339,7 +350,21 @@ impl ProviderHost {
             .model
             .call_in(&request, lane)
             .await
-            .map(|reply| self.offered_calls_only(reply, &request, exchange));
+            .map(|reply| self.offered_calls_only(reply, &request, exchange))
+            .map(|mut reply| {
+                if api == Api::Anthropic && anthropic::shape_thinking(&mut reply, thinking_on) {
+                    let output = self.model.output_tokens(&reply.message);
+                    if let Some(usage) = &mut reply.usage {
+                        usage.output_tokens = output;
+                    }
+                }
+                exchange.cache = self.cache_use(api, &request, &breakpoints);
+                if let Some(usage) = &mut reply.usage {
+                    usage.cache_read_tokens = exchange.cache.read;
+                    usage.cache_write_tokens = exchange.cache.written;
+                }
+                reply
+            });
         if let (Lane::Step(number), Ok(reply)) = (lane, &outcome) {
             self.note_calls(number, reply);
         }
@@ -356,6 +381,23 @@ impl ProviderHost {
                 exchange.outcome = Outcome::Error(error.error_kind());
                 self.answer_error(error, wire, exchange).await
             }
+        }
+    }
+
+    /// What an answered request reads from and writes to the prompt cache: OpenAI's caching by
+    /// itself, Anthropic's at the breakpoints the body marks.
+    fn cache_use(
+        &self,
+        api: Api,
+        request: &ModelRequest,
+        breakpoints: &[usize],
+    ) -> cache::CacheUse {
+        let model = &self.model.script().info.name;
+        let tokens = self.model.prefix_tokens(request);
+        let prefixes = cache::Prefixes::new(api, model, request, tokens);
+        match api {
+            Api::Anthropic => self.cache.anthropic(&prefixes, breakpoints),
+            Api::OpenAi | Api::Responses => self.cache.openai(&prefixes),
         }
     }
 
@@ -465,7 +507,7 @@ impl ProviderHost {
                 .output_tokens(&ctxbed_harness::message::Message::new(
                     "reasoning",
                     Role::Assistant,
-                    vec![ContentPart::Thinking { text }],
+                    vec![ContentPart::thinking(text)],
                 ))
         })
     }

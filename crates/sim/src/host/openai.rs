@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{pieces, read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
-use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose};
+use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose, Usage};
 use ctxbed_harness::tools::ToolSchema;
 use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
 
@@ -145,9 +145,19 @@ pub fn completion(reply: &ModelReply, model: &str, number: u64, usage: bool) -> 
     });
     if usage {
         let usage = reply.usage.unwrap_or_default();
-        completion["usage"] = json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens, "total_tokens": usage.input_tokens + usage.output_tokens});
+        completion["usage"] = usage_json(&usage);
     }
     completion
+}
+
+/// The usage object, with the prompt tokens read from the cache (`prompt_tokens_details`).
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+    })
 }
 
 /// Each streamed event, framed: text in pieces, each tool call's arguments in pieces, usage (when
@@ -181,7 +191,7 @@ pub fn stream_events(reply: &ModelReply, model: &str, number: u64, usage: bool) 
     if usage {
         let usage = reply.usage.unwrap_or_default();
         let mut last = chunk(json!([]));
-        last["usage"] = json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens, "total_tokens": usage.input_tokens + usage.output_tokens});
+        last["usage"] = usage_json(&usage);
         events.push(last.to_string());
     }
     events.push("[DONE]".to_string());

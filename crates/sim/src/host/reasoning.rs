@@ -235,6 +235,7 @@ fn reasoning_item(item: &Item<'_>, id: &str, reasoned: &Reasoned) -> Result<(), 
 fn refusal(reason: String, message: String, param: Option<&str>, code: Option<&str>) -> Invalid {
     Invalid {
         reason,
+        rule: Some("reasoning"),
         body: json!({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
             .to_string(),
     }

@@ -86,7 +86,7 @@ impl Reader {
             "reasoning" => {
                 self.close();
                 let summary = content_text(item.get("summary"));
-                self.open = Some(vec![ContentPart::Thinking { text: summary }]);
+                self.open = Some(vec![ContentPart::thinking(summary)]);
             }
             "message" | "" => self.message(text("role"), content_text(item.get("content"))),
             // Anything else the mock does not read.
@@ -107,10 +107,10 @@ impl Reader {
             let reasoned = message
                 .parts
                 .iter()
-                .any(|part| matches!(part, ContentPart::Thinking { text } if !text.is_empty()));
+                .any(|part| matches!(part, ContentPart::Thinking { text, .. } if !text.is_empty()));
             if reasoned {
                 for part in &mut message.parts {
-                    if let ContentPart::Thinking { text } = part {
+                    if let ContentPart::Thinking { text, .. } = part {
                         text.clear();
                     }
                 }
@@ -271,7 +271,7 @@ fn response_object(
         let usage = reply.usage.unwrap_or_default();
         response["usage"] = json!({
             "input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
             "output_tokens": usage.output_tokens,
             "output_tokens_details": {"reasoning_tokens": shape.reasoning_tokens},
             "total_tokens": usage.input_tokens + usage.output_tokens,
@@ -453,6 +453,7 @@ mod tests {
             usage: Some(Usage {
                 input_tokens: 12,
                 output_tokens: 5,
+                ..Usage::default()
             }),
         }
     }
@@ -489,7 +490,7 @@ mod tests {
         assert_eq!(request.messages[2].tool_calls().count(), 2);
         assert_eq!(request.messages[2].text(), "Reading.");
         assert!(
-            matches!(&request.messages[2].parts[0], ContentPart::Thinking { text } if text == "Logs first.")
+            matches!(&request.messages[2].parts[0], ContentPart::Thinking { text, .. } if text == "Logs first.")
         );
         assert!(find_pairing_problem(request.messages.iter()).is_none());
         assert_eq!(request.tools[0].name, "read_log");

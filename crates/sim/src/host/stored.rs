@@ -118,6 +118,7 @@ impl StoredItems {
 fn not_found(id: &str) -> Invalid {
     Invalid {
         reason: format!("item {id} is not stored"),
+        rule: Some("references"),
         body: json!({"error": {"message": format!("Item with id '{id}' not found."), "type": "invalid_request_error", "param": "input", "code": null}})
             .to_string(),
     }

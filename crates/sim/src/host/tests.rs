@@ -122,6 +122,7 @@ fn reply_with_call() -> ModelReply {
         usage: Some(Usage {
             input_tokens: 120,
             output_tokens: 30,
+            ..Usage::default()
         }),
     }
 }
@@ -608,3 +609,4 @@ fn the_host_keeps_at_most_its_retention_and_counts_every_outcome() {
 }
 
 mod responses;
+mod thinking_and_cache;

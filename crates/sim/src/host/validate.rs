@@ -21,6 +21,10 @@ pub struct Invalid {
     pub body: String,
     /// A short account for the exchange record (`messages: not a list`).
     pub reason: String,
+    /// The wire rule a harness broke by sending it, when the refusal is one a conformance check
+    /// names (`reasoning`: thinking or reasoning not handed back as the API requires;
+    /// `references`: an id the server does not hold); `None` for a malformed body.
+    pub rule: Option<&'static str>,
 }
 
 /// What is wrong with one field, in neutral terms; each provider words it.
@@ -35,8 +39,11 @@ enum Problem {
     BelowMinimum(String, i64, i64),
     /// A list that must not be empty.
     Empty(String),
-    /// Extended thinking's rule on the final assistant message, in Anthropic's words.
+    /// Extended thinking's rules (the final assistant message, signatures), in Anthropic's
+    /// words.
     Thinking(String),
+    /// Prompt caching's rules, in Anthropic's words.
+    Cache(String),
     /// A `previous_response_id` (Responses): nothing is stored, so no id is known.
     UnknownPrevious(String),
 }
@@ -62,7 +69,9 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
         Api::OpenAi | Api::Anthropic => first_problem(api, json),
     }
     .or_else(|| match api {
-        Api::Anthropic => signature_problem(json).or_else(|| thinking_problem(json)),
+        Api::Anthropic => cache_control_problem(json)
+            .or_else(|| signature_problem(json))
+            .or_else(|| thinking_problem(json)),
         Api::OpenAi | Api::Responses => None,
     });
     refusal(api, problem)
@@ -91,6 +100,11 @@ fn refusal(api: Api, problem: Option<Problem>) -> Result<(), Invalid> {
         None => Ok(()),
         Some(problem) => Err(Invalid {
             reason: reason(&problem),
+            rule: match problem {
+                Problem::Thinking(_) => Some("reasoning"),
+                Problem::UnknownPrevious(_) => Some("references"),
+                _ => None,
+            },
             body: match api {
                 Api::OpenAi | Api::Responses => openai_body(&problem),
                 Api::Anthropic => anthropic_body(&problem),
@@ -263,6 +277,20 @@ fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
     None
 }
 
+/// Anthropic takes at most four cache breakpoints: `A maximum of 4 blocks with cache_control
+/// may be provided. Found 5.` (tghamm/Anthropic.SDK#50).
+fn cache_control_problem(json: &Value) -> Option<Problem> {
+    let found = super::anthropic::cache_control_count(json);
+    (found > CACHE_BREAKPOINTS_MAX).then(|| {
+        Problem::Cache(format!(
+            "A maximum of {CACHE_BREAKPOINTS_MAX} blocks with cache_control may be provided. Found {found}."
+        ))
+    })
+}
+
+/// The most blocks Anthropic lets carry `cache_control` in one request.
+pub const CACHE_BREAKPOINTS_MAX: usize = 4;
+
 /// Extended thinking's rule (Anthropic): with `thinking` enabled, the final assistant message of
 /// a tool loop (the one whose `tool_use` the last user turn answers) must start with its
 /// `thinking` or `redacted_thinking` block, as the model sent it; with thinking off, an assistant
@@ -389,7 +417,7 @@ fn reason(problem: &Problem) -> String {
         Problem::WrongType(field, _, found) => format!("{field}: {found}"),
         Problem::BelowMinimum(field, _, found) => format!("{field}: {found}"),
         Problem::Empty(field) => format!("{field}: empty"),
-        Problem::Thinking(_) => "thinking: the final assistant message breaks the rule".to_string(),
+        Problem::Thinking(message) | Problem::Cache(message) => message.clone(),
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
     }
 }
@@ -442,7 +470,7 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "empty_array",
         ),
-        Problem::Thinking(message) => (message.clone(), Value::Null, ""),
+        Problem::Thinking(message) | Problem::Cache(message) => (message.clone(), Value::Null, ""),
         Problem::UnknownPrevious(id) => (
             format!("Previous response with id '{id}' not found."),
             "previous_response_id".into(),
@@ -479,7 +507,9 @@ fn anthropic_body(problem: &Problem) -> String {
             format!("{field}: Input should be greater than or equal to {minimum}")
         }
         Problem::Empty(field) => format!("{field}: List should have at least 1 item"),
-        Problem::Thinking(message) | Problem::UnknownPrevious(message) => message.clone(),
+        Problem::Thinking(message)
+        | Problem::Cache(message)
+        | Problem::UnknownPrevious(message) => message.clone(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
 }

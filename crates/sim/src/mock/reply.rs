@@ -118,9 +118,7 @@ impl MockModel {
                 tool_calls,
             } => {
                 if let Some(thinking) = thinking {
-                    parts.push(ContentPart::Thinking {
-                        text: thinking.clone(),
-                    });
+                    parts.push(ContentPart::thinking(thinking.clone()));
                 }
                 if let Some(text) = text {
                     parts.push(ContentPart::text(text.clone()));
@@ -144,6 +142,7 @@ impl MockModel {
             usage: Some(Usage {
                 input_tokens: tokens,
                 output_tokens,
+                ..Usage::default()
             }),
         }
     }
@@ -200,4 +199,39 @@ pub fn extract_facts(request: &ModelRequest) -> String {
         .map(|fact| format!("- {fact}"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The prefix of the opaque data a redacted thinking block carries.
+pub const REDACTED_PREFIX: &str = "ctxbed-redacted:";
+
+/// Replaces the message's thinking by redacted thinking: opaque data from which the mock alone
+/// reads the thinking back ([`redacted_text`]), as the provider decrypts its own.
+pub fn redact_thinking(message: &mut ctxbed_harness::message::Message) {
+    for part in &mut message.parts {
+        if let ContentPart::Thinking { text, .. } = part {
+            let data = format!("{REDACTED_PREFIX}{}", hex(text.as_bytes()));
+            *part = ContentPart::RedactedThinking { data };
+        }
+    }
+}
+
+/// The thinking a redacted block's data stands for, when the mock made it.
+pub fn redacted_text(data: &str) -> Option<String> {
+    let digits = data.strip_prefix(REDACTED_PREFIX)?.as_bytes();
+    if digits.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, byte| {
+        let _ = write!(out, "{byte:02x}");
+        out
+    })
 }

@@ -102,6 +102,10 @@ pub struct MockTurn {
     /// The step (1-based) whose requests this turn answers when the model is driven step by
     /// step ([`Lane::Step`]); `None` deals turns to steps by [`step_groups`].
     pub step: Option<usize>,
+    /// The reply's thinking is withheld: it is answered as opaque data
+    /// (`ContentPart::RedactedThinking`, Anthropic's `redacted_thinking`) that encodes the
+    /// scripted thinking.
+    pub redacted_thinking: bool,
 }
 
 impl MockTurn {
@@ -115,6 +119,7 @@ impl MockTurn {
             line: 0,
             usage: None,
             step: None,
+            redacted_thinking: false,
         }
     }
 }
@@ -239,7 +244,8 @@ pub(super) fn condition_holds(
 /// `needle`.
 fn message_mentions(message: &Message, needle: &str) -> bool {
     message.parts.iter().any(|part| match part {
-        ContentPart::Text { text } | ContentPart::Thinking { text } => text.contains(needle),
+        ContentPart::Text { text } | ContentPart::Thinking { text, .. } => text.contains(needle),
+        ContentPart::RedactedThinking { .. } => false,
         ContentPart::ToolResult(result) => result.text().contains(needle),
         ContentPart::ToolCall(call) => call.arguments.to_string().contains(needle),
         ContentPart::Media { .. } => false,

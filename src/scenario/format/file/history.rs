@@ -155,9 +155,7 @@ fn history_message(
     }
     let mut parts = Vec::new();
     if let Some(thinking) = &raw.thinking {
-        parts.push(ContentPart::Thinking {
-            text: thinking.clone(),
-        });
+        parts.push(ContentPart::thinking(thinking.clone()));
     }
     if let Some(text) = text {
         parts.push(ContentPart::text(text));

@@ -83,7 +83,8 @@ fn message_parts(message: &Message, raw: &mut RawMessage) -> Result<(), WriteErr
     let mut stage = 0;
     for part in &message.parts {
         let order = match part {
-            ContentPart::Thinking { text } => {
+            // A history file holds no signatures; a signed part is written as its text.
+            ContentPart::Thinking { text, .. } => {
                 raw.thinking = Some(text.clone());
                 1
             }
@@ -104,12 +105,12 @@ fn message_parts(message: &Message, raw: &mut RawMessage) -> Result<(), WriteErr
                 });
                 4
             }
-            ContentPart::ToolResult(_) => 5,
+            ContentPart::ToolResult(_) | ContentPart::RedactedThinking { .. } => 5,
         };
         let repeated = order == stage && order != 4;
         if order < stage || repeated || order == 5 {
             return Err(unsupported(format!(
-                "the parts of history message `{}` (one thinking, text and media part, then tool calls)",
+                "the parts of history message `{}` (one thinking, text and media part, then tool calls; no redacted thinking)",
                 message.id
             )));
         }

@@ -80,6 +80,7 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
             None => None,
         },
         step: turn.step.map(|step| count(step as u64)).transpose()?,
+        redacted_thinking: turn.redacted_thinking.then_some(true),
         ..RawTurn::default()
     };
     match &turn.action {

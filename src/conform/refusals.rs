@@ -1,0 +1,143 @@
+//! The wire rules judged by what the provider refused, and by what the scenario turned on:
+//!
+//! | rule | what must hold |
+//! | --- | --- |
+//! | `reasoning` | thinking blocks (Anthropic) and reasoning items (Responses) go back with the tool calls they preceded, unaltered, as the API requires: no request is refused for them; and in a scenario that turns thinking on, every Messages request turns it on |
+//! | `references` | every `previous_response_id` and `item_reference` names something the server holds (`ctxbed serve` keeps no response chains, so any `previous_response_id` is unknown to it) |
+//!
+//! The provider's own check decides (`Exchange::refused_rule`), so the rule fails exactly where
+//! the real API would have answered 400, in its words.
+
+use ctxbed_sim::host::{Api, Exchange};
+
+use super::checks::{StepRun, Violation};
+use super::file::WireScenario;
+
+/// The `reasoning` and `references` violations of every step.
+pub fn check(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (index, run) in steps.iter().enumerate() {
+        let number = index + 1;
+        for exchange in &run.exchanges {
+            if let Some(violation) = refused(number, exchange) {
+                found.push(violation);
+            }
+            if scenario.thinking_budget.is_some() {
+                found.extend(thinking_off(number, exchange));
+            }
+        }
+    }
+    found
+}
+
+/// The rule a refused request broke, with the provider's words.
+fn refused(number: usize, exchange: &Exchange) -> Option<Violation> {
+    let rule = exchange.refused_rule?;
+    let words = exchange.note.as_deref().unwrap_or("refused");
+    Some(Violation {
+        rule: rule.to_string(),
+        detail: format!(
+            "step {number}, request {}: the provider refused it ({}): {words}",
+            exchange.number, exchange.status
+        ),
+        step: Some(number),
+    })
+}
+
+/// A Messages request that left thinking off in a scenario that turns it on.
+fn thinking_off(number: usize, exchange: &Exchange) -> Option<Violation> {
+    if exchange.api != Api::Anthropic || exchange.body.is_null() {
+        return None;
+    }
+    if ctxbed_sim::host::anthropic::thinking_enabled(&exchange.body) {
+        return None;
+    }
+    Some(Violation {
+        rule: "reasoning".into(),
+        detail: format!(
+            "step {number}, request {}: extended thinking is off; this scenario turns it on (CTXBED_THINKING_BUDGET)",
+            exchange.number
+        ),
+        step: Some(number),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conform::checks::StepEnd;
+    use ctxbed_sim::host::Outcome;
+    use serde_json::json;
+
+    fn exchange(body: serde_json::Value, refused_rule: Option<&'static str>) -> Exchange {
+        Exchange {
+            number: 3,
+            api: Api::Anthropic,
+            path: "/v1/messages".into(),
+            stream: false,
+            body,
+            request: None,
+            input_tokens: None,
+            status: if refused_rule.is_some() { 400 } else { 200 },
+            outcome: if refused_rule.is_some() {
+                Outcome::InvalidRequest
+            } else {
+                Outcome::Reply
+            },
+            step: Some(1),
+            side: false,
+            note: refused_rule
+                .map(|_| "messages.1.content.0: Invalid `signature` in `thinking` block".into()),
+            cache: Default::default(),
+            refused_rule,
+        }
+    }
+
+    fn scenario(thinking_budget: Option<u64>) -> WireScenario {
+        let source = r#"
+description = "d"
+model = "m"
+max_output_tokens = 4096
+[[steps]]
+input = "hi"
+"#;
+        let mut scenario =
+            crate::conform::file::parse("t.toml", source, "wire/t").expect("a scenario");
+        scenario.thinking_budget = thinking_budget;
+        scenario
+    }
+
+    fn run(exchanges: Vec<Exchange>) -> Vec<StepRun> {
+        vec![StepRun {
+            end: StepEnd::Reply("done".into()),
+            exchanges,
+            count_tokens: 0,
+        }]
+    }
+
+    #[test]
+    fn a_refusal_that_names_a_rule_breaks_it_in_the_providers_words() {
+        let steps = run(vec![exchange(json!({}), Some("reasoning"))]);
+        let found = check(&scenario(None), &steps);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rule, "reasoning");
+        assert_eq!(found[0].step, Some(1));
+        assert!(found[0].detail.contains("Invalid `signature`"), "{found:?}");
+        // A refusal for a malformed body names no rule here.
+        assert!(check(&scenario(None), &run(vec![exchange(json!({}), None)])).is_empty());
+    }
+
+    #[test]
+    fn thinking_left_off_fails_only_where_the_scenario_turns_it_on() {
+        let off = json!({"model": "m", "messages": []});
+        let on = json!({"model": "m", "messages": [], "thinking": {"type": "enabled", "budget_tokens": 1024}});
+        let found = check(
+            &scenario(Some(1024)),
+            &run(vec![exchange(off.clone(), None)]),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].detail.contains("extended thinking is off"));
+        assert!(check(&scenario(Some(1024)), &run(vec![exchange(on, None)])).is_empty());
+        assert!(check(&scenario(None), &run(vec![exchange(off, None)])).is_empty());
+    }
+}
