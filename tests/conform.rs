@@ -348,6 +348,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("advertised-window", "planted-no-context", "expect"),
     ("advertised-window", "planted-retry-same", "overflow_retry"),
     ("basic-tool-round", "planted-orphan-call", "pairing"),
+    ("cache-prefix", "planted-no-context", "window"),
     ("count-tokens", "planted-count-storm", "count_tokens"),
     ("cut-stream", "planted-orphan-call", "pairing"),
     ("first-input-too-large", "planted-no-context", "window"),
@@ -373,6 +374,8 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("second-overflow", "planted-no-context", "expect"),
     ("second-overflow", "planted-retry-same", "overflow_retry"),
     ("summary-cut-fan-out", "planted-orphan-call", "pairing"),
+    ("thinking-compaction", "planted-drop-thinking", "reasoning"),
+    ("thinking-compaction", "planted-no-context", "window"),
     ("tool-error", "planted-drop-tool-errors", "expect"),
     ("tool-results-languages", "planted-no-context", "window"),
     (
