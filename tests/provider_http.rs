@@ -520,7 +520,10 @@ async fn anthropic_stream_reassembles_blocks_and_ignores_unknown_events() {
     assert_eq!(
         reply.message.parts,
         vec![
-            ContentPart::thinking("Run the tests."),
+            ContentPart::Thinking {
+                text: "Run the tests.".into(),
+                signature: Some("abc".into()),
+            },
             ContentPart::text("Let me check."),
             ContentPart::tool_call("toolu_1", "execute", json!({"command": "cargo test"})),
         ]

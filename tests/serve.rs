@@ -240,6 +240,10 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
         "openai overflow: 400 context_length_exceeded",
         "anthropic thinking: thinking True Thought it through.",
         "anthropic altered thinking: 400 messages.1.content.0: Invalid `signature` in `thinking` block",
+        "anthropic redacted: ['redacted_thinking', 'tool_use'] True",
+        "anthropic redacted handed back: Read it.",
+        "anthropic cache: True 0 True 0",
+        "openai cache: True True True",
     ];
     assert_eq!(lines, expected, "{stderr}");
 }
@@ -434,4 +438,103 @@ fn violations_reads_a_record_and_names_each_broken_rule_by_request() {
     let unknown = violations(&["--rule", "input"]);
     assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown rule `input`"));
+}
+
+const THINKING_MOCK: &str = r#"description = "A tool call after signed thinking, then a reply after withheld thinking"
+window = 8000
+imitates = "anthropic"
+
+[[turns]]
+thinking = "The tests decide it; run them."
+tool_calls = [{ id = "toolu_think", name = "execute", args = { command = "cargo test" } }]
+
+[[turns]]
+thinking = "Twelve passed; say so."
+redacted_thinking = true
+reply = "All 12 tests pass."
+"#;
+
+const THINKING_SCENARIO: &str = r#"description = "One tool call, then a reply, each after thinking"
+seed = 1
+
+[agent]
+model = "MODEL"
+sys_prompt = "Investigate and fix."
+
+[[tools]]
+name = "execute"
+description = "Run a shell command."
+parameters = { type = "object", properties = { command = { type = "string" } }, required = ["command"] }
+text = "test result: ok. 12 passed"
+
+[[steps]]
+user = "alice"
+session = "s1"
+input = "Check that the export fix works."
+"#;
+
+/// `ctxbed record --thinking-budget` against a served Anthropic mock that thinks: thinking is
+/// turned on, each signed block is handed back (else the server refuses the second request),
+/// and the recording keeps the thinking and the withheld thinking, and replays.
+#[test]
+fn record_keeps_thinking_and_withheld_thinking_and_replays() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    for dir in ["scenarios", "mock-models"] {
+        std::fs::create_dir_all(root.path().join(dir)).expect("mkdir");
+    }
+    let live = root.path().join("mock-models/live.toml");
+    std::fs::write(&live, THINKING_MOCK).expect("write");
+    let scenario = root.path().join("scenarios/think.toml");
+    std::fs::write(&scenario, THINKING_SCENARIO.replace("MODEL", "live")).expect("write");
+    let server = serve(&[live.to_str().expect("a UTF-8 path")]);
+    let recorded = root.path().join("mock-models/recorded.toml");
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .arg("record")
+        .arg(&scenario)
+        .args(["--provider", "anthropic", "--model", "live"])
+        .args(["--base-url", &format!("http://{}", server.addr)])
+        .args(["--thinking-budget", "1024", "-o"])
+        .arg(&recorded)
+        .output()
+        .expect("ctxbed runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&recorded).expect("the recording");
+    assert_eq!(text.matches("[[turns]]").count(), 2, "{text}");
+    assert!(
+        text.contains("thinking = \"The tests decide it; run them.\""),
+        "{text}"
+    );
+    assert!(text.contains("redacted_thinking = true"), "{text}");
+    let replay = root.path().join("scenarios/replay.toml");
+    std::fs::write(&replay, THINKING_SCENARIO.replace("MODEL", "recorded")).expect("write");
+    let loaded = ctxbed::scenario::format::file::load(&replay).expect("the replay loads");
+    let replayed = ctxbed::scenario::check::outcome::run(&loaded).expect("the replay runs");
+    assert!(
+        replayed.text.contains("All 12 tests pass."),
+        "{}",
+        replayed.text
+    );
+    assert!(
+        !replayed.text.contains("script_exhausted"),
+        "{}",
+        replayed.text
+    );
+    // A budget on another provider is refused with the fix.
+    let refused = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .arg("record")
+        .arg(&scenario)
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:1/v1",
+        ])
+        .args(["--thinking-budget", "1024"])
+        .output()
+        .expect("ctxbed runs");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--provider anthropic"));
 }

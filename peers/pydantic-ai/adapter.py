@@ -5,7 +5,9 @@ What it configures, and why:
   when CTXBED_API=openai, `OpenAIResponsesModel` on the same provider (OpenAI's Responses API)
   when CTXBED_API=responses, `AnthropicModel` + `AnthropicProvider(base_url=CTXBED_ANTHROPIC_BASE_URL)`
   (Messages) when CTXBED_API=anthropic. The model profile gets `context_window=CTXBED_WINDOW`, as
-  the docs say to do for custom models. `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`.
+  the docs say to do for custom models. `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`; with
+  CTXBED_THINKING_BUDGET set, `AnthropicModelSettings(..., anthropic_thinking={"type": "enabled",
+  "budget_tokens": N})`, the docs' way of turning on Anthropic's extended thinking.
   Retries and timeouts are Pydantic AI's and the provider clients' defaults.
 - Instrumentation off: `Agent.instrument_all(False)`; `run` also disables Logfire/OpenTelemetry.
 - Conversations: the documented pattern, `message_history=result.all_messages()`, kept per
@@ -46,6 +48,7 @@ API_KEY = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
 WINDOW = int(os.environ.get("CTXBED_WINDOW", "8000"))
 MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
 STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
+THINKING_BUDGET = os.environ.get("CTXBED_THINKING_BUDGET", "")
 
 
 def emit(obj):
@@ -104,9 +107,13 @@ def make_model():
         provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=API_KEY)
         return OpenAIResponsesModel(MODEL, provider=provider, profile=profile, settings=settings)
     if API == "anthropic":
-        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
+        if THINKING_BUDGET.isdigit():
+            # Extended thinking, as the docs turn it on for Anthropic (no temperature is set).
+            thinking = {"type": "enabled", "budget_tokens": int(THINKING_BUDGET)}
+            settings = AnthropicModelSettings(max_tokens=MAX_OUTPUT, anthropic_thinking=thinking)
         provider = AnthropicProvider(base_url=os.environ["CTXBED_ANTHROPIC_BASE_URL"], api_key=API_KEY)
         return AnthropicModel(MODEL, provider=provider, profile=profile, settings=settings)
     return None

@@ -34,7 +34,11 @@ def build_model(env=None):
         return ChatOpenAI(base_url=env["CTXBED_OPENAI_BASE_URL"], use_responses_api=api == "responses", **common)
     from langchain_anthropic import ChatAnthropic
 
-    return ChatAnthropic(base_url=env["CTXBED_ANTHROPIC_BASE_URL"], **common)
+    # Extended thinking when the scenario turns it on: ChatAnthropic's `thinking` parameter, within
+    # `max_tokens` (above). No temperature is set, as thinking requires.
+    budget = env.get("CTXBED_THINKING_BUDGET", "")
+    thinking = {"type": "enabled", "budget_tokens": int(budget)} if budget.isdigit() else None
+    return ChatAnthropic(base_url=env["CTXBED_ANTHROPIC_BASE_URL"], thinking=thinking, **common)
 
 
 def build_tool(spec, lock):

@@ -41,6 +41,11 @@ pub struct RecordArgs {
     /// Seconds one request may take.
     #[arg(long, default_value_t = 300)]
     pub timeout: u64,
+    /// Turn Anthropic's extended thinking on with this `budget_tokens` (at least 1,024; the
+    /// output bound is raised above it when it is not). Thinking is recorded as each turn's
+    /// `thinking`, withheld thinking as `redacted_thinking = true`.
+    #[arg(long)]
+    pub thinking_budget: Option<u64>,
 }
 
 /// Runs `ctxbed record` with its parsed arguments.
@@ -49,6 +54,19 @@ pub fn record_from(arguments: RecordArgs) -> ExitCode {
     config.api_key_env = arguments.api_key_env;
     config.stream = !arguments.no_stream;
     config.request_timeout = std::time::Duration::from_secs(arguments.timeout);
+    if let Some(budget) = arguments.thinking_budget {
+        if config.kind != ProviderKind::Anthropic || budget < 1_024 {
+            errln!(
+                "error: --thinking-budget is Anthropic's extended thinking: use it with --provider anthropic and a budget of at least 1024 tokens"
+            );
+            return ExitCode::from(2);
+        }
+        config.thinking_budget = Some(budget);
+        let bound = config.max_output_tokens.unwrap_or(0);
+        if bound <= budget {
+            config.max_output_tokens = Some(budget + 1_024);
+        }
+    }
     record_command(&arguments.scenario, config, arguments.output)
 }
 

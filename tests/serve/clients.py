@@ -1,6 +1,6 @@
 """The official Python clients against `ctxbed serve`: whole and streamed replies, tool calls
 reassembled from deltas, the overflow raised as the client's own error type, and a signed thinking
-block whose text was altered refused.
+block whose text was altered refused; redacted thinking handed back whole; both prompt caches read back.
 Usage: clients.py OPENAI_BASE_URL ANTHROPIC_BASE_URL; prints one line per check."""
 import sys
 
@@ -50,3 +50,28 @@ try:
         {"role": "user", "content": "And?"}])
 except anthropic.BadRequestError as error:
     print("anthropic altered thinking:", error.status_code, error.body["error"]["message"])
+
+with an.messages.stream(model="wire", max_tokens=2048, thinking=thinking, messages=[ask],
+                        tools=anthropic_tools) as stream:
+    withheld = stream.get_final_message()
+kinds = [block.type for block in withheld.content]
+print("anthropic redacted:", kinds, "more than I may show" not in withheld.content[0].data)
+result = {"type": "tool_result", "tool_use_id": withheld.content[1].id, "content": "ld: out of memory"}
+answered = an.messages.create(model="wire", max_tokens=2048, thinking=thinking, tools=anthropic_tools, messages=[
+    ask, {"role": "assistant", "content": [block.model_dump() for block in withheld.content]},
+    {"role": "user", "content": [result]}])
+print("anthropic redacted handed back:", answered.content[-1].text)
+
+rules = "The build runs in stages and each stage names itself in the last lines of its log. " * 70
+system = [{"type": "text", "text": rules, "cache_control": {"type": "ephemeral"}}]
+first = an.messages.create(model="wire", max_tokens=100, system=system, messages=[{"role": "user", "content": "One?"}])
+second = an.messages.create(model="wire", max_tokens=100, system=system, messages=[{"role": "user", "content": "Two?"}])
+print("anthropic cache:", first.usage.cache_creation_input_tokens >= 1024, first.usage.cache_read_input_tokens,
+      second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens,
+      second.usage.cache_creation_input_tokens)
+
+messages = [{"role": "system", "content": rules}, {"role": "user", "content": "One?"}]
+oa.chat.completions.create(model="wire", messages=messages)
+again = oa.chat.completions.create(model="wire", messages=messages[:1] + [{"role": "user", "content": "Two?"}])
+cached = again.usage.prompt_tokens_details.cached_tokens
+print("openai cache:", cached >= 1024, cached % 128 == 0, cached < again.usage.prompt_tokens)

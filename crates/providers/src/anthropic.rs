@@ -452,7 +452,10 @@ mod tests {
         );
         let usage = reply.usage.expect("usage");
         assert_eq!(usage.input_tokens, 1_034, "the whole prompt, cached or not");
-        assert_eq!((usage.cache_read_tokens, usage.cache_write_tokens), (1_000, 24));
+        assert_eq!(
+            (usage.cache_read_tokens, usage.cache_write_tokens),
+            (1_000, 24)
+        );
         let request = ModelRequest {
             call_id: "c".into(),
             purpose: ctxbed_harness::model::Purpose::Reasoning,
@@ -461,11 +464,17 @@ mod tests {
             max_output_tokens: None,
         };
         let on = request_body(&request, &options(Some(1_024)));
-        assert_eq!(on["thinking"], json!({"type": "enabled", "budget_tokens": 1_024}));
+        assert_eq!(
+            on["thinking"],
+            json!({"type": "enabled", "budget_tokens": 1_024})
+        );
         let blocks = &on["messages"][1]["content"];
         assert_eq!(blocks[0]["type"], "thinking");
         assert_eq!(blocks[0]["signature"], "sig-1");
-        assert_eq!(blocks[1], json!({"type": "redacted_thinking", "data": "opaque"}));
+        assert_eq!(
+            blocks[1],
+            json!({"type": "redacted_thinking", "data": "opaque"})
+        );
         assert_eq!(blocks[2]["type"], "tool_use");
         // Off: no thinking goes out, and none is asked for.
         let off = request_body(&request, &options(None));

@@ -46,6 +46,20 @@ async function prepareStep({ messages }) {
   return {};
 }
 
+/**
+ * Anthropic's extended thinking, when the scenario turns it on (`CTXBED_THINKING_BUDGET`): the
+ * provider option the AI SDK's Anthropic docs give. The provider adds `budgetTokens` to
+ * `maxOutputTokens` for `max_tokens`, so the reply gets what is left of the scenario's budget.
+ */
+function thinkingFor(run) {
+  const budget = Number(run.env.CTXBED_THINKING_BUDGET);
+  if (run.api !== 'anthropic' || !Number.isInteger(budget) || budget <= 0) return {};
+  return {
+    maxOutputTokens: run.maxOutputTokens - budget,
+    providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: budget } } },
+  };
+}
+
 /** An agent answering `ask(session, input)`, keeping each session's messages. */
 function buildAgent(run) {
   const agent = new ToolLoopAgent({
@@ -55,6 +69,7 @@ function buildAgent(run) {
     maxOutputTokens: run.maxOutputTokens,
     stopWhen: stepCountIs(20),
     prepareStep,
+    ...thinkingFor(run),
   });
   const sessions = new Map();
   return {

@@ -47,6 +47,11 @@ const EXPECTED = {
     'window step 8',
     'expect step 8',
   ],
+  // Both pass, pinned here so that a ctxbed without them fails the check below. With extended
+  // thinking on, the recipe's cut falls inside a step's tool loop and keeps the last ten
+  // messages whole, so the turn whose tool call a request answers keeps its signed thinking.
+  'thinking-compaction': [],
+  'cache-prefix': [],
 };
 
 /** The wire protocol's error kind for what the AI SDK threw. */

@@ -24,6 +24,7 @@ mod outcome;
 mod read;
 pub mod reasoning;
 pub mod responses;
+mod shape;
 mod step;
 pub mod stored;
 pub mod validate;
@@ -297,23 +298,20 @@ impl ProviderHost {
         Ok(json)
     }
 
+    /// True when the faults reset request `number`'s connection.
+    fn resets(&self, number: u64) -> bool {
+        self.options.faults.reset_requests.contains(&number)
+    }
+
     async fn respond(
         &self,
         api: Api,
         body: Option<Bytes>,
         exchange: &mut Exchange,
     ) -> http::Response<HostBody> {
-        let Some(body) = body else {
+        let Some(body) = body.filter(|_| !self.resets(exchange.number)) else {
             return reset();
         };
-        if self
-            .options
-            .faults
-            .reset_requests
-            .contains(&exchange.number)
-        {
-            return reset();
-        }
         // Responses: references to stored items are resolved first, and the reasoning rules
         // hold over what they resolve to.
         let resolved: RefCell<Option<Value>> = RefCell::new(None);
@@ -334,14 +332,8 @@ impl ProviderHost {
         let encrypted = reasoning::wants_encrypted_content(&json);
         let stored = reasoning::wants_stored(&json);
         let thinking_on = api == Api::Anthropic && anthropic::thinking_enabled(&json);
-        let (mut request, breakpoints) = match api {
-            Api::OpenAi => (openai::parse_request(&json), Vec::new()),
-            Api::Anthropic => anthropic::parse_request_with_breakpoints(&json),
-            Api::Responses => (
-                responses::parse_request(resolved.borrow().as_ref().unwrap_or(&json)),
-                Vec::new(),
-            ),
-        };
+        let (mut request, breakpoints) =
+            shape::parse(api, resolved.borrow().as_ref().unwrap_or(&json));
         let lane = self.lane(&mut request, exchange);
         exchange.stream = stream;
         exchange.body = json;
@@ -351,19 +343,14 @@ impl ProviderHost {
             .call_in(&request, lane)
             .await
             .map(|reply| self.offered_calls_only(reply, &request, exchange))
-            .map(|mut reply| {
-                if api == Api::Anthropic && anthropic::shape_thinking(&mut reply, thinking_on) {
-                    let output = self.model.output_tokens(&reply.message);
-                    if let Some(usage) = &mut reply.usage {
-                        usage.output_tokens = output;
-                    }
-                }
-                exchange.cache = self.cache_use(api, &request, &breakpoints);
-                if let Some(usage) = &mut reply.usage {
-                    usage.cache_read_tokens = exchange.cache.read;
-                    usage.cache_write_tokens = exchange.cache.written;
-                }
-                reply
+            .map(|reply| {
+                let asked = shape::Asked {
+                    api,
+                    thinking_on,
+                    request: &request,
+                    breakpoints: &breakpoints,
+                };
+                self.as_sent(reply, &asked, exchange)
             });
         if let (Lane::Step(number), Ok(reply)) = (lane, &outcome) {
             self.note_calls(number, reply);
@@ -381,23 +368,6 @@ impl ProviderHost {
                 exchange.outcome = Outcome::Error(error.error_kind());
                 self.answer_error(error, wire, exchange).await
             }
-        }
-    }
-
-    /// What an answered request reads from and writes to the prompt cache: OpenAI's caching by
-    /// itself, Anthropic's at the breakpoints the body marks.
-    fn cache_use(
-        &self,
-        api: Api,
-        request: &ModelRequest,
-        breakpoints: &[usize],
-    ) -> cache::CacheUse {
-        let model = &self.model.script().info.name;
-        let tokens = self.model.prefix_tokens(request);
-        let prefixes = cache::Prefixes::new(api, model, request, tokens);
-        match api {
-            Api::Anthropic => self.cache.anthropic(&prefixes, breakpoints),
-            Api::OpenAi | Api::Responses => self.cache.openai(&prefixes),
         }
     }
 
