@@ -243,7 +243,9 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
         "anthropic redacted: ['redacted_thinking', 'tool_use'] True",
         "anthropic redacted handed back: Read it.",
         "anthropic cache: True 0 True 0",
+        "anthropic cache stream: True",
         "openai cache: True True True",
+        "openai cache stream: True",
     ];
     assert_eq!(lines, expected, "{stderr}");
 }

@@ -69,9 +69,18 @@ second = an.messages.create(model="wire", max_tokens=100, system=system, message
 print("anthropic cache:", first.usage.cache_creation_input_tokens >= 1024, first.usage.cache_read_input_tokens,
       second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens,
       second.usage.cache_creation_input_tokens)
+with an.messages.stream(model="wire", max_tokens=100, system=system,
+                        messages=[{"role": "user", "content": "Three?"}]) as stream:
+    third = stream.get_final_message()
+print("anthropic cache stream:", third.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens)
 
 messages = [{"role": "system", "content": rules}, {"role": "user", "content": "One?"}]
 oa.chat.completions.create(model="wire", messages=messages)
 again = oa.chat.completions.create(model="wire", messages=messages[:1] + [{"role": "user", "content": "Two?"}])
 cached = again.usage.prompt_tokens_details.cached_tokens
 print("openai cache:", cached >= 1024, cached % 128 == 0, cached < again.usage.prompt_tokens)
+usage = None
+for chunk in oa.chat.completions.create(model="wire", messages=messages[:1] + [{"role": "user", "content": "Three?"}],
+                                        stream=True, stream_options={"include_usage": True}):
+    usage = chunk.usage or usage
+print("openai cache stream:", usage.prompt_tokens_details.cached_tokens == cached)
