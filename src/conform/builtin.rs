@@ -34,8 +34,10 @@ pub const SUITE: &[Builtin] = &[
     builtin!("advertised-window", "wire-advertised"),
     builtin!("basic-tool-round", "wire-basic"),
     builtin!("cache-prefix", "wire-cache-prefix"),
+    builtin!("completion-budget", "wire-completion-budget"),
     builtin!("count-tokens", "wire-count-tokens"),
     builtin!("cut-stream", "wire-cut-stream"),
+    builtin!("empty-text-tool-call", "wire-empty-text"),
     builtin!("first-input-too-large", "wire-first-input"),
     builtin!("huge-tool-result", "wire-huge-result"),
     builtin!("long-session", "wire-long-session"),
@@ -134,7 +136,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 24);
+        assert_eq!(mock_names().len(), 26);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

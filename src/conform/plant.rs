@@ -16,6 +16,7 @@
 //! | `one_session` | runs every step in one session, whatever the step says |
 //! | `drop_tool_errors` | hands a failed tool's result to the model as an empty success |
 //! | `count_storm` | asks Anthropic's `count_tokens` three times before each Messages request |
+//! | `blank_text` | hands back each Anthropic tool-use turn with an empty text block before its calls |
 //! | `drop_thinking` | hands back no thinking (Anthropic `thinking`/`redacted_thinking` blocks, Responses `reasoning` items are taken out of each request body) |
 
 use std::sync::Arc;
@@ -42,6 +43,7 @@ pub struct Plants {
     pub drop_tool_errors: bool,
     pub count_storm: bool,
     pub drop_thinking: bool,
+    pub blank_text: bool,
 }
 
 impl Plants {
@@ -78,6 +80,7 @@ impl Plants {
                         "drop_tool_errors" => &mut plants.drop_tool_errors,
                         "count_storm" => &mut plants.count_storm,
                         "drop_thinking" => &mut plants.drop_thinking,
+                        "blank_text" => &mut plants.blank_text,
                         _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
                     };
                     *flag = true;
@@ -89,7 +92,11 @@ impl Plants {
 
     /// True when a plant changes what goes over the wire (and needs [`PlantedTransport`]).
     pub fn touches_the_wire(&self) -> bool {
-        self.orphan_call || self.retry_same || self.count_storm || self.drop_thinking
+        self.orphan_call
+            || self.retry_same
+            || self.count_storm
+            || self.drop_thinking
+            || self.blank_text
     }
 }
 
@@ -112,6 +119,11 @@ impl Transport for PlantedTransport {
         };
         let request = if self.plants.drop_thinking {
             request.map(|body| strip_thinking(&body))
+        } else {
+            request
+        };
+        let request = if self.plants.blank_text {
+            request.map(|body| blank_text(&body))
         } else {
             request
         };
@@ -247,9 +259,45 @@ fn strip_thinking(body: &Bytes) -> Bytes {
     serde_json::to_vec(&json).map_or_else(|_| body.clone(), Bytes::from)
 }
 
+/// The body with an empty text block first in every assistant turn that calls a tool
+/// (Anthropic's `tool_use`).
+fn blank_text(body: &Bytes) -> Bytes {
+    let Ok(mut json) = serde_json::from_slice::<Value>(body) else {
+        return body.clone();
+    };
+    let messages = json.get_mut("messages").and_then(Value::as_array_mut);
+    for message in messages.into_iter().flatten() {
+        let Some(blocks) = message.get_mut("content").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        let calls = blocks
+            .iter()
+            .any(|block| block.get("type").and_then(Value::as_str) == Some("tool_use"));
+        if calls {
+            blocks.insert(0, serde_json::json!({"type": "text", "text": ""}));
+        }
+    }
+    serde_json::to_vec(&json).map_or_else(|_| body.clone(), Bytes::from)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blank_text_block_goes_before_each_tool_use_turn() {
+        let body = serde_json::json!({"messages": [
+            {"role": "user", "content": "Why?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "n", "input": {}}]},
+        ]});
+        let planted: Value =
+            serde_json::from_slice(&blank_text(&Bytes::from(body.to_string()))).expect("json");
+        assert_eq!(
+            planted["messages"][1]["content"][0],
+            serde_json::json!({"type": "text", "text": ""})
+        );
+        assert_eq!(planted["messages"][0]["content"], "Why?");
+    }
 
     #[test]
     fn thinking_is_stripped_in_both_wire_formats() {

@@ -4,11 +4,12 @@
 //! | --- | --- |
 //! | `reasoning` | thinking blocks (Anthropic) and reasoning items (Responses) go back with the tool calls they preceded, unaltered, as the API requires: no request is refused for them; and in a scenario that turns thinking on, every Messages request turns it on |
 //! | `references` | every `previous_response_id` and `item_reference` names something the server holds (`ctxbed serve` keeps no response chains, so any `previous_response_id` is unknown to it) |
+//! | `refused` | no other request is refused as the provider refuses a malformed one (a body that is not JSON, a field of the wrong type, an empty text block, …) |
 //!
 //! The provider's own check decides (`Exchange::refused_rule`), so the rule fails exactly where
 //! the real API would have answered 400, in its words.
 
-use ctxbed_sim::host::{Api, Exchange};
+use ctxbed_sim::host::{Api, Exchange, Outcome};
 
 use super::checks::{StepRun, Violation};
 use super::file::WireScenario;
@@ -32,7 +33,10 @@ pub fn check(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
 
 /// The rule a refused request broke, with the provider's words.
 fn refused(number: usize, exchange: &Exchange) -> Option<Violation> {
-    let rule = exchange.refused_rule?;
+    let malformed = matches!(exchange.outcome, Outcome::InvalidRequest | Outcome::NotJson);
+    let rule = exchange
+        .refused_rule
+        .or_else(|| malformed.then_some("refused"))?;
     let words = exchange.note.as_deref().unwrap_or("refused");
     Some(Violation {
         rule: rule.to_string(),
@@ -66,7 +70,6 @@ fn thinking_off(number: usize, exchange: &Exchange) -> Option<Violation> {
 mod tests {
     use super::*;
     use crate::conform::checks::StepEnd;
-    use ctxbed_sim::host::Outcome;
     use serde_json::json;
 
     fn exchange(body: serde_json::Value, refused_rule: Option<&'static str>) -> Exchange {
@@ -123,7 +126,13 @@ input = "hi"
         assert_eq!(found[0].rule, "reasoning");
         assert_eq!(found[0].step, Some(1));
         assert!(found[0].detail.contains("Invalid `signature`"), "{found:?}");
-        // A refusal for a malformed body names no rule here.
+        // A refusal for a malformed body breaks `refused`; an answered request breaks nothing.
+        let mut malformed = exchange(json!({}), None);
+        malformed.outcome = Outcome::InvalidRequest;
+        malformed.status = 400;
+        let found = check(&scenario(None), &run(vec![malformed]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rule, "refused");
         assert!(check(&scenario(None), &run(vec![exchange(json!({}), None)])).is_empty());
     }
 

@@ -303,8 +303,15 @@ fn content(reply: &ModelReply) -> Vec<Value> {
             blocks.push(json!({"type": "redacted_thinking", "data": data}));
         }
     }
+    // A text scripted empty goes out as an empty block, as the API sometimes sends one before a
+    // tool use (and refuses it back).
     let text = reply.message.text();
-    if !text.is_empty() {
+    let scripted = reply
+        .message
+        .parts
+        .iter()
+        .any(|part| matches!(part, ContentPart::Text { .. }));
+    if !text.is_empty() || (scripted && reply.message.has_tool_calls()) {
         blocks.push(json!({"type": "text", "text": text}));
     }
     for call in reply.message.tool_calls() {

@@ -44,6 +44,8 @@ enum Problem {
     Thinking(String),
     /// Prompt caching's rules, in Anthropic's words.
     Cache(String),
+    /// A content block the API does not take (an empty text block), in Anthropic's words.
+    Content(String),
     /// A `previous_response_id` (Responses): nothing is stored, so no id is known.
     UnknownPrevious(String),
 }
@@ -70,6 +72,7 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
     }
     .or_else(|| match api {
         Api::Anthropic => cache_control_problem(json)
+            .or_else(|| blank_text_problem(json))
             .or_else(|| signature_problem(json))
             .or_else(|| thinking_problem(json)),
         Api::OpenAi | Api::Responses => None,
@@ -288,6 +291,42 @@ fn cache_control_problem(json: &Value) -> Option<Problem> {
     })
 }
 
+/// Anthropic refuses an empty text block anywhere in `messages` (`messages: text content blocks
+/// must be non-empty`, bytedance/UI-TARS-desktop#987), and a message whose blocks are all text
+/// and all whitespace (`messages: text content blocks must contain non-whitespace text`,
+/// anthropics/claude-code#23440); a whitespace block beside other content is accepted
+/// (experientiallabs/experiential#804 measured each case).
+fn blank_text_problem(json: &Value) -> Option<Problem> {
+    let messages = json.get("messages")?.as_array()?;
+    let blocks = messages
+        .iter()
+        .filter_map(|message| message.get("content").and_then(Value::as_array));
+    let text_of = |block: &Value| -> Option<String> {
+        (block.get("type").and_then(Value::as_str) == Some("text")).then(|| {
+            block
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        })
+    };
+    let mut whitespace_only = false;
+    for content in blocks {
+        let texts: Vec<String> = content.iter().filter_map(text_of).collect();
+        if texts.iter().any(String::is_empty) {
+            return Some(Problem::Content(
+                "messages: text content blocks must be non-empty".into(),
+            ));
+        }
+        whitespace_only |= !texts.is_empty()
+            && texts.len() == content.len()
+            && texts.iter().all(|text| text.trim().is_empty());
+    }
+    whitespace_only.then(|| {
+        Problem::Content("messages: text content blocks must contain non-whitespace text".into())
+    })
+}
+
 /// The most blocks Anthropic lets carry `cache_control` in one request.
 pub const CACHE_BREAKPOINTS_MAX: usize = 4;
 
@@ -417,7 +456,9 @@ fn reason(problem: &Problem) -> String {
         Problem::WrongType(field, _, found) => format!("{field}: {found}"),
         Problem::BelowMinimum(field, _, found) => format!("{field}: {found}"),
         Problem::Empty(field) => format!("{field}: empty"),
-        Problem::Thinking(message) | Problem::Cache(message) => message.clone(),
+        Problem::Thinking(message) | Problem::Cache(message) | Problem::Content(message) => {
+            message.clone()
+        }
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
     }
 }
@@ -470,7 +511,9 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "empty_array",
         ),
-        Problem::Thinking(message) | Problem::Cache(message) => (message.clone(), Value::Null, ""),
+        Problem::Thinking(message) | Problem::Cache(message) | Problem::Content(message) => {
+            (message.clone(), Value::Null, "")
+        }
         Problem::UnknownPrevious(id) => (
             format!("Previous response with id '{id}' not found."),
             "previous_response_id".into(),
@@ -509,6 +552,7 @@ fn anthropic_body(problem: &Problem) -> String {
         Problem::Empty(field) => format!("{field}: List should have at least 1 item"),
         Problem::Thinking(message)
         | Problem::Cache(message)
+        | Problem::Content(message)
         | Problem::UnknownPrevious(message) => message.clone(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
@@ -530,6 +574,27 @@ mod tests {
             .err()
             .map(|i| i.body)
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn empty_and_whitespace_only_text_blocks_are_refused_as_anthropic_refuses_them() {
+        let with = |assistant: Value| {
+            json!({"model": "m", "max_tokens": 10, "messages": [
+                {"role": "user", "content": "Why?"},
+                {"role": "assistant", "content": assistant},
+                {"role": "user", "content": "Go on."},
+            ]})
+        };
+        let call = json!({"type": "tool_use", "id": "c", "name": "n", "input": {}});
+        let text = |t: &str| json!({"type": "text", "text": t});
+        let empty = anthropic(with(json!([text(""), call.clone()])));
+        assert!(empty.contains("messages: text content blocks must be non-empty"), "{empty}");
+        let alone = anthropic(with(json!([text(" ")])));
+        assert!(alone.contains("must contain non-whitespace text"), "{alone}");
+        // Whitespace beside a tool use or beside other text, and an empty list, are taken.
+        assert_eq!(anthropic(with(json!([text("\n\n"), call]))), "");
+        assert_eq!(anthropic(with(json!([text(" "), text("ok")]))), "");
+        assert_eq!(anthropic(with(json!([]))), "");
     }
 
     #[test]
