@@ -364,6 +364,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("overflow-openai", "planted-retry-same", "overflow_retry"),
     ("parallel-tools", "planted-orphan-call", "pairing"),
     ("rate-limit-retry", "planted-no-retry", "expect"),
+    ("rate-limit-storm", "planted-no-retry", "expect"),
     ("responses-overflow", "planted-no-context", "expect"),
     ("responses-overflow", "planted-retry-same", "overflow_retry"),
     ("responses-overflow-stream", "planted-no-context", "expect"),

@@ -47,6 +47,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("overflow-openai", "wire-overflow-openai"),
     builtin!("parallel-tools", "wire-parallel"),
     builtin!("rate-limit-retry", "wire-rate-limit"),
+    builtin!("rate-limit-storm", "wire-rate-limit-storm"),
     builtin!("responses-overflow", "wire-overflow-openai"),
     builtin!("responses-overflow-stream", "wire-overflow-openai"),
     builtin!("responses-reasoning", "wire-reasoning"),
@@ -136,7 +137,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 26);
+        assert_eq!(mock_names().len(), 27);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -493,6 +493,8 @@ mod tests {
             note: None,
             cache: Default::default(),
             refused_rule: None,
+            received: tokio::time::Instant::now(),
+            retry_after: None,
         }
     }
 

@@ -5,20 +5,27 @@
 //! | `reasoning` | thinking blocks (Anthropic) and reasoning items (Responses) go back with the tool calls they preceded, unaltered, as the API requires: no request is refused for them; and in a scenario that turns thinking on, every Messages request turns it on |
 //! | `references` | every `previous_response_id` and `item_reference` names something the server holds (`ctxbed serve` keeps no response chains, so any `previous_response_id` is unknown to it) |
 //! | `refused` | no other request is refused as the provider refuses a malformed one (a body that is not JSON, a field of the wrong type, an empty text block, …) |
+//! | `retry_after` | after a 429 with `Retry-After: N`, the step's next request comes no sooner than N seconds after the refused one arrived (less [`RETRY_AFTER_SLACK`]) |
 //!
 //! The provider's own check decides (`Exchange::refused_rule`), so the rule fails exactly where
 //! the real API would have answered 400, in its words.
+
+use std::time::Duration;
 
 use ctxbed_sim::host::{Api, Exchange, Outcome};
 
 use super::checks::{StepRun, Violation};
 use super::file::WireScenario;
 
-/// The `reasoning` and `references` violations of every step.
+/// How much sooner than its `Retry-After` a retry may come (clocks and timers are coarse).
+pub const RETRY_AFTER_SLACK: Duration = Duration::from_millis(100);
+
+/// The violations of these rules in every step.
 pub fn check(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
     let mut found = Vec::new();
     for (index, run) in steps.iter().enumerate() {
         let number = index + 1;
+        found.extend(early_retries(number, run));
         for exchange in &run.exchanges {
             if let Some(violation) = refused(number, exchange) {
                 found.push(violation);
@@ -46,6 +53,29 @@ fn refused(number: usize, exchange: &Exchange) -> Option<Violation> {
         ),
         step: Some(number),
     })
+}
+
+/// Requests that came sooner after a 429 than its `Retry-After` asked. The detail names no
+/// measured time, so a trace stays the same from run to run.
+fn early_retries(number: usize, run: &StepRun) -> Vec<Violation> {
+    run.exchanges
+        .windows(2)
+        .filter_map(|pair| {
+            let (refused, next) = (&pair[0], &pair[1]);
+            let asked = refused.retry_after?;
+            let waited = next.received.saturating_duration_since(refused.received);
+            (waited + RETRY_AFTER_SLACK < asked).then(|| Violation {
+                rule: "retry_after".into(),
+                detail: format!(
+                    "step {number}, request {}: sent sooner than the {} s that request {}'s 429 asked for (Retry-After)",
+                    next.number,
+                    asked.as_secs(),
+                    refused.number
+                ),
+                step: Some(number),
+            })
+        })
+        .collect()
 }
 
 /// A Messages request that left thinking off in a scenario that turns it on.
@@ -93,6 +123,8 @@ mod tests {
                 .map(|_| "messages.1.content.0: Invalid `signature` in `thinking` block".into()),
             cache: Default::default(),
             refused_rule,
+            received: tokio::time::Instant::now(),
+            retry_after: None,
         }
     }
 
@@ -134,6 +166,27 @@ input = "hi"
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].rule, "refused");
         assert!(check(&scenario(None), &run(vec![exchange(json!({}), None)])).is_empty());
+    }
+
+    #[test]
+    fn a_retry_sooner_than_retry_after_breaks_the_rule_and_a_patient_one_does_not() {
+        let mut refused = exchange(json!({}), None);
+        refused.outcome = Outcome::Error(ctxbed_harness::model::ModelErrorKind::RateLimited);
+        refused.status = 429;
+        refused.retry_after = Some(Duration::from_secs(2));
+        let mut early = exchange(json!({}), None);
+        early.number = 4;
+        early.received = refused.received + Duration::from_millis(500);
+        let found = check(&scenario(None), &run(vec![refused.clone(), early.clone()]));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].rule, "retry_after");
+        assert!(
+            found[0]
+                .detail
+                .contains("the 2 s that request 3's 429 asked for")
+        );
+        early.received = refused.received + Duration::from_millis(1_950);
+        assert!(check(&scenario(None), &run(vec![refused, early])).is_empty());
     }
 
     #[test]

@@ -186,6 +186,7 @@ fn turn(draw: &mut Draw, window: Option<u64>, action: TurnAction) -> MockTurn {
         usage: None,
         step: None,
         redacted_thinking: false,
+        retry_after: None,
     }
 }
 

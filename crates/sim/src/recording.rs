@@ -104,6 +104,10 @@ pub fn turn_for(outcome: &Result<ModelReply, ModelError>) -> MockTurn {
             turn.latency = *after;
             turn
         }
+        Err(ModelError::RateLimited { retry_after, .. }) => MockTurn {
+            retry_after: *retry_after,
+            ..MockTurn::new(TurnAction::Error(ScriptedError::RateLimit))
+        },
         Err(error) => MockTurn::new(TurnAction::Error(scripted_error(error))),
     }
 }

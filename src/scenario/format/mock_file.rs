@@ -95,6 +95,10 @@ pub(super) struct RawTurn {
     /// (opaque data to hand back unchanged); the Responses API as a reasoning item without a
     /// summary.
     pub(super) redacted_thinking: Option<bool>,
+    /// The `Retry-After` header, in seconds, of a `rate_limit` turn's 429 (default: the
+    /// server's, 1).
+    #[schemars(with = "Option<i64>", range(min = 1))]
+    pub(super) retry_after_seconds: Option<Spanned<i64>>,
 }
 
 /// Usage figures a turn reports instead of the exact counts.
@@ -410,6 +414,7 @@ impl Checker<'_> {
                 .help("give the thinking it stands for: `thinking = \"...\"`");
             self.problems.push(problem);
         }
+        let retry_after = self.retry_after(turn, &field);
         let action = self.action(turn, spanned, &field)?;
         Some(MockTurn {
             when,
@@ -420,7 +425,28 @@ impl Checker<'_> {
             usage,
             step,
             redacted_thinking,
+            retry_after,
         })
+    }
+
+    /// A rate-limit turn's `Retry-After`; on any other turn the field is a mistake.
+    fn retry_after(&mut self, turn: &RawTurn, field: &str) -> Option<Duration> {
+        let value = turn.retry_after_seconds.as_ref()?;
+        let field = format!("{field}.retry_after_seconds");
+        let rate_limit = turn
+            .error
+            .as_ref()
+            .is_some_and(|e| e.get_ref() == "rate_limit");
+        if !rate_limit {
+            let problem = self
+                .at(value, "`retry_after_seconds` belongs to a rate-limit turn")
+                .field(field)
+                .help("add `error = \"rate_limit\"`, or remove the field");
+            self.problems.push(problem);
+            return None;
+        }
+        let seconds = self.count(value, &field, 1)?;
+        Some(Duration::from_secs(seconds))
     }
 
     fn condition(&mut self, raw: &RawCondition, field: &str) -> Option<TurnCondition> {

@@ -25,6 +25,13 @@ impl ProviderHost {
 
     /// A model error as the imitated provider answers it: its status, body and headers (a
     /// scripted timeout holds the request first).
+    /// The whole seconds a 429 asks the client to wait: the turn's own, else the host's.
+    pub(super) fn retry_after_seconds(&self, turn: Option<std::time::Duration>) -> u64 {
+        turn.map_or(self.options.retry_after_seconds, |after| {
+            after.as_secs_f64().ceil() as u64
+        })
+    }
+
     pub(super) async fn error_response(&self, error: ModelError) -> http::Response<HostBody> {
         let anthropic = self.imitates_anthropic();
         match error {
@@ -44,7 +51,7 @@ impl ProviderHost {
                     full(status, body)
                 }
             }
-            ModelError::RateLimited { body, .. } => {
+            ModelError::RateLimited { body, retry_after } => {
                 let body = if anthropic {
                     anthropic::error_body(
                         "rate_limit_error",
@@ -54,9 +61,8 @@ impl ProviderHost {
                     body
                 };
                 let mut response = full(429, body);
-                if let Ok(value) =
-                    http::HeaderValue::from_str(&self.options.retry_after_seconds.to_string())
-                {
+                let seconds = self.retry_after_seconds(retry_after);
+                if let Ok(value) = http::HeaderValue::from_str(&seconds.to_string()) {
                     response.headers_mut().insert("retry-after", value);
                 }
                 response

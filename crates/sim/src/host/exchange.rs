@@ -99,4 +99,9 @@ pub struct Exchange {
     /// The wire rule a refused request broke, when its refusal names one
     /// ([`Invalid::rule`](super::validate::Invalid::rule)).
     pub refused_rule: Option<&'static str>,
+    /// When the request arrived, on the host's clock (real time in `serve`, simulated time in a
+    /// simulation).
+    pub received: tokio::time::Instant,
+    /// The `Retry-After` a 429 answer carried.
+    pub retry_after: Option<std::time::Duration>,
 }

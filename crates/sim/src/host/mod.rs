@@ -206,6 +206,8 @@ impl ProviderHost {
             note: None,
             cache: cache::CacheUse::default(),
             refused_rule: None,
+            received: tokio::time::Instant::now(),
+            retry_after: None,
         };
         let response = if is_count_tokens(path) {
             self.count_tokens(body, &mut exchange)
@@ -366,6 +368,10 @@ impl ProviderHost {
             Ok(reply) => self.answer_reply(reply, wire, lane, exchange),
             Err(error) => {
                 exchange.outcome = Outcome::Error(error.error_kind());
+                if let ModelError::RateLimited { retry_after, .. } = &error {
+                    let seconds = self.retry_after_seconds(*retry_after);
+                    exchange.retry_after = Some(std::time::Duration::from_secs(seconds));
+                }
                 self.answer_error(error, wire, exchange).await
             }
         }

@@ -588,9 +588,15 @@ mod tests {
         let call = json!({"type": "tool_use", "id": "c", "name": "n", "input": {}});
         let text = |t: &str| json!({"type": "text", "text": t});
         let empty = anthropic(with(json!([text(""), call.clone()])));
-        assert!(empty.contains("messages: text content blocks must be non-empty"), "{empty}");
+        assert!(
+            empty.contains("messages: text content blocks must be non-empty"),
+            "{empty}"
+        );
         let alone = anthropic(with(json!([text(" ")])));
-        assert!(alone.contains("must contain non-whitespace text"), "{alone}");
+        assert!(
+            alone.contains("must contain non-whitespace text"),
+            "{alone}"
+        );
         // Whitespace beside a tool use or beside other text, and an empty list, are taken.
         assert_eq!(anthropic(with(json!([text("\n\n"), call]))), "");
         assert_eq!(anthropic(with(json!([text(" "), text("ok")]))), "");

@@ -83,7 +83,10 @@ impl MockModel {
                 self.provider_error(status, body)
             }
             ScriptedError::Pairing => {
-                let (status, body) = self.script.imitates.call_without_result_error(1, "call_0000");
+                let (status, body) = self
+                    .script
+                    .imitates
+                    .call_without_result_error(1, "call_0000");
                 self.provider_error(status, body)
             }
             ScriptedError::Timeout => ModelError::Timeout { after: latency },
@@ -95,10 +98,21 @@ impl MockModel {
                 *status,
                 format!(r#"{{"error":{{"message":"upstream fault","code":{status}}}}}"#),
             ),
-            ScriptedError::RateLimit => self.provider_error(
-                429,
-                r#"{"error":{"message":"Rate limit reached; please try again later.","type":"requests","code":"rate_limit_exceeded"}}"#.to_string(),
-            ),
+            ScriptedError::RateLimit => {
+                let error = self.provider_error(
+                    429,
+                    r#"{"error":{"message":"Rate limit reached; please try again later.","type":"requests","code":"rate_limit_exceeded"}}"#.to_string(),
+                );
+                match (error, turn.retry_after) {
+                    (ModelError::RateLimited { body, .. }, Some(after)) => {
+                        ModelError::RateLimited {
+                            retry_after: Some(after),
+                            body,
+                        }
+                    }
+                    (error, _) => error,
+                }
+            }
             ScriptedError::Raw { status, body } => self.provider_error(*status, body.clone()),
         }
     }

@@ -106,6 +106,8 @@ pub struct MockTurn {
     /// (`ContentPart::RedactedThinking`, Anthropic's `redacted_thinking`) that encodes the
     /// scripted thinking.
     pub redacted_thinking: bool,
+    /// The `Retry-After` a rate-limit turn answers with (`None`: the host's default).
+    pub retry_after: Option<Duration>,
 }
 
 impl MockTurn {
@@ -120,6 +122,7 @@ impl MockTurn {
             usage: None,
             step: None,
             redacted_thinking: false,
+            retry_after: None,
         }
     }
 }

@@ -81,6 +81,10 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
         },
         step: turn.step.map(|step| count(step as u64)).transpose()?,
         redacted_thinking: turn.redacted_thinking.then_some(true),
+        retry_after_seconds: turn
+            .retry_after
+            .map(|after| count(after.as_secs().max(1)))
+            .transpose()?,
         ..RawTurn::default()
     };
     match &turn.action {
