@@ -380,6 +380,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("thinking-compaction", "planted-drop-thinking", "reasoning"),
     ("thinking-compaction", "planted-no-context", "window"),
     ("tool-error", "planted-drop-tool-errors", "expect"),
+    ("tool-schemas-fill-window", "planted-no-context", "window"),
     ("tool-results-languages", "planted-no-context", "window"),
     (
         "trim-starts-with-tool-result",

@@ -55,6 +55,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("summary-cut-fan-out", "wire-fan-out"),
     builtin!("thinking-compaction", "wire-thinking-loop"),
     builtin!("tool-error", "wire-tool-error"),
+    builtin!("tool-schemas-fill-window", "wire-many-tools"),
     builtin!("tool-results-languages", "wire-languages"),
     builtin!("trim-starts-with-tool-result", "wire-two-reads"),
     builtin!("two-sessions", "wire-two-sessions"),
@@ -137,7 +138,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 27);
+        assert_eq!(mock_names().len(), 28);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
