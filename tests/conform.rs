@@ -354,6 +354,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("cut-stream", "planted-orphan-call", "pairing"),
     ("empty-text-tool-call", "planted-blank-text", "refused"),
     ("first-input-too-large", "planted-no-context", "window"),
+    ("huge-tool-arguments", "planted-no-context", "window"),
     ("huge-tool-result", "planted-no-context", "window"),
     ("malformed-reply", "planted-empty-reply-on-error", "reply"),
     ("long-session", "planted-no-context", "window"),

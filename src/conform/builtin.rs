@@ -39,6 +39,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("cut-stream", "wire-cut-stream"),
     builtin!("empty-text-tool-call", "wire-empty-text"),
     builtin!("first-input-too-large", "wire-first-input"),
+    builtin!("huge-tool-arguments", "wire-big-arguments"),
     builtin!("huge-tool-result", "wire-huge-result"),
     builtin!("long-session", "wire-long-session"),
     builtin!("malformed-reply", "wire-malformed"),
@@ -138,7 +139,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 28);
+        assert_eq!(mock_names().len(), 29);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
