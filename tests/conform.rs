@@ -357,6 +357,11 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("huge-tool-arguments", "planted-no-context", "window"),
     ("huge-tool-result", "planted-no-context", "window"),
     ("malformed-reply", "planted-empty-reply-on-error", "reply"),
+    (
+        "invalid-tool-arguments",
+        "planted-strict-arguments",
+        "expect",
+    ),
     ("long-session", "planted-no-context", "window"),
     ("many-steps", "planted-no-context", "window"),
     ("overflow-anthropic", "planted-no-context", "expect"),

@@ -719,11 +719,6 @@ async fn bad_replies_are_typed_errors_with_bounded_snippets() {
             "{\"choices\"",
         ),
         (
-            json_response(200, &bad_arguments.to_string()),
-            "malformed_reply",
-            "{\"command\": \"ls",
-        ),
-        (
             json_response(200, r#"{"id":"x"}"#),
             "malformed_reply",
             "{\"id\"",
@@ -745,6 +740,33 @@ async fn bad_replies_are_typed_errors_with_bounded_snippets() {
             "",
         ),
     ];
+    // Arguments that are not JSON are kept as the model sent them, for the tool to refuse, and
+    // go back as sent.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(json_response(200, &bad_arguments.to_string()))
+        .mount(&server)
+        .await;
+    let reply = openai(&server, false)
+        .call(&simple_request())
+        .await
+        .expect("a reply");
+    let call = reply.message.tool_calls().next().expect("a call");
+    assert_eq!(call.arguments, json!("{\"command\": \"ls"));
+    let mut back = simple_request();
+    back.messages = vec![reply.message.clone()].into();
+    let options = ctxbed_providers::WireOptions {
+        model: "m".into(),
+        stream: false,
+        max_tokens_field: ctxbed_providers::MaxTokensField::MaxTokens,
+        max_output_tokens: None,
+        thinking_budget: None,
+    };
+    let body = ctxbed_providers::openai::request_body(&back, &options);
+    assert_eq!(
+        body["messages"][0]["tool_calls"][0]["function"]["arguments"],
+        "{\"command\": \"ls"
+    );
     for (response, kind, raw_start) in cases {
         let (error, _) = error_for(ProviderKind::OpenAi, false, response).await;
         assert_eq!(error.kind(), kind, "{error:?}");
@@ -821,7 +843,8 @@ async fn broken_streams_are_typed_errors() {
     let (error, _) = error_for(ProviderKind::Responses, true, stream_response(overflow)).await;
     assert_eq!(error.kind(), "context_overflow", "{error:?}");
 
-    // A chunk that is not JSON, and streamed arguments that are not JSON.
+    // A chunk that is not JSON is malformed; streamed arguments that are not JSON are kept as
+    // sent, for the tool to refuse.
     let garbage = sse(&["data: {not json".to_string(), "data: [DONE]".to_string()]);
     let (error, _) = error_for(ProviderKind::OpenAi, true, stream_response(garbage)).await;
     assert_eq!(error.kind(), "malformed_reply", "{error:?}");
@@ -831,12 +854,20 @@ async fn broken_streams_are_typed_errors() {
         ),
         "data: [DONE]".to_string(),
     ]);
-    let (error, _) = error_for(ProviderKind::OpenAi, true, stream_response(bad_arguments)).await;
-    let ModelError::MalformedReply { detail, raw } = &error else {
-        panic!("{error:?}");
-    };
-    assert!(detail.contains("`execute` (c1)"), "{detail}");
-    assert_eq!(raw, "{\"a\":");
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(stream_response(bad_arguments))
+        .mount(&server)
+        .await;
+    let reply = openai(&server, true)
+        .call(&simple_request())
+        .await
+        .expect("a reply");
+    let call = reply.message.tool_calls().next().expect("a call");
+    assert_eq!(
+        (call.id.as_str(), &call.arguments),
+        ("c1", &json!("{\"a\":"))
+    );
 
     // A line over the decoder's bound.
     let huge = format!(

@@ -16,6 +16,7 @@
 //! | `one_session` | runs every step in one session, whatever the step says |
 //! | `drop_tool_errors` | hands a failed tool's result to the model as an empty success |
 //! | `count_storm` | asks Anthropic's `count_tokens` three times before each Messages request |
+//! | `strict_arguments` | fails a whole reply whose tool-call arguments are not a JSON object, as a malformed reply, instead of handing them to the tool |
 //! | `blank_text` | hands back each Anthropic tool-use turn with an empty text block before its calls |
 //! | `drop_thinking` | hands back no thinking (Anthropic `thinking`/`redacted_thinking` blocks, Responses `reasoning` items are taken out of each request body) |
 
@@ -44,6 +45,7 @@ pub struct Plants {
     pub count_storm: bool,
     pub drop_thinking: bool,
     pub blank_text: bool,
+    pub strict_arguments: bool,
 }
 
 impl Plants {
@@ -81,6 +83,7 @@ impl Plants {
                         "count_storm" => &mut plants.count_storm,
                         "drop_thinking" => &mut plants.drop_thinking,
                         "blank_text" => &mut plants.blank_text,
+                        "strict_arguments" => &mut plants.strict_arguments,
                         _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
                     };
                     *flag = true;
@@ -97,6 +100,7 @@ impl Plants {
             || self.count_storm
             || self.drop_thinking
             || self.blank_text
+            || self.strict_arguments
     }
 }
 
@@ -131,7 +135,11 @@ impl Transport for PlantedTransport {
             self.count_three_times(&request).await?;
         }
         if !self.plants.retry_same {
-            return self.inner.send(request).await;
+            let response = self.inner.send(request).await?;
+            if self.plants.strict_arguments {
+                return strict_arguments(response).await;
+            }
+            return Ok(response);
         }
         let again = copy(&request);
         let response = self.inner.send(request).await?;
@@ -231,6 +239,28 @@ fn strip_tool_results(body: &Bytes) -> Bytes {
         });
     }
     serde_json::to_vec(&json).map_or_else(|_| body.clone(), Bytes::from)
+}
+
+/// A whole Chat Completions reply whose tool-call arguments are not all JSON objects, replaced
+/// by a reply without choices (which the provider reads as malformed); anything else as sent.
+async fn strict_arguments(
+    response: http::Response<ResponseBody>,
+) -> Result<http::Response<ResponseBody>, TransportError> {
+    let (parts, mut body) = response.into_parts();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.next_chunk().await {
+        bytes.extend_from_slice(&chunk?);
+    }
+    let json: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let calls = json["choices"][0]["message"]["tool_calls"].as_array();
+    let broken = calls.into_iter().flatten().any(|call| {
+        let text = call["function"]["arguments"].as_str().unwrap_or("{}");
+        !serde_json::from_str::<Value>(text).is_ok_and(|value| value.is_object())
+    });
+    if broken {
+        bytes = br#"{"id":"strict-arguments"}"#.to_vec();
+    }
+    Ok(http::Response::from_parts(parts, ResponseBody::full(bytes)))
 }
 
 /// The body without thinking: Anthropic `thinking` and `redacted_thinking` blocks and

@@ -122,7 +122,7 @@ fn messages(messages: &SharedVec<Message>, thinking: bool) -> Vec<Value> {
                 };
                 blocks.extend(text_blocks(message));
                 blocks.extend(message.tool_calls().map(|call| {
-                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments})
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(&call.arguments)})
                 }));
                 ("assistant", blocks)
             }
@@ -135,6 +135,16 @@ fn messages(messages: &SharedVec<Message>, thinking: bool) -> Vec<Value> {
     wire.into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect()
+}
+
+/// A call's `input`: the API takes only an object, so arguments the model sent as something
+/// else (kept as text) go back as an empty object.
+fn tool_input(arguments: &Value) -> Value {
+    if arguments.is_object() {
+        arguments.clone()
+    } else {
+        Value::Object(Map::new())
+    }
 }
 
 /// The message's thinking as the provider sent it: signed `thinking` and `redacted_thinking`

@@ -42,7 +42,9 @@ use serde_json::{Map, Value, json};
 use crate::WireOptions;
 use crate::body;
 use crate::limits::TOOL_CALL_ARGUMENTS_BYTES_MAX;
-use crate::reply::{content_text, error_in_body, malformed, parse_arguments, raw_snippet};
+use crate::reply::{
+    arguments_text, content_text, error_in_body, malformed, parse_arguments, raw_snippet,
+};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput};
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Usage};
@@ -115,7 +117,7 @@ fn assistant_message(message: &Message) -> Value {
             json!({
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments.to_string()},
+                "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
             })
         })
         .collect();

@@ -31,35 +31,42 @@ pub fn malformed(detail: impl Into<String>, raw: &[u8]) -> ModelError {
     }
 }
 
-/// Parses one tool call's arguments as the server sent them.
+/// Parses one tool call's arguments as the server sent them: a JSON object, or `{}` for none.
+/// Arguments that are not a JSON object (text cut off mid-call, trailing commentary, a bare
+/// value) are kept as the model sent them, as a string, so the call goes on to its tool, which
+/// answers the model with an error result it can correct, instead of failing the whole reply.
 ///
 /// # Errors
-/// [`ModelError::MalformedReply`] when the text is not JSON or not a JSON object.
+/// None today; the signature keeps room for limits on what a call may carry.
 pub fn parse_arguments(name: &str, id: &str, arguments: &Value) -> Result<Value, ModelError> {
     let text = match arguments {
         Value::Object(_) => return Ok(arguments.clone()),
         Value::Null => return Ok(Value::Object(serde_json::Map::new())),
         Value::String(text) => text,
-        other => {
-            return Err(malformed(
-                format!("tool call `{name}` ({id}) has arguments that are not an object"),
-                other.to_string().as_bytes(),
-            ));
-        }
+        other => return Ok(Value::String(other.to_string())),
     };
     if text.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
     match serde_json::from_str::<Value>(text) {
         Ok(value @ Value::Object(_)) => Ok(value),
-        Ok(_) => Err(malformed(
-            format!("tool call `{name}` ({id}) has arguments that are not a JSON object"),
-            text.as_bytes(),
-        )),
-        Err(error) => Err(malformed(
-            format!("tool call `{name}` ({id}) has arguments that are not valid JSON: {error}"),
-            text.as_bytes(),
-        )),
+        _ => {
+            tracing::warn!(
+                tool = name,
+                call = id,
+                "tool-call arguments are not a JSON object; kept as text"
+            );
+            Ok(Value::String(text.clone()))
+        }
+    }
+}
+
+/// A tool call's arguments as a request carries them back: the JSON text of an object, or the
+/// text the model sent when it was not one.
+pub fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -143,7 +150,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn arguments_are_lenient_where_harmless_and_strict_where_not() {
+    fn arguments_that_are_not_an_object_are_kept_as_sent() {
         assert_eq!(parse_arguments("t", "c", &json!("")).unwrap(), json!({}));
         assert_eq!(parse_arguments("t", "c", &json!(null)).unwrap(), json!({}));
         assert_eq!(
@@ -154,16 +161,16 @@ mod tests {
             parse_arguments("t", "c", &json!("{\"a\":1}")).unwrap(),
             json!({"a": 1})
         );
-        let error = parse_arguments("execute", "call_9", &json!("{\"command\": \"ls")).unwrap_err();
-        let ModelError::MalformedReply { detail, raw } = &error else {
-            panic!("{error:?}");
-        };
-        assert!(detail.contains("`execute` (call_9)"), "{detail}");
-        assert_eq!(raw, "{\"command\": \"ls");
+        // Cut off or not an object: kept as sent, for the tool to refuse with its schema.
+        let cut = json!("{\"command\": \"ls");
+        assert_eq!(parse_arguments("execute", "call_9", &cut).unwrap(), cut);
         assert_eq!(
-            parse_arguments("t", "c", &json!("[1]")).unwrap_err().kind(),
-            "malformed_reply"
+            parse_arguments("t", "c", &json!("[1]")).unwrap(),
+            json!("[1]")
         );
+        assert_eq!(parse_arguments("t", "c", &json!(7)).unwrap(), json!("7"));
+        assert_eq!(arguments_text(&cut), "{\"command\": \"ls");
+        assert_eq!(arguments_text(&json!({"a": 1})), "{\"a\":1}");
     }
 
     #[test]

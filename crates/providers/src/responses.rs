@@ -103,7 +103,7 @@ fn input_items(message: &Message) -> Vec<Value> {
                     "type": "function_call",
                     "call_id": call.id,
                     "name": call.name,
-                    "arguments": call.arguments.to_string(),
+                    "arguments": crate::reply::arguments_text(&call.arguments),
                 })
             }));
             items
@@ -375,11 +375,11 @@ mod tests {
         );
         assert_eq!(call.arguments, json!({"path": "a"}));
         assert_eq!(reply.usage.map(|u| u.input_tokens), Some(12));
-        let bad = json!({"output": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]});
-        assert!(matches!(
-            parse_reply(bad.to_string().as_bytes()),
-            Err(ModelError::MalformedReply { .. })
-        ));
+        // Arguments cut off mid-call are kept as the model sent them, for the tool to refuse.
+        let cut = json!({"output": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{\"a\": 1"}]});
+        let reply = parse_reply(cut.to_string().as_bytes()).expect("a reply");
+        let call = reply.message.tool_calls().next().expect("a call");
+        assert_eq!(call.arguments, json!("{\"a\": 1"));
     }
 
     #[test]

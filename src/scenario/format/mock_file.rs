@@ -134,6 +134,9 @@ pub(super) struct RawCall {
     #[serde(default)]
     #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub(super) args: Option<toml::Table>,
+    /// The arguments as raw text, sent as they are (OpenAI and Responses), so a scenario can
+    /// hand a harness arguments that are not valid JSON; instead of `args`.
+    pub(super) raw_args: Option<String>,
 }
 
 const ERROR_KINDS: &[&str] = &[
@@ -542,14 +545,26 @@ impl Checker<'_> {
             self.problems.push(problem);
             return None;
         }
+        for (index, call) in calls.iter().enumerate() {
+            if call.get_ref().raw_args.is_some() && call.get_ref().args.is_some() {
+                let problem = self
+                    .at(call, "a tool call gives both `args` and `raw_args`")
+                    .field(format!("{field}.tool_calls[{index}]"))
+                    .help("keep `args` (a table), or `raw_args` (text sent as it is)");
+                self.problems.push(problem);
+            }
+        }
         let tool_calls = calls
             .iter()
             .map(|call| {
                 let call = call.get_ref();
-                let arguments = call.args.clone().map_or_else(
-                    || serde_json::Value::Object(serde_json::Map::new()),
-                    |table| serde_json::to_value(table).unwrap_or(serde_json::Value::Null),
-                );
+                let arguments = match &call.raw_args {
+                    Some(raw) => serde_json::Value::String(raw.clone()),
+                    None => call.args.clone().map_or_else(
+                        || serde_json::Value::Object(serde_json::Map::new()),
+                        |table| serde_json::to_value(table).unwrap_or(serde_json::Value::Null),
+                    ),
+                };
                 ScriptedCall {
                     id: call.id.clone(),
                     name: call.name.clone(),

@@ -66,11 +66,13 @@ fn assistant_message(
             .get("name")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        // Arguments that are not JSON stay as their text, as the provider keeps them.
         let arguments = function
             .get("arguments")
             .and_then(Value::as_str)
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or(Value::Null);
+            .map_or(Value::Null, |text| {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+            });
         names.insert(call_id.to_string(), name.to_string());
         parts.push(ContentPart::tool_call(call_id, name, arguments));
     }
@@ -127,7 +129,7 @@ pub fn completion(reply: &ModelReply, model: &str, number: u64, usage: bool) -> 
     let calls: Vec<Value> = reply
         .message
         .tool_calls()
-        .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments.to_string()}}))
+        .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments_text(&call.arguments)}}))
         .collect();
     let mut message = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { text.into() }});
     if !calls.is_empty() {
@@ -148,6 +150,15 @@ pub fn completion(reply: &ModelReply, model: &str, number: u64, usage: bool) -> 
         completion["usage"] = usage_json(&usage);
     }
     completion
+}
+
+/// A tool call's arguments as sent: a JSON text, or, for arguments scripted as raw text
+/// (`raw_args`, a string), that text as it is, valid JSON or not.
+pub fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// The usage object, with the prompt tokens read from the cache (`prompt_tokens_details`).
@@ -176,7 +187,7 @@ pub fn stream_events(reply: &ModelReply, model: &str, number: u64, usage: bool) 
     }
     for (index, call) in reply.message.tool_calls().enumerate() {
         events.push(delta(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})));
-        for piece in pieces(&call.arguments.to_string(), 8) {
+        for piece in pieces(&arguments_text(&call.arguments), 8) {
             events.push(delta(
                 json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
             ));

@@ -98,10 +98,15 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
             // A reply with nothing else says so with an empty list of calls.
             if !tool_calls.is_empty() || (thinking.is_none() && text.is_none()) {
                 let calls = tool_calls.iter().map(|call| {
+                    let (args, raw_args) = match &call.arguments {
+                        serde_json::Value::String(raw) => (None, Some(raw.clone())),
+                        other => (Some(json_object(other, "tool-call arguments")?), None),
+                    };
                     Ok(at(RawCall {
                         id: call.id.clone(),
                         name: call.name.clone(),
-                        args: Some(json_object(&call.arguments, "tool-call arguments")?),
+                        args,
+                        raw_args,
                     }))
                 });
                 raw.tool_calls = Some(calls.collect::<Result<_, WriteError>>()?);
