@@ -32,7 +32,9 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
         for part in &message.parts {
             match part {
                 ContentPart::Text { text } | ContentPart::Thinking { text } => add(text),
-                ContentPart::ToolCall(call) => add(&call.arguments.to_string()),
+                ContentPart::ToolCall(call) => {
+                    add(&ctxbed_harness::format::json_text(&call.arguments))
+                }
                 ContentPart::ToolResult(result) => add(&result.text()),
                 ContentPart::Media { .. } => {}
             }
