@@ -82,10 +82,13 @@ fn cl100k_main(bytes: &[u8], at: usize) -> Option<usize> {
 /// `[^\r\n\p{L}\p{N}]?` then `rest`: with the prefix first, then without it.
 fn with_prefix(bytes: &[u8], at: usize, rest: impl Fn(usize) -> Option<usize>) -> Option<usize> {
     let prefix = bytes[at];
-    if prefix != b'\r' && prefix != b'\n' && !prefix.is_ascii_alphanumeric() {
-        if let Some(end) = (at + 1 < bytes.len()).then(|| rest(at + 1)).flatten() {
-            return Some(end);
-        }
+    if prefix != b'\r'
+        && prefix != b'\n'
+        && !prefix.is_ascii_alphanumeric()
+        && at + 1 < bytes.len()
+        && let Some(end) = rest(at + 1)
+    {
+        return Some(end);
     }
     rest(at)
 }
