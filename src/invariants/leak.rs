@@ -33,7 +33,9 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
             match part {
                 ContentPart::Text { text } | ContentPart::Thinking { text, .. } => add(text),
                 ContentPart::RedactedThinking { data } => add(data),
-                ContentPart::ToolCall(call) => add(&call.arguments.to_string()),
+                ContentPart::ToolCall(call) => {
+                    add(&ctxbed_harness::format::json_text(&call.arguments))
+                }
                 ContentPart::ToolResult(result) => add(&result.text()),
                 ContentPart::Media { .. } => {}
             }

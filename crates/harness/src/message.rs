@@ -423,14 +423,41 @@ impl Message {
 /// The short content hash used in manifests and message ids.
 pub fn content_hash(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    short_hex(&Sha256::digest(bytes))
 }
 
-/// The content hash of a message's parts (id and metadata excluded).
+/// The content hash of a message's parts (id and metadata excluded): [`content_hash`] of their
+/// JSON text, which is hashed as it is written, never held whole.
 pub fn message_hash(message: &Message) -> String {
-    let serialised = serde_json::to_vec(&(&message.role, &message.parts)).unwrap_or_default();
-    content_hash(&serialised)
+    use sha2::{Digest, Sha256};
+    struct HashWriter(Sha256);
+    impl std::io::Write for HashWriter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut writer = HashWriter(Sha256::new());
+    // A message always serialises (its JSON values' keys are strings); should it not, the hash
+    // is of what was written, as the hash of an empty text was before.
+    if serde_json::to_writer(&mut writer, &(&message.role, &message.parts)).is_err() {
+        return content_hash(b"");
+    }
+    short_hex(&writer.0.finalize())
+}
+
+/// The first eight bytes of a digest in lowercase hexadecimal.
+fn short_hex(digest: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(16);
+    for byte in &digest[..8] {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    text
 }
 
 #[cfg(test)]

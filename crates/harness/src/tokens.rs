@@ -105,7 +105,7 @@ pub trait TokenEstimator: Send + Sync {
                 TOOL_PART_OVERHEAD_TOKENS
                     + self.text_tokens(&call.id)
                     + self.text_tokens(&call.name)
-                    + self.text_tokens(&call.arguments.to_string())
+                    + self.text_tokens(&crate::format::json_text(&call.arguments))
             }
             ContentPart::ToolResult(result) => {
                 let outputs: u64 = result
@@ -130,7 +130,7 @@ pub trait TokenEstimator: Send + Sync {
         TOOL_SCHEMA_OVERHEAD_TOKENS
             + self.text_tokens(&schema.name)
             + self.text_tokens(&schema.description)
-            + self.text_tokens(&schema.parameters.to_string())
+            + self.text_tokens(&crate::format::json_text(&schema.parameters))
     }
 
     /// Tokens of a whole request: every message, every tool schema and the reply priming.

@@ -10,6 +10,8 @@
 //! assert_eq!(text, generate_text(TextKind::Cjk, 10, 7));
 //! ```
 
+use std::fmt::Write as _;
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -97,21 +99,22 @@ pub fn generate_text(kind: TextKind, chars: usize, seed: u64) -> String {
     let mut produced = 0usize;
     let mut line = 0u64;
     while produced < chars {
-        let piece = match kind {
-            TextKind::Prose => prose_sentence(&mut rng),
-            TextKind::Code => code_line(&mut rng),
-            TextKind::Json => json_object(&mut rng, line),
-            TextKind::Log => log_line(&mut rng, line),
-            TextKind::Cjk => cjk_sentence(&mut rng),
-        };
-        produced += piece.chars().count();
-        text.push_str(&piece);
+        // Each piece is written straight into the text; what it added is counted.
+        let before = text.len();
+        match kind {
+            TextKind::Prose => prose_sentence(&mut rng, &mut text),
+            TextKind::Code => code_line(&mut rng, &mut text),
+            TextKind::Json => json_object(&mut rng, line, &mut text),
+            TextKind::Log => log_line(&mut rng, line, &mut text),
+            TextKind::Cjk => cjk_sentence(&mut rng, &mut text),
+        }
+        produced += text[before..].chars().count();
         line += 1;
     }
-    match text.char_indices().nth(chars) {
-        Some((cut, _)) => text[..cut].to_string(),
-        None => text,
+    if let Some((cut, _)) = text.char_indices().nth(chars) {
+        text.truncate(cut);
     }
+    text
 }
 
 fn pick<'a>(rng: &mut ChaCha8Rng, items: &[&'a str]) -> &'a str {
@@ -119,40 +122,51 @@ fn pick<'a>(rng: &mut ChaCha8Rng, items: &[&'a str]) -> &'a str {
     items[index]
 }
 
-fn prose_sentence(rng: &mut ChaCha8Rng) -> String {
+fn prose_sentence(rng: &mut ChaCha8Rng, text: &mut String) {
     let count = 6 + (rng.next_u32() % 10) as usize;
-    let words: Vec<&str> = (0..count).map(|_| pick(rng, WORDS)).collect();
-    format!("{}. ", words.join(" "))
+    for index in 0..count {
+        if index > 0 {
+            text.push(' ');
+        }
+        text.push_str(pick(rng, WORDS));
+    }
+    text.push_str(". ");
 }
 
-fn code_line(rng: &mut ChaCha8Rng) -> String {
+fn code_line(rng: &mut ChaCha8Rng, text: &mut String) {
     let a = pick(rng, IDENTIFIERS);
     let b = pick(rng, IDENTIFIERS);
     let n = rng.next_u32() % 1000;
-    format!("    let {a}_{n} = {b}.get({n}).unwrap_or_default();\n")
+    let _ = writeln!(text, "    let {a}_{n} = {b}.get({n}).unwrap_or_default();");
 }
 
-fn json_object(rng: &mut ChaCha8Rng, line: u64) -> String {
+fn json_object(rng: &mut ChaCha8Rng, line: u64, text: &mut String) {
     let key = pick(rng, IDENTIFIERS);
     let word = pick(rng, WORDS);
     let n = rng.next_u32() % 100_000;
-    format!("{{\"id\":{line},\"{key}\":\"{word}\",\"amount\":{n}}}\n")
+    let _ = writeln!(
+        text,
+        "{{\"id\":{line},\"{key}\":\"{word}\",\"amount\":{n}}}"
+    );
 }
 
-fn log_line(rng: &mut ChaCha8Rng, line: u64) -> String {
+fn log_line(rng: &mut ChaCha8Rng, line: u64, text: &mut String) {
     let level = ["INFO", "WARN", "DEBUG", "ERROR"][(rng.next_u32() % 4) as usize];
     let word = pick(rng, WORDS);
     let n = rng.next_u32() % 10_000;
-    format!(
-        "2026-01-01T00:00:{:02}Z {level} export[{n}]: {word} row={line}\n",
+    let _ = writeln!(
+        text,
+        "2026-01-01T00:00:{:02}Z {level} export[{n}]: {word} row={line}",
         line % 60
-    )
+    );
 }
 
-fn cjk_sentence(rng: &mut ChaCha8Rng) -> String {
+fn cjk_sentence(rng: &mut ChaCha8Rng, text: &mut String) {
     let count = 4 + (rng.next_u32() % 8) as usize;
-    let words: Vec<&str> = (0..count).map(|_| pick(rng, CJK)).collect();
-    format!("{}。", words.concat())
+    for _ in 0..count {
+        text.push_str(pick(rng, CJK));
+    }
+    text.push('。');
 }
 
 #[cfg(test)]

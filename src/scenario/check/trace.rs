@@ -168,7 +168,10 @@ fn render_event(
             "tool_call {} {} {}",
             call.id,
             call.name,
-            ctxbed_harness::format::snippet(&call.arguments.to_string(), TRACE_TEXT_CHARS_MAX)
+            ctxbed_harness::format::snippet(
+                &ctxbed_harness::format::json_text(&call.arguments),
+                TRACE_TEXT_CHARS_MAX,
+            )
         ),
         EventKind::ToolResult { result, denied } => tool_result_line(result, *denied),
         EventKind::RunFinished { call_id, outcome } => run_finished_line(call_id, outcome),

@@ -39,7 +39,7 @@ fn render(message: &Message) -> String {
                 "[assistant called {} ({})] {}",
                 call.name,
                 call.id,
-                crate::format::snippet(&call.arguments.to_string(), 500)
+                crate::format::snippet(&crate::format::json_text(&call.arguments), 500)
             )),
             ContentPart::ToolResult(result) => lines.push(format!(
                 "[{} result ({}){}] {}",

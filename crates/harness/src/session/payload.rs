@@ -77,7 +77,7 @@ impl From<Value> for Payload {
 impl From<&Value> for Payload {
     fn from(value: &Value) -> Self {
         // A `Value`'s map keys are strings, so it always serialises.
-        Payload(value.to_string().into())
+        Payload(crate::format::json_text(value).into())
     }
 }
 

@@ -12,6 +12,7 @@
 //! vocabulary (tests compare the two on corpora of every script the estimator corpus holds and
 //! on random text).
 
+mod ascii;
 mod merge;
 mod split;
 mod table;

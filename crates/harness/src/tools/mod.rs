@@ -39,7 +39,7 @@
 //! ```
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 
@@ -116,8 +116,10 @@ pub enum ToolRegistryError {
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
-    /// The tools' schemas, in the same order, shared by every request.
-    schemas: Arc<[ToolSchema]>,
+    /// The tools' schemas, in the same order, shared by every request: copied when first asked
+    /// for after the last registration (copying them at every registration cost the square of
+    /// the tool count).
+    schemas: OnceLock<Arc<[ToolSchema]>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -152,7 +154,7 @@ impl ToolRegistry {
             return Err(ToolRegistryError::Duplicate(name));
         }
         self.tools.push(tool);
-        self.schemas = self.tools.iter().map(|t| t.schema().clone()).collect();
+        self.schemas = OnceLock::new();
         Ok(())
     }
 
@@ -161,10 +163,13 @@ impl ToolRegistry {
         self.tools.iter().find(|tool| tool.schema().name == name)
     }
 
-    /// Schemas in registration order, as sent to the model; copied once, when a tool is
-    /// registered, and shared from then on.
+    /// Schemas in registration order, as sent to the model; copied once, when first asked for
+    /// after the last registration, and shared from then on.
     pub fn schemas(&self) -> Arc<[ToolSchema]> {
-        Arc::clone(&self.schemas)
+        let schemas = self
+            .schemas
+            .get_or_init(|| self.tools.iter().map(|t| t.schema().clone()).collect());
+        Arc::clone(schemas)
     }
 
     /// Number of registered tools.

@@ -6,9 +6,14 @@
 //! look-ahead pattern `\s+\s`, whose match gives back its last character (the one the
 //! look-ahead would only have peeked at), and `\s+` for what remains. A piece starts where the
 //! previous one ended and is the first pattern's match anchored there.
+//!
+//! A text that is ASCII throughout is split by [`ascii`](super::ascii) instead, which ends
+//! every piece where the expressions would, at a fraction of the regex engine's cost.
 
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
+
+use super::ascii::{self, Flavour};
 
 /// o200k_base's expression without its look-ahead alternative.
 const O200K_MAIN: &str = concat!(
@@ -42,36 +47,49 @@ const LOOK_AHEAD_PATTERN: usize = 1;
 /// A vocabulary's pre-tokenizer.
 pub(super) struct Splitter {
     regex: Regex,
+    flavour: Flavour,
 }
 
 impl Splitter {
     pub(super) fn o200k() -> Self {
-        Self::new(O200K_MAIN)
+        Self::new(O200K_MAIN, Flavour::O200k)
     }
 
     pub(super) fn cl100k() -> Self {
-        Self::new(CL100K_MAIN)
+        Self::new(CL100K_MAIN, Flavour::Cl100k)
     }
 
-    fn new(main: &str) -> Self {
+    fn new(main: &str, flavour: Flavour) -> Self {
         let regex = Regex::new_many(&[main, LOOK_AHEAD, WHITESPACE])
             .expect("the pre-tokenizer expressions are valid");
-        Splitter { regex }
+        Splitter { regex, flavour }
     }
 
     /// The pieces of `text`, in order; together they are `text`.
     pub(super) fn split<'t>(&'t self, text: &'t str) -> Pieces<'t> {
         Pieces {
-            regex: &self.regex,
+            splitter: self,
+            ascii: text.is_ascii(),
             text,
             at: 0,
+        }
+    }
+
+    /// Splits with the regex engine whatever the text (for tests of the ASCII path).
+    #[cfg(test)]
+    pub(super) fn split_by_regex<'t>(&'t self, text: &'t str) -> Pieces<'t> {
+        Pieces {
+            ascii: false,
+            ..self.split(text)
         }
     }
 }
 
 /// The pieces of one text.
 pub(super) struct Pieces<'t> {
-    regex: &'t Regex,
+    splitter: &'t Splitter,
+    /// The text is ASCII throughout: [`ascii`] splits it.
+    ascii: bool,
     text: &'t str,
     at: usize,
 }
@@ -85,7 +103,15 @@ impl<'t> Iterator for Pieces<'t> {
             return None;
         }
         let start = self.at;
-        let end = match self.regex.find(Input::new(rest).anchored(Anchored::Yes)) {
+        if self.ascii {
+            self.at = ascii::piece_end(self.splitter.flavour, self.text.as_bytes(), start);
+            return Some(&self.text[start..self.at]);
+        }
+        let end = match self
+            .splitter
+            .regex
+            .find(Input::new(rest).anchored(Anchored::Yes))
+        {
             Some(found) if found.pattern().as_usize() == LOOK_AHEAD_PATTERN => {
                 let matched = &rest[..found.end()];
                 // `\s+\s` matches two characters at least, so one is left after giving one back.

@@ -117,6 +117,56 @@ fn every_token_is_found_at_its_rank() {
     }
 }
 
+/// The ASCII splitter ends every piece where the regex engine does, on every text of up to four
+/// characters drawn from a set that holds each class the expressions tell apart (capitals, small
+/// letters and the contraction letters, digits, each whitespace character, a separator that is
+/// not whitespace, the apostrophe, the slash, other marks, control characters), and on every
+/// text of one or two ASCII characters.
+#[test]
+fn the_ascii_splitter_ends_pieces_where_the_regex_does() {
+    let chars: Vec<u8> = b"aZsTrEldmv'0 \t\n\r\x0b\x0c\x1c/._".to_vec();
+    let mut texts: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut last: Vec<Vec<u8>> = vec![Vec::new()];
+    for _ in 0..4 {
+        last = last
+            .iter()
+            .flat_map(|text| {
+                chars.iter().map(move |&c| {
+                    let mut longer = text.clone();
+                    longer.push(c);
+                    longer
+                })
+            })
+            .collect();
+        texts.extend(last.iter().cloned());
+    }
+    for first in 0..128u8 {
+        texts.push(vec![first]);
+        for second in 0..128u8 {
+            texts.push(vec![first, second]);
+        }
+    }
+    for vocabulary in VOCABULARIES {
+        let splitter = &vocab(vocabulary).splitter;
+        for bytes in &texts {
+            let text = std::str::from_utf8(bytes).expect("ASCII");
+            let fast: Vec<&str> = splitter.split(text).collect();
+            let regex: Vec<&str> = splitter.split_by_regex(text).collect();
+            assert_eq!(fast, regex, "{vocabulary:?} pieces of {text:?}");
+        }
+    }
+}
+
+/// ASCII text of the kinds a sweep generates: prose, code, JSON, logs, whitespace runs.
+fn ascii_strategy() -> impl Strategy<Value = String> {
+    let chars = prop::sample::select(vec![
+        'a', 'e', 's', 't', 'r', 'v', 'l', 'd', 'm', 'Q', 'R', 'S', 'L', 'D', '0', '5', '9', ' ',
+        ' ', ' ', '\t', '\n', '\r', '\x0b', '\x0c', '\'', '"', '.', ',', ':', '{', '}', '[', ']',
+        '/', '\\', '-', '_', '=', '\x01', '\x1f', '\x7f',
+    ]);
+    prop::collection::vec(chars, 0..200).prop_map(|chars| chars.into_iter().collect())
+}
+
 /// Characters chosen to hit every alternative of both expressions and their boundaries.
 fn text_strategy() -> impl Strategy<Value = String> {
     let chars = prop::sample::select(vec![
@@ -132,6 +182,13 @@ proptest! {
 
     #[test]
     fn random_text_has_the_references_pieces_and_count(text in text_strategy()) {
+        for vocabulary in VOCABULARIES {
+            assert_same(vocabulary, &text);
+        }
+    }
+
+    #[test]
+    fn random_ascii_text_has_the_references_pieces_and_count(text in ascii_strategy()) {
         for vocabulary in VOCABULARIES {
             assert_same(vocabulary, &text);
         }
