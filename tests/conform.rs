@@ -369,6 +369,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("overflow-openai", "planted-no-context", "expect"),
     ("overflow-openai", "planted-retry-same", "overflow_retry"),
     ("parallel-tools", "planted-orphan-call", "pairing"),
+    ("parallel-tools-anthropic", "planted-orphan-call", "pairing"),
     ("rate-limit-retry", "planted-no-retry", "expect"),
     ("rate-limit-storm", "planted-no-retry", "expect"),
     ("responses-overflow", "planted-no-context", "expect"),
@@ -492,4 +493,40 @@ fn a_row_without_a_golden_is_new_and_fails_until_blessed() {
         !Path::new("golden/wire/basic-tool-round/planted-no-retry.snap.new").exists(),
         "CI never writes files"
     );
+}
+
+/// Generated wire scenarios find a planted fault and shrink it: with no context management, a
+/// drawn seed breaks `window`; the smallest draft found still breaks it, is no larger, and is
+/// written as a scenario that loads and fails the same way when run from its file.
+#[test]
+fn generated_seeds_find_a_planted_fault_and_shrink_it() {
+    use ctxbed::conform::explore;
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let options = options(Path::new("tests/wire-suite/peers"), logs.path());
+    let found = (0..20)
+        .map(|seed| explore::explore_seed(seed, "planted-no-context", &options, out.path(), 12))
+        .map(|outcome| outcome.expect("written"))
+        .find(|outcome| outcome.rules.iter().any(|rule| rule == "window"))
+        .expect("a seed among the first twenty that breaks `window` without context management");
+    let drawn = ctxbed::conform::generate::Draft::draw(found.seed);
+    let smallest = found.smallest.expect("a smallest draft");
+    assert!(smallest.size() <= drawn.size(), "{smallest:?}");
+    let (scenario, mock) = found.written.expect("the files");
+    assert!(mock.is_file(), "{}", mock.display());
+    let again = conform::run_one(&scenario, "planted-no-context", &options);
+    assert!(
+        matches!(&again.cell, Cell::Fail { rules } if rules.iter().any(|r| r == &found.rules[0])),
+        "{:?}\n{}",
+        again.cell,
+        again.trace
+    );
+    // The reference harness passes the same seed.
+    let reference = options_with_peers(logs.path());
+    let report = explore::run_draft(&drawn, "ctxbed", &reference);
+    assert_eq!(report.cell, Cell::Pass, "{}", report.trace);
+}
+
+fn options_with_peers(logs: &Path) -> ConformOptions {
+    options(Path::new("peers"), logs)
 }

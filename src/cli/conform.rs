@@ -86,6 +86,21 @@ pub struct ConformArgs {
     /// step, the trace and where the log is), then a summary, one per line.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub format: String,
+    /// Draw this many wire scenarios from seeds instead of running files or the suite, run each
+    /// against every harness with the wire rules as properties, shrink each failing one and
+    /// write it under --out; findings are pinned in `golden/generated/<harness>.txt`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub generate: Option<u64>,
+    /// The first seed of --generate.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where --generate writes the smallest failing scenarios (as a suite: scenarios/wire and
+    /// mock-models).
+    #[arg(long, default_value = "ctxbed-generated")]
+    pub out: PathBuf,
+    /// The most runs --generate spends shrinking one failing seed.
+    #[arg(long, default_value_t = ctxbed::conform::explore::SHRINK_RUNS_DEFAULT)]
+    pub shrink_runs: usize,
 }
 
 /// One wire scenario to run: a file, or one of the built-in suite.
@@ -337,6 +352,17 @@ fn write_matrix(
     true
 }
 
+/// CI never writes goldens.
+fn refuse_bless_in_ci(bless: bool) -> Result<(), ExitCode> {
+    if bless && std::env::var_os("CI").is_some() {
+        errln!(
+            "error: --bless with CI set: CI never writes goldens; bless locally, review the traces, and commit"
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(())
+}
+
 pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     let ConformArgs {
         paths,
@@ -350,34 +376,38 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         strict,
         matrix: matrix_path,
         format,
+        generate,
+        seed,
+        out,
+        shrink_runs,
     } = arguments;
     let json = format == "json";
     if list {
         return list_builtins();
     }
-    let targets = match targets(&paths, &scenarios) {
-        Ok(targets) => targets,
-        Err(problem) => {
-            errln!("error: {problem}");
-            return ExitCode::from(2);
-        }
-    };
     let named_adapters = named_adapters(&adapters);
-    let harnesses = match harnesses_to_run(harnesses, &named_adapters, &peers) {
-        Ok(harnesses) => harnesses,
+    let chosen = targets(&paths, &scenarios).and_then(|targets| {
+        harnesses_to_run(harnesses, &named_adapters, &peers).map(|harnesses| (targets, harnesses))
+    });
+    let (targets, harnesses) = match chosen {
+        Ok(chosen) => chosen,
         Err(problem) => {
             errln!("error: {problem}");
             return ExitCode::from(2);
         }
     };
-    if bless && std::env::var_os("CI").is_some() {
-        errln!(
-            "error: --bless with CI set: CI never writes goldens; bless locally, review the traces, and commit"
-        );
-        return ExitCode::from(2);
+    if let Err(code) = refuse_bless_in_ci(bless) {
+        return code;
     }
     let options = conform_options(peers, logs, named_adapters, bless);
     listen_for_stop();
+    if let Some(count) = generate {
+        return super::explore::explore_command(
+            &super::explore::Exploration::new(count, seed, out, shrink_runs),
+            &harnesses,
+            &options,
+        );
+    }
     let started = std::time::Instant::now();
     let reports = run_all(&targets, &harnesses, &options, json, strict);
     let elapsed = started.elapsed();
@@ -394,6 +424,11 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     {
         return ExitCode::FAILURE;
     }
+    exit_code(failed)
+}
+
+/// 130 when interrupted, else success when no run failed.
+fn exit_code(failed: usize) -> ExitCode {
     if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
         errln!("interrupted: the adapter running was stopped, and no further run started");
         return ExitCode::from(130);

@@ -4,6 +4,7 @@
 pub mod check;
 pub mod conform;
 pub mod explain;
+pub mod explore;
 pub mod record;
 pub mod report;
 pub mod run;

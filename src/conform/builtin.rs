@@ -48,6 +48,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("overflow-anthropic", "wire-overflow-anthropic"),
     builtin!("overflow-openai", "wire-overflow-openai"),
     builtin!("parallel-tools", "wire-parallel"),
+    builtin!("parallel-tools-anthropic", "wire-parallel-anthropic"),
     builtin!("rate-limit-retry", "wire-rate-limit"),
     builtin!("rate-limit-storm", "wire-rate-limit-storm"),
     builtin!("responses-overflow", "wire-overflow-openai"),
@@ -57,8 +58,8 @@ pub const SUITE: &[Builtin] = &[
     builtin!("summary-cut-fan-out", "wire-fan-out"),
     builtin!("thinking-compaction", "wire-thinking-loop"),
     builtin!("tool-error", "wire-tool-error"),
-    builtin!("tool-schemas-fill-window", "wire-many-tools"),
     builtin!("tool-results-languages", "wire-languages"),
+    builtin!("tool-schemas-fill-window", "wire-many-tools"),
     builtin!("trim-starts-with-tool-result", "wire-two-reads"),
     builtin!("two-sessions", "wire-two-sessions"),
     builtin!("window-cjk", "wire-window-8k-cjk"),
@@ -140,7 +141,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 30);
+        assert_eq!(mock_names().len(), 31);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -44,18 +44,42 @@ pub fn run_builtin(
     harness: &str,
     options: &ConformOptions,
 ) -> CellReport {
-    let name = format!("wire/{}", builtin.name);
+    let source = Source {
+        name: builtin.name,
+        origin: "built in",
+        scenario: builtin.scenario,
+        model: builtin.model,
+        mock: builtin.mock,
+    };
+    run_source(&source, harness, options)
+}
+
+/// A wire scenario and its mock model given as text (built in, or generated).
+pub struct Source<'a> {
+    /// The scenario's name without `wire/`.
+    pub name: &'a str,
+    /// Where the text comes from, for diagnostics (`built in`, `generated`).
+    pub origin: &'a str,
+    pub scenario: &'a str,
+    pub model: &'a str,
+    pub mock: &'a str,
+}
+
+/// Runs a wire scenario given as text against one harness; no golden: the verdict is the
+/// rules alone.
+pub fn run_source(source: &Source<'_>, harness: &str, options: &ConformOptions) -> CellReport {
+    let name = format!("wire/{}", source.name);
     let report = blank_report(&name, harness, PathBuf::new(), options);
-    let label = format!("(built in) scenarios/{name}.toml");
-    let scenario = match file::parse(&label, builtin.scenario, &name) {
+    let label = format!("({}) scenarios/{name}.toml", source.origin);
+    let scenario = match file::parse(&label, source.scenario, &name) {
         Ok(scenario) => scenario,
         Err(diagnostics) => {
             return report.unloadable(format!("the scenario does not load:\n{diagnostics}"));
         }
     };
     let serve = serve_options(&scenario);
-    let mock_label = format!("(built in) mock-models/{}.toml", builtin.model);
-    let models = match Models::load_source(builtin.model, &mock_label, builtin.mock, &serve) {
+    let mock_label = format!("({}) mock-models/{}.toml", source.origin, source.model);
+    let models = match Models::load_source(source.model, &mock_label, source.mock, &serve) {
         Ok(models) => models,
         Err(error) => {
             return report.unloadable(format!("the mock model does not load:\n{error}"));

@@ -17,7 +17,9 @@
 pub mod builtin;
 mod cell;
 pub mod checks;
+pub mod explore;
 pub mod file;
+pub mod generate;
 pub mod matrix;
 pub mod peer;
 pub mod plant;
@@ -43,7 +45,7 @@ use ctxbed_sim::host::{Api, Exchange, Outcome, ProviderHost};
 use file::WireScenario;
 use peer::{Launch, Peer, PeerError};
 
-pub use cell::{run_builtin, run_one};
+pub use cell::{Source, run_builtin, run_one, run_source};
 
 /// Set when the user asks a conformance run to stop (Ctrl-C, SIGTERM): the running adapter is
 /// killed and no further run starts.

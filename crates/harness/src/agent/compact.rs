@@ -14,12 +14,12 @@ use crate::compaction::config::{CompactionConfig, TailBudget};
 use crate::compaction::cut::{cut_index, is_pair_closed};
 use crate::compaction::memory::{flush_input, parse_facts};
 use crate::compaction::prune::prune;
-use crate::compaction::summary::{prompt, summary_message};
+use crate::compaction::summary::{is_summary, prompt, summary_message};
 use crate::compaction::truncate::truncate_args;
 use crate::context::budget::InputBudget;
 use crate::context::{Transform, prepare};
 use crate::limits;
-use crate::message::Message;
+use crate::message::{Message, Role};
 use crate::model::{Model, ModelError, ModelInfo, ModelReply, Purpose};
 use crate::tools::memory::flush_facts;
 
@@ -107,8 +107,24 @@ impl Call<'_> {
                 .extend(self.flush_memory(request_id, cut, sink).await);
         }
         let summary = self.summarise(request_id, cut, sink).await;
-        self.apply_summary(request_id, cut, tokens, summary, &mut reduced);
+        let kept_input = self.open_input(cut, allowance);
+        self.apply_summary(request_id, cut, tokens, summary, kept_input, &mut reduced);
         reduced
+    }
+
+    /// The user turn a compaction inside an open tool loop would summarise away: the last user
+    /// message before `cut` when the kept tail holds none (the tail is then the loop that turn
+    /// started), and it takes at most an eighth of the conversation `allowance` (half the
+    /// dynamic tail's target). It is kept word for word after the summary, so the model still
+    /// reads the question it is working on; a larger one is left to the summary.
+    fn open_input(&self, cut: usize, allowance: u64) -> Option<Message> {
+        let is_input = |message: &Message| message.role == Role::User && !is_summary(message);
+        if self.history[cut..].iter().any(is_input) {
+            return None;
+        }
+        let input = self.history[..cut].iter().rev().find(|m| is_input(m))?;
+        let tokens = self.inner.policy.estimator.message_tokens(input);
+        (tokens <= allowance / 8).then(|| input.clone())
     }
 
     /// The working history's tokens by the agent's estimator.
@@ -183,11 +199,13 @@ impl Call<'_> {
         cut: usize,
         tokens: u64,
         summary: Result<Message, String>,
+        kept_input: Option<Message>,
         reduced: &mut Reduced,
     ) {
         match summary {
             Ok(summary) => {
                 let mut history = vec![summary];
+                history.extend(kept_input);
                 history.extend(self.history.drain(cut..));
                 self.history = history;
                 let after = self.history_tokens();

@@ -300,6 +300,15 @@ impl ProviderHost {
         Ok(json)
     }
 
+    /// Records a model error's outcome, and a 429's `Retry-After`.
+    fn note_error(&self, error: &ModelError, exchange: &mut Exchange) {
+        exchange.outcome = Outcome::Error(error.error_kind());
+        if let ModelError::RateLimited { retry_after, .. } = error {
+            let seconds = self.retry_after_seconds(*retry_after);
+            exchange.retry_after = Some(std::time::Duration::from_secs(seconds));
+        }
+    }
+
     /// True when the faults reset request `number`'s connection.
     fn resets(&self, number: u64) -> bool {
         self.options.faults.reset_requests.contains(&number)
@@ -367,11 +376,7 @@ impl ProviderHost {
         match outcome {
             Ok(reply) => self.answer_reply(reply, wire, lane, exchange),
             Err(error) => {
-                exchange.outcome = Outcome::Error(error.error_kind());
-                if let ModelError::RateLimited { retry_after, .. } = &error {
-                    let seconds = self.retry_after_seconds(*retry_after);
-                    exchange.retry_after = Some(std::time::Duration::from_secs(seconds));
-                }
+                self.note_error(&error, exchange);
                 self.answer_error(error, wire, exchange).await
             }
         }

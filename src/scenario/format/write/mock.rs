@@ -46,8 +46,8 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
     Ok(toml::to_string(&raw)?)
 }
 
-fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
-    let when = &turn.when;
+/// A turn's condition, `None` when it always holds.
+fn condition(when: &ctxbed_sim::mock::TurnCondition) -> Result<Option<RawCondition>, WriteError> {
     let condition = RawCondition {
         tokens_over: when.tokens_over.map(count).transpose()?,
         tokens_at_most: when.tokens_at_most.map(count).transpose()?,
@@ -66,8 +66,12 @@ fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
         && condition.contains.is_none()
         && condition.purpose.is_none()
         && condition.side.is_none();
+    Ok((!unconditional).then_some(condition))
+}
+
+fn turn(turn: &MockTurn) -> Result<RawTurn, WriteError> {
     let mut raw = RawTurn {
-        when: (!unconditional).then_some(condition),
+        when: condition(&turn.when)?,
         latency_ms: (!turn.latency.is_zero())
             .then(|| millis(turn.latency))
             .transpose()?,

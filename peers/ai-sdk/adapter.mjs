@@ -1,0 +1,125 @@
+// ctxbed peer adapter for the Vercel AI SDK's ToolLoopAgent (see docs/peer-protocol.md and
+// this directory's README for what it configures and why).
+
+import { Console } from 'node:console';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+import { APICallError, RetryError, ToolLoopAgent, jsonSchema, stepCountIs, tool } from 'ai';
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAI } from '@ai-sdk/openai';
+
+// Standard output carries protocol lines only: anything a library logs goes to standard error.
+const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
+
+const env = process.env;
+const api = env.CTXBED_API;
+const maxOutputTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS);
+const thinkingBudget = api === 'anthropic' ? Number(env.CTXBED_THINKING_BUDGET) || 0 : 0;
+
+/** Chat Completions, the Responses API when the scenario pins it, or Anthropic Messages. */
+function model() {
+  if (api === 'anthropic') {
+    return createAnthropic({ baseURL: `${env.CTXBED_ANTHROPIC_BASE_URL}/v1`, apiKey: env.CTXBED_API_KEY })(env.CTXBED_MODEL);
+  }
+  const openai = createOpenAI({ baseURL: env.CTXBED_OPENAI_BASE_URL, apiKey: env.CTXBED_API_KEY });
+  return api === 'responses' ? openai.responses(env.CTXBED_MODEL) : openai.chat(env.CTXBED_MODEL);
+}
+
+/** The scenario's tools: the n-th call of a tool returns results[n-1], then the last; a
+ *  scripted failure is thrown, as a failing tool would. */
+function tools(specs) {
+  return Object.fromEntries(specs.map((spec) => {
+    const results = spec.results?.length ? spec.results : [{ text: '', error: false }];
+    let calls = 0;
+    return [spec.name, tool({
+      description: spec.description,
+      inputSchema: jsonSchema(spec.parameters ?? { type: 'object', properties: {} }),
+      execute: async () => {
+        const result = results[Math.min(++calls, results.length) - 1];
+        if (result.error) throw new Error(result.text);
+        return result.text;
+      },
+    })];
+  }));
+}
+
+/** The loop-control docs' recipe for long conversations: once a step's prompt holds more than
+ *  twenty messages, keep the first and the last ten. */
+async function prepareStep({ messages }) {
+  if (messages.length > 20) {
+    return { messages: [messages[0], ...messages.slice(-10)] };
+  }
+  return {};
+}
+
+/** Anthropic's extended thinking, as the AI SDK's Anthropic docs give it. The provider adds
+ *  `budgetTokens` to `maxOutputTokens` for `max_tokens`, so the reply asks for what is left. */
+const thinking = thinkingBudget > 0
+  ? {
+      maxOutputTokens: maxOutputTokens - thinkingBudget,
+      providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: thinkingBudget } } },
+    }
+  : {};
+
+function buildAgent(setup) {
+  const agent = new ToolLoopAgent({
+    model: model(),
+    instructions: setup.system || undefined,
+    tools: tools(setup.tools ?? []),
+    maxOutputTokens,
+    stopWhen: stepCountIs(20),
+    prepareStep,
+    ...thinking,
+  });
+  const sessions = new Map();
+  return async (session, input) => {
+    const messages = sessions.get(session) ?? [];
+    sessions.set(session, messages);
+    messages.push({ role: 'user', content: input });
+    if (env.CTXBED_STREAM === '1') {
+      const result = await agent.stream({ messages });
+      const text = await result.text;
+      messages.push(...(await result.response).messages);
+      return text;
+    }
+    const result = await agent.generate({ messages });
+    messages.push(...result.response.messages);
+    return result.text;
+  };
+}
+
+/** The protocol's error kind for what the AI SDK threw. */
+function classify(error) {
+  const cause = RetryError.isInstance(error) ? error.lastError : error;
+  if (APICallError.isInstance(cause)) {
+    const body = `${cause.responseBody ?? ''} ${cause.message}`;
+    if (/context_length_exceeded|maximum context length|prompt is too long/.test(body)) return 'context_overflow';
+    if (cause.statusCode === 429) return 'rate_limited';
+    return 'provider_error';
+  }
+  return 'other';
+}
+
+const version = createRequire(import.meta.url)('ai/package.json').version;
+let ask = null;
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!line.trim()) continue;
+  const msg = JSON.parse(line);
+  if (msg.type === 'setup') {
+    if (!['openai', 'responses', 'anthropic'].includes(api)) {
+      send({ type: 'unsupported', reason: `no client for CTXBED_API=${api}` });
+      continue;
+    }
+    ask = buildAgent(msg);
+    send({ type: 'ready', harness: 'ai-sdk', version, context: 'docs recipe' });
+  } else if (msg.type === 'step') {
+    try {
+      if (!ask) throw new Error('step before a successful setup');
+      send({ type: 'reply', step: msg.step, text: await ask(msg.session, msg.input) });
+    } catch (error) {
+      console.error(error);
+      send({ type: 'error', step: msg.step, kind: classify(error), message: `${error.name}: ${error.message}`.slice(0, 2000) });
+    }
+  }
+}

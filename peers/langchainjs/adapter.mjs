@@ -1,0 +1,152 @@
+// ctxbed peer adapter for LangChain.js `createAgent` with `summarizationMiddleware` (see
+// docs/peer-protocol.md and this directory's README for what it configures and why).
+
+import { Console } from 'node:console';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
+import { ChatAnthropic } from '@langchain/anthropic';
+import { ContextOverflowError } from '@langchain/core/errors';
+import { MemorySaver } from '@langchain/langgraph';
+import { ChatOpenAI } from '@langchain/openai';
+import { createAgent, summarizationMiddleware, tool } from 'langchain';
+
+// Standard output carries protocol lines only: anything a library logs goes to standard error.
+const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
+
+// Offline: ChatOpenAI estimates a streamed reply's usage with tiktoken, whose encodings LangChain
+// downloads on first use (and retries for a minute when it cannot). The same encodings ship with
+// js-tiktoken; they are served from there, and every other request goes out as usual.
+const TIKTOKEN = /^https:\/\/tiktoken\.pages\.dev\/js\/(\w+)\.json$/;
+const fetchOnline = globalThis.fetch;
+globalThis.fetch = async (input, init) => {
+  const encoding = TIKTOKEN.exec(String(input?.url ?? input))?.[1];
+  if (!encoding) return fetchOnline(input, init);
+  const { default: ranks } = await import(`js-tiktoken/ranks/${encoding}`);
+  return Response.json(ranks);
+};
+
+const env = process.env;
+const api = env.CTXBED_API;
+const window = Number(env.CTXBED_WINDOW);
+
+/** ChatOpenAI (Chat Completions, or the Responses API when the scenario pins it) or
+ *  ChatAnthropic (Messages, thinking when the scenario turns it on). */
+function chatModel() {
+  const common = {
+    model: env.CTXBED_MODEL,
+    apiKey: env.CTXBED_API_KEY,
+    maxTokens: Number(env.CTXBED_MAX_OUTPUT_TOKENS),
+    streaming: env.CTXBED_STREAM === '1',
+  };
+  if (api === 'anthropic') {
+    const budget = Number(env.CTXBED_THINKING_BUDGET);
+    return new ChatAnthropic({
+      ...common,
+      anthropicApiUrl: env.CTXBED_ANTHROPIC_BASE_URL,
+      ...(budget > 0 && { thinking: { type: 'enabled', budget_tokens: budget } }),
+    });
+  }
+  return new ChatOpenAI({
+    ...common,
+    configuration: { baseURL: env.CTXBED_OPENAI_BASE_URL },
+    useResponsesApi: api === 'responses',
+  });
+}
+
+/** The scenario's tools: the n-th call of a tool returns results[n-1], then the last; a
+ *  scripted failure is thrown, and the agent's tool node reports it to the model. */
+function tools(specs) {
+  return specs.map((spec) => {
+    const results = spec.results?.length ? spec.results : [{ text: '', error: false }];
+    let calls = 0;
+    return tool(async () => {
+      const result = results[Math.min(++calls, results.length) - 1];
+      if (result.error) throw new Error(result.text);
+      return result.text;
+    }, {
+      name: spec.name,
+      description: spec.description || spec.name,
+      schema: spec.parameters ?? { type: 'object', properties: {} },
+    });
+  });
+}
+
+function buildAgent(setup) {
+  const model = chatModel();
+  return createAgent({
+    model,
+    tools: tools(setup.tools ?? []),
+    systemPrompt: setup.system || undefined,
+    middleware: [
+      // Summarise once the history reaches 80 % of the window, keeping the 20 latest messages.
+      summarizationMiddleware({ model, trigger: { tokens: Math.floor(window * 0.8) }, keep: { messages: 20 } }),
+    ],
+    checkpointer: new MemorySaver(),
+  });
+}
+
+const OVERFLOW = /context_length_exceeded|prompt is too long|maximum context length/i;
+
+/** The error and everything behind it (causes, aggregated errors), breadth first. */
+function chain(error) {
+  const seen = [];
+  for (const queue = [error]; queue.length;) {
+    const e = queue.shift();
+    if (!e || typeof e !== 'object' || seen.includes(e)) continue;
+    seen.push(e);
+    queue.push(e.cause, ...(Array.isArray(e.errors) ? e.errors : []));
+  }
+  return seen;
+}
+
+/** The protocol's error kind of one provider SDK error, or null if `e` is not one. */
+function providerKind(e) {
+  if (e.code === 'context_length_exceeded' || e.error?.code === 'context_length_exceeded') return 'context_overflow';
+  if (typeof e.status !== 'number') return null;
+  if ((e.status === 400 || e.status === 413) && OVERFLOW.test(`${e.message} ${JSON.stringify(e.error ?? '')}`)) return 'context_overflow';
+  if (e.status === 429) return 'rate_limited';
+  return 'provider_error';
+}
+
+/** The protocol's error kind for what a step threw. */
+function classify(error) {
+  const errors = chain(error);
+  for (const e of errors) {
+    const kind = providerKind(e);
+    if (kind) return kind;
+  }
+  for (const e of errors) {
+    if (ContextOverflowError.isInstance(e)) return e.cause ? 'context_overflow' : 'budget_refused';
+    if (e.name === 'TimeoutError' || e.name === 'APIConnectionTimeoutError') return 'timeout';
+    if (e instanceof SyntaxError) return 'malformed_reply';
+  }
+  return 'other';
+}
+
+const version = createRequire(import.meta.url)('langchain/package.json').version;
+let agent = null;
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!line.trim()) continue;
+  const msg = JSON.parse(line);
+  if (msg.type === 'setup') {
+    if (!['openai', 'responses', 'anthropic'].includes(api)) {
+      send({ type: 'unsupported', reason: `no client for CTXBED_API=${api}` });
+      continue;
+    }
+    agent = buildAgent(msg);
+    send({ type: 'ready', harness: 'langchainjs', version });
+  } else if (msg.type === 'step') {
+    try {
+      if (!agent) throw new Error('step before a successful setup');
+      const result = await agent.invoke(
+        { messages: [{ role: 'user', content: msg.input }] },
+        { configurable: { thread_id: msg.session }, metadata: { user_id: msg.user } },
+      );
+      send({ type: 'reply', step: msg.step, text: result.messages.at(-1).text });
+    } catch (error) {
+      console.error(error);
+      send({ type: 'error', step: msg.step, kind: classify(error), message: `${error.name}: ${error.message}`.slice(0, 2000) });
+    }
+  }
+}

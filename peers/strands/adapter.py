@@ -1,0 +1,228 @@
+"""ctxbed peer adapter for Strands Agents (`strands-agents`). Protocol: docs/peer-protocol.md.
+
+What it configures, and why (README.md has the docs this follows):
+- Model: `OpenAIModel` (Chat Completions) when CTXBED_API=openai, `OpenAIResponsesModel` (OpenAI's
+  Responses API, `store` left at its default, off) when CTXBED_API=responses, `AnthropicModel`
+  (Messages) when CTXBED_API=anthropic, each with `client_args={"base_url": ..., "api_key": ...}`
+  as the model-provider docs show for a custom endpoint. Output budget: `params={"max_tokens": N}`
+  (Chat Completions, as the docs' example), `params={"max_output_tokens": N}` (Responses),
+  `max_tokens=N` (Anthropic, a required setting). `context_window_limit=CTXBED_WINDOW`, the docs'
+  way of giving the window of a model missing from Strands' lookup table. `CTXBED_STREAM` chooses
+  `OpenAIModel`'s `stream` setting; the Anthropic and Responses providers always stream. With
+  CTXBED_THINKING_BUDGET set, `params={"thinking": {"type": "enabled", "budget_tokens": N}}`, the
+  pass-through of Anthropic's own parameter. Retries are Strands' and the clients' defaults.
+- Long conversations: `SummarizingConversationManager(proactive_compression=True)`, the docs'
+  summarising manager with their proactive-compression example (summarise the oldest messages once
+  the projected input reaches 70 % of `context_window_limit`, and on an overflow error); its other
+  settings are the defaults (summary_ratio 0.3, 10 recent messages kept, the agent's own model
+  writes the summary).
+- Sessions: one `Agent` per protocol `session`; its `messages` are the conversation, so the steps
+  of a session continue it and a new session starts empty.
+- Tools: one `PythonAgentTool` per scripted tool, its spec carrying the scenario's JSON schema; it
+  returns a `ToolResult` with status "success", or "error" for a scripted failure (Strands' own
+  failed-tool result: `is_error` on Anthropic).
+- No output but protocol lines: `callback_handler=None` (the default handler prints to stdout),
+  and `sys.stdout` is pointed at standard error. `run` turns OpenTelemetry off; Strands sets up no
+  exporter unless asked (`StrandsTelemetry`), which this adapter never does.
+"""
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from importlib.metadata import version
+
+# Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
+# (stray prints from libraries included) to stderr.
+PROTOCOL_OUT = sys.stdout
+sys.stdout = sys.stderr
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+
+from strands import Agent  # noqa: E402
+from strands.agent.conversation_manager import SummarizingConversationManager  # noqa: E402
+from strands.tools.tools import PythonAgentTool  # noqa: E402
+from strands.types import exceptions as strands_errors  # noqa: E402
+
+HARNESS = "strands"
+API = os.environ.get("CTXBED_API", "openai")
+MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
+API_KEY = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
+WINDOW = int(os.environ.get("CTXBED_WINDOW", "8000"))
+MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
+THINKING_BUDGET = os.environ.get("CTXBED_THINKING_BUDGET", "")
+
+
+def emit(obj):
+    PROTOCOL_OUT.write(json.dumps(obj) + "\n")
+    PROTOCOL_OUT.flush()
+
+
+# ---- model ---------------------------------------------------------------------------------------
+
+
+def make_model():
+    """A new model for CTXBED_API, or None when Strands has no provider for it."""
+    if API == "openai":
+        from strands.models.openai import OpenAIModel
+
+        return OpenAIModel(
+            client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": API_KEY},
+            model_id=MODEL,
+            params={"max_tokens": MAX_OUTPUT},
+            stream=STREAM,
+            context_window_limit=WINDOW,
+        )
+    if API == "responses":
+        from strands.models.openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(
+            client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": API_KEY},
+            model_id=MODEL,
+            params={"max_output_tokens": MAX_OUTPUT},
+            context_window_limit=WINDOW,
+        )
+    if API == "anthropic":
+        from strands.models.anthropic import AnthropicModel
+
+        params = {}
+        if THINKING_BUDGET.isdigit():
+            # Extended thinking: Anthropic's own parameter, passed through `params` (no temperature set).
+            params["thinking"] = {"type": "enabled", "budget_tokens": int(THINKING_BUDGET)}
+        return AnthropicModel(
+            client_args={"base_url": os.environ["CTXBED_ANTHROPIC_BASE_URL"], "api_key": API_KEY},
+            model_id=MODEL,
+            max_tokens=MAX_OUTPUT,
+            params=params,
+            context_window_limit=WINDOW,
+        )
+    return None
+
+
+# ---- tools ---------------------------------------------------------------------------------------
+
+calls_by_tool: dict[str, int] = {}
+
+
+def make_tool(spec) -> PythonAgentTool:
+    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1]."""
+    name = spec["name"]
+    results = spec.get("results") or [{"text": "", "error": False}]
+    tool_spec = {
+        "name": name,
+        "description": spec.get("description") or name,
+        "inputSchema": {"json": spec.get("parameters") or {"type": "object", "properties": {}}},
+    }
+
+    def invoke(tool_use, **_invocation_state):
+        n = calls_by_tool[name] = calls_by_tool.get(name, 0) + 1
+        result = results[min(n, len(results)) - 1]
+        return {
+            "toolUseId": tool_use["toolUseId"],
+            "status": "error" if result.get("error") else "success",
+            "content": [{"text": result.get("text", "")}],
+        }
+
+    return PythonAgentTool(name, tool_spec, invoke)
+
+
+def make_agent(system, tool_specs):
+    return Agent(
+        model=make_model(),
+        system_prompt=system,
+        tools=[make_tool(t) for t in tool_specs],
+        conversation_manager=SummarizingConversationManager(proactive_compression=True),
+        callback_handler=None,
+    )
+
+
+# ---- error classification ------------------------------------------------------------------------
+
+
+def causes(exc):
+    """The exception and everything it wraps (__cause__, __context__, exception groups), outermost first."""
+    seen, queue = set(), [exc]
+    while queue:
+        e = queue.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+
+
+OVERFLOW_WORDS = ("context_length_exceeded", "prompt is too long", "maximum context length", "context window")
+
+
+def classify(exc) -> str:
+    chain = list(causes(exc))
+    for e in chain:
+        status = getattr(e, "status_code", None)
+        text = (str(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
+        if (
+            isinstance(e, strands_errors.ContextWindowOverflowException)
+            or (status in (400, 413) and any(w in text for w in OVERFLOW_WORDS))
+            or getattr(e, "code", None) == "context_length_exceeded"
+        ):
+            return "context_overflow"
+        if isinstance(e, strands_errors.ModelThrottledException) or status == 429:
+            return "rate_limited"
+        if isinstance(e, (TimeoutError, asyncio.TimeoutError)) or "Timeout" in type(e).__name__:
+            return "timeout"
+        if isinstance(status, int):
+            return "provider_error"
+    for e in chain:
+        if isinstance(e, (json.JSONDecodeError, strands_errors.MaxTokensReachedException)) or type(e).__name__ in (
+            "ValidationError",
+            "APIResponseValidationError",
+        ):
+            return "malformed_reply"
+    return "other"
+
+
+def reply_text(result) -> str:
+    # AgentResult's str() joins the final message's text blocks, each followed by a newline.
+    text = str(result)
+    return text[:-1] if text.endswith("\n") else text
+
+
+# ---- protocol loop -------------------------------------------------------------------------------
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    setup, unsupported, agents = None, None, {}
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        if not line:
+            return
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        if msg["type"] == "setup":
+            if API not in ("openai", "responses", "anthropic"):
+                unsupported = f"CTXBED_API={API}: Strands' providers here speak openai, responses and anthropic"
+                emit({"type": "unsupported", "reason": unsupported})
+                continue
+            setup = msg
+            emit({"type": "ready", "harness": HARNESS, "version": version("strands-agents"), "context": "own"})
+        elif msg["type"] == "step":
+            step = msg["step"]
+            if setup is None:
+                emit({"type": "error", "step": step, "kind": "other", "message": unsupported or "step before setup"})
+                continue
+            try:
+                session = msg["session"]
+                if session not in agents:
+                    agents[session] = make_agent(setup.get("system") or None, setup.get("tools", []))
+                result = await agents[session].invoke_async(msg["input"])
+                emit({"type": "reply", "step": step, "text": reply_text(result)})
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line
+                logging.exception("step %s failed", step)
+                emit({"type": "error", "step": step, "kind": classify(exc), "message": (str(exc) or type(exc).__name__)[:2000]})
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.exit(0)

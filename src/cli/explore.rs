@@ -1,0 +1,194 @@
+//! `ctxbed conform --generate N --seed S`: wire scenarios drawn from seeds, run against each
+//! harness with the wire rules as properties; a failing seed is shrunk and written out (see
+//! `conform::explore`). Each harness's findings are pinned in `golden/generated/<harness>.txt`
+//! and compared like a golden trace (`--bless` rewrites them).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::{write_err, write_out};
+use ctxbed::conform::explore::{self, SeedOutcome};
+use ctxbed::conform::{self, ConformOptions};
+use ctxbed::scenario::check::golden::GoldenMode;
+
+/// What `--generate` was asked.
+pub struct Exploration {
+    pub count: u64,
+    pub first_seed: u64,
+    /// Where shrunk failing scenarios are written.
+    pub out: PathBuf,
+    /// Where findings are pinned (`golden/generated`).
+    pub pins: PathBuf,
+    /// The most runs spent shrinking one failing seed.
+    pub shrink_runs: usize,
+}
+
+impl Exploration {
+    /// `count` seeds from `first_seed`, failing ones written under `out`, findings pinned in
+    /// `golden/generated`.
+    pub fn new(count: u64, first_seed: u64, out: PathBuf, shrink_runs: usize) -> Self {
+        Exploration {
+            count,
+            first_seed,
+            out,
+            pins: PathBuf::from("golden").join("generated"),
+            shrink_runs,
+        }
+    }
+}
+
+/// One line per seed: `seed 7: pass`, or the rules it broke and the smallest scenario's size.
+fn finding_line(outcome: &SeedOutcome) -> String {
+    match &outcome.smallest {
+        None if outcome.rules.is_empty() => format!("seed {}: pass", outcome.seed),
+        None => format!("seed {}: {}", outcome.seed, outcome.rules.join(", ")),
+        Some(draft) => {
+            let (steps, calls, chars) = draft.size();
+            format!(
+                "seed {}: {} (smallest: {steps} step(s), {calls} call(s), {chars} result characters)",
+                outcome.seed,
+                outcome.rules.join(", ")
+            )
+        }
+    }
+}
+
+/// The findings file's text for one harness.
+fn findings_text(harness: &str, exploration: &Exploration, outcomes: &[SeedOutcome]) -> String {
+    let mut text = format!(
+        "generated wire scenarios against {harness}: seeds {}..{}, at most {} shrinking runs a seed\n",
+        exploration.first_seed,
+        exploration.first_seed + exploration.count,
+        exploration.shrink_runs
+    );
+    for outcome in outcomes {
+        text.push_str(&finding_line(outcome));
+        text.push('\n');
+    }
+    text
+}
+
+/// Runs every seed against `harness`, printing each finding; the outcomes.
+fn explore_harness(
+    harness: &str,
+    exploration: &Exploration,
+    options: &ConformOptions,
+) -> Result<Vec<SeedOutcome>, String> {
+    let mut outcomes = Vec::new();
+    for seed in exploration.first_seed..exploration.first_seed + exploration.count {
+        if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        let shrink_runs = exploration.shrink_runs;
+        let outcome = explore::explore_seed(seed, harness, options, &exploration.out, shrink_runs)
+            .map_err(|error| {
+                format!("cannot write under {}: {error}", exploration.out.display())
+            })?;
+        let written = outcome
+            .written
+            .as_ref()
+            .map_or(String::new(), |(scenario, _)| {
+                format!(" -> {}", scenario.display())
+            });
+        outln!("[{harness}] {}{written}", finding_line(&outcome));
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
+}
+
+/// Compares (or, blessing, writes) a harness's pinned findings; true when they hold.
+fn check_pins(path: &Path, text: &str, mode: GoldenMode) -> bool {
+    if matches!(mode, GoldenMode::Bless) {
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, text));
+        return match written {
+            Ok(()) => {
+                outln!("  pinned {}", path.display());
+                true
+            }
+            Err(error) => {
+                errln!("error: cannot write {}: {error}", path.display());
+                false
+            }
+        };
+    }
+    match std::fs::read_to_string(path) {
+        Ok(pinned) if pinned == text => true,
+        Ok(pinned) => {
+            errln!(
+                "  changed: {} pins other findings:\n{}",
+                path.display(),
+                line_diff(&pinned, text)
+            );
+            false
+        }
+        Err(_) => {
+            errln!(
+                "  new: no findings pinned at {} yet; read them, then rerun with --bless",
+                path.display()
+            );
+            false
+        }
+    }
+}
+
+/// The lines that differ, `-` pinned and `+` found.
+fn line_diff(pinned: &str, found: &str) -> String {
+    let mut out = String::new();
+    for line in pinned
+        .lines()
+        .filter(|line| !found.lines().any(|f| f == *line))
+    {
+        out.push_str(&format!("    - {line}\n"));
+    }
+    for line in found
+        .lines()
+        .filter(|line| !pinned.lines().any(|p| p == *line))
+    {
+        out.push_str(&format!("    + {line}\n"));
+    }
+    out
+}
+
+/// Runs the exploration for every harness; the exit code.
+pub fn explore_command(
+    exploration: &Exploration,
+    harnesses: &[String],
+    options: &ConformOptions,
+) -> ExitCode {
+    let mut held = true;
+    for harness in harnesses {
+        let outcomes = match explore_harness(harness, exploration, options) {
+            Ok(outcomes) => outcomes,
+            Err(problem) => {
+                errln!("error: {problem}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let failing = outcomes.iter().filter(|o| !o.rules.is_empty()).count();
+        outln!("{harness}: {} seed(s), {failing} failing", outcomes.len());
+        for (rule, count, smallest) in explore::summary(&outcomes) {
+            let smallest = smallest.map_or(String::new(), |path| {
+                format!("; smallest: {}", path.display())
+            });
+            outln!("  {rule}: {count} seed(s){smallest}");
+        }
+        let pins = exploration.pins.join(format!("{harness}.txt"));
+        held &= check_pins(
+            &pins,
+            &findings_text(harness, exploration, &outcomes),
+            options.mode,
+        );
+    }
+    if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        errln!("interrupted: the adapter running was stopped, and no further seed started");
+        return ExitCode::from(130);
+    }
+    if held {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
