@@ -98,6 +98,10 @@ pub struct ConformArgs {
     /// mock-models).
     #[arg(long, default_value = "ctxbed-generated")]
     pub out: PathBuf,
+    /// Runs at a time (each its own server and adapter process); reports are printed in the
+    /// same order as with one.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub jobs: u64,
     /// The most runs --generate spends shrinking one failing seed.
     #[arg(long, default_value_t = ctxbed::conform::explore::SHRINK_RUNS_DEFAULT)]
     pub shrink_runs: usize,
@@ -248,30 +252,67 @@ fn conform_options(
     }
 }
 
-/// Runs every (scenario, harness) pair in order, printing each report as it comes, until done
-/// or interrupted.
+/// Prints one report, as JSON or as text.
+fn printer(json: bool, strict: bool) -> impl Fn(&conform::CellReport) + Sync {
+    move |report| {
+        if json {
+            outln!("{}", report::json(report, strict));
+        } else {
+            out!("{}", report::describe(report, strict));
+        }
+    }
+}
+
+/// Runs every (scenario, harness) pair, `jobs` at a time, handing each report to `print` in
+/// the pairs' order as soon as it and those before it are done, until done or interrupted.
 fn run_all(
     targets: &[Target],
     harnesses: &[String],
     options: &ConformOptions,
-    json: bool,
-    strict: bool,
+    jobs: usize,
+    print: &(dyn Fn(&conform::CellReport) + Sync),
 ) -> Vec<conform::CellReport> {
-    let mut reports = Vec::new();
-    for target in targets {
-        for harness in harnesses {
-            if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
-                break;
+    let pairs: Vec<(&Target, &String)> = targets
+        .iter()
+        .flat_map(|target| harnesses.iter().map(move |harness| (target, harness)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let mut reports = Vec::with_capacity(pairs.len());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, pairs.len().max(1)) {
+            let sender = sender.clone();
+            let (pairs, next) = (&pairs, &next);
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some((target, harness)) = pairs.get(index) else {
+                        break;
+                    };
+                    if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    if sender.send((index, target.run(harness, options))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        let mut waiting = std::collections::BTreeMap::new();
+        for (index, report) in receiver {
+            waiting.insert(index, report);
+            while let Some(report) = waiting.remove(&reports.len()) {
+                print(&report);
+                reports.push(report);
             }
-            let report = target.run(harness, options);
-            if json {
-                outln!("{}", report::json(&report, strict));
-            } else {
-                out!("{}", report::describe(&report, strict));
-            }
+        }
+        // Interrupted: the runs that did finish, in order.
+        for report in waiting.into_values() {
+            print(&report);
             reports.push(report);
         }
-    }
+    });
     reports
 }
 
@@ -380,6 +421,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         seed,
         out,
         shrink_runs,
+        jobs,
     } = arguments;
     let json = format == "json";
     if list {
@@ -409,7 +451,13 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         );
     }
     let started = std::time::Instant::now();
-    let reports = run_all(&targets, &harnesses, &options, json, strict);
+    let reports = run_all(
+        &targets,
+        &harnesses,
+        &options,
+        jobs as usize,
+        &printer(json, strict),
+    );
     let elapsed = started.elapsed();
     let failed = summarize(
         &reports,
