@@ -47,6 +47,15 @@ const EXPECTED = {
     'window step 8',
     'expect step 8',
   ],
+  // The same on Anthropic Messages: pairing holds, the window does not.
+  'parallel-tools-anthropic': [
+    'window step 4',
+    'window step 5',
+    'window step 6',
+    'window step 7',
+    'window step 8',
+    'expect step 8',
+  ],
   // Both pass, pinned here so that a ctxbed without them fails the check below. With extended
   // thinking on, the recipe's cut falls inside a step's tool loop and keeps the last ten
   // messages whole, so the turn whose tool call a request answers keeps its signed thinking.
