@@ -139,7 +139,8 @@ impl PromptCache {
     }
 
     /// Anthropic's explicit caching at `breakpoints` (prefix indices, as
-    /// [`anthropic::cache_breakpoints`](super::anthropic::cache_breakpoints) gives them).
+    /// [`anthropic::parse_request_with_breakpoints`](super::anthropic::parse_request_with_breakpoints)
+    /// gives them).
     pub fn anthropic(&self, prefixes: &Prefixes, breakpoints: &[usize]) -> CacheUse {
         let last = prefixes.keys.len().saturating_sub(1);
         let breakpoints: BTreeSet<usize> = breakpoints.iter().map(|&b| b.min(last)).collect();
