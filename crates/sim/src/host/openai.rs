@@ -11,6 +11,7 @@ use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult
 use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose, Usage};
 use ctxbed_harness::tools::ToolSchema;
 use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
+use ctxbed_providers::reply::arguments_text;
 
 /// Reads a Chat Completions request body back into a [`ModelRequest`], as a provider sees it.
 pub fn parse_request(json: &Value) -> ModelRequest {
@@ -150,15 +151,6 @@ pub fn completion(reply: &ModelReply, model: &str, number: u64, usage: bool) -> 
         completion["usage"] = usage_json(&usage);
     }
     completion
-}
-
-/// A tool call's arguments as sent: a JSON text, or, for arguments scripted as raw text
-/// (`raw_args`, a string), that text as it is, valid JSON or not.
-pub fn arguments_text(arguments: &Value) -> String {
-    match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// The usage object, with the prompt tokens read from the cache (`prompt_tokens_details`).

@@ -212,7 +212,7 @@ pub fn output_items(reply: &ModelReply, shape: &Shape<'_>) -> Vec<Value> {
             "id": format!("fc_{number:04}_{index}"),
             "call_id": call.id,
             "name": call.name,
-            "arguments": super::openai::arguments_text(&call.arguments),
+            "arguments": ctxbed_providers::reply::arguments_text(&call.arguments),
             "status": "completed",
         }));
     }

@@ -372,11 +372,7 @@ fn signature_problem(json: &Value) -> Option<Problem> {
 
 fn thinking_problem(json: &Value) -> Option<Problem> {
     let messages = json.get("messages")?.as_array()?;
-    let enabled = json
-        .get("thinking")
-        .and_then(|t| t.get("type"))
-        .and_then(Value::as_str)
-        .is_some_and(|kind| kind == "enabled" || kind == "adaptive");
+    let enabled = super::anthropic::thinking_enabled(json);
     let role = |m: &Value| {
         m.get("role")
             .and_then(Value::as_str)
