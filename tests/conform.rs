@@ -16,6 +16,7 @@ fn options(peers: &Path, logs: &Path) -> ConformOptions {
         ctxbed_bin: PathBuf::from(env!("CARGO_BIN_EXE_ctxbed")),
         mode: GoldenMode::Compare { write_new: false },
         adapters: Vec::new(),
+        reuse: true,
     }
 }
 
@@ -23,7 +24,8 @@ fn wire_scenarios() -> Vec<PathBuf> {
     ctxbed::suite::discover(&[PathBuf::from("scenarios/wire")]).expect("the wire scenarios")
 }
 
-/// The reference row over every wire scenario: two runs alike byte for byte, each trace asserted
+/// The reference row over every wire scenario: two runs alike byte for byte (one in a new
+/// adapter process, one in an adapter process kept across scenarios), each trace asserted
 /// against `golden/wire/<scenario>/ctxbed.snap` through insta (so `cargo insta review` shows a
 /// changed trace; `CTXBED_BLESS=1` or `ctxbed conform --harness ctxbed --bless` rewrites them).
 #[test]
@@ -42,13 +44,44 @@ fn the_reference_row_matches_its_goldens_twice() {
         "at least 12 wire scenarios, found {}",
         scenarios.len()
     );
+    // Each scenario twice: once in a process of its own, and once by one adapter process that
+    // serves every scenario in turn (sent `reset` between them), on a second thread.
+    options.reuse = false;
+    let kept_logs = tempfile::tempdir().expect("a temporary directory");
+    let mut kept_options = self::options(Path::new("peers"), kept_logs.path());
+    kept_options.mode = GoldenMode::Skip;
+    let (fresh, kept) = std::thread::scope(|scope| {
+        let kept = scope.spawn(|| {
+            let reports: Vec<CellReport> = scenarios
+                .iter()
+                .map(|path| conform::run_one(path, "ctxbed", &kept_options))
+                .collect();
+            conform::release_adapters();
+            reports
+        });
+        let fresh: Vec<CellReport> = scenarios
+            .iter()
+            .map(|path| conform::run_one(path, "ctxbed", &options))
+            .collect();
+        (fresh, kept.join().expect("the kept adapter's runs"))
+    });
+    let served_by_kept = kept
+        .iter()
+        .filter(|report| {
+            std::fs::read_to_string(&report.log)
+                .is_ok_and(|log| log.starts_with("[ctxbed] this adapter process served"))
+        })
+        .count();
+    assert_eq!(
+        served_by_kept,
+        scenarios.len() - 1,
+        "every scenario after the first is served by the kept adapter"
+    );
     let mut mismatched = Vec::new();
-    for path in &scenarios {
-        let first = conform::run_one(path, "ctxbed", &options);
-        let second = conform::run_one(path, "ctxbed", &options);
+    for (first, second) in fresh.iter().zip(&kept) {
         assert_eq!(
             first.trace, second.trace,
-            "{}: two runs differ",
+            "{}: a new adapter process and the kept one differ",
             first.scenario
         );
         assert!(

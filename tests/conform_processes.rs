@@ -1,7 +1,9 @@
 //! `ctxbed conform` leaves no process behind: each adapter runs in a process group of its own,
 //! killed whole when the scenario ends, on an error, when its `Peer` is dropped and when the run
 //! is interrupted (during setup too). An adapter that exits while a process it started holds its
-//! output open fails at once, and its standard error is kept only up to a cap.
+//! output open fails at once, and its standard error is kept only up to a cap. An adapter that
+//! declares `reset` serves the next scenario in its process, and is ended when the worker
+//! releases it; one that cannot take the reset is replaced.
 //!
 //! The adapters are the scripts in `tests/data/conform-processes/`; each names its group and its
 //! background process on its standard error, so the test reads them from the log.
@@ -24,12 +26,18 @@ fn peers_dir() -> PathBuf {
 }
 
 fn run(adapter: &str, logs: &Path) -> CellReport {
+    run_with(adapter, logs, true)
+}
+
+/// [`run`], letting a resettable adapter be kept for the thread's next scenario or not.
+fn run_with(adapter: &str, logs: &Path, reuse: bool) -> CellReport {
     let options = ConformOptions {
         peers_dir: peers_dir(),
         logs_dir: logs.to_path_buf(),
         ctxbed_bin: PathBuf::from(env!("CARGO_BIN_EXE_ctxbed")),
         mode: GoldenMode::Compare { write_new: false },
         adapters: Vec::new(),
+        reuse,
     };
     conform::run_one(Path::new(PROBE), adapter, &options)
 }
@@ -244,4 +252,113 @@ fn sigterm_during_setup_stops_conform_and_the_adapter_group_at_once() {
         "{stdout}"
     );
     assert_gone(group, background);
+}
+
+/// The pid an adapter gave in its `started <pid>` line, if its log has one.
+fn started(log: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(log).ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("started ")?.parse().ok())
+}
+
+/// Waits up to 2 s for `pid` to be gone (or a zombie).
+fn assert_exited(pid: u32) {
+    let started = Instant::now();
+    while matches!(stat(&pid.to_string()), Some((_, s)) if s != 'Z') {
+        if started.elapsed() > Duration::from_secs(2) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the released adapter {pid} is still running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_resettable_adapter_serves_the_next_scenario_in_its_process_until_released() {
+    let (first_logs, second_logs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = run("resettable", first_logs.path());
+    let second = run("resettable", second_logs.path());
+    // The fake calls no model, so `model_called` fails; the adapter itself must have no problem.
+    for report in [&first, &second] {
+        assert!(
+            report.problem.is_none(),
+            "{:?}\n{}",
+            report.problem,
+            report.trace
+        );
+    }
+    let pid = started(&first.log).expect("the first run started the adapter");
+    assert!(
+        matches!(stat(&pid.to_string()), Some((_, s)) if s != 'Z'),
+        "the adapter was kept"
+    );
+    let log = std::fs::read_to_string(&second.log).expect("the second run's log");
+    assert!(
+        started(&second.log).is_none(),
+        "a second process started:\n{log}"
+    );
+    assert!(
+        log.starts_with("[ctxbed] this adapter process served 1 earlier scenario(s); it was sent `reset` for this one\n"),
+        "{log}"
+    );
+    // The reset line carries the second scenario's environment: its own server, the protocol's
+    // variables only.
+    let reset = log
+        .lines()
+        .find_map(|l| l.strip_prefix("reset: "))
+        .expect("a reset line");
+    let reset: serde_json::Value = serde_json::from_str(reset).expect("the reset line is JSON");
+    let env = reset["env"].as_object().expect("an env object");
+    assert_eq!(env["CTXBED_MODEL"], "probe");
+    assert!(
+        env["CTXBED_OPENAI_BASE_URL"]
+            .as_str()
+            .is_some_and(|url| url.starts_with("http://127.0.0.1:"))
+    );
+    assert!(
+        env.keys()
+            .all(|key| conform::pool::PROTOCOL_VARIABLES.contains(&key.as_str())),
+        "{env:?}"
+    );
+    conform::release_adapters();
+    assert_exited(pid);
+}
+
+#[test]
+fn without_reuse_every_scenario_gets_a_process_of_its_own() {
+    let (first_logs, second_logs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = run_with("resettable", first_logs.path(), false);
+    let second = run_with("resettable", second_logs.path(), false);
+    let (one, two) = (started(&first.log), started(&second.log));
+    assert!(
+        one.is_some() && two.is_some() && one != two,
+        "{one:?} {two:?}"
+    );
+    assert_exited(one.unwrap());
+    assert_exited(two.unwrap());
+}
+
+#[test]
+fn a_kept_adapter_that_cannot_take_the_reset_is_replaced_for_the_next_scenario() {
+    let (first_logs, second_logs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first = run("resettable-once", first_logs.path());
+    let second = run("resettable-once", second_logs.path());
+    assert!(
+        second.problem.is_none(),
+        "{:?}\n{}",
+        second.problem,
+        second.trace
+    );
+    let log = std::fs::read_to_string(&second.log).expect("the second run's log");
+    assert!(log.contains("a new process serves this one"), "{log}");
+    let (one, two) = (started(&first.log), started(&second.log));
+    assert!(
+        one.is_some() && two.is_some() && one != two,
+        "{one:?} {two:?}\n{log}"
+    );
+    conform::release_adapters();
+    assert_exited(one.unwrap());
+    assert_exited(two.unwrap());
 }

@@ -102,6 +102,11 @@ pub struct ConformArgs {
     /// same order as with one.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub jobs: u64,
+    /// Start a new adapter process for every scenario, even for an adapter that declares it
+    /// can be reset between scenarios (by default its process serves the next scenario of its
+    /// harness on the same job).
+    #[arg(long)]
+    pub fresh_process: bool,
     /// The most runs --generate spends shrinking one failing seed.
     #[arg(long, default_value_t = ctxbed::conform::explore::SHRINK_RUNS_DEFAULT)]
     pub shrink_runs: usize,
@@ -234,6 +239,7 @@ fn conform_options(
     logs: PathBuf,
     adapters: Vec<(String, String)>,
     bless: bool,
+    reuse: bool,
 ) -> ConformOptions {
     let ctxbed_bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("ctxbed"));
     let peers_dir = std::path::absolute(&peers).unwrap_or(peers);
@@ -242,6 +248,7 @@ fn conform_options(
         logs_dir: logs,
         ctxbed_bin,
         adapters,
+        reuse,
         mode: if bless {
             GoldenMode::Bless
         } else {
@@ -272,9 +279,11 @@ fn run_all(
     jobs: usize,
     print: &(dyn Fn(&conform::CellReport) + Sync),
 ) -> Vec<conform::CellReport> {
-    let pairs: Vec<(&Target, &String)> = targets
+    // Harness by harness, so a job's next run is most often of the harness whose adapter it
+    // kept.
+    let pairs: Vec<(&Target, &String)> = harnesses
         .iter()
-        .flat_map(|target| harnesses.iter().map(move |harness| (target, harness)))
+        .flat_map(|harness| targets.iter().map(move |target| (target, harness)))
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let (sender, receiver) = std::sync::mpsc::channel();
@@ -296,6 +305,7 @@ fn run_all(
                         break;
                     }
                 }
+                conform::release_adapters();
             });
         }
         drop(sender);
@@ -422,6 +432,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         out,
         shrink_runs,
         jobs,
+        fresh_process,
     } = arguments;
     let json = format == "json";
     if list {
@@ -441,7 +452,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     if let Err(code) = refuse_bless_in_ci(bless) {
         return code;
     }
-    let options = conform_options(peers, logs, named_adapters, bless);
+    let options = conform_options(peers, logs, named_adapters, bless, !fresh_process);
     listen_for_stop();
     if let Some(count) = generate {
         return super::explore::explore_command(

@@ -160,7 +160,9 @@ pub fn explore_command(
 ) -> ExitCode {
     let mut held = true;
     for harness in harnesses {
-        let outcomes = match explore_harness(harness, exploration, options) {
+        let explored = explore_harness(harness, exploration, options);
+        conform::release_adapters();
+        let outcomes = match explored {
             Ok(outcomes) => outcomes,
             Err(problem) => {
                 errln!("error: {problem}");

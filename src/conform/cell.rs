@@ -159,17 +159,17 @@ fn run_cell(
         let _ = std::fs::create_dir_all(parent);
     }
     let _ = std::fs::remove_file(&log);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            report.problem = Some(format!("cannot start a runtime: {error}"));
+    // The thread's runtime and kept adapter serve every run of this thread.
+    let outcome = super::pool::on_worker(|runtime, pool| {
+        runtime.block_on(drive(scenario, harness, options, models, serve, &log, pool))
+    });
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(problem) => {
+            report.problem = Some(problem);
             return report;
         }
     };
-    let outcome = runtime.block_on(drive(scenario, harness, options, models, serve, &log));
     report.elapsed = started.elapsed();
     judge(&mut report, scenario, outcome);
     // The trace is kept beside the adapter's log, wherever the logs go.

@@ -23,6 +23,7 @@ pub mod generate;
 pub mod matrix;
 pub mod peer;
 pub mod plant;
+pub mod pool;
 pub mod process;
 pub mod record_rules;
 pub mod reference;
@@ -44,6 +45,7 @@ use ctxbed_harness::model::provider::Provider;
 use ctxbed_sim::host::{Api, Exchange, Outcome, ProviderHost};
 use file::WireScenario;
 use peer::{Launch, Peer, PeerError};
+pub use pool::release as release_adapters;
 
 pub use cell::{Source, run_builtin, run_one, run_source};
 
@@ -77,6 +79,9 @@ pub struct ConformOptions {
     /// under; any other harness name is a directory under `peers_dir`. Runs of these have no
     /// goldens: their verdict is the rules alone.
     pub adapters: Vec<(String, String)>,
+    /// Let an adapter that declares `"reset": true` serve the next scenario of its harness in
+    /// the same process ([`pool`]); false starts a new process for every scenario.
+    pub reuse: bool,
 }
 
 impl ConformOptions {
@@ -183,6 +188,7 @@ async fn drive(
     models: Models,
     serve: ServeOptions,
     log: &Path,
+    pool: &mut pool::Pool,
 ) -> DriveOutcome {
     let mut outcome = DriveOutcome::default();
     let server = match Server::bind(models, &serve).await {
@@ -218,15 +224,12 @@ async fn drive(
         let _ = stopped.await;
     }));
     let env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
-    let problem = talk(
-        scenario,
-        &options.launch(harness),
-        &env,
-        log,
-        &host,
-        &mut outcome,
-    )
-    .await;
+    let adapter = Adapter {
+        launch: options.launch(harness),
+        env,
+        reuse: options.reuse,
+    };
+    let problem = talk(scenario, &adapter, log, &host, &mut outcome, pool).await;
     outcome.problem = problem;
     let _ = stop.send(());
     let _ = server_task.await;
@@ -328,23 +331,46 @@ fn adapter_env(
     env
 }
 
+/// How a scenario's adapter is started, and with what environment.
+struct Adapter {
+    launch: Launch,
+    env: Vec<(String, String)>,
+    /// A kept adapter may serve the scenario, and the adapter may be kept after it.
+    reuse: bool,
+}
+
 /// Speaks to the adapter for the whole scenario; the steps it ran go into `outcome.steps`
 /// (with their request numbers in `outcome.ranges`). Returns the problem
-/// that ended the run early, if any. The adapter's process group is killed on every path, and
-/// its log is complete when this returns.
+/// that ended the run early, if any. On any problem the adapter's process group is killed, and
+/// its log is complete when this returns; after a clean run an adapter that can be reset is
+/// kept in `pool` for the next scenario, any other is let exit.
 async fn talk(
     scenario: &WireScenario,
-    launch: &Launch,
-    env: &[(String, String)],
+    adapter: &Adapter,
     log: &Path,
     host: &ProviderHost,
     outcome: &mut DriveOutcome,
+    pool: &mut pool::Pool,
 ) -> Option<String> {
-    let mut peer = match Peer::launch(launch, env, log) {
-        Ok(peer) => peer,
+    let (mut peer, reused) = match pool
+        .take(&adapter.launch, &adapter.env, log, adapter.reuse)
+        .await
+    {
+        Ok(taken) => taken,
         Err(error) => return Some(error.to_string()),
     };
-    let talked = match set_up(&mut peer, scenario, outcome).await {
+    let mut ready = set_up(&mut peer, scenario, outcome).await;
+    // A kept adapter that fails to start the scenario is the earlier scenario's leftover, not
+    // this scenario's verdict: a new process gets the scenario.
+    if reused && let Err(problem) = &ready {
+        let (launch, env) = (&adapter.launch, &adapter.env);
+        peer = match pool.replace(peer, problem, launch, env, log).await {
+            Ok(peer) => peer,
+            Err(error) => return Some(error.to_string()),
+        };
+        ready = set_up(&mut peer, scenario, outcome).await;
+    }
+    let talked = match ready {
         Ok(true) => run_steps(&mut peer, scenario, host, outcome).await,
         Ok(false) => Ok(()),
         Err(problem) => Err(problem),
@@ -353,11 +379,8 @@ async fn talk(
         peer.kill().await;
         return Some(problem);
     }
-    let status = peer.finish().await;
-    if status.contains("killed") && outcome.unsupported.is_none() {
-        return Some(format!("the adapter {status}"));
-    }
-    None
+    let exit = pool.give_back(&adapter.launch, peer, adapter.reuse).await;
+    exit.filter(|_| outcome.unsupported.is_none())
 }
 
 /// Sends `setup` and reads its answer into `outcome`: true when the adapter is ready, false when
@@ -385,6 +408,7 @@ async fn set_up(
         .receive(SETUP_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
+    peer.set_resettable(line.get("reset").and_then(Value::as_bool) == Some(true));
     match line.get("type").and_then(Value::as_str) {
         Some("ready") => {
             outcome.version = line

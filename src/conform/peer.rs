@@ -106,6 +106,8 @@ pub struct Peer {
     stop: &'static AtomicBool,
     /// The group was killed.
     killed: bool,
+    /// The adapter declared it can serve another scenario after a `reset` line.
+    resettable: bool,
 }
 
 impl Peer {
@@ -167,7 +169,43 @@ impl Peer {
             log: log.to_path_buf(),
             stop: &super::INTERRUPTED,
             killed: false,
+            resettable: false,
         })
+    }
+
+    /// Records whether the adapter's last `ready` or `unsupported` declared `"reset": true`.
+    pub fn set_resettable(&mut self, resettable: bool) {
+        self.resettable = resettable;
+    }
+
+    /// True when the adapter declared it serves another scenario after a `reset` line.
+    pub fn resettable(&self) -> bool {
+        self.resettable
+    }
+
+    /// True once the adapter process has exited (it cannot serve another scenario).
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends the adapter's standard error to `log` from now on, for the next scenario it
+    /// serves; `note` is written first, as the log's first line.
+    ///
+    /// # Errors
+    /// The log cannot be opened.
+    pub fn relog(&mut self, log: &Path, note: &str) -> Result<(), PeerError> {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| PeerError::Start {
+                path: log.display().to_string(),
+                reason: format!("cannot open the log: {e}"),
+            })?;
+        let _ = std::io::Write::write_all(&mut file, format!("{note}\n").as_bytes());
+        self.stderr.switch(file);
+        self.log = log.to_path_buf();
+        Ok(())
     }
 
     /// Sends one line, within [`WRITE_TIMEOUT`].

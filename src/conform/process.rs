@@ -6,7 +6,8 @@
 //! the background — goes with it: [`Group::kill`] signals the whole group at once. Its standard
 //! error is piped and copied to the log up to [`STDERR_LOG_BYTES_MAX`]; past that it is still read
 //! (the adapter never blocks on a full pipe) but discarded, and the log ends with one line saying
-//! how many bytes were dropped.
+//! how many bytes were dropped. An adapter that serves several scenarios has its log switched
+//! between them ([`StderrLog::switch`]): each scenario's log keeps its own share.
 
 use std::fs::File;
 use std::io::Write;
@@ -14,10 +15,10 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-/// The most of an adapter's standard error its log keeps, per run. The rest is read and
+/// The most of an adapter's standard error its log keeps, per scenario run. The rest is read and
 /// discarded, and the log's last line says how many bytes that was.
 pub const STDERR_LOG_BYTES_MAX: u64 = 4 * 1024 * 1024;
 
@@ -88,6 +89,8 @@ impl Group {
 #[derive(Debug)]
 pub struct StderrLog {
     stop: Option<oneshot::Sender<()>>,
+    /// Hands the copy the next scenario's log.
+    next: mpsc::UnboundedSender<File>,
     task: Option<JoinHandle<()>>,
 }
 
@@ -96,10 +99,20 @@ impl StderrLog {
     /// runtime.
     pub fn start(from: ChildStderr, to: File) -> StderrLog {
         let (stop, stopped) = oneshot::channel();
+        let (next, logs) = mpsc::unbounded_channel();
         StderrLog {
             stop: Some(stop),
-            task: Some(tokio::spawn(copy(from, to, stopped))),
+            next,
+            task: Some(tokio::spawn(copy(from, to, logs, stopped))),
         }
+    }
+
+    /// Sends what the adapter writes from now on to `to`: the current log is closed (with its
+    /// line on what was dropped, if anything was) and `to` gets a cap of its own. What was
+    /// already in the pipe goes to `to`.
+    pub fn switch(&mut self, to: File) {
+        // The copy ended (the pipe closed): the adapter is gone, and `to` stays empty.
+        let _ = self.next.send(to);
     }
 
     /// Stops the copy once the pipe is drained (or after a short grace) and returns when the log
@@ -118,7 +131,12 @@ impl StderrLog {
 
 /// Copies until the pipe ends or, once `stop` fires, for at most [`DRAIN`] more; then writes the
 /// line on what was dropped, if anything was.
-async fn copy(mut from: ChildStderr, mut to: File, mut stop: oneshot::Receiver<()>) {
+async fn copy(
+    mut from: ChildStderr,
+    mut to: File,
+    mut logs: mpsc::UnboundedReceiver<File>,
+    mut stop: oneshot::Receiver<()>,
+) {
     let mut buffer = vec![0u8; 64 * 1024];
     let mut kept = Kept::default();
     let mut deadline = None;
@@ -126,6 +144,11 @@ async fn copy(mut from: ChildStderr, mut to: File, mut stop: oneshot::Receiver<(
         let read = match deadline {
             None => tokio::select! {
                 read = from.read(&mut buffer) => read,
+                Some(next) = logs.recv() => {
+                    kept.close(&mut to);
+                    (to, kept) = (next, Kept::default());
+                    continue;
+                }
                 _ = &mut stop => {
                     deadline = Some(tokio::time::Instant::now() + DRAIN);
                     continue;

@@ -6,8 +6,11 @@
 //! the API the mock speaks, told the model's window and output budget, with the harness's
 //! defaults (compaction, overflow recovery, tool-result offload) and an in-memory workspace.
 //! Each protocol tool returns its scripted results in order. `CTXBED_PEER_PLANT` makes it do a
-//! named wrong thing instead ([`super::plant`]), for the test-bed's own tests.
+//! named wrong thing instead ([`super::plant`]), for the test-bed's own tests. It declares
+//! `"reset": true`: after a `reset` line it takes the protocol's variables from the line, not
+//! from its environment, and builds everything anew at the next `setup`.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,7 +26,7 @@ use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::MemoryStorage;
 use ctxbed_harness::tokens::{CachedEstimator, RatioEstimator};
 use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
-use ctxbed_providers::transport::default_transport;
+use ctxbed_providers::transport::{Transport, default_transport};
 use ctxbed_providers::{ApiKey, HttpProvider, ProviderConfig, ProviderKind};
 
 use super::plant::{PlantedTransport, Plants};
@@ -65,13 +68,48 @@ pub enum ReferenceError {
     Build(String),
 }
 
-fn env(name: &'static str) -> Result<String, ReferenceError> {
-    std::env::var(name).map_err(|_| ReferenceError::Env(name))
+/// The protocol's variables as this adapter sees them: the process environment until the first
+/// `reset` line, then the line's (a protocol variable the line lacks is unset).
+#[derive(Debug, Default)]
+struct Vars {
+    /// Set by the last `reset`; `None` before any.
+    reset: Option<BTreeMap<String, String>>,
+}
+
+impl Vars {
+    fn get(&self, name: &str) -> Option<String> {
+        match &self.reset {
+            Some(vars) if super::pool::PROTOCOL_VARIABLES.contains(&name) => {
+                vars.get(name).cloned()
+            }
+            _ => std::env::var(name).ok(),
+        }
+    }
+
+    fn require(&self, name: &'static str) -> Result<String, ReferenceError> {
+        self.get(name).ok_or(ReferenceError::Env(name))
+    }
+
+    fn number(&self, name: &str) -> Option<u64> {
+        self.get(name).and_then(|v| v.parse().ok())
+    }
+
+    /// Takes the variables of a `reset` line.
+    fn reset(&mut self, line: &Value) {
+        let vars = line
+            .get("env")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
+            .collect();
+        self.reset = Some(vars);
+    }
 }
 
 /// Builds the agent the scenario's setup describes, over the provider the environment names.
-fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError> {
-    let provider = provider(provider_config(plants)?, plants)?;
+fn build(setup: &Value, plants: &Plants, vars: &Vars) -> Result<HarnessAgent, ReferenceError> {
+    let provider = provider(provider_config(plants, vars)?, plants, vars)?;
     let mut builder = HarnessAgent::builder()
         .name("ctxbed-reference")
         .model(Arc::new(provider))
@@ -102,25 +140,28 @@ fn build(setup: &Value, plants: &Plants) -> Result<HarnessAgent, ReferenceError>
 
 /// The provider's configuration from the environment `ctxbed conform` sets: the API, its base
 /// URL, the model, streaming, window and output budget, as the plants alter them.
-fn provider_config(plants: &Plants) -> Result<ProviderConfig, ReferenceError> {
-    let api = env("CTXBED_API")?;
+fn provider_config(plants: &Plants, vars: &Vars) -> Result<ProviderConfig, ReferenceError> {
+    let api = vars.require("CTXBED_API")?;
     let (kind, base_url) = match api.as_str() {
-        "anthropic" => (ProviderKind::Anthropic, env("CTXBED_ANTHROPIC_BASE_URL")?),
-        "responses" => (ProviderKind::Responses, env("CTXBED_OPENAI_BASE_URL")?),
-        _ => (ProviderKind::OpenAi, env("CTXBED_OPENAI_BASE_URL")?),
+        "anthropic" => (
+            ProviderKind::Anthropic,
+            vars.require("CTXBED_ANTHROPIC_BASE_URL")?,
+        ),
+        "responses" => (
+            ProviderKind::Responses,
+            vars.require("CTXBED_OPENAI_BASE_URL")?,
+        ),
+        _ => (
+            ProviderKind::OpenAi,
+            vars.require("CTXBED_OPENAI_BASE_URL")?,
+        ),
     };
-    let mut config = ProviderConfig::new(kind, base_url, env("CTXBED_MODEL")?);
+    let mut config = ProviderConfig::new(kind, base_url, vars.require("CTXBED_MODEL")?);
     config.api_key_env = Some("CTXBED_API_KEY".into());
-    config.stream = std::env::var("CTXBED_STREAM").is_ok_and(|v| v == "1");
-    config.context_window = std::env::var("CTXBED_WINDOW")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    config.max_output_tokens = std::env::var("CTXBED_MAX_OUTPUT_TOKENS")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    config.thinking_budget = std::env::var("CTXBED_THINKING_BUDGET")
-        .ok()
-        .and_then(|v| v.parse().ok());
+    config.stream = vars.get("CTXBED_STREAM").is_some_and(|v| v == "1");
+    config.context_window = vars.number("CTXBED_WINDOW");
+    config.max_output_tokens = vars.number("CTXBED_MAX_OUTPUT_TOKENS");
+    config.thinking_budget = vars.number("CTXBED_THINKING_BUDGET");
     if plants.no_context {
         config.context_window = None;
     }
@@ -132,23 +173,26 @@ fn provider_config(plants: &Plants) -> Result<ProviderConfig, ReferenceError> {
 
 /// The HTTP provider: over a transport that does the planted wrong things when a plant touches
 /// the wire, else as a user would build it from the environment.
-fn provider(config: ProviderConfig, plants: &Plants) -> Result<HttpProvider, ReferenceError> {
-    if plants.touches_the_wire() {
-        let key = std::env::var("CTXBED_API_KEY").ok().map(ApiKey::new);
-        let inner = config
-            .base_url
-            .parse::<http::Uri>()
-            .map(|uri| default_transport(&uri))
-            .map_err(|e| ReferenceError::Build(e.to_string()))?;
-        let transport = Arc::new(PlantedTransport {
+fn provider(
+    config: ProviderConfig,
+    plants: &Plants,
+    vars: &Vars,
+) -> Result<HttpProvider, ReferenceError> {
+    let key = Some(ApiKey::new(vars.require("CTXBED_API_KEY")?));
+    let inner = config
+        .base_url
+        .parse::<http::Uri>()
+        .map(|uri| default_transport(&uri))
+        .map_err(|e| ReferenceError::Build(e.to_string()))?;
+    let transport: Arc<dyn Transport> = if plants.touches_the_wire() {
+        Arc::new(PlantedTransport {
             inner,
             plants: plants.clone(),
-        });
-        HttpProvider::new(config, key, transport)
+        })
     } else {
-        HttpProvider::from_env(config)
-    }
-    .map_err(|e| ReferenceError::Build(e.to_string()))
+        inner
+    };
+    HttpProvider::new(config, key, transport).map_err(|e| ReferenceError::Build(e.to_string()))
 }
 
 /// The builder with the estimator `CTXBED_REFERENCE_ESTIMATOR` names (`ratio`), or unchanged
@@ -245,16 +289,21 @@ pub fn run() -> Result<(), ReferenceError> {
         .map_err(|e| ReferenceError::Build(e.to_string()))?;
     let plants = Plants::from_env().map_err(ReferenceError::Input)?;
     let mut agent: Option<HarnessAgent> = None;
+    let mut vars = Vars::default();
     for line in std::io::stdin().lock().lines() {
         let line = line.map_err(|e| ReferenceError::Input(e.to_string()))?;
         let message: Value = serde_json::from_str(&line)
             .map_err(|e| ReferenceError::Input(format!("not JSON ({e}): {line}")))?;
         match message.get("type").and_then(Value::as_str) {
             Some("setup") => {
-                agent = Some(build(&message, &plants)?);
+                agent = Some(build(&message, &plants, &vars)?);
                 say(
-                    &json!({"type": "ready", "harness": "ctxbed", "version": env!("CARGO_PKG_VERSION")}),
+                    &json!({"type": "ready", "harness": "ctxbed", "version": env!("CARGO_PKG_VERSION"), "reset": true}),
                 )?;
+            }
+            Some("reset") => {
+                agent = None;
+                vars.reset(&message);
             }
             Some("step") => {
                 let Some(agent) = agent.as_ref() else {
