@@ -1,5 +1,8 @@
 // ctxbed peer adapter for the Vercel AI SDK's ToolLoopAgent (see docs/peer-protocol.md and
-// this directory's README for what it configures and why).
+// this directory's README for what it configures and why). One process serves many scenarios:
+// `ready` and `unsupported` say `"reset": true`, and a `reset` line drops the agent (its model,
+// its tools with their call counts, every session) and takes the next scenario's environment,
+// which the next `setup` reads anew.
 
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
@@ -12,13 +15,24 @@ import { createOpenAI } from '@ai-sdk/openai';
 const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
 
+// Read when a setup needs it, never kept from an earlier scenario: a `reset` changes it.
 const env = process.env;
-const api = env.CTXBED_API;
-const maxOutputTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS);
-const thinkingBudget = api === 'anthropic' ? Number(env.CTXBED_THINKING_BUDGET) || 0 : 0;
+
+/** The protocol's environment variables: a `reset` line sets those it gives and unsets the others. */
+const PROTOCOL_VARIABLES = [
+  'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',
+  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_BIN',
+  'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
+];
+
+/** The next scenario's environment, as a new process would have it. */
+function applyEnv(variables) {
+  for (const name of PROTOCOL_VARIABLES) delete env[name];
+  Object.assign(env, variables);
+}
 
 /** Chat Completions, the Responses API when the scenario pins it, or Anthropic Messages. */
-function model() {
+function model(api) {
   if (api === 'anthropic') {
     return createAnthropic({ baseURL: `${env.CTXBED_ANTHROPIC_BASE_URL}/v1`, apiKey: env.CTXBED_API_KEY })(env.CTXBED_MODEL);
   }
@@ -55,22 +69,27 @@ async function prepareStep({ messages }) {
 
 /** Anthropic's extended thinking, as the AI SDK's Anthropic docs give it. The provider adds
  *  `budgetTokens` to `maxOutputTokens` for `max_tokens`, so the reply asks for what is left. */
-const thinking = thinkingBudget > 0
-  ? {
-      maxOutputTokens: maxOutputTokens - thinkingBudget,
-      providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: thinkingBudget } } },
-    }
-  : {};
+function thinking(api, maxOutputTokens) {
+  const thinkingBudget = api === 'anthropic' ? Number(env.CTXBED_THINKING_BUDGET) || 0 : 0;
+  return thinkingBudget > 0
+    ? {
+        maxOutputTokens: maxOutputTokens - thinkingBudget,
+        providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: thinkingBudget } } },
+      }
+    : {};
+}
 
 function buildAgent(setup) {
+  const api = env.CTXBED_API;
+  const maxOutputTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS);
   const agent = new ToolLoopAgent({
-    model: model(),
+    model: model(api),
     instructions: setup.system || undefined,
     tools: tools(setup.tools ?? []),
     maxOutputTokens,
     stopWhen: stepCountIs(20),
     prepareStep,
-    ...thinking,
+    ...thinking(api, maxOutputTokens),
   });
   const sessions = new Map();
   return async (session, input) => {
@@ -107,12 +126,16 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   if (!line.trim()) continue;
   const msg = JSON.parse(line);
   if (msg.type === 'setup') {
-    if (!['openai', 'responses', 'anthropic'].includes(api)) {
-      send({ type: 'unsupported', reason: `no client for CTXBED_API=${api}` });
+    if (!['openai', 'responses', 'anthropic'].includes(env.CTXBED_API)) {
+      send({ type: 'unsupported', reason: `no client for CTXBED_API=${env.CTXBED_API}`, reset: true });
       continue;
     }
     ask = buildAgent(msg);
-    send({ type: 'ready', harness: 'ai-sdk', version, context: 'docs recipe' });
+    send({ type: 'ready', harness: 'ai-sdk', version, context: 'docs recipe', reset: true });
+  } else if (msg.type === 'reset') {
+    // Nothing of the scenario is kept; no line answers a reset.
+    ask = null;
+    applyEnv(msg.env ?? {});
   } else if (msg.type === 'step') {
     try {
       if (!ask) throw new Error('step before a successful setup');

@@ -21,6 +21,9 @@ What it configures, and why:
     its argument schema; a failing result raises `ToolException`, which LangChain reports to
     the model as the tool message's content with status "error" (`handle_tool_error=True`).
 
+One process serves many scenarios (a `reset` line between them, `shared/langchain_family.py`);
+each setup builds the agent anew and restarts the seeded ids below where a new process has them.
+
 Standard output carries protocol lines only: the real stdout is kept aside and file
 descriptor 1 is pointed at standard error, so prints, warnings and logging end up there.
 """
@@ -36,6 +39,7 @@ import uuid
 _ids = random.Random(0)
 uuid.uuid4 = lambda: uuid.UUID(int=_ids.getrandbits(128), version=4)
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -46,7 +50,24 @@ import langchain_family as family  # noqa: E402
 from deepagents import create_deep_agent  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
+# A kept process (`reset`) must draw the ids a new one would. A new process also draws while it
+# imports its provider's packages on its first setup and first request (the Anthropic SDK brings
+# in OpenTelemetry, whose modules draw five ids as they load); a kept process has them already.
+# So both providers' packages are imported here, and each setup puts the generator where a new
+# process stands once its provider's packages are in.
+_loaded = _ids.getstate()
+import langchain_openai  # noqa: E402,F401
+
+IDS_AT_SETUP = {"openai": _ids.getstate(), "responses": _ids.getstate()}
+_ids.setstate(_loaded)
+import langchain_anthropic  # noqa: E402,F401
+import opentelemetry.propagate  # noqa: E402,F401  (imported by the Anthropic SDK on its first request)
+
+IDS_AT_SETUP["anthropic"] = _ids.getstate()
+
+
 def build_agent(setup, model):
+    _ids.setstate(IDS_AT_SETUP[os.environ["CTXBED_API"]])
     lock = threading.Lock()
     return create_deep_agent(
         model=model,

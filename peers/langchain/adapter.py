@@ -16,6 +16,9 @@ What it configures, and why:
     its argument schema; a failing result raises `ToolException`, which LangChain reports to
     the model as the tool message's content with status "error" (`handle_tool_error=True`).
 
+One process serves many scenarios (a `reset` line between them, `shared/langchain_family.py`);
+each setup builds the model and agent anew.
+
 Standard output carries protocol lines only: the real stdout is kept aside and file
 descriptor 1 is pointed at standard error, so prints, warnings and logging end up there.
 """

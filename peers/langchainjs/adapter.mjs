@@ -1,5 +1,8 @@
 // ctxbed peer adapter for LangChain.js `createAgent` with `summarizationMiddleware` (see
-// docs/peer-protocol.md and this directory's README for what it configures and why).
+// docs/peer-protocol.md and this directory's README for what it configures and why). One process
+// serves many scenarios: `ready` and `unsupported` say `"reset": true`, and a `reset` line drops
+// the agent (its model, its tools with their call counts, its MemorySaver with every session) and
+// takes the next scenario's environment, which the next `setup` reads anew.
 
 import { Console } from 'node:console';
 import { createRequire } from 'node:module';
@@ -26,9 +29,21 @@ globalThis.fetch = async (input, init) => {
   return Response.json(ranks);
 };
 
+// Read when a setup needs it, never kept from an earlier scenario: a `reset` changes it.
 const env = process.env;
-const api = env.CTXBED_API;
-const window = Number(env.CTXBED_WINDOW);
+
+/** The protocol's environment variables: a `reset` line sets those it gives and unsets the others. */
+const PROTOCOL_VARIABLES = [
+  'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',
+  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_BIN',
+  'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
+];
+
+/** The next scenario's environment, as a new process would have it. */
+function applyEnv(variables) {
+  for (const name of PROTOCOL_VARIABLES) delete env[name];
+  Object.assign(env, variables);
+}
 
 /** ChatOpenAI (Chat Completions, or the Responses API when the scenario pins it) or
  *  ChatAnthropic (Messages, thinking when the scenario turns it on). */
@@ -39,7 +54,7 @@ function chatModel() {
     maxTokens: Number(env.CTXBED_MAX_OUTPUT_TOKENS),
     streaming: env.CTXBED_STREAM === '1',
   };
-  if (api === 'anthropic') {
+  if (env.CTXBED_API === 'anthropic') {
     const budget = Number(env.CTXBED_THINKING_BUDGET);
     return new ChatAnthropic({
       ...common,
@@ -50,7 +65,7 @@ function chatModel() {
   return new ChatOpenAI({
     ...common,
     configuration: { baseURL: env.CTXBED_OPENAI_BASE_URL },
-    useResponsesApi: api === 'responses',
+    useResponsesApi: env.CTXBED_API === 'responses',
   });
 }
 
@@ -74,6 +89,7 @@ function tools(specs) {
 
 function buildAgent(setup) {
   const model = chatModel();
+  const window = Number(env.CTXBED_WINDOW);
   return createAgent({
     model,
     tools: tools(setup.tools ?? []),
@@ -130,12 +146,16 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   if (!line.trim()) continue;
   const msg = JSON.parse(line);
   if (msg.type === 'setup') {
-    if (!['openai', 'responses', 'anthropic'].includes(api)) {
-      send({ type: 'unsupported', reason: `no client for CTXBED_API=${api}` });
+    if (!['openai', 'responses', 'anthropic'].includes(env.CTXBED_API)) {
+      send({ type: 'unsupported', reason: `no client for CTXBED_API=${env.CTXBED_API}`, reset: true });
       continue;
     }
     agent = buildAgent(msg);
-    send({ type: 'ready', harness: 'langchainjs', version });
+    send({ type: 'ready', harness: 'langchainjs', version, reset: true });
+  } else if (msg.type === 'reset') {
+    // Nothing of the scenario is kept; no line answers a reset.
+    agent = null;
+    applyEnv(msg.env ?? {});
   } else if (msg.type === 'step') {
     try {
       if (!agent) throw new Error('step before a successful setup');

@@ -22,6 +22,10 @@ What it configures, and why:
   `default_tool_error_function` plus the error text.
 - Anthropic: unsupported. The SDK reaches non-OpenAI APIs only through its LiteLLM or any-llm
   extensions (extra packages); we do not ship them.
+- One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
+  closes the client and the sessions, drops the agent, its tools (with their call counts) and the
+  run config, and takes the next scenario's environment, which the next `setup` reads anew. The
+  adapter sets no SDK-wide default client (`set_default_openai_client`), so none outlives a scenario.
 """
 
 import asyncio
@@ -53,12 +57,16 @@ from agents import (  # noqa: E402
 )
 from agents.extensions import ToolOutputTrimmer  # noqa: E402
 
+# Set by `run` (not a protocol variable), so the same for every scenario of the process.
 CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat"
 HARNESS = "openai-agents-chat" if CHAT else "openai-agents"
-API = os.environ.get("CTXBED_API", "openai")
-MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
-MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
-STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
+
+# The protocol's environment variables: a `reset` line sets those it gives and unsets the others.
+PROTOCOL_VARIABLES = (
+    "CTXBED_API", "CTXBED_OPENAI_BASE_URL", "CTXBED_ANTHROPIC_BASE_URL", "CTXBED_MODEL", "CTXBED_API_KEY",
+    "CTXBED_WINDOW", "CTXBED_MAX_OUTPUT_TOKENS", "CTXBED_THINKING_BUDGET", "CTXBED_STREAM", "CTXBED_BIN",
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_PROXY", "no_proxy",
+)
 
 
 def emit(obj):
@@ -66,27 +74,33 @@ def emit(obj):
     PROTOCOL_OUT.flush()
 
 
+def apply_env(env):
+    """The next scenario's environment, as a new process would have it."""
+    for name in PROTOCOL_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(env)
+
+
 # ---- context management: the SDK's documented filter, unchanged -----------------------------
 # The SDK counts no tokens. Its ready-made `call_model_input_filter` is `ToolOutputTrimmer`
 # (agents.extensions, "Built-in call_model_input_filter that trims large tool outputs from older
-# turns"); it runs with the SDK's defaults, so the row measures what the SDK ships, not a trimmer
-# of ours.
-
-TRIMMER = ToolOutputTrimmer()  # the SDK's defaults: 2 recent turns kept whole
+# turns"); it runs with the SDK's defaults (2 recent turns kept whole), so the row measures what
+# the SDK ships, not a trimmer of ours. A new one per scenario, in its RunConfig (see `main`).
 
 
 # ---- tools ---------------------------------------------------------------------------------------
 
-calls_by_tool: dict[str, int] = {}
-
 
 def make_tool(spec) -> FunctionTool:
+    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1]."""
     name = spec["name"]
     results = spec.get("results") or [{"text": "", "error": False}]
+    calls = 0
 
     async def invoke(_ctx, _arguments: str) -> str:
-        n = calls_by_tool[name] = calls_by_tool.get(name, 0) + 1
-        result = results[min(n, len(results)) - 1]
+        nonlocal calls
+        calls += 1
+        result = results[min(calls, len(results)) - 1]
         if result.get("error"):
             return f"An error occurred while running the tool. Please try again. Error: {result['text']}"
         return result["text"]
@@ -144,8 +158,9 @@ def classify(exc) -> str:
 async def main():
     set_tracing_disabled(True)
     loop = asyncio.get_running_loop()
-    agent, unsupported, sessions = None, None, {}
-    run_config = RunConfig(call_model_input_filter=TRIMMER, tracing_disabled=True)
+    # One scenario's state; a `reset` line drops it all. The settings are read from the
+    # environment at each setup.
+    agent, unsupported, client, sessions, run_config, stream = None, None, None, {}, None, False
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -154,27 +169,40 @@ async def main():
             continue
         msg = json.loads(line)
         if msg["type"] == "setup":
-            if API not in ("openai", "responses"):
+            api = os.environ.get("CTXBED_API", "openai")
+            if api not in ("openai", "responses"):
                 unsupported = (
-                    f"CTXBED_API={API}: the Agents SDK speaks only OpenAI APIs natively; Anthropic "
+                    f"CTXBED_API={api}: the Agents SDK speaks only OpenAI APIs natively; Anthropic "
                     "Messages needs its LiteLLM or any-llm extension, which this peer does not install"
                 )
-                emit({"type": "unsupported", "reason": unsupported})
+                emit({"type": "unsupported", "reason": unsupported, "reset": True})
                 continue
-            if CHAT and API == "responses":
+            if CHAT and api == "responses":
                 unsupported = "CTXBED_API=responses: this row is the SDK on Chat Completions"
-                emit({"type": "unsupported", "reason": unsupported})
+                emit({"type": "unsupported", "reason": unsupported, "reset": True})
                 continue
             client = openai.AsyncOpenAI(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=os.environ.get("CTXBED_API_KEY", "ctxbed-test"))
+            model_name = os.environ.get("CTXBED_MODEL", "wire-8k")
+            max_output = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+            stream = os.environ.get("CTXBED_STREAM", "0") == "1"
             tools = [make_tool(t) for t in msg.get("tools", [])]
             agent = Agent(
                 name="ctxbed",
                 instructions=msg.get("system") or None,
-                model=(OpenAIChatCompletionsModel if CHAT else OpenAIResponsesModel)(model=MODEL, openai_client=client),
-                model_settings=ModelSettings(max_tokens=MAX_OUTPUT),
+                model=(OpenAIChatCompletionsModel if CHAT else OpenAIResponsesModel)(model=model_name, openai_client=client),
+                model_settings=ModelSettings(max_tokens=max_output),
                 tools=tools,
             )
-            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": "docs recipe"})
+            run_config = RunConfig(call_model_input_filter=ToolOutputTrimmer(), tracing_disabled=True)
+            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": "docs recipe", "reset": True})
+        elif msg["type"] == "reset":
+            # Nothing of the scenario is kept; no line answers a reset.
+            for session in sessions.values():
+                session.close()
+            if client is not None:
+                await client.close()
+            agent, unsupported, client, sessions, run_config, stream = None, None, None, {}, None, False
+            apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
             if agent is None:
@@ -184,7 +212,7 @@ async def main():
             if session is None:
                 session = sessions[msg["session"]] = SQLiteSession(msg["session"])  # in memory
             try:
-                if STREAM:
+                if stream:
                     result = Runner.run_streamed(agent, msg["input"], session=session, run_config=run_config)
                     async for _event in result.stream_events():
                         pass

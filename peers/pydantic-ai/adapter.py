@@ -21,6 +21,10 @@ What it configures, and why:
   Pydantic AI does not rewrite it for OpenAI strict mode). A scripted failure
   raises `ToolFailed`, Pydantic AI's documented way to report a failed tool result to the model
   (Anthropic: `is_error: true`; Chat Completions: content framed as `{"error": ...}`).
+- One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
+  drops the agent, its model and provider (with their HTTP client), its tools (with their call
+  counts) and every session's history, and takes the next scenario's environment, which the next
+  `setup` reads anew.
 """
 
 import asyncio
@@ -42,18 +46,25 @@ from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
 
 HARNESS = "pydantic-ai"
-API = os.environ.get("CTXBED_API", "openai")
-MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
-API_KEY = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
-WINDOW = int(os.environ.get("CTXBED_WINDOW", "8000"))
-MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
-STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
-THINKING_BUDGET = os.environ.get("CTXBED_THINKING_BUDGET", "")
+
+# The protocol's environment variables: a `reset` line sets those it gives and unsets the others.
+PROTOCOL_VARIABLES = (
+    "CTXBED_API", "CTXBED_OPENAI_BASE_URL", "CTXBED_ANTHROPIC_BASE_URL", "CTXBED_MODEL", "CTXBED_API_KEY",
+    "CTXBED_WINDOW", "CTXBED_MAX_OUTPUT_TOKENS", "CTXBED_THINKING_BUDGET", "CTXBED_STREAM", "CTXBED_BIN",
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_PROXY", "no_proxy",
+)
 
 
 def emit(obj):
     PROTOCOL_OUT.write(json.dumps(obj) + "\n")
     PROTOCOL_OUT.flush()
+
+
+def apply_env(env):
+    """The next scenario's environment, as a new process would have it."""
+    for name in PROTOCOL_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(env)
 
 
 # ---- context management: the docs' recipe, unchanged ------------------------------------------
@@ -69,16 +80,17 @@ async def keep_recent(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 # ---- tools ---------------------------------------------------------------------------------------
 
-calls_by_tool: dict[str, int] = {}
-
 
 def make_tool(spec) -> Tool:
+    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1]."""
     name = spec["name"]
     results = spec.get("results") or [{"text": "", "error": False}]
+    calls = 0
 
     async def invoke(**_arguments) -> str:
-        n = calls_by_tool[name] = calls_by_tool.get(name, 0) + 1
-        result = results[min(n, len(results)) - 1]
+        nonlocal calls
+        calls += 1
+        result = results[min(calls, len(results)) - 1]
         if result.get("error"):
             raise ToolFailed(result["text"])
         return result["text"]
@@ -92,30 +104,36 @@ def make_tool(spec) -> Tool:
 
 
 def make_model():
-    settings = ModelSettings(max_tokens=MAX_OUTPUT)
-    profile = {"context_window": WINDOW}
-    if API == "openai":
+    """A new model (and provider) for CTXBED_API, from the environment as it is now, or None."""
+    api = os.environ.get("CTXBED_API", "openai")
+    model = os.environ.get("CTXBED_MODEL", "wire-8k")
+    api_key = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
+    max_output = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+    thinking_budget = os.environ.get("CTXBED_THINKING_BUDGET", "")
+    settings = ModelSettings(max_tokens=max_output)
+    profile = {"context_window": int(os.environ.get("CTXBED_WINDOW", "8000"))}
+    if api == "openai":
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=API_KEY)
-        return OpenAIChatModel(MODEL, provider=provider, profile=profile, settings=settings)
-    if API == "responses":
+        provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=api_key)
+        return OpenAIChatModel(model, provider=provider, profile=profile, settings=settings)
+    if api == "responses":
         from pydantic_ai.models.openai import OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=API_KEY)
-        return OpenAIResponsesModel(MODEL, provider=provider, profile=profile, settings=settings)
-    if API == "anthropic":
+        provider = OpenAIProvider(base_url=os.environ["CTXBED_OPENAI_BASE_URL"], api_key=api_key)
+        return OpenAIResponsesModel(model, provider=provider, profile=profile, settings=settings)
+    if api == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        if THINKING_BUDGET.isdigit():
+        if thinking_budget.isdigit():
             # Extended thinking, as the docs turn it on for Anthropic (no temperature is set).
-            thinking = {"type": "enabled", "budget_tokens": int(THINKING_BUDGET)}
-            settings = AnthropicModelSettings(max_tokens=MAX_OUTPUT, anthropic_thinking=thinking)
-        provider = AnthropicProvider(base_url=os.environ["CTXBED_ANTHROPIC_BASE_URL"], api_key=API_KEY)
-        return AnthropicModel(MODEL, provider=provider, profile=profile, settings=settings)
+            thinking = {"type": "enabled", "budget_tokens": int(thinking_budget)}
+            settings = AnthropicModelSettings(max_tokens=max_output, anthropic_thinking=thinking)
+        provider = AnthropicProvider(base_url=os.environ["CTXBED_ANTHROPIC_BASE_URL"], api_key=api_key)
+        return AnthropicModel(model, provider=provider, profile=profile, settings=settings)
     return None
 
 
@@ -172,7 +190,8 @@ async def drain_events(_ctx, events):
 async def main():
     Agent.instrument_all(False)
     loop = asyncio.get_running_loop()
-    agent, unsupported, histories = None, None, {}
+    # One scenario's state; a `reset` line drops it all.
+    agent, unsupported, histories, stream = None, None, {}, False
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -183,13 +202,18 @@ async def main():
         if msg["type"] == "setup":
             model = make_model()
             if model is None:
-                unsupported = f"CTXBED_API={API}: this adapter knows only openai, responses and anthropic"
-                emit({"type": "unsupported", "reason": unsupported})
+                unsupported = f"CTXBED_API={os.environ.get('CTXBED_API', 'openai')}: this adapter knows only openai, responses and anthropic"
+                emit({"type": "unsupported", "reason": unsupported, "reset": True})
                 continue
             system = msg.get("system") or None
             tools = [make_tool(t) for t in msg.get("tools", [])]
             agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(keep_recent)])
-            emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim"), "context": "docs recipe"})
+            stream = os.environ.get("CTXBED_STREAM", "0") == "1"
+            emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim"), "context": "docs recipe", "reset": True})
+        elif msg["type"] == "reset":
+            # Nothing of the scenario is kept; no line answers a reset.
+            agent, unsupported, histories, stream = None, None, {}, False
+            apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
             if agent is None:
@@ -199,7 +223,7 @@ async def main():
                 result = await agent.run(
                     msg["input"],
                     message_history=histories.get(msg["session"]),
-                    event_stream_handler=drain_events if STREAM else None,
+                    event_stream_handler=drain_events if stream else None,
                 )
                 histories[msg["session"]] = result.all_messages()
                 output = result.output

@@ -3,6 +3,11 @@ on a private copy of standard output and the protocol loop, over `langchain_part
 model for CTXBED_API, scripted tools, error kinds). Each adapter supplies only how it builds its
 agent (see docs/peer-protocol.md).
 
+One process serves many scenarios: `ready` and `unsupported` say `"reset": true`, and a `reset`
+line drops the agent (its model, its tools with their call counts, its checkpointer with every
+session), empties the LangChain clients' module-level HTTP client caches and takes the next
+scenario's environment; the next `setup` builds everything anew from it.
+
 Importing this module first moves file descriptor 1 to standard error, so nothing a library
 prints can reach the protocol stream.
 """
@@ -27,11 +32,42 @@ def send(obj):
     _protocol.flush()
 
 
+# --- reset ------------------------------------------------------------------------------------
+
+# The protocol's environment variables: a `reset` line sets those it gives and unsets the others.
+PROTOCOL_VARIABLES = (
+    "CTXBED_API", "CTXBED_OPENAI_BASE_URL", "CTXBED_ANTHROPIC_BASE_URL", "CTXBED_MODEL", "CTXBED_API_KEY",
+    "CTXBED_WINDOW", "CTXBED_MAX_OUTPUT_TOKENS", "CTXBED_THINKING_BUDGET", "CTXBED_STREAM", "CTXBED_BIN",
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_PROXY", "no_proxy",
+)
+
+
+def apply_env(env):
+    """The next scenario's environment, as a new process would have it."""
+    for name in PROTOCOL_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(env)
+
+
+def forget_http_clients():
+    """langchain_openai and langchain_anthropic keep the httpx clients they make in module-level
+    caches; emptied, so the next scenario's model makes its own, as in a new process."""
+    openai_clients = sys.modules.get("langchain_openai.chat_models._client_utils")
+    if openai_clients is not None:
+        openai_clients._cached_sync_httpx_client.cache_clear()
+        openai_clients._cached_async_httpx_client.cache_clear()
+    anthropic_clients = sys.modules.get("langchain_anthropic._client_utils")
+    if anthropic_clients is not None:
+        anthropic_clients._get_default_httpx_client.cache_clear()
+        anthropic_clients._get_default_async_httpx_client.cache_clear()
+
+
 # --- main loop --------------------------------------------------------------------------------
 
 
 def main(harness, package, build_agent):
-    """Speaks the protocol on standard input and output until input ends."""
+    """Speaks the protocol on standard input and output until input ends: one scenario, or many
+    with a `reset` line between them."""
     agent = None
     for line in iter(sys.stdin.readline, ""):
         if not line.strip():
@@ -40,10 +76,16 @@ def main(harness, package, build_agent):
         if msg["type"] == "setup":
             model = build_model()
             if model is None:
-                send({"type": "unsupported", "reason": f"no client for CTXBED_API={os.environ.get('CTXBED_API')!r}"})
+                reason = f"no client for CTXBED_API={os.environ.get('CTXBED_API')!r}"
+                send({"type": "unsupported", "reason": reason, "reset": True})
                 continue
             agent = build_agent(msg, model)
-            send({"type": "ready", "harness": harness, "version": version(package)})
+            send({"type": "ready", "harness": harness, "version": version(package), "reset": True})
+        elif msg["type"] == "reset":
+            # Nothing of the scenario is kept; no line answers a reset.
+            agent = None
+            forget_http_clients()
+            apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
             try:

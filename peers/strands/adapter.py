@@ -24,6 +24,9 @@ What it configures, and why (README.md has the docs this follows):
 - No output but protocol lines: `callback_handler=None` (the default handler prints to stdout),
   and `sys.stdout` is pointed at standard error. `run` turns OpenTelemetry off; Strands sets up no
   exporter unless asked (`StrandsTelemetry`), which this adapter never does.
+- One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
+  drops every session's `Agent` (with its model, client, conversation manager and tools, and so
+  their call counts) and takes the next scenario's environment, which the next `setup` reads anew.
 """
 
 import asyncio
@@ -45,13 +48,14 @@ from strands.tools.tools import PythonAgentTool  # noqa: E402
 from strands.types import exceptions as strands_errors  # noqa: E402
 
 HARNESS = "strands"
-API = os.environ.get("CTXBED_API", "openai")
-MODEL = os.environ.get("CTXBED_MODEL", "wire-8k")
-API_KEY = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
-WINDOW = int(os.environ.get("CTXBED_WINDOW", "8000"))
-MAX_OUTPUT = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
-STREAM = os.environ.get("CTXBED_STREAM", "0") == "1"
-THINKING_BUDGET = os.environ.get("CTXBED_THINKING_BUDGET", "")
+APIS = ("openai", "responses", "anthropic")
+
+# The protocol's environment variables: a `reset` line sets those it gives and unsets the others.
+PROTOCOL_VARIABLES = (
+    "CTXBED_API", "CTXBED_OPENAI_BASE_URL", "CTXBED_ANTHROPIC_BASE_URL", "CTXBED_MODEL", "CTXBED_API_KEY",
+    "CTXBED_WINDOW", "CTXBED_MAX_OUTPUT_TOKENS", "CTXBED_THINKING_BUDGET", "CTXBED_STREAM", "CTXBED_BIN",
+    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_PROXY", "no_proxy",
+)
 
 
 def emit(obj):
@@ -59,54 +63,67 @@ def emit(obj):
     PROTOCOL_OUT.flush()
 
 
+def apply_env(env):
+    """The next scenario's environment, as a new process would have it."""
+    for name in PROTOCOL_VARIABLES:
+        os.environ.pop(name, None)
+    os.environ.update(env)
+
+
 # ---- model ---------------------------------------------------------------------------------------
 
 
 def make_model():
-    """A new model for CTXBED_API, or None when Strands has no provider for it."""
-    if API == "openai":
+    """A new model for CTXBED_API, from the environment as it is now, or None when Strands has no
+    provider for it."""
+    api = os.environ.get("CTXBED_API", "openai")
+    model = os.environ.get("CTXBED_MODEL", "wire-8k")
+    api_key = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
+    window = int(os.environ.get("CTXBED_WINDOW", "8000"))
+    max_output = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+    if api == "openai":
         from strands.models.openai import OpenAIModel
 
         return OpenAIModel(
-            client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": API_KEY},
-            model_id=MODEL,
-            params={"max_tokens": MAX_OUTPUT},
-            stream=STREAM,
-            context_window_limit=WINDOW,
+            client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": api_key},
+            model_id=model,
+            params={"max_tokens": max_output},
+            stream=os.environ.get("CTXBED_STREAM", "0") == "1",
+            context_window_limit=window,
         )
-    if API == "responses":
+    if api == "responses":
         from strands.models.openai_responses import OpenAIResponsesModel
 
         return OpenAIResponsesModel(
-            client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": API_KEY},
-            model_id=MODEL,
-            params={"max_output_tokens": MAX_OUTPUT},
-            context_window_limit=WINDOW,
+            client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": api_key},
+            model_id=model,
+            params={"max_output_tokens": max_output},
+            context_window_limit=window,
         )
-    if API == "anthropic":
+    if api == "anthropic":
         from strands.models.anthropic import AnthropicModel
 
         params = {}
-        if THINKING_BUDGET.isdigit():
+        thinking_budget = os.environ.get("CTXBED_THINKING_BUDGET", "")
+        if thinking_budget.isdigit():
             # Extended thinking: Anthropic's own parameter, passed through `params` (no temperature set).
-            params["thinking"] = {"type": "enabled", "budget_tokens": int(THINKING_BUDGET)}
+            params["thinking"] = {"type": "enabled", "budget_tokens": int(thinking_budget)}
         return AnthropicModel(
-            client_args={"base_url": os.environ["CTXBED_ANTHROPIC_BASE_URL"], "api_key": API_KEY},
-            model_id=MODEL,
-            max_tokens=MAX_OUTPUT,
+            client_args={"base_url": os.environ["CTXBED_ANTHROPIC_BASE_URL"], "api_key": api_key},
+            model_id=model,
+            max_tokens=max_output,
             params=params,
-            context_window_limit=WINDOW,
+            context_window_limit=window,
         )
     return None
 
 
 # ---- tools ---------------------------------------------------------------------------------------
 
-calls_by_tool: dict[str, int] = {}
 
-
-def make_tool(spec) -> PythonAgentTool:
-    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1]."""
+def make_tool(spec, calls_by_tool) -> PythonAgentTool:
+    """A tool that answers its n-th call (over the whole scenario, all sessions: `calls_by_tool`
+    is the scenario's, shared by every session's Agent) with results[n-1]."""
     name = spec["name"]
     results = spec.get("results") or [{"text": "", "error": False}]
     tool_spec = {
@@ -127,11 +144,11 @@ def make_tool(spec) -> PythonAgentTool:
     return PythonAgentTool(name, tool_spec, invoke)
 
 
-def make_agent(system, tool_specs):
+def make_agent(system, tool_specs, calls_by_tool):
     return Agent(
         model=make_model(),
         system_prompt=system,
-        tools=[make_tool(t) for t in tool_specs],
+        tools=[make_tool(t, calls_by_tool) for t in tool_specs],
         conversation_manager=SummarizingConversationManager(proactive_compression=True),
         callback_handler=None,
     )
@@ -192,7 +209,8 @@ def reply_text(result) -> str:
 
 async def main():
     loop = asyncio.get_running_loop()
-    setup, unsupported, agents = None, None, {}
+    # One scenario's state; a `reset` line drops it all.
+    setup, unsupported, agents, calls_by_tool = None, None, {}, {}
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -201,12 +219,17 @@ async def main():
             continue
         msg = json.loads(line)
         if msg["type"] == "setup":
-            if API not in ("openai", "responses", "anthropic"):
-                unsupported = f"CTXBED_API={API}: Strands' providers here speak openai, responses and anthropic"
-                emit({"type": "unsupported", "reason": unsupported})
+            api = os.environ.get("CTXBED_API", "openai")
+            if api not in APIS:
+                unsupported = f"CTXBED_API={api}: Strands' providers here speak openai, responses and anthropic"
+                emit({"type": "unsupported", "reason": unsupported, "reset": True})
                 continue
             setup = msg
-            emit({"type": "ready", "harness": HARNESS, "version": version("strands-agents"), "context": "own"})
+            emit({"type": "ready", "harness": HARNESS, "version": version("strands-agents"), "context": "own", "reset": True})
+        elif msg["type"] == "reset":
+            # Nothing of the scenario is kept; no line answers a reset.
+            setup, unsupported, agents, calls_by_tool = None, None, {}, {}
+            apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
             if setup is None:
@@ -215,7 +238,7 @@ async def main():
             try:
                 session = msg["session"]
                 if session not in agents:
-                    agents[session] = make_agent(setup.get("system") or None, setup.get("tools", []))
+                    agents[session] = make_agent(setup.get("system") or None, setup.get("tools", []), calls_by_tool)
                 result = await agents[session].invoke_async(msg["input"])
                 emit({"type": "reply", "step": step, "text": reply_text(result)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line
