@@ -538,7 +538,17 @@ fn generated_seeds_find_a_planted_fault_and_shrink_it() {
     let out = tempfile::tempdir().expect("a temporary directory");
     let options = options(Path::new("tests/wire-suite/peers"), logs.path());
     let found = (0..20)
-        .map(|seed| explore::explore_seed(seed, "planted-no-context", &options, out.path(), 12))
+        .map(|seed| {
+            let none_shrunk = std::collections::BTreeSet::new();
+            explore::explore_seed(
+                seed,
+                "planted-no-context",
+                &options,
+                out.path(),
+                12,
+                &none_shrunk,
+            )
+        })
         .map(|outcome| outcome.expect("written"))
         .find(|outcome| outcome.rules.iter().any(|rule| rule == "window"))
         .expect("a seed among the first twenty that breaks `window` without context management");
@@ -554,6 +564,20 @@ fn generated_seeds_find_a_planted_fault_and_shrink_it() {
         again.cell,
         again.trace
     );
+    // A seed whose first rule was shrunk for already is reported, not shrunk again
+    // (`--shrink-once-per-rule`).
+    let shrunk = std::collections::BTreeSet::from([found.rules[0].clone()]);
+    let again = explore::explore_seed(
+        found.seed,
+        "planted-no-context",
+        &options,
+        out.path(),
+        12,
+        &shrunk,
+    )
+    .expect("explored");
+    assert_eq!(again.rules, found.rules);
+    assert!(again.smallest.is_none() && again.written.is_none() && again.shrink_runs == 0);
     // The reference harness passes the same seed.
     let reference = options_with_peers(logs.path());
     let report = explore::run_draft(&drawn, "ctxbed", &reference);

@@ -107,6 +107,10 @@ pub struct ConformArgs {
     /// harness on the same job).
     #[arg(long)]
     pub fresh_process: bool,
+    /// With --generate: shrink only the first seed that breaks each rule (the first rule it
+    /// breaks); later seeds breaking it are reported, not shrunk. For long explorations.
+    #[arg(long, requires = "generate")]
+    pub shrink_once_per_rule: bool,
     /// The most runs --generate spends shrinking one failing seed.
     #[arg(long, default_value_t = ctxbed::conform::explore::SHRINK_RUNS_DEFAULT)]
     pub shrink_runs: usize,
@@ -433,6 +437,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         shrink_runs,
         jobs,
         fresh_process,
+        shrink_once_per_rule,
     } = arguments;
     let json = format == "json";
     if list {
@@ -456,7 +461,10 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     listen_for_stop();
     if let Some(count) = generate {
         return super::explore::explore_command(
-            &super::explore::Exploration::new(count, seed, out, shrink_runs),
+            &super::explore::Exploration {
+                once_per_rule: shrink_once_per_rule,
+                ..super::explore::Exploration::new(count, seed, out, shrink_runs)
+            },
             &harnesses,
             &options,
         );

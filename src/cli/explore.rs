@@ -21,6 +21,8 @@ pub struct Exploration {
     pub pins: PathBuf,
     /// The most runs spent shrinking one failing seed.
     pub shrink_runs: usize,
+    /// Shrink only the first seed that breaks each rule; later ones are reported unshrunk.
+    pub once_per_rule: bool,
 }
 
 impl Exploration {
@@ -33,6 +35,7 @@ impl Exploration {
             out,
             pins: PathBuf::from("golden").join("generated"),
             shrink_runs,
+            once_per_rule: false,
         }
     }
 }
@@ -55,8 +58,13 @@ fn finding_line(outcome: &SeedOutcome) -> String {
 
 /// The findings file's text for one harness.
 fn findings_text(harness: &str, exploration: &Exploration, outcomes: &[SeedOutcome]) -> String {
+    let which = if exploration.once_per_rule {
+        "the first failing seed of each rule"
+    } else {
+        "a seed"
+    };
     let mut text = format!(
-        "generated wire scenarios against {harness}: seeds {}..{}, at most {} shrinking runs a seed\n",
+        "generated wire scenarios against {harness}: seeds {}..{}, at most {} shrinking runs {which}\n",
         exploration.first_seed,
         exploration.first_seed + exploration.count,
         exploration.shrink_runs
@@ -75,15 +83,20 @@ fn explore_harness(
     options: &ConformOptions,
 ) -> Result<Vec<SeedOutcome>, String> {
     let mut outcomes = Vec::new();
+    // The rules a seed was shrunk for (with --shrink-once-per-rule, later seeds breaking one
+    // first are not shrunk again).
+    let mut shrunk = std::collections::BTreeSet::new();
     for seed in exploration.first_seed..exploration.first_seed + exploration.count {
         if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
         let shrink_runs = exploration.shrink_runs;
-        let outcome = explore::explore_seed(seed, harness, options, &exploration.out, shrink_runs)
-            .map_err(|error| {
-                format!("cannot write under {}: {error}", exploration.out.display())
-            })?;
+        let out = &exploration.out;
+        let outcome = explore::explore_seed(seed, harness, options, out, shrink_runs, &shrunk)
+            .map_err(|error| format!("cannot write under {}: {error}", out.display()))?;
+        if exploration.once_per_rule && outcome.smallest.is_some() {
+            shrunk.extend(outcome.rules.first().cloned());
+        }
         let written = outcome
             .written
             .as_ref()

@@ -49,7 +49,8 @@ pub fn broken_rules(report: &CellReport) -> Vec<String> {
 
 /// Draws seed `seed`, runs it against `harness`, and when it fails shrinks it and writes the
 /// smallest failing draft under `out` (`scenarios/wire/gen-<seed>.toml`,
-/// `mock-models/wire-gen-<seed>.toml`).
+/// `mock-models/wire-gen-<seed>.toml`) — unless the first rule it broke is in `shrunk` (rules an
+/// earlier seed was shrunk for), when it is only reported.
 ///
 /// # Errors
 /// The files cannot be written.
@@ -59,6 +60,7 @@ pub fn explore_seed(
     options: &ConformOptions,
     out: &Path,
     shrink_runs: usize,
+    shrunk: &std::collections::BTreeSet<String>,
 ) -> std::io::Result<SeedOutcome> {
     let draft = Draft::draw(seed);
     let report = run_draft(&draft, harness, options);
@@ -70,7 +72,7 @@ pub fn explore_seed(
         written: None,
         shrink_runs: 0,
     };
-    let Some(rule) = rules.first() else {
+    let Some(rule) = rules.first().filter(|rule| !shrunk.contains(*rule)) else {
         return Ok(outcome);
     };
     let (smallest, runs) = shrink(draft, rule, harness, options, shrink_runs);
