@@ -94,12 +94,13 @@ pub struct ConformArgs {
     /// The first seed of --generate.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Where --generate writes the smallest failing scenarios (as a suite: scenarios/wire and
-    /// mock-models).
+    /// Where --generate writes the smallest failing scenarios, one suite per harness
+    /// (`<out>/<harness>/scenarios/wire` and `mock-models`).
     #[arg(long, default_value = "ctxbed-generated")]
     pub out: PathBuf,
     /// Runs at a time (each its own server and adapter process); reports are printed in the
-    /// same order as with one.
+    /// same order as with one. With --generate: harnesses explored at a time (each harness's
+    /// seeds in order, in one job).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub jobs: u64,
     /// Start a new adapter process for every scenario, even for an adapter that declares it
@@ -467,6 +468,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
             },
             &harnesses,
             &options,
+            jobs as usize,
         );
     }
     let started = std::time::Instant::now();

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::{write_err, write_out};
 use ctxbed::conform::explore::{self, SeedOutcome};
@@ -87,11 +88,12 @@ fn explore_harness(
     // first are not shrunk again).
     let mut shrunk = std::collections::BTreeSet::new();
     for seed in exploration.first_seed..exploration.first_seed + exploration.count {
-        if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+        if conform::INTERRUPTED.load(Ordering::Relaxed) {
             break;
         }
         let shrink_runs = exploration.shrink_runs;
-        let out = &exploration.out;
+        // Each harness's smallest scenarios apart: seed N shrinks differently for each.
+        let out = &exploration.out.join(harness);
         let outcome = explore::explore_seed(seed, harness, options, out, shrink_runs, &shrunk)
             .map_err(|error| format!("cannot write under {}: {error}", out.display()))?;
         if exploration.once_per_rule && outcome.smallest.is_some() {
@@ -165,43 +167,76 @@ fn line_diff(pinned: &str, found: &str) -> String {
     out
 }
 
-/// Runs the exploration for every harness; the exit code.
+/// Explores one harness: its seeds, then its summary printed in one piece and its findings
+/// compared with (or, blessing, written to) its pins. True when the pins hold.
+fn explore_one(
+    harness: &str,
+    exploration: &Exploration,
+    options: &ConformOptions,
+) -> Result<bool, String> {
+    let explored = explore_harness(harness, exploration, options);
+    conform::release_adapters();
+    let outcomes = explored?;
+    let failing = outcomes.iter().filter(|o| !o.rules.is_empty()).count();
+    let mut summary = format!("{harness}: {} seed(s), {failing} failing\n", outcomes.len());
+    for (rule, count, smallest) in explore::summary(&outcomes) {
+        let smallest = smallest.map_or(String::new(), |path| {
+            format!("; smallest: {}", path.display())
+        });
+        summary.push_str(&format!("  {rule}: {count} seed(s){smallest}\n"));
+    }
+    out!("{summary}");
+    let pins = exploration.pins.join(format!("{harness}.txt"));
+    Ok(check_pins(
+        &pins,
+        &findings_text(harness, exploration, &outcomes),
+        options.mode,
+    ))
+}
+
+/// Runs the exploration for every harness, `jobs` harnesses at a time (each harness's seeds in
+/// order, in one job); the exit code.
 pub fn explore_command(
     exploration: &Exploration,
     harnesses: &[String],
     options: &ConformOptions,
+    jobs: usize,
 ) -> ExitCode {
-    let mut held = true;
-    for harness in harnesses {
-        let explored = explore_harness(harness, exploration, options);
-        conform::release_adapters();
-        let outcomes = match explored {
-            Ok(outcomes) => outcomes,
-            Err(problem) => {
-                errln!("error: {problem}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let failing = outcomes.iter().filter(|o| !o.rules.is_empty()).count();
-        outln!("{harness}: {} seed(s), {failing} failing", outcomes.len());
-        for (rule, count, smallest) in explore::summary(&outcomes) {
-            let smallest = smallest.map_or(String::new(), |path| {
-                format!("; smallest: {}", path.display())
+    let next = AtomicUsize::new(0);
+    let held = AtomicBool::new(true);
+    let problem = std::sync::Mutex::new(None::<String>);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, harnesses.len().max(1)) {
+            scope.spawn(|| {
+                while let Some(harness) = harnesses.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if conform::INTERRUPTED.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    match explore_one(harness, exploration, options) {
+                        Ok(pins_hold) => {
+                            held.fetch_and(pins_hold, Ordering::Relaxed);
+                        }
+                        Err(error) => {
+                            if let Ok(mut slot) = problem.lock() {
+                                slot.get_or_insert(error);
+                            }
+                            // No further harness starts.
+                            next.store(harnesses.len(), Ordering::Relaxed);
+                        }
+                    }
+                }
             });
-            outln!("  {rule}: {count} seed(s){smallest}");
         }
-        let pins = exploration.pins.join(format!("{harness}.txt"));
-        held &= check_pins(
-            &pins,
-            &findings_text(harness, exploration, &outcomes),
-            options.mode,
-        );
+    });
+    if let Some(error) = problem.into_inner().ok().flatten() {
+        errln!("error: {error}");
+        return ExitCode::FAILURE;
     }
-    if conform::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed) {
+    if conform::INTERRUPTED.load(Ordering::Relaxed) {
         errln!("interrupted: the adapter running was stopped, and no further seed started");
         return ExitCode::from(130);
     }
-    if held {
+    if held.load(Ordering::Relaxed) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
