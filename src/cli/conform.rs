@@ -108,6 +108,9 @@ pub struct ConformArgs {
     /// harness on the same job).
     #[arg(long)]
     pub fresh_process: bool,
+    /// With --generate: where each harness's findings are pinned (`<pins>/<harness>.txt`).
+    #[arg(long, requires = "generate", default_value = "golden/generated")]
+    pub pins: PathBuf,
     /// With --generate: shrink only the first seed that breaks each rule (the first rule it
     /// breaks); later seeds breaking it are reported, not shrunk. For long explorations.
     #[arg(long, requires = "generate")]
@@ -439,6 +442,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         jobs,
         fresh_process,
         shrink_once_per_rule,
+        pins,
     } = arguments;
     let json = format == "json";
     if list {
@@ -464,6 +468,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         return super::explore::explore_command(
             &super::explore::Exploration {
                 once_per_rule: shrink_once_per_rule,
+                pins,
                 ..super::explore::Exploration::new(count, seed, out, shrink_runs)
             },
             &harnesses,
