@@ -362,3 +362,34 @@ fn a_kept_adapter_that_cannot_take_the_reset_is_replaced_for_the_next_scenario()
     assert_exited(one.unwrap());
     assert_exited(two.unwrap());
 }
+
+#[test]
+fn sigterm_during_a_blessing_exploration_pins_nothing() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (logs, pins) = (dir.path().join("logs"), dir.path().join("pins"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["conform", "--generate", "3", "--bless", "--peers", PEERS])
+        .args(["--harness", "setup-hang", "--logs"])
+        .arg(&logs)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--pins")
+        .arg(&pins)
+        .env_remove("CI")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ctxbed conform starts");
+    let (group, background) = wait_named(&logs.join("wire/gen-0/setup-hang.log"));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    let output = child.wait_with_output().expect("conform exits");
+    assert_eq!(output.status.code(), Some(130));
+    assert_gone(group, background);
+    assert!(
+        !pins.join("setup-hang.txt").exists(),
+        "an interrupted exploration pinned its partial findings"
+    );
+}
