@@ -367,7 +367,7 @@ fn a_kept_adapter_that_cannot_take_the_reset_is_replaced_for_the_next_scenario()
 fn sigterm_during_a_blessing_exploration_pins_nothing() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (logs, pins) = (dir.path().join("logs"), dir.path().join("pins"));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+    let child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
         .args(["conform", "--generate", "3", "--bless", "--peers", PEERS])
         .args(["--harness", "setup-hang", "--logs"])
         .arg(&logs)

@@ -422,7 +422,18 @@ fn refuse_bless_in_ci(bless: bool) -> Result<(), ExitCode> {
     Ok(())
 }
 
+/// What `--generate` asks, if it is given.
+fn exploration(arguments: &ConformArgs) -> Option<super::explore::Exploration> {
+    let (seed, out, runs) = (arguments.seed, arguments.out.clone(), arguments.shrink_runs);
+    arguments.generate.map(|count| super::explore::Exploration {
+        once_per_rule: arguments.shrink_once_per_rule,
+        pins: arguments.pins.clone(),
+        ..super::explore::Exploration::new(count, seed, out, runs)
+    })
+}
+
 pub fn conform_command(arguments: ConformArgs) -> ExitCode {
+    let exploration = exploration(&arguments);
     let ConformArgs {
         paths,
         scenarios,
@@ -435,14 +446,9 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         strict,
         matrix: matrix_path,
         format,
-        generate,
-        seed,
-        out,
-        shrink_runs,
         jobs,
         fresh_process,
-        shrink_once_per_rule,
-        pins,
+        ..
     } = arguments;
     let json = format == "json";
     if list {
@@ -464,17 +470,8 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
     }
     let options = conform_options(peers, logs, named_adapters, bless, !fresh_process);
     listen_for_stop();
-    if let Some(count) = generate {
-        return super::explore::explore_command(
-            &super::explore::Exploration {
-                once_per_rule: shrink_once_per_rule,
-                pins,
-                ..super::explore::Exploration::new(count, seed, out, shrink_runs)
-            },
-            &harnesses,
-            &options,
-            jobs as usize,
-        );
+    if let Some(exploration) = exploration {
+        return super::explore::explore_command(&exploration, &harnesses, &options, jobs as usize);
     }
     let started = std::time::Instant::now();
     let reports = run_all(
