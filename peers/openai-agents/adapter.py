@@ -35,6 +35,11 @@ import logging
 import os
 import sys
 from importlib.metadata import version
+from pathlib import Path
+
+# The protocol's shared environment handling (peers/shared/protocol_env.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
+from protocol_env import apply_env  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries included) to stderr.
@@ -61,12 +66,6 @@ from agents.extensions import ToolOutputTrimmer  # noqa: E402
 CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat"
 HARNESS = "openai-agents-chat" if CHAT else "openai-agents"
 
-# The protocol's environment variables: a `reset` line sets those it gives and unsets the others.
-PROTOCOL_VARIABLES = (
-    "CTXBED_API", "CTXBED_OPENAI_BASE_URL", "CTXBED_ANTHROPIC_BASE_URL", "CTXBED_MODEL", "CTXBED_API_KEY",
-    "CTXBED_WINDOW", "CTXBED_MAX_OUTPUT_TOKENS", "CTXBED_THINKING_BUDGET", "CTXBED_STREAM", "CTXBED_BIN",
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_PROXY", "no_proxy",
-)
 
 
 def emit(obj):
@@ -74,11 +73,6 @@ def emit(obj):
     PROTOCOL_OUT.flush()
 
 
-def apply_env(env):
-    """The next scenario's environment, as a new process would have it."""
-    for name in PROTOCOL_VARIABLES:
-        os.environ.pop(name, None)
-    os.environ.update(env)
 
 
 # ---- context management: the SDK's documented filter, unchanged -----------------------------

@@ -25,6 +25,7 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 from importlib.metadata import version  # noqa: E402
 
 from langchain_parts import build_model, build_tool, classify  # noqa: E402,F401
+from protocol_env import apply_env  # noqa: E402
 
 
 def send(obj):
@@ -34,19 +35,8 @@ def send(obj):
 
 # --- reset ------------------------------------------------------------------------------------
 
-# The protocol's environment variables: a `reset` line sets those it gives and unsets the others.
-PROTOCOL_VARIABLES = (
-    "CTXBED_API", "CTXBED_OPENAI_BASE_URL", "CTXBED_ANTHROPIC_BASE_URL", "CTXBED_MODEL", "CTXBED_API_KEY",
-    "CTXBED_WINDOW", "CTXBED_MAX_OUTPUT_TOKENS", "CTXBED_THINKING_BUDGET", "CTXBED_STREAM", "CTXBED_BIN",
-    "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_PROXY", "no_proxy",
-)
 
 
-def apply_env(env):
-    """The next scenario's environment, as a new process would have it."""
-    for name in PROTOCOL_VARIABLES:
-        os.environ.pop(name, None)
-    os.environ.update(env)
 
 
 def forget_http_clients():
