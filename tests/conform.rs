@@ -389,6 +389,8 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("first-input-too-large", "planted-no-context", "window"),
     ("huge-tool-arguments", "planted-no-context", "window"),
     ("huge-tool-result", "planted-no-context", "window"),
+    ("images", "planted-images-free", "window"),
+    ("images-anthropic", "planted-images-free", "window"),
     ("malformed-reply", "planted-empty-reply-on-error", "reply"),
     (
         "invalid-tool-arguments",

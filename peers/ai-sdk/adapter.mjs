@@ -79,6 +79,19 @@ function thinking(api, maxOutputTokens) {
     : {};
 }
 
+/** The step's user message: its text alone, or, when the step attaches images, the text then
+ *  each image as the AI SDK's image part, in order. */
+function userMessage(input, images) {
+  if (!images?.length) return { role: 'user', content: input };
+  return {
+    role: 'user',
+    content: [
+      { type: 'text', text: input },
+      ...images.map((image) => ({ type: 'image', image: image.data, mediaType: image.media_type })),
+    ],
+  };
+}
+
 function buildAgent(setup) {
   const api = env.CTXBED_API;
   const maxOutputTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS);
@@ -92,10 +105,10 @@ function buildAgent(setup) {
     ...thinking(api, maxOutputTokens),
   });
   const sessions = new Map();
-  return async (session, input) => {
+  return async (session, input, images) => {
     const messages = sessions.get(session) ?? [];
     sessions.set(session, messages);
-    messages.push({ role: 'user', content: input });
+    messages.push(userMessage(input, images));
     if (env.CTXBED_STREAM === '1') {
       const result = await agent.stream({ messages });
       const text = await result.text;
@@ -139,7 +152,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   } else if (msg.type === 'step') {
     try {
       if (!ask) throw new Error('step before a successful setup');
-      send({ type: 'reply', step: msg.step, text: await ask(msg.session, msg.input) });
+      send({ type: 'reply', step: msg.step, text: await ask(msg.session, msg.input, msg.images) });
     } catch (error) {
       console.error(error);
       send({ type: 'error', step: msg.step, kind: classify(error), message: `${error.name}: ${error.message}`.slice(0, 2000) });

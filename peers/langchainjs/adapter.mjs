@@ -102,6 +102,21 @@ function buildAgent(setup) {
   });
 }
 
+/** The step's user message (a HumanMessage): its text alone, or, when the step attaches images,
+ *  the text then each image as an OpenAI-style `image_url` block with a data URL, in order. Of
+ *  LangChain.js's documented image blocks this is the one that ChatOpenAI (Chat Completions and
+ *  Responses) and ChatAnthropic all turn into their provider's image part (see the README). */
+function userMessage(input, images) {
+  if (!images?.length) return { role: 'user', content: input };
+  return {
+    role: 'user',
+    content: [
+      { type: 'text', text: input },
+      ...images.map((image) => ({ type: 'image_url', image_url: { url: `data:${image.media_type};base64,${image.data}` } })),
+    ],
+  };
+}
+
 const OVERFLOW = /context_length_exceeded|prompt is too long|maximum context length/i;
 
 /** The error and everything behind it (causes, aggregated errors), breadth first. */
@@ -160,7 +175,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
     try {
       if (!agent) throw new Error('step before a successful setup');
       const result = await agent.invoke(
-        { messages: [{ role: 'user', content: msg.input }] },
+        { messages: [userMessage(msg.input, msg.images)] },
         { configurable: { thread_id: msg.session }, metadata: { user_id: msg.user } },
       );
       send({ type: 'reply', step: msg.step, text: result.messages.at(-1).text });

@@ -41,6 +41,8 @@ pub const SUITE: &[Builtin] = &[
     builtin!("first-input-too-large", "wire-first-input"),
     builtin!("huge-tool-arguments", "wire-big-arguments"),
     builtin!("huge-tool-result", "wire-huge-result"),
+    builtin!("images", "wire-images"),
+    builtin!("images-anthropic", "wire-images-anthropic"),
     builtin!("invalid-tool-arguments", "wire-bad-arguments"),
     builtin!("long-session", "wire-long-session"),
     builtin!("malformed-reply", "wire-malformed"),
@@ -141,7 +143,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 31);
+        assert_eq!(mock_names().len(), 33);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

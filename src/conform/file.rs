@@ -152,6 +152,23 @@ struct RawStep {
     user: String,
     #[schemars(with = "Option<usize>", range(min = 1, max = 200))]
     repeat: Option<Spanned<usize>>,
+    /// Images the user attaches to the step's message, after its text: PNG screenshots of
+    /// these sizes, drawn from the step's number (each step's differ).
+    #[serde(default)]
+    images: Vec<WireImage>,
+}
+
+/// An image a step attaches: a PNG of this many pixels (at most 8,000 on a side, as
+/// Anthropic takes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WireImage {
+    /// Pixels across.
+    #[schemars(range(min = 1, max = 8000))]
+    pub width: u32,
+    /// Pixels down.
+    #[schemars(range(min = 1, max = 8000))]
+    pub height: u32,
 }
 
 fn default_session() -> String {
@@ -194,6 +211,8 @@ pub struct WireStep {
     pub user: String,
     pub session: String,
     pub input: String,
+    /// Images attached after the input's text.
+    pub images: Vec<WireImage>,
 }
 
 /// What a step (or every step) must show.

@@ -23,6 +23,7 @@ pub mod generate;
 pub mod matrix;
 pub mod peer;
 pub mod plant;
+pub mod png;
 pub mod pool;
 pub mod process;
 pub mod record_rules;
@@ -454,7 +455,10 @@ async fn run_steps(
         let number = index + 1;
         host.begin_step(number, &step.input);
         let before = host.request_count();
-        let line = json!({"type": "step", "step": number, "user": step.user, "session": step.session, "input": step.input});
+        let mut line = json!({"type": "step", "step": number, "user": step.user, "session": step.session, "input": step.input});
+        if !step.images.is_empty() {
+            line["images"] = png::step_images(number, &step.images).into();
+        }
         let answer = match peer.send(&line).await {
             Err(error) => Some(Err(error)),
             Ok(()) => {

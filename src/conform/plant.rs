@@ -19,6 +19,7 @@
 //! | `strict_arguments` | fails a whole reply whose tool-call arguments are not a JSON object, as a malformed reply, instead of handing them to the tool |
 //! | `blank_text` | hands back each Anthropic tool-use turn with an empty text block before its calls |
 //! | `drop_thinking` | hands back no thinking (Anthropic `thinking`/`redacted_thinking` blocks, Responses `reasoning` items are taken out of each request body) |
+//! | `images_free` | counts an attached image as no tokens at all |
 
 use std::sync::Arc;
 
@@ -46,6 +47,7 @@ pub struct Plants {
     pub drop_thinking: bool,
     pub blank_text: bool,
     pub strict_arguments: bool,
+    pub images_free: bool,
 }
 
 impl Plants {
@@ -84,6 +86,7 @@ impl Plants {
                         "drop_thinking" => &mut plants.drop_thinking,
                         "blank_text" => &mut plants.blank_text,
                         "strict_arguments" => &mut plants.strict_arguments,
+                        "images_free" => &mut plants.images_free,
                         _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
                     };
                     *flag = true;

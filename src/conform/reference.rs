@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 
 use ctxbed_harness::agent::{AgentError, ContextPolicy, HarnessAgent, HarnessAgentBuilder};
 use ctxbed_harness::context::PrepareError;
-use ctxbed_harness::message::{ToolCall, ToolSchema};
+use ctxbed_harness::image::Image;
+use ctxbed_harness::message::{ToolCall, ToolSchema, UserInput};
 use ctxbed_harness::model::ModelError;
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::MemoryStorage;
@@ -141,20 +142,10 @@ fn build(setup: &Value, plants: &Plants, vars: &Vars) -> Result<HarnessAgent, Re
 /// The provider's configuration from the environment `ctxbed conform` sets: the API, its base
 /// URL, the model, streaming, window and output budget, as the plants alter them.
 fn provider_config(plants: &Plants, vars: &Vars) -> Result<ProviderConfig, ReferenceError> {
-    let api = vars.require("CTXBED_API")?;
-    let (kind, base_url) = match api.as_str() {
-        "anthropic" => (
-            ProviderKind::Anthropic,
-            vars.require("CTXBED_ANTHROPIC_BASE_URL")?,
-        ),
-        "responses" => (
-            ProviderKind::Responses,
-            vars.require("CTXBED_OPENAI_BASE_URL")?,
-        ),
-        _ => (
-            ProviderKind::OpenAi,
-            vars.require("CTXBED_OPENAI_BASE_URL")?,
-        ),
+    let kind = provider_kind(&vars.require("CTXBED_API")?);
+    let base_url = match kind {
+        ProviderKind::Anthropic => vars.require("CTXBED_ANTHROPIC_BASE_URL")?,
+        ProviderKind::OpenAi | ProviderKind::Responses => vars.require("CTXBED_OPENAI_BASE_URL")?,
     };
     let mut config = ProviderConfig::new(kind, base_url, vars.require("CTXBED_MODEL")?);
     config.api_key_env = Some("CTXBED_API_KEY".into());
@@ -169,6 +160,38 @@ fn provider_config(plants: &Plants, vars: &Vars) -> Result<ProviderConfig, Refer
         config.retry.attempts_max = 1;
     }
     Ok(config)
+}
+
+/// A step's input: its text, and each image of its `images`, priced as the API the scenario
+/// speaks counts it.
+fn user_input(
+    message: &Value,
+    text: String,
+    plants: &Plants,
+    vars: &Vars,
+) -> Result<UserInput, ReferenceError> {
+    let pricing = provider_kind(&vars.require("CTXBED_API")?).image_pricing();
+    let mut input = UserInput::from(text);
+    let images = message.get("images").and_then(Value::as_array);
+    for image in images.into_iter().flatten() {
+        let field = |key: &str| image.get(key).and_then(Value::as_str).unwrap_or_default();
+        let mut read = Image::from_base64(field("media_type"), field("data"), pricing)
+            .map_err(|e| ReferenceError::Input(format!("a step's image: {e}")))?;
+        if plants.images_free {
+            read.tokens = 0;
+        }
+        input = input.with_image(read);
+    }
+    Ok(input)
+}
+
+/// The provider kind `CTXBED_API` names (`openai` for anything unknown).
+fn provider_kind(api: &str) -> ProviderKind {
+    match api {
+        "anthropic" => ProviderKind::Anthropic,
+        "responses" => ProviderKind::Responses,
+        _ => ProviderKind::OpenAi,
+    }
 }
 
 /// The HTTP provider: over a transport that does the planted wrong things when a plant touches
@@ -328,7 +351,8 @@ pub fn run() -> Result<(), ReferenceError> {
                 let answer = if plants.fail_step.is_some() && plants.fail_step == step.as_u64() {
                     json!({"type": "error", "step": step, "kind": "other", "message": "a planted failure: this step never called the model"})
                 } else {
-                    match runtime.block_on(agent.call(text("input"), context)) {
+                    let input = user_input(&message, text("input"), &plants, &vars)?;
+                    match runtime.block_on(agent.call(input, context)) {
                         Ok(reply) => json!({"type": "reply", "step": step, "text": reply.text()}),
                         Err(_) if plants.empty_reply_on_error => {
                             json!({"type": "reply", "step": step, "text": ""})

@@ -64,6 +64,15 @@ fn shape(message: &Message, ids: &mut Ids) -> String {
     if !text.is_empty() && message.role != Role::Tool {
         tags.push(format!("{}c", text.chars().count()));
     }
+    // `image 1024x768 765t`: an attached image, its size and what the provider counts for it.
+    for part in &message.parts {
+        if let ContentPart::Image(image) = part {
+            tags.push(format!(
+                "image {}x{} {}t",
+                image.width, image.height, image.tokens
+            ));
+        }
+    }
     if tags.is_empty() {
         role.to_string()
     } else {

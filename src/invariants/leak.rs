@@ -37,7 +37,8 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
                     add(&ctxbed_harness::format::json_text(&call.arguments))
                 }
                 ContentPart::ToolResult(result) => add(&result.text()),
-                ContentPart::Media { .. } => {}
+                // An image's file is not a message body a manifest could quote.
+                ContentPart::Media { .. } | ContentPart::Image(_) => {}
             }
         }
     }

@@ -18,6 +18,7 @@ pub mod clock;
 pub mod compaction;
 pub mod context;
 pub mod format;
+pub mod image;
 pub mod limits;
 pub mod message;
 pub mod model;

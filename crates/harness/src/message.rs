@@ -180,6 +180,9 @@ pub enum ContentPart {
         kind: MediaKind,
         size_bytes: u64,
     },
+    /// An image the user attached, sent to the provider as its own image part and counted as
+    /// the provider counts it ([`Image::tokens`](crate::image::Image)).
+    Image(crate::image::Image),
 }
 
 impl ContentPart {
@@ -357,6 +360,14 @@ impl Message {
         Self::new(id, Role::User, vec![ContentPart::text(text)])
     }
 
+    /// A user message holding the input's text, then each image it attaches.
+    pub fn user_input(id: impl Into<String>, input: UserInput) -> Self {
+        let parts = std::iter::once(ContentPart::text(input.text))
+            .chain(input.images.into_iter().map(ContentPart::Image))
+            .collect();
+        Self::new(id, Role::User, parts)
+    }
+
     /// An assistant message holding one text part.
     pub fn assistant(id: impl Into<String>, text: impl Into<String>) -> Self {
         Self::new(id, Role::Assistant, vec![ContentPart::text(text)])
@@ -490,5 +501,50 @@ mod tests {
         assert!(!result(&["x".repeat(10)]).text_longer_than(10));
         assert!(result(&["x".repeat(6), "y".repeat(5)]).text_longer_than(10));
         assert!(!result(&[]).text_longer_than(0));
+    }
+}
+
+/// What a call hands an agent: the user's text and the images attached to it, in order.
+///
+/// ```
+/// use ctxbed_harness::message::UserInput;
+/// let input = UserInput::from("What does this show?");
+/// assert_eq!(input.text, "What does this show?");
+/// assert!(input.images.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserInput {
+    /// The text of the user's message.
+    pub text: String,
+    /// The images attached after the text.
+    pub images: Vec<crate::image::Image>,
+}
+
+impl UserInput {
+    /// The input with `image` attached after the ones before.
+    pub fn with_image(mut self, image: crate::image::Image) -> Self {
+        self.images.push(image);
+        self
+    }
+}
+
+impl From<String> for UserInput {
+    fn from(text: String) -> Self {
+        UserInput {
+            text,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for UserInput {
+    fn from(text: &str) -> Self {
+        UserInput::from(text.to_string())
+    }
+}
+
+impl From<&String> for UserInput {
+    fn from(text: &String) -> Self {
+        UserInput::from(text.clone())
     }
 }

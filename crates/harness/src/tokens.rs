@@ -122,6 +122,8 @@ pub trait TokenEstimator: Send + Sync {
                     + outputs
             }
             ContentPart::Media { .. } => MEDIA_TOKENS,
+            // Priced when attached, as the provider it goes to counts it.
+            ContentPart::Image(image) => image.tokens,
         }
     }
 

@@ -47,7 +47,7 @@ use serde_json::{Map, Value, json};
 use crate::WireOptions;
 use crate::body;
 use crate::limits::TOOL_CALL_ARGUMENTS_BYTES_MAX;
-use crate::openai::{outputs_text, parts_text};
+use crate::openai::{outputs_text, parts_text, with_images};
 use crate::reply::{error_in_body, malformed, named_event, parse_arguments, raw_snippet};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
 use ctxbed_harness::message::{ContentPart, Message, Role};
@@ -112,7 +112,7 @@ fn messages(messages: &SharedVec<Message>, thinking: bool) -> Vec<Value> {
     for message in messages {
         let (role, blocks) = match message.role {
             Role::System => continue,
-            Role::User => ("user", text_blocks(message)),
+            Role::User => ("user", user_blocks(message)),
             Role::Tool => ("user", result_blocks(message)),
             Role::Assistant => {
                 let mut blocks = if thinking {
@@ -164,6 +164,20 @@ fn thinking_blocks(message: &Message) -> Vec<Value> {
             _ => None,
         })
         .collect()
+}
+
+/// A user message's blocks: its text, with each image an `image` block of base64 source, in
+/// order.
+fn user_blocks(message: &Message) -> Vec<Value> {
+    let content = with_images(
+        message,
+        |text| json!({"type": "text", "text": text}),
+        |image| json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}),
+    );
+    match content {
+        Value::Array(blocks) => blocks,
+        _ => text_blocks(message),
+    }
 }
 
 fn text_blocks(message: &Message) -> Vec<Value> {

@@ -26,6 +26,17 @@ impl ProviderKind {
         }
     }
 
+    /// How the API counts an image attached at its default detail, for pricing one a user
+    /// attaches ([`Image::from_base64`](ctxbed_harness::image::Image::from_base64)).
+    pub fn image_pricing(self) -> ctxbed_harness::image::ImagePricing {
+        match self {
+            ProviderKind::OpenAi | ProviderKind::Responses => {
+                ctxbed_harness::image::ImagePricing::OpenAiTiles
+            }
+            ProviderKind::Anthropic => ctxbed_harness::image::ImagePricing::AnthropicArea,
+        }
+    }
+
     /// The name given to the error classifier: the provider whose codes and wordings the
     /// API's errors carry.
     pub fn classifier_name(self) -> &'static str {

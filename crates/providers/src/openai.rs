@@ -98,7 +98,12 @@ fn wire_messages(message: &Message) -> Vec<Value> {
         Role::System | Role::User => {
             let mut wire = Map::new();
             wire.insert("role".into(), message.role.as_str().into());
-            wire.insert("content".into(), parts_text(&message.parts).into());
+            let content = with_images(
+                message,
+                |text| json!({"type": "text", "text": text}),
+                |image| json!({"type": "image_url", "image_url": {"url": image.data_url()}}),
+            );
+            wire.insert("content".into(), content);
             if let Some(name) = &message.name {
                 wire.insert("name".into(), name.clone().into());
             }
@@ -134,6 +139,32 @@ fn assistant_message(message: &Message) -> Value {
         wire.insert("tool_calls".into(), calls.into());
     }
     Value::Object(wire)
+}
+
+/// A user or system message's `content`: its text (as [`parts_text`]) when it has no image,
+/// else a list of parts in order, each run of text one `text` part and each image `image`.
+pub(super) fn with_images(
+    message: &Message,
+    text: impl Fn(String) -> Value,
+    image: impl Fn(&ctxbed_harness::image::Image) -> Value,
+) -> Value {
+    let has_image = |part: &ContentPart| matches!(part, ContentPart::Image(_));
+    if !message.parts.iter().any(has_image) {
+        return parts_text(&message.parts).into();
+    }
+    let mut content = Vec::new();
+    for run in message.parts.split_inclusive(has_image) {
+        let (texts, last) = match run.split_last() {
+            Some((ContentPart::Image(picture), texts)) => (texts, Some(picture)),
+            _ => (run, None),
+        };
+        let joined = parts_text(texts);
+        if !joined.is_empty() {
+            content.push(text(joined));
+        }
+        content.extend(last.map(&image));
+    }
+    Value::Array(content)
 }
 
 /// Text and media-marker parts joined with newlines; thinking, calls and results excluded.

@@ -42,7 +42,7 @@ use serde_json::{Map, Value, json};
 
 use crate::WireOptions;
 use crate::body;
-use crate::openai::{outputs_text, parts_text};
+use crate::openai::{outputs_text, parts_text, with_images};
 use crate::reply::{error_in_body, malformed, named_event, parse_arguments};
 use ctxbed_harness::limits::TOOL_CALLS_PER_REPLY_MAX;
 use ctxbed_harness::message::{ContentPart, Message, Role};
@@ -109,7 +109,12 @@ fn input_items(message: &Message) -> Vec<Value> {
             items
         }
         Role::System | Role::User => {
-            vec![json!({"role": message.role.as_str(), "content": parts_text(&message.parts)})]
+            let content = with_images(
+                message,
+                |text| json!({"type": "input_text", "text": text}),
+                |image| json!({"type": "input_image", "image_url": image.data_url(), "detail": "auto"}),
+            );
+            vec![json!({"role": message.role.as_str(), "content": content})]
         }
     }
 }

@@ -93,6 +93,7 @@ fn same_counted_content(a: &Message, b: &Message) -> bool {
                     size_bytes: y_size,
                 },
             ) => x == y && x_size == y_size,
+            (ContentPart::Image(x), ContentPart::Image(y)) => x == y,
             _ => false,
         })
 }

@@ -137,7 +137,7 @@ fn reply_action(reply: &ModelReply) -> TurnAction {
                 name: call.name.clone(),
                 arguments: call.arguments.clone(),
             }),
-            ContentPart::ToolResult(_) | ContentPart::Media { .. } => {}
+            ContentPart::ToolResult(_) | ContentPart::Media { .. } | ContentPart::Image(_) => {}
         }
     }
     if thinking.is_none() && text.is_none() && tool_calls.is_empty() {

@@ -30,6 +30,7 @@ impl Checker<'_> {
                     user: step.user.clone(),
                     session: step.session.clone(),
                     input: step.input.replace("{n}", &number.to_string()),
+                    images: step.images.clone(),
                 });
             }
         }

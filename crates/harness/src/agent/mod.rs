@@ -45,7 +45,7 @@ use crate::context::offload::OffloadConfig;
 use crate::context::omission::SelectionPolicy;
 use crate::context::source::SourceRegistry;
 use crate::context::{PairingCheck, Rejected};
-use crate::message::{ContentPart, Message, Role};
+use crate::message::{ContentPart, Message, Role, UserInput};
 use crate::model::{Model, ModelError};
 use crate::runtime::RuntimeContext;
 use crate::session::{SessionLog, SessionLogKey, SessionRecord};
@@ -279,7 +279,7 @@ impl HarnessAgent {
     /// A model failure, a rejected preparation, or the step limit.
     pub async fn call(
         &self,
-        input: impl Into<String>,
+        input: impl Into<UserInput>,
         runtime: RuntimeContext,
     ) -> Result<Message, AgentError> {
         let mut ignore = |_: AgentEvent| {};
@@ -292,7 +292,11 @@ impl HarnessAgent {
     /// model request) until it is first polled, as a cold reactive stream. Once started, the run
     /// goes on in a task of its own: a stream dropped after its first event still completes and
     /// commits. Must be polled inside a tokio runtime.
-    pub fn stream_events(&self, input: impl Into<String>, runtime: RuntimeContext) -> EventStream {
+    pub fn stream_events(
+        &self,
+        input: impl Into<UserInput>,
+        runtime: RuntimeContext,
+    ) -> EventStream {
         EventStream {
             state: StreamState::Cold(Some(ColdRun {
                 inner: self.inner.clone(),
@@ -495,7 +499,7 @@ enum StreamState {
 /// A call that has not started.
 struct ColdRun {
     inner: Arc<AgentInner>,
-    input: String,
+    input: UserInput,
     runtime: RuntimeContext,
 }
 

@@ -11,7 +11,7 @@ use super::events::{AgentEvent, EventKind};
 use super::{AgentError, AgentInner, SessionKey};
 use crate::context::workspace::{self, WorkspaceMaterial};
 use crate::limits;
-use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult};
+use crate::message::{ContentPart, Message, Role, ToolCall, ToolResult, UserInput};
 use crate::model::{Model, ModelError, ModelReply, ModelRequest, Purpose};
 use crate::runtime::RuntimeContext;
 use crate::session::SessionRecord;
@@ -60,7 +60,7 @@ pub(super) struct Conflict;
 /// Runs one call, reporting every event to `sink`; the last event is always `RunFinished`.
 pub(super) async fn run(
     inner: &AgentInner,
-    input: String,
+    input: UserInput,
     runtime: RuntimeContext,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> Result<Message, AgentError> {
@@ -78,7 +78,7 @@ pub(super) async fn run(
 /// One call, inside its `invoke_agent` span.
 async fn run_call(
     inner: &AgentInner,
-    input: String,
+    input: UserInput,
     runtime: RuntimeContext,
     sink: &mut (dyn FnMut(AgentEvent) + Send),
 ) -> Result<Message, AgentError> {
@@ -114,7 +114,7 @@ async fn run_call(
             "session_id": call.runtime.session_id,
         }),
     );
-    let user = Message::user(call.next_message_id(), input);
+    let user = Message::user_input(call.next_message_id(), input);
     call.history.push(user);
     let outcome = call.steps(sink).await;
     // Task state changes take effect at once, whatever the outcome (a tool wrote the Todo
@@ -403,6 +403,7 @@ impl Call<'_> {
                 ContentPart::ToolCall(call) => EventKind::ToolCall { call: call.clone() },
                 ContentPart::ToolResult(_)
                 | ContentPart::Media { .. }
+                | ContentPart::Image(_)
                 | ContentPart::RedactedThinking { .. } => continue,
             };
             emit(self.inner, sink, kind);

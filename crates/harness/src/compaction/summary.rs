@@ -35,6 +35,12 @@ fn render(message: &Message) -> String {
             ContentPart::Thinking { .. }
             | ContentPart::RedactedThinking { .. }
             | ContentPart::Media { .. } => {}
+            ContentPart::Image(image) => lines.push(format!(
+                "[{} attached a {}x{} image]",
+                message.role.as_str(),
+                image.width,
+                image.height
+            )),
             ContentPart::ToolCall(call) => lines.push(format!(
                 "[assistant called {} ({})] {}",
                 call.name,

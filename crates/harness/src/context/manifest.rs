@@ -146,6 +146,7 @@ pub fn part_kinds(message: &Message) -> Vec<&'static str> {
             ContentPart::ToolCall(_) => "tool_call",
             ContentPart::ToolResult(_) => "tool_result",
             ContentPart::Media { .. } => "media",
+            ContentPart::Image(_) => "image",
         })
         .collect()
 }

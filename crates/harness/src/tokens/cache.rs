@@ -471,6 +471,12 @@ fn hash_part(hasher: &mut Sha256, part: &ContentPart) {
             hash_str(hasher, kind.as_str());
             hasher.update(size_bytes.to_le_bytes());
         }
+        ContentPart::Image(image) => {
+            hasher.update([6]);
+            hash_str(hasher, &image.media_type);
+            hash_str(hasher, &image.data);
+            hasher.update(image.tokens.to_le_bytes());
+        }
     }
 }
 

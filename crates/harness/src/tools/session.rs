@@ -398,6 +398,9 @@ fn describe(message: &Message) -> String {
                 result.text()
             )),
             ContentPart::Media { .. } => parts.push("[media]".to_string()),
+            ContentPart::Image(image) => {
+                parts.push(format!("[image {}x{}]", image.width, image.height));
+            }
         }
     }
     format!("{}: {}", message.role.as_str(), parts.join(" "))

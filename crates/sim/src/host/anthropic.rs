@@ -193,9 +193,11 @@ impl Reader {
     }
 
     /// A user turn: a tool message per `tool_result` block, in order, then its text blocks
-    /// joined as one user message (an empty one for a turn without blocks).
+    /// joined as one user message with its images after them (an empty one for a turn without
+    /// blocks).
     fn user(&mut self, blocks: &[Value]) {
         let mut texts = Vec::new();
+        let mut images = Vec::new();
         for block in blocks {
             match block.get("type").and_then(Value::as_str) {
                 Some("tool_result") => self.tool_result(block),
@@ -204,12 +206,16 @@ impl Reader {
                         texts.push(text);
                     }
                 }
+                Some("image") => {
+                    images.extend(super::images::anthropic_block(block).and_then(Result::ok));
+                }
                 _ => {}
             }
         }
-        if !texts.is_empty() || blocks.is_empty() {
+        if !texts.is_empty() || !images.is_empty() || blocks.is_empty() {
             let id = self.id();
-            self.messages.push(Message::user(id, texts.join("\n")));
+            let parts = super::images::user_parts(texts.join("\n"), images);
+            self.messages.push(Message::new(id, Role::User, parts));
         }
     }
 

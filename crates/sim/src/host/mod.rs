@@ -18,6 +18,7 @@ mod body;
 pub mod cache;
 mod errors;
 mod exchange;
+pub mod images;
 pub mod openai;
 mod options;
 mod outcome;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{pieces, read, thinking};
+use super::{Api, pieces, read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose, Usage};
 use ctxbed_harness::tools::ToolSchema;
@@ -29,7 +29,7 @@ pub fn parse_request(json: &Value) -> ModelRequest {
             "system" | "developer" => Message::system(id, text),
             "assistant" => assistant_message(id, text, message, &mut names),
             "tool" => tool_message(id, text, message, &names),
-            _ => Message::user(id, text),
+            _ => super::images::user_message(id, text, Api::OpenAi, message.get("content")),
         };
         messages.push(parsed);
     }

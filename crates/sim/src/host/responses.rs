@@ -88,7 +88,10 @@ impl Reader {
                 let summary = content_text(item.get("summary"));
                 self.open = Some(vec![ContentPart::thinking(summary)]);
             }
-            "message" | "" => self.message(text("role"), content_text(item.get("content"))),
+            "message" | "" => {
+                let content = item.get("content");
+                self.message(text("role"), content_text(content), content);
+            }
             // Anything else the mock does not read.
             _ => {}
         }
@@ -118,7 +121,7 @@ impl Reader {
         }
     }
 
-    fn message(&mut self, role: &str, text: String) {
+    fn message(&mut self, role: &str, text: String, content: Option<&Value>) {
         match role {
             "assistant" => {
                 // Text after reasoning belongs to the same output; after anything else it opens
@@ -137,7 +140,10 @@ impl Reader {
                 }
             }
             "system" | "developer" => self.push(Role::System, vec![ContentPart::text(text)]),
-            _ => self.push(Role::User, vec![ContentPart::text(text)]),
+            _ => {
+                let images = super::images::readable(super::Api::Responses, content);
+                self.push(Role::User, super::images::user_parts(text, images));
+            }
         }
     }
 }
@@ -157,7 +163,7 @@ pub fn parse_request(json: &Value) -> ModelRequest {
         reader.push(Role::System, vec![ContentPart::text(instructions)]);
     }
     match json.get("input") {
-        Some(Value::String(text)) => reader.message("user", text.clone()),
+        Some(Value::String(text)) => reader.message("user", text.clone(), None),
         Some(Value::Array(items)) => items.iter().for_each(|item| reader.item(item)),
         _ => {}
     }

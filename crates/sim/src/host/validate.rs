@@ -48,6 +48,8 @@ enum Problem {
     Content(String),
     /// A `previous_response_id` (Responses): nothing is stored, so no id is known.
     UnknownPrevious(String),
+    /// An image the provider cannot read, in its words ([`super::images::problem`]).
+    Image(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +78,8 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
             .or_else(|| signature_problem(json))
             .or_else(|| thinking_problem(json)),
         Api::OpenAi | Api::Responses => None,
-    });
+    })
+    .or_else(|| super::images::problem(api, json).map(Problem::Image));
     refusal(api, problem)
 }
 
@@ -452,9 +455,10 @@ fn reason(problem: &Problem) -> String {
         Problem::WrongType(field, _, found) => format!("{field}: {found}"),
         Problem::BelowMinimum(field, _, found) => format!("{field}: {found}"),
         Problem::Empty(field) => format!("{field}: empty"),
-        Problem::Thinking(message) | Problem::Cache(message) | Problem::Content(message) => {
-            message.clone()
-        }
+        Problem::Thinking(message)
+        | Problem::Cache(message)
+        | Problem::Content(message)
+        | Problem::Image(message) => message.clone(),
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
     }
 }
@@ -510,6 +514,7 @@ fn openai_body(problem: &Problem) -> String {
         Problem::Thinking(message) | Problem::Cache(message) | Problem::Content(message) => {
             (message.clone(), Value::Null, "")
         }
+        Problem::Image(message) => (message.clone(), Value::Null, "invalid_image_format"),
         Problem::UnknownPrevious(id) => (
             format!("Previous response with id '{id}' not found."),
             "previous_response_id".into(),
@@ -549,6 +554,7 @@ fn anthropic_body(problem: &Problem) -> String {
         Problem::Thinking(message)
         | Problem::Cache(message)
         | Problem::Content(message)
+        | Problem::Image(message)
         | Problem::UnknownPrevious(message) => message.clone(),
     };
     super::anthropic::error_body("invalid_request_error", &message)

@@ -251,6 +251,6 @@ fn message_mentions(message: &Message, needle: &str) -> bool {
         ContentPart::RedactedThinking { .. } => false,
         ContentPart::ToolResult(result) => result.text().contains(needle),
         ContentPart::ToolCall(call) => call.arguments.to_string().contains(needle),
-        ContentPart::Media { .. } => false,
+        ContentPart::Media { .. } | ContentPart::Image(_) => false,
     })
 }

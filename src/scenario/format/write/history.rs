@@ -105,12 +105,14 @@ fn message_parts(message: &Message, raw: &mut RawMessage) -> Result<(), WriteErr
                 });
                 4
             }
-            ContentPart::ToolResult(_) | ContentPart::RedactedThinking { .. } => 5,
+            ContentPart::ToolResult(_)
+            | ContentPart::RedactedThinking { .. }
+            | ContentPart::Image(_) => 5,
         };
         let repeated = order == stage && order != 4;
         if order < stage || repeated || order == 5 {
             return Err(unsupported(format!(
-                "the parts of history message `{}` (one thinking, text and media part, then tool calls; no redacted thinking)",
+                "the parts of history message `{}` (one thinking, text and media part, then tool calls; no redacted thinking or images)",
                 message.id
             )));
         }
