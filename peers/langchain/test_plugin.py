@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "shared")]
 
 from agent import build_agent  # noqa: E402
-from langchain_parts import build_model, classify  # noqa: E402
+from langchain_parts import build_model, classify, user_content  # noqa: E402
 
 GOLDEN = HERE.parent.parent / "golden" / "wire"
 
@@ -55,7 +55,7 @@ def test_langchain_through_the_plugin(ctxbed_scenario):
     for step in run.steps():
         try:
             result = agent.invoke(
-                {"messages": [{"role": "user", "content": step.input}]},
+                {"messages": [{"role": "user", "content": user_content({"input": step.input, "images": step.images})}]},
                 {"configurable": {"thread_id": step.session}, "metadata": {"user_id": step.user}},
             )
             step.reply(result["messages"][-1].text)

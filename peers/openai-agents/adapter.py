@@ -20,6 +20,9 @@ What it configures, and why:
   (`strict_json_schema=False`). The SDK's docs say a hand-made `FunctionTool` must handle its own
   errors, so a scripted failure is returned as the tool output, worded like the SDK's
   `default_tool_error_function` plus the error text.
+- Images a step attaches: the run's input becomes one user message, the text as `input_text` and
+  each image as `input_image` with a `data:` URL and `detail: "auto"`, the SDK's documented image
+  input; a step without images passes its text as a string, as before.
 - Anthropic: unsupported. The SDK reaches non-OpenAI APIs only through its LiteLLM or any-llm
   extensions (extra packages); we do not ship them.
 - One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
@@ -106,6 +109,24 @@ def make_tool(spec) -> FunctionTool:
         on_invoke_tool=invoke,
         strict_json_schema=False,
     )
+
+
+# ---- the step's input ----------------------------------------------------------------------------
+
+
+def run_input(step):
+    """The run's input: the step's text as a string, or, when the step attaches images, one user
+    message whose content is the text and then each image, in order, as the SDK's docs give image
+    input (an `input_image` with a data URL; the SDK sends it as such on the Responses API and as
+    an `image_url` part on Chat Completions)."""
+    images = step.get("images")
+    if not images:
+        return step["input"]
+    content = [{"type": "input_text", "text": step["input"]}] + [
+        {"type": "input_image", "image_url": f"data:{image['media_type']};base64,{image['data']}", "detail": "auto"}
+        for image in images
+    ]
+    return [{"role": "user", "content": content}]
 
 
 # ---- error classification ------------------------------------------------------------------------
@@ -206,12 +227,13 @@ async def main():
             if session is None:
                 session = sessions[msg["session"]] = SQLiteSession(msg["session"])  # in memory
             try:
+                step_input = run_input(msg)
                 if stream:
-                    result = Runner.run_streamed(agent, msg["input"], session=session, run_config=run_config)
+                    result = Runner.run_streamed(agent, step_input, session=session, run_config=run_config)
                     async for _event in result.stream_events():
                         pass
                 else:
-                    result = await Runner.run(agent, msg["input"], session=session, run_config=run_config)
+                    result = await Runner.run(agent, step_input, session=session, run_config=run_config)
                 output = result.final_output
                 emit({"type": "reply", "step": step, "text": output if isinstance(output, str) else json.dumps(output, default=str)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line

@@ -17,6 +17,9 @@ What it configures, and why:
   `ProcessHistory` capability, `keep_recent` (the last 10 messages), which is used unchanged. The
   system prompt is passed as `instructions`, which Pydantic AI re-sends on every request rather
   than storing in the history, so trimming cannot lose it.
+- Images a step attaches: the user prompt becomes a list, the text and then each image as
+  `BinaryContent(data=<decoded bytes>, media_type=...)`, the docs' image input; a step without
+  images passes its text as a string, as before.
 - Tools: `Tool.from_schema` with the scenario's JSON schema passed through (`strict=False`, so
   Pydantic AI does not rewrite it for OpenAI strict mode). A scripted failure
   raises `ToolFailed`, Pydantic AI's documented way to report a failed tool result to the model
@@ -28,6 +31,7 @@ What it configures, and why:
 """
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -45,7 +49,7 @@ PROTOCOL_OUT = sys.stdout
 sys.stdout = sys.stderr
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
-from pydantic_ai import Agent, ModelMessage, Tool, ToolFailed  # noqa: E402
+from pydantic_ai import Agent, BinaryContent, ModelMessage, Tool, ToolFailed  # noqa: E402
 from pydantic_ai import exceptions as pai_errors  # noqa: E402
 from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
@@ -129,6 +133,21 @@ def make_model():
         provider = AnthropicProvider(base_url=os.environ["CTXBED_ANTHROPIC_BASE_URL"], api_key=api_key)
         return AnthropicModel(model, provider=provider, profile=profile, settings=settings)
     return None
+
+
+# ---- the step's prompt ----------------------------------------------------------------------------
+
+
+def user_prompt(step):
+    """The run's user prompt: the step's text as a string, or, when the step attaches images, the
+    text and then each image, in order, as `BinaryContent(data=<the file's bytes>, media_type=...)`,
+    the docs' way of giving an image as input."""
+    images = step.get("images")
+    if not images:
+        return step["input"]
+    return [step["input"]] + [
+        BinaryContent(data=base64.b64decode(image["data"]), media_type=image["media_type"]) for image in images
+    ]
 
 
 # ---- error classification ------------------------------------------------------------------------
@@ -215,7 +234,7 @@ async def main():
                 continue
             try:
                 result = await agent.run(
-                    msg["input"],
+                    user_prompt(msg),
                     message_history=histories.get(msg["session"]),
                     event_stream_handler=drain_events if stream else None,
                 )

@@ -24,7 +24,7 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
 from importlib.metadata import version  # noqa: E402
 
-from langchain_parts import build_model, build_tool, classify  # noqa: E402,F401
+from langchain_parts import build_model, build_tool, classify, user_content  # noqa: E402,F401
 from protocol_env import apply_env  # noqa: E402
 
 
@@ -81,8 +81,9 @@ def main(harness, package, build_agent):
             try:
                 if agent is None:
                     raise RuntimeError("step before a successful setup")
+                # The step's text, then any images it attaches (`user_content`); a plain string without.
                 result = agent.invoke(
-                    {"messages": [{"role": "user", "content": msg["input"]}]},
+                    {"messages": [{"role": "user", "content": user_content(msg)}]},
                     {"configurable": {"thread_id": msg["session"]}, "metadata": {"user_id": msg.get("user")}},
                 )
                 send({"type": "reply", "step": step, "text": result["messages"][-1].text})

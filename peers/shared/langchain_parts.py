@@ -1,7 +1,7 @@
 """The LangChain-family pieces with no side effect on import: the chat model for CTXBED_API,
-tools that return the scenario's scripted results, and the reading of provider exceptions as
-protocol error kinds. `langchain_family` (the protocol adapters) and the pytest port
-(`peers/langchain/test_plugin.py`) both build on them.
+the content of a step's user message, tools that return the scenario's scripted results, and the
+reading of provider exceptions as protocol error kinds. `langchain_family` (the protocol
+adapters) and the pytest port (`peers/langchain/test_plugin.py`) both build on them.
 """
 import json
 import os
@@ -39,6 +39,20 @@ def build_model(env=None):
     budget = env.get("CTXBED_THINKING_BUDGET", "")
     thinking = {"type": "enabled", "budget_tokens": int(budget)} if budget.isdigit() else None
     return ChatAnthropic(base_url=env["CTXBED_ANTHROPIC_BASE_URL"], thinking=thinking, **common)
+
+
+def user_content(step):
+    """The content of a step's user message: its text as a plain string, or, when the step
+    attaches images, a list of LangChain's standard content blocks, the text and then each image
+    in order (`{"type": "image", "base64": ..., "mime_type": ...}`, LangChain's documented
+    multimodal input, which ChatOpenAI turns into an `image_url` part or an `input_image` item and
+    ChatAnthropic into an `image` block with a base64 source)."""
+    images = step.get("images")
+    if not images:
+        return step["input"]
+    return [{"type": "text", "text": step["input"]}] + [
+        {"type": "image", "base64": image["data"], "mime_type": image["media_type"]} for image in images
+    ]
 
 
 def build_tool(spec, lock):

@@ -18,6 +18,9 @@ What it configures, and why (README.md has the docs this follows):
   writes the summary).
 - Sessions: one `Agent` per protocol `session`; its `messages` are the conversation, so the steps
   of a session continue it and a new session starts empty.
+- Images a step attaches: the prompt becomes a list of content blocks, `{"text": ...}` and then
+  each image as `{"image": {"format": ..., "source": {"bytes": <decoded bytes>}}}`, the docs'
+  image input; a step without images passes its text as a string, as before.
 - Tools: one `PythonAgentTool` per scripted tool, its spec carrying the scenario's JSON schema; it
   returns a `ToolResult` with status "success", or "error" for a scripted failure (Strands' own
   failed-tool result: `is_error` on Anthropic).
@@ -30,6 +33,7 @@ What it configures, and why (README.md has the docs this follows):
 """
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -148,6 +152,27 @@ def make_agent(system, tool_specs, calls_by_tool):
     )
 
 
+# ---- the step's prompt ----------------------------------------------------------------------------
+
+# Strands' image formats (`ImageContent.format`) by the media type the protocol gives.
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+
+
+def prompt(step):
+    """The agent's prompt: the step's text as a string, or, when the step attaches images, a list
+    of content blocks, the text and then each image, in order, as the docs give image input
+    (`{"image": {"format": "png", "source": {"bytes": <the file's bytes>}}}`)."""
+    images = step.get("images")
+    if not images:
+        return step["input"]
+    blocks = [{"text": step["input"]}]
+    for image in images:
+        if image["media_type"] not in IMAGE_FORMATS:
+            raise ValueError(f"image media type {image['media_type']!r}: Strands takes only {', '.join(IMAGE_FORMATS)}")
+        blocks.append({"image": {"format": IMAGE_FORMATS[image["media_type"]], "source": {"bytes": base64.b64decode(image["data"])}}})
+    return blocks
+
+
 # ---- error classification ------------------------------------------------------------------------
 
 
@@ -233,7 +258,7 @@ async def main():
                 session = msg["session"]
                 if session not in agents:
                     agents[session] = make_agent(setup.get("system") or None, setup.get("tools", []), calls_by_tool)
-                result = await agents[session].invoke_async(msg["input"])
+                result = await agents[session].invoke_async(prompt(msg))
                 emit({"type": "reply", "step": step, "text": reply_text(result)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line
                 logging.exception("step %s failed", step)

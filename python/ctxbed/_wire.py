@@ -66,6 +66,9 @@ class Step:
     session: str
     user: str
     _run: "WireRun" = field(repr=False)
+    #: Images the user attaches after the text, in order: each ``{"media_type": "image/png",
+    #: "data": <standard base64 of the file>}``, to send as the harness sends a user's images.
+    images: list = field(default_factory=list)
     answered: bool = False
 
     def reply(self, text: str) -> None:
@@ -311,6 +314,7 @@ class WireRun:
                 session=message.get("session", ""),
                 user=message.get("user", ""),
                 _run=self,
+                images=message.get("images", []),
             )
 
     def finish(self) -> Verdict:

@@ -55,6 +55,9 @@ export interface Step {
   readonly input: string;
   readonly session: string;
   readonly user: string;
+  /** Images the user attaches after the text, in order, to send as the harness sends a user's
+   * images: each a whole file in standard base64. */
+  readonly images: ReadonlyArray<{ readonly media_type: string; readonly data: string }>;
   /** The agent's final text for this step. */
   reply(text: string): void;
   /** The call failed: `context_overflow`, `rate_limited`, `timeout`, `provider_error`,

@@ -338,6 +338,7 @@ class WireRun {
         input: message.input,
         session: message.session || '',
         user: message.user || '',
+        images: message.images || [],
         reply(text) {
           run.send({ type: 'reply', step: message.step, text });
         },

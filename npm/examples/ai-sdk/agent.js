@@ -60,7 +60,15 @@ function thinkingFor(run) {
   };
 }
 
-/** An agent answering `ask(session, input)`, keeping each session's messages. */
+/** The user's message: the text alone, or the text then each attached image as the AI SDK's
+ *  image part. */
+function userMessage(input, images) {
+  if (!images || images.length === 0) return { role: 'user', content: input };
+  const parts = images.map((image) => ({ type: 'image', image: image.data, mediaType: image.media_type }));
+  return { role: 'user', content: [{ type: 'text', text: input }, ...parts] };
+}
+
+/** An agent answering `ask(session, input, images)`, keeping each session's messages. */
 function buildAgent(run) {
   const agent = new ToolLoopAgent({
     model: modelFor(run),
@@ -73,9 +81,9 @@ function buildAgent(run) {
   });
   const sessions = new Map();
   return {
-    async ask(session, input) {
+    async ask(session, input, images) {
       const messages = sessions.get(session) || [];
-      messages.push({ role: 'user', content: input });
+      messages.push(userMessage(input, images));
       sessions.set(session, messages);
       if (run.stream) {
         const result = await agent.stream({ messages });

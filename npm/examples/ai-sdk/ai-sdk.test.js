@@ -61,6 +61,20 @@ const EXPECTED = {
   // messages whole, so the turn whose tool call a request answers keeps its signed thinking.
   'thinking-compaction': [],
   'cache-prefix': [],
+  // Ten steps each attaching a 1280 x 800 screenshot, which Anthropic counts as 1,366 tokens:
+  // five screenshots pass the 8,000-token window before the recipe's twenty-message threshold,
+  // and the ten messages it keeps after it still hold more than the window. Over OpenAI the
+  // same screenshot is 1,105 tokens and what the recipe keeps fits: `images` passes.
+  'images-anthropic': [
+    'window step 5',
+    'window step 6',
+    'window step 7',
+    'window step 8',
+    'window step 9',
+    'window step 10',
+    'expect step 10',
+  ],
+  images: [],
 };
 
 /** The wire protocol's error kind for what the AI SDK threw. */
@@ -85,7 +99,7 @@ wireTests([], async (run) => {
   const agent = buildAgent(run);
   for await (const step of run.steps()) {
     try {
-      step.reply(await agent.ask(step.session, step.input));
+      step.reply(await agent.ask(step.session, step.input, step.images));
     } catch (error) {
       step.error(classify(error), `${error.name}: ${error.message}`);
     }
