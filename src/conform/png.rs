@@ -124,7 +124,7 @@ mod tests {
         flate2::read::ZlibDecoder::new(&png[41..41 + length])
             .read_to_end(&mut rows)
             .unwrap();
-        assert_eq!(rows.len(), 201 * 200);
+        assert_eq!(rows.len(), 301 * 200);
         assert!(png.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]));
     }
 
