@@ -416,6 +416,8 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
         "overflow_retry",
     ),
     ("responses-reasoning", "planted-no-context", "window"),
+    ("resumed-session", "planted-memory-sessions", "expect"),
+    ("resumed-session", "planted-no-context", "window"),
     ("second-overflow", "planted-no-context", "expect"),
     ("second-overflow", "planted-retry-same", "overflow_retry"),
     ("summary-cut-fan-out", "planted-orphan-call", "pairing"),

@@ -56,6 +56,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("responses-overflow", "wire-overflow-openai"),
     builtin!("responses-overflow-stream", "wire-overflow-openai"),
     builtin!("responses-reasoning", "wire-reasoning"),
+    builtin!("resumed-session", "wire-resumed-session"),
     builtin!("second-overflow", "wire-second-overflow"),
     builtin!("summary-cut-fan-out", "wire-fan-out"),
     builtin!("thinking-compaction", "wire-thinking-loop"),
@@ -143,7 +144,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 33);
+        assert_eq!(mock_names().len(), 34);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -40,7 +40,7 @@ pub const REQUEST_LIMIT_DEFAULT: u64 = 60;
 /// Real seconds one step may take before the adapter is stopped, unless the scenario says.
 pub const STEP_TIMEOUT_SECONDS_DEFAULT: u64 = 120;
 /// Steps one scenario may expand to.
-pub const STEPS_MAX: usize = 200;
+pub const STEPS_MAX: usize = 256;
 /// Anthropic's smallest `budget_tokens` for extended thinking.
 pub const THINKING_BUDGET_MIN: u64 = 1_024;
 /// The largest window a scenario may advertise.
@@ -156,6 +156,11 @@ struct RawStep {
     /// these sizes, drawn from the step's number (each step's differ).
     #[serde(default)]
     images: Vec<WireImage>,
+    /// Stop the harness's process and start a new one before this entry's first step, as a
+    /// user's process between two runs of a session (the adapter keeps its sessions under
+    /// `CTXBED_STATE_DIR`).
+    #[serde(default)]
+    restart: bool,
 }
 
 /// An image a step attaches: a PNG of this many pixels (at most 8,000 on a side, as
@@ -213,6 +218,8 @@ pub struct WireStep {
     pub input: String,
     /// Images attached after the input's text.
     pub images: Vec<WireImage>,
+    /// A new adapter process serves this step and the ones after it.
+    pub restart: bool,
 }
 
 /// What a step (or every step) must show.
@@ -566,5 +573,17 @@ error = "overflowed"
         let inputs: Vec<&str> = scenario.steps.iter().map(|s| s.input.as_str()).collect();
         assert_eq!(inputs, ["Build 1?", "Build 2?", "Build 3?"]);
         assert_eq!(scenario.request_limit, REQUEST_LIMIT_DEFAULT);
+    }
+
+    #[test]
+    fn a_restart_marks_the_first_step_of_its_entry_and_never_the_first_step() {
+        let text = "description = \"d\"\nmodel = \"m\"\n[[steps]]\ninput = \"a\"\n[[steps]]\ninput = \"b {n}\"\nrepeat = 2\nrestart = true\n";
+        let scenario = parse("r.toml", text, "wire/r").expect("valid");
+        let restarts: Vec<bool> = scenario.steps.iter().map(|s| s.restart).collect();
+        assert_eq!(restarts, [false, true, false]);
+        let first =
+            "description = \"d\"\nmodel = \"m\"\n[[steps]]\ninput = \"a\"\nrestart = true\n";
+        let problems = parse("r.toml", first, "wire/r").expect_err("a restart before anything ran");
+        assert!(problems.to_string().contains("steps.restart"), "{problems}");
     }
 }

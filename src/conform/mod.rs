@@ -30,6 +30,7 @@ pub mod record_rules;
 pub mod reference;
 pub mod refusals;
 pub mod report;
+mod restart;
 pub mod trace;
 
 use std::path::{Path, PathBuf};
@@ -224,7 +225,17 @@ async fn drive(
     let server_task = tokio::spawn(server.run(async {
         let _ = stopped.await;
     }));
-    let env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
+    let mut env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
+    match restart::state_dir(scenario, log) {
+        Ok(Some(dir)) => env.push((restart::STATE_DIR_VARIABLE.into(), dir)),
+        Ok(None) => {}
+        Err(problem) => {
+            outcome.problem = Some(problem);
+            let _ = stop.send(());
+            let _ = server_task.await;
+            return outcome;
+        }
+    }
     let adapter = Adapter {
         launch: options.launch(harness),
         env,
@@ -371,14 +382,18 @@ async fn talk(
         };
         ready = set_up(&mut peer, scenario, outcome).await;
     }
-    let talked = match ready {
-        Ok(true) => run_steps(&mut peer, scenario, host, outcome).await,
-        Ok(false) => Ok(()),
-        Err(problem) => Err(problem),
-    };
-    if let Err(problem) = talked {
-        peer.kill().await;
-        return Some(problem);
+    match ready {
+        Ok(true) => {
+            match restart::run_segments(peer, scenario, adapter, log, host, outcome).await {
+                Ok(last) => peer = last,
+                Err(problem) => return Some(problem),
+            }
+        }
+        Ok(false) => {}
+        Err(problem) => {
+            peer.kill().await;
+            return Some(problem);
+        }
     }
     let exit = pool.give_back(&adapter.launch, peer, adapter.reuse).await;
     exit.filter(|_| outcome.unsupported.is_none())
@@ -442,16 +457,23 @@ async fn set_up(
     }
 }
 
-/// Runs the scenario's steps in order, recording each; the problem that ended them early, if
-/// any (its step is recorded as an adapter error).
+/// Runs the scenario's steps of `indices` in order, recording each; the problem that ended them
+/// early, if any (its step is recorded as an adapter error).
 async fn run_steps(
     peer: &mut Peer,
     scenario: &WireScenario,
+    indices: std::ops::Range<usize>,
     host: &ProviderHost,
     outcome: &mut DriveOutcome,
 ) -> Result<(), String> {
     let timeout = Duration::from_secs(scenario.step_timeout_seconds);
-    for (index, step) in scenario.steps.iter().enumerate() {
+    for (index, step) in scenario
+        .steps
+        .iter()
+        .enumerate()
+        .skip(indices.start)
+        .take(indices.len())
+    {
         let number = index + 1;
         host.begin_step(number, &step.input);
         let before = host.request_count();

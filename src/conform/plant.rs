@@ -20,6 +20,7 @@
 //! | `blank_text` | hands back each Anthropic tool-use turn with an empty text block before its calls |
 //! | `drop_thinking` | hands back no thinking (Anthropic `thinking`/`redacted_thinking` blocks, Responses `reasoning` items are taken out of each request body) |
 //! | `images_free` | counts an attached image as no tokens at all |
+//! | `memory_sessions` | keeps its sessions in memory even when `CTXBED_STATE_DIR` is set, so a restarted process starts them empty |
 
 use std::sync::Arc;
 
@@ -48,6 +49,7 @@ pub struct Plants {
     pub blank_text: bool,
     pub strict_arguments: bool,
     pub images_free: bool,
+    pub memory_sessions: bool,
 }
 
 impl Plants {
@@ -87,6 +89,7 @@ impl Plants {
                         "blank_text" => &mut plants.blank_text,
                         "strict_arguments" => &mut plants.strict_arguments,
                         "images_free" => &mut plants.images_free,
+                        "memory_sessions" => &mut plants.memory_sessions,
                         _ => return Err(format!("{PLANT_VARIABLE}: unknown plant `{item}`")),
                     };
                     *flag = true;

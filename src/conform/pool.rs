@@ -22,7 +22,7 @@ use super::peer::{Launch, Peer, PeerError};
 
 /// The protocol's environment variables: a `reset` line sets those the next scenario has and
 /// the adapter unsets the others (docs/peer-protocol.md).
-pub const PROTOCOL_VARIABLES: [&str; 14] = [
+pub const PROTOCOL_VARIABLES: [&str; 15] = [
     "CTXBED_API",
     "CTXBED_OPENAI_BASE_URL",
     "CTXBED_ANTHROPIC_BASE_URL",
@@ -32,6 +32,7 @@ pub const PROTOCOL_VARIABLES: [&str; 14] = [
     "CTXBED_MAX_OUTPUT_TOKENS",
     "CTXBED_THINKING_BUDGET",
     "CTXBED_STREAM",
+    "CTXBED_STATE_DIR",
     "CTXBED_BIN",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",

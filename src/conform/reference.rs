@@ -24,7 +24,7 @@ use ctxbed_harness::image::Image;
 use ctxbed_harness::message::{ToolCall, ToolSchema, UserInput};
 use ctxbed_harness::model::ModelError;
 use ctxbed_harness::runtime::RuntimeContext;
-use ctxbed_harness::storage::MemoryStorage;
+use ctxbed_harness::storage::{FsStorage, MemoryStorage, Storage};
 use ctxbed_harness::tokens::{CachedEstimator, RatioEstimator};
 use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
 use ctxbed_providers::transport::{Transport, default_transport};
@@ -108,13 +108,27 @@ impl Vars {
     }
 }
 
+/// The agent's workspace: a directory under `CTXBED_STATE_DIR` when the scenario restarts the
+/// harness (its default session log keeps each session there, so a new process restores it),
+/// else memory.
+fn workspace(plants: &Plants, vars: &Vars) -> Result<Arc<dyn Storage>, ReferenceError> {
+    match vars.get("CTXBED_STATE_DIR") {
+        Some(dir) if !plants.memory_sessions => {
+            let storage = FsStorage::open(std::path::Path::new(&dir).join("workspace"))
+                .map_err(|e| ReferenceError::Build(format!("the state directory {dir}: {e}")))?;
+            Ok(Arc::new(storage))
+        }
+        _ => Ok(Arc::new(MemoryStorage::new())),
+    }
+}
+
 /// Builds the agent the scenario's setup describes, over the provider the environment names.
 fn build(setup: &Value, plants: &Plants, vars: &Vars) -> Result<HarnessAgent, ReferenceError> {
     let provider = provider(provider_config(plants, vars)?, plants, vars)?;
     let mut builder = HarnessAgent::builder()
         .name("ctxbed-reference")
         .model(Arc::new(provider))
-        .workspace(Arc::new(MemoryStorage::new()));
+        .workspace(workspace(plants, vars)?);
     if plants.no_context {
         builder = builder.disable_compaction().disable_tool_result_eviction();
     }

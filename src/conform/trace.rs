@@ -202,6 +202,9 @@ pub fn render(
     let mut failed: Vec<usize> = Vec::new();
     for (index, run) in steps.iter().enumerate() {
         let step = &scenario.steps[index];
+        if step.restart {
+            let _ = writeln!(out, "\nrestart: a new process serves the steps from here");
+        }
         let _ = writeln!(
             out,
             "\nstep {} {}/{}: {}",

@@ -24,13 +24,24 @@ impl Checker<'_> {
                 self.problems.push(problem);
                 continue;
             }
-            for _ in 0..repeat {
+            if step.restart && steps.is_empty() {
+                self.problems.push(
+                    Diagnostic::file_level(
+                        self.label,
+                        "the first step cannot restart the harness: nothing ran before it",
+                    )
+                    .field("steps.restart")
+                    .help("put `restart = true` on a later [[steps]] entry"),
+                );
+            }
+            for copy in 0..repeat {
                 let number = steps.len() + 1;
                 steps.push(WireStep {
                     user: step.user.clone(),
                     session: step.session.clone(),
                     input: step.input.replace("{n}", &number.to_string()),
                     images: step.images.clone(),
+                    restart: step.restart && copy == 0 && number > 1,
                 });
             }
         }
