@@ -69,6 +69,10 @@ class Step:
     #: Images the user attaches after the text, in order: each ``{"media_type": "image/png",
     #: "data": <standard base64 of the file>}``, to send as the harness sends a user's images.
     images: list = field(default_factory=list)
+    #: True on the first step after the scenario restarts the harness: a user's process would
+    #: be new here, so build the agent again from what it keeps under ``run.env["CTXBED_STATE_DIR"]``
+    #: (nothing of it in memory may carry over).
+    restarted: bool = False
     answered: bool = False
 
     def reply(self, text: str) -> None:
@@ -211,6 +215,9 @@ class WireRun:
         self._reader = self._connection.makefile("r", encoding="utf-8")
         self._env: Dict[str, str] = self._read("env")["env"]
         setup = self._read("setup")
+        # The steps before which conform replaces the adapter (a restart, not the end).
+        self._restarts = set(setup.get("restarts", []))
+        self._last_step = 0
         self.system: str = setup.get("system", "")
         self.tools: List[Tool] = [
             Tool(
@@ -221,7 +228,8 @@ class WireRun:
             )
             for t in setup.get("tools", [])
         ]
-        self._send({"type": "ready", "harness": harness, "version": version, "context": context})
+        self._ready = {"type": "ready", "harness": harness, "version": version, "context": context}
+        self._send(self._ready)
 
     def _accept(self) -> socket.socket:
         waited = 0.0
@@ -300,14 +308,21 @@ class WireRun:
         raise KeyError(f"the scenario has no tool {name!r}")
 
     def steps(self) -> Iterator[Step]:
-        """Each step in turn; the next comes once the previous one is answered."""
+        """Each step in turn; the next comes once the previous one is answered. Where the
+        scenario restarts the harness, the next step says so (``Step.restarted``)."""
+        restarted = False
         while True:
             line = self._reader.readline()
             if not line:
-                return
+                if self._last_step + 1 not in self._restarts:
+                    return
+                self._reconnect()
+                restarted = True
+                continue
             message = json.loads(line)
             if message.get("type") != "step":
                 raise RuntimeError(f"expected a `step` line, got {line.strip()}")
+            self._last_step = message["step"]
             yield Step(
                 number=message["step"],
                 input=message["input"],
@@ -315,7 +330,19 @@ class WireRun:
                 user=message.get("user", ""),
                 _run=self,
                 images=message.get("images", []),
+                restarted=restarted,
             )
+            restarted = False
+
+    def _reconnect(self) -> None:
+        """conform replaced the relay (a restart): take the new one's connection, read its
+        environment and ``setup`` again and answer ``ready`` as before."""
+        self._connection.close()
+        self._connection = self._accept()
+        self._reader = self._connection.makefile("r", encoding="utf-8")
+        self._env = self._read("env")["env"]
+        self._read("setup")
+        self._send(self._ready)
 
     def finish(self) -> Verdict:
         """End the run (a step left unanswered fails it) and return conform's verdict."""

@@ -2,7 +2,9 @@
 JSON-lines program.
 
 ``agent_factory(run)`` is called once per scenario with the started :class:`ctxbed.WireRun`
-(its base URLs, model, window, system prompt and tools) and returns the agent: a callable that
+(its base URLs, model, window, system prompt and tools), and again after each restart of a
+scenario that restarts the harness (the agent must then find its sessions where it kept them,
+under ``run.env["CTXBED_STATE_DIR"]``), and returns the agent: a callable that
 takes a :class:`ctxbed.Step` and returns the step's reply text. An exception it raises answers
 the step as an error, of the kind in its ``ctxbed_kind`` attribute when it has one, else
 ``other``. The verdicts are ``ctxbed conform``'s.
@@ -32,6 +34,9 @@ def run(
         with WireRun(name, harness=harness, version=version, context=context) as wire:
             agent = agent_factory(wire)
             for step in wire.steps():
+                if step.restarted:
+                    # A new process would start here: the agent is built again.
+                    agent = agent_factory(wire)
                 try:
                     reply = agent(step)
                 except Exception as error:  # the agent's failure is the step's answer

@@ -418,7 +418,13 @@ async fn set_up(
             json!({"name": tool.name, "description": tool.description, "parameters": tool.parameters, "results": results})
         })
         .collect();
-    let setup = json!({"type": "setup", "system": scenario.system, "tools": tools});
+    let mut setup = json!({"type": "setup", "system": scenario.system, "tools": tools});
+    let restarts: Vec<usize> = (1..=scenario.steps.len())
+        .filter(|&number| scenario.steps[number - 1].restart)
+        .collect();
+    if !restarts.is_empty() {
+        setup["restarts"] = restarts.into();
+    }
     peer.send(&setup).await.map_err(|e| e.to_string())?;
     let line = peer
         .receive(SETUP_TIMEOUT)

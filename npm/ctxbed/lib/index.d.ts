@@ -58,6 +58,9 @@ export interface Step {
   /** Images the user attaches after the text, in order, to send as the harness sends a user's
    * images: each a whole file in standard base64. */
   readonly images: ReadonlyArray<{ readonly media_type: string; readonly data: string }>;
+  /** True on the first step after the scenario restarts the harness: a user's process would be
+   * new here, so build the agent again from what it keeps under `run.env.CTXBED_STATE_DIR`. */
+  readonly restarted: boolean;
   /** The agent's final text for this step. */
   reply(text: string): void;
   /** The call failed: `context_overflow`, `rate_limited`, `timeout`, `provider_error`,

@@ -242,7 +242,19 @@ class WireRun {
     this.scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ctxbed-wire-'));
     const socketPath = path.join(this.scratch, 'bridge.sock');
     this.listener = net.createServer();
-    const connected = new Promise((resolve) => this.listener.once('connection', resolve));
+    // Every relay conform starts (a second one after each restart) connects here, in turn.
+    this.connections = [];
+    this.waiting = null;
+    this.listener.on('connection', (socket) => {
+      if (this.waiting) {
+        const resolve = this.waiting;
+        this.waiting = null;
+        resolve(socket);
+      } else {
+        this.connections.push(socket);
+      }
+    });
+    const connected = this.nextConnection();
     await new Promise((resolve) => this.listener.listen(socketPath, resolve));
     const relay = `${quote(process.execPath)} ${quote(path.join(__dirname, 'bridge.js'))} ${quote(socketPath)}`;
     this.logs = logs || path.join(this.scratch, 'logs');
@@ -270,10 +282,35 @@ class WireRun {
     this.lines = new Lines(connection);
     this.env = (await this.read('env')).env;
     const setup = await this.read('setup');
+    // The steps before which conform replaces the relay: a restart, not the scenario's end.
+    this.restarts = new Set(setup.restarts || []);
+    this.lastStep = 0;
     this.system = setup.system || '';
     this.tools = (setup.tools || []).map((spec) => new Tool(spec));
-    this.send({ type: 'ready', harness, version, context });
+    this.ready = { type: 'ready', harness, version, context };
+    this.send(this.ready);
     return this;
+  }
+
+  /** The next relay's connection: one already made, or the next to come. */
+  nextConnection() {
+    if (this.connections.length > 0) return Promise.resolve(this.connections.shift());
+    return new Promise((resolve) => {
+      this.waiting = resolve;
+    });
+  }
+
+  /** conform replaced the relay (a restart): takes the new one's connection, reads its
+   *  environment and `setup` again and answers `ready` as before. */
+  async reconnect() {
+    this.connection.end();
+    const connection = await Promise.race([this.nextConnection(), this.exited.then(() => null)]);
+    if (connection === null) throw new Error(`ctxbed conform ended during a restart:\n${this.stdout}${this.stderr}`);
+    this.connection = connection;
+    this.lines = new Lines(connection);
+    this.env = (await this.read('env')).env;
+    await this.read('setup');
+    this.send(this.ready);
   }
 
   async read(kind) {
@@ -325,20 +362,29 @@ class WireRun {
     return tool;
   }
 
-  /** Each step in turn (`for await`); the next comes once the previous one is answered. */
+  /** Each step in turn (`for await`); the next comes once the previous one is answered. Where
+   *  the scenario restarts the harness, the next step says so (`restarted`). */
   async *steps() {
+    let restarted = false;
     for (;;) {
       const line = await this.lines.next();
-      if (line === null) return;
+      if (line === null) {
+        if (!this.restarts.has(this.lastStep + 1)) return;
+        await this.reconnect();
+        restarted = true;
+        continue;
+      }
       const message = JSON.parse(line);
       if (message.type !== 'step') throw new Error(`expected a \`step\` line, got ${line}`);
+      this.lastStep = message.step;
       const run = this;
-      yield {
+      const step = {
         number: message.step,
         input: message.input,
         session: message.session || '',
         user: message.user || '',
         images: message.images || [],
+        restarted,
         reply(text) {
           run.send({ type: 'reply', step: message.step, text });
         },
@@ -346,6 +392,8 @@ class WireRun {
           run.send({ type: 'error', step: message.step, kind, message: String(text).slice(0, 2000) });
         },
       };
+      restarted = false;
+      yield step;
     }
   }
 
@@ -438,8 +486,10 @@ async function runConform(agentFactory, { scenarios: names = [], harness = 'node
   for (const name of chosen) {
     const run = await wireScenario(name, { harness, version, context });
     try {
-      const agent = await agentFactory(run);
+      let agent = await agentFactory(run);
       for await (const step of run.steps()) {
+        // A new process would start here: the agent is built again.
+        if (step.restarted) agent = await agentFactory(run);
         let reply;
         try {
           reply = await agent(step);

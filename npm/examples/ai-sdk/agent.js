@@ -5,6 +5,8 @@
 // tools as AI SDK tools. The AI SDK has no token-aware trimming of its own: this is the docs'
 // recipe, unchanged, and the verdicts are the recipe's.
 
+const fs = require('node:fs');
+const path = require('node:path');
 const { ToolLoopAgent, jsonSchema, stepCountIs, tool } = require('ai');
 const { createAnthropic } = require('@ai-sdk/anthropic');
 const { createOpenAI } = require('@ai-sdk/openai');
@@ -68,6 +70,25 @@ function userMessage(input, images) {
   return { role: 'user', content: [{ type: 'text', text: input }, ...parts] };
 }
 
+/**
+ * Where a session's messages are kept, as the AI SDK's message-persistence docs do: a JSON file
+ * per session under the scenario's state directory when it restarts the harness (so an agent
+ * built again after the restart continues the session), else nowhere (memory only).
+ */
+function sessionStore(run) {
+  const dir = run.env.CTXBED_STATE_DIR;
+  const file = (session) => path.join(dir, `${Buffer.from(session).toString('hex')}.json`);
+  return {
+    load(session) {
+      if (!dir || !fs.existsSync(file(session))) return [];
+      return JSON.parse(fs.readFileSync(file(session), 'utf8'));
+    },
+    save(session, messages) {
+      if (dir) fs.writeFileSync(file(session), JSON.stringify(messages));
+    },
+  };
+}
+
 /** An agent answering `ask(session, input, images)`, keeping each session's messages. */
 function buildAgent(run) {
   const agent = new ToolLoopAgent({
@@ -80,20 +101,24 @@ function buildAgent(run) {
     ...thinkingFor(run),
   });
   const sessions = new Map();
+  const store = sessionStore(run);
   return {
     async ask(session, input, images) {
-      const messages = sessions.get(session) || [];
+      const messages = sessions.get(session) || store.load(session);
       messages.push(userMessage(input, images));
       sessions.set(session, messages);
+      let text;
       if (run.stream) {
         const result = await agent.stream({ messages });
-        const text = await result.text;
+        text = await result.text;
         messages.push(...(await result.response).messages);
-        return text;
+      } else {
+        const result = await agent.generate({ messages });
+        messages.push(...result.response.messages);
+        text = result.text;
       }
-      const result = await agent.generate({ messages });
-      messages.push(...result.response.messages);
-      return result.text;
+      store.save(session, messages);
+      return text;
     },
   };
 }

@@ -96,8 +96,11 @@ for (const name of Object.keys(EXPECTED)) {
 const harness = { harness: 'ai-sdk', version: require('ai/package.json').version, context: 'docs recipe' };
 
 wireTests([], async (run) => {
-  const agent = buildAgent(run);
+  let agent = buildAgent(run);
   for await (const step of run.steps()) {
+    // A restart: a user's process would be new here, so the agent is built again and finds its
+    // sessions where it kept them.
+    if (step.restarted) agent = buildAgent(run);
     try {
       step.reply(await agent.ask(step.session, step.input, step.images));
     } catch (error) {
