@@ -221,21 +221,18 @@ async fn drive(
     // The API named to the adapter: the pinned one, else the provider's first (Chat Completions
     // for OpenAI, whose Responses API a harness may speak instead).
     let api = outcome.apis[0].as_str();
+    let mut env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
+    match restart::state_dir(scenario, log) {
+        Ok(dir) => env.extend(dir.map(|dir| (restart::STATE_DIR_VARIABLE.into(), dir))),
+        Err(problem) => {
+            outcome.problem = Some(problem);
+            return outcome;
+        }
+    }
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server_task = tokio::spawn(server.run(async {
         let _ = stopped.await;
     }));
-    let mut env = adapter_env(scenario, api, addr, outcome.window, &options.ctxbed_bin);
-    match restart::state_dir(scenario, log) {
-        Ok(Some(dir)) => env.push((restart::STATE_DIR_VARIABLE.into(), dir)),
-        Ok(None) => {}
-        Err(problem) => {
-            outcome.problem = Some(problem);
-            let _ = stop.send(());
-            let _ = server_task.await;
-            return outcome;
-        }
-    }
     let adapter = Adapter {
         launch: options.launch(harness),
         env,
@@ -245,7 +242,13 @@ async fn drive(
     outcome.problem = problem;
     let _ = stop.send(());
     let _ = server_task.await;
-    // Exchanges complete after their step's answer; give each step its own by number.
+    settle(scenario, &host, log, &mut outcome);
+    outcome
+}
+
+/// Gives each step its own exchanges by number (they complete after the step's answer) and
+/// keeps them beside the log; a host that kept only some is the run's problem.
+fn settle(scenario: &WireScenario, host: &ProviderHost, log: &Path, outcome: &mut DriveOutcome) {
     let exchanges = host.exchanges();
     if host.dropped() > 0 && outcome.problem.is_none() {
         outcome.problem = Some(format!(
@@ -254,9 +257,8 @@ async fn drive(
             host.dropped()
         ));
     }
-    keep_requests(scenario, &host, &exchanges, log);
-    assign_exchanges(&mut outcome, &exchanges);
-    outcome
+    keep_requests(scenario, host, &exchanges, log);
+    assign_exchanges(outcome, &exchanges);
 }
 
 /// The APIs a request may speak: those of the provider the mock imitates, or the one the
