@@ -2,10 +2,13 @@
 // this directory's README for what it configures and why). One process serves many scenarios:
 // `ready` and `unsupported` say `"reset": true`, and a `reset` line drops the agent (its model,
 // its tools with their call counts, every session) and takes the next scenario's environment,
-// which the next `setup` reads anew.
+// which the next `setup` reads anew (CTXBED_STATE_DIR, where sessions are kept on disk, or its
+// absence, included).
 
 import { Console } from 'node:console';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { APICallError, RetryError, ToolLoopAgent, jsonSchema, stepCountIs, tool } from 'ai';
 import { createAnthropic } from '@ai-sdk/anthropic';
@@ -21,8 +24,8 @@ const env = process.env;
 /** The protocol's environment variables: a `reset` line sets those it gives and unsets the others. */
 const PROTOCOL_VARIABLES = [
   'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',
-  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_BIN',
-  'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
+  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_STATE_DIR',
+  'CTXBED_BIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
 ];
 
 /** The next scenario's environment, as a new process would have it. */
@@ -92,6 +95,41 @@ function userMessage(input, images) {
   };
 }
 
+/** The sessions' message lists: in memory, or, when CTXBED_STATE_DIR is set (a scenario that
+ *  restarts the harness), also on disk as the AI SDK's message-persistence docs keep a chat: a
+ *  JSON file of its messages per session, written after every step and read back on the
+ *  session's first step in a new process. */
+function sessionStore(stateDir) {
+  const sessions = new Map();
+  // Any session name as a file name that stays in the directory: the hex of its UTF-8 bytes.
+  const file = (session) => join(stateDir, `${Buffer.from(session, 'utf8').toString('hex')}.json`);
+  return {
+    async load(session) {
+      if (!sessions.has(session)) {
+        sessions.set(session, stateDir ? await readMessages(file(session)) : []);
+      }
+      return sessions.get(session);
+    },
+    async save(session) {
+      if (!stateDir) return;
+      // Whole or not at all: a temporary file, renamed over the old one.
+      await mkdir(stateDir, { recursive: true });
+      await writeFile(`${file(session)}.tmp`, JSON.stringify(sessions.get(session)));
+      await rename(`${file(session)}.tmp`, file(session));
+    },
+  };
+}
+
+/** A session's stored messages, or none when it has no file yet. */
+async function readMessages(path) {
+  try {
+    return JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  }
+}
+
 function buildAgent(setup) {
   const api = env.CTXBED_API;
   const maxOutputTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS);
@@ -104,20 +142,24 @@ function buildAgent(setup) {
     prepareStep,
     ...thinking(api, maxOutputTokens),
   });
-  const sessions = new Map();
+  const sessions = sessionStore(env.CTXBED_STATE_DIR);
   return async (session, input, images) => {
-    const messages = sessions.get(session) ?? [];
-    sessions.set(session, messages);
+    const messages = await sessions.load(session);
     messages.push(userMessage(input, images));
-    if (env.CTXBED_STREAM === '1') {
-      const result = await agent.stream({ messages });
-      const text = await result.text;
-      messages.push(...(await result.response).messages);
-      return text;
+    try {
+      if (env.CTXBED_STREAM === '1') {
+        const result = await agent.stream({ messages });
+        const text = await result.text;
+        messages.push(...(await result.response).messages);
+        return text;
+      }
+      const result = await agent.generate({ messages });
+      messages.push(...result.response.messages);
+      return result.text;
+    } finally {
+      // Before the step's answer is sent, failed or not: the list as this process keeps it.
+      await sessions.save(session);
     }
-    const result = await agent.generate({ messages });
-    messages.push(...result.response.messages);
-    return result.text;
   };
 }
 

@@ -15,14 +15,22 @@ What it configures, and why:
   * Everything else is deepagents' default stack (filesystem tools on the in-state backend,
     the general-purpose subagent, summarisation, tool-call patching, prompt caching), with the
     scenario's tools added to it.
-  * `InMemorySaver` checkpointer, `thread_id` = the step's session, so the steps of one session
-    continue one conversation and a new session starts an empty one.
+  * A checkpointer, `thread_id` = the step's session, so the steps of one session continue one
+    conversation and a new session starts an empty one: `InMemorySaver`, or, when
+    CTXBED_STATE_DIR is set (a scenario that restarts the harness), LangGraph's persistent
+    `SqliteSaver` over `<CTXBED_STATE_DIR>/langgraph-checkpoints.sqlite`, so a new process
+    continues each thread as the old one left it: the whole graph state, so the messages together
+    with deepagents' summarisation event (summary and cutoff), its `_summarization_session_id`
+    and the offloaded history in the in-state backend's files (`shared/langchain_parts.py`,
+    `build_checkpointer`).
   * One `StructuredTool` per scripted tool, with the scenario's JSON schema passed through as
     its argument schema; a failing result raises `ToolException`, which LangChain reports to
     the model as the tool message's content with status "error" (`handle_tool_error=True`).
 
 One process serves many scenarios (a `reset` line between them, `shared/langchain_family.py`);
-each setup builds the agent anew and restarts the seeded ids below where a new process has them.
+each setup builds the agent anew and restarts the seeded ids below where a new process has them,
+or, when CTXBED_STATE_DIR holds sessions an earlier process kept, where that process stopped (the
+generator's state is kept there beside the checkpoints after each step).
 
 Standard output carries protocol lines only: the real stdout is kept aside and file
 descriptor 1 is pointed at standard error, so prints, warnings and logging end up there.
@@ -39,6 +47,7 @@ import uuid
 _ids = random.Random(0)
 uuid.uuid4 = lambda: uuid.UUID(int=_ids.getrandbits(128), version=4)
 
+import json
 import os
 import sys
 import threading
@@ -48,7 +57,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 import langchain_family as family  # noqa: E402
 from deepagents import create_deep_agent  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 # A kept process (`reset`) must draw the ids a new one would. A new process also draws while it
 # imports its provider's packages on its first setup and first request (the Anthropic SDK brings
@@ -66,16 +74,45 @@ import opentelemetry.propagate  # noqa: E402,F401  (imported by the Anthropic SD
 IDS_AT_SETUP["anthropic"] = _ids.getstate()
 
 
-def build_agent(setup, model):
+# Sessions kept under CTXBED_STATE_DIR outlive the process, and so must the seeded generator: a
+# new process that drew the same ids again would give a new message the id of one already in the
+# thread, and LangGraph's message reducer would replace that old message with it. So the
+# generator's state is saved with the sessions after every step, and a new process continues it
+# where the old one stopped, drawing exactly the ids an uninterrupted process would.
+
+
+def ids_file():
+    """Where the generator's state is kept, or None when sessions live in memory."""
+    state_dir = os.environ.get("CTXBED_STATE_DIR")
+    return os.path.join(state_dir, "deepagents-uuid-generator.json") if state_dir else None
+
+
+def save_ids():
+    path = ids_file()
+    if path is None:
+        return
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(_ids.getstate(), f)
+    os.replace(path + ".tmp", path)
+
+
+def build_agent(setup, model, checkpointer):
     _ids.setstate(IDS_AT_SETUP[os.environ["CTXBED_API"]])
     lock = threading.Lock()
-    return create_deep_agent(
+    agent = create_deep_agent(
         model=model,
         tools=[family.build_tool(spec, lock) for spec in setup.get("tools", [])],
         system_prompt=setup.get("system") or None,
-        checkpointer=InMemorySaver(),
+        checkpointer=checkpointer,
     )
+    path = ids_file()
+    if path is not None and os.path.exists(path):
+        # A new process continuing the sessions an earlier one kept: its ids, where it stopped.
+        with open(path, encoding="utf-8") as f:
+            version_, internal, gauss_next = json.load(f)
+        _ids.setstate((version_, tuple(internal), gauss_next))
+    return agent
 
 
 if __name__ == "__main__":
-    family.main("deepagents", "deepagents", build_agent)
+    family.main("deepagents", "deepagents", build_agent, after_step=save_ids)

@@ -10,8 +10,12 @@ What it configures, and why:
     `trigger=("fraction", 0.8)` (summarise once the history reaches 80% of the window) and
     `keep=("messages", 20)` (keep the 20 most recent messages verbatim; the documented default).
     The agent's own model writes the summary.
-  * `InMemorySaver` checkpointer, `thread_id` = the step's session, so the steps of one session
-    continue one conversation and a new session starts an empty one.
+  * A checkpointer, `thread_id` = the step's session, so the steps of one session continue one
+    conversation and a new session starts an empty one: `InMemorySaver`, or, when
+    CTXBED_STATE_DIR is set (a scenario that restarts the harness), LangGraph's persistent
+    `SqliteSaver` over `<CTXBED_STATE_DIR>/langgraph-checkpoints.sqlite`, so a new process
+    continues each thread as the old one left it, the middleware's summary in place of what it
+    summarised (`shared/langchain_parts.py`, `build_checkpointer`).
   * One `StructuredTool` per scripted tool, with the scenario's JSON schema passed through as
     its argument schema; a failing result raises `ToolException`, which LangChain reports to
     the model as the tool message's content with status "error" (`handle_tool_error=True`).

@@ -21,7 +21,13 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "shared")]
 
 from agent import build_agent  # noqa: E402
-from langchain_parts import build_model, classify, user_content  # noqa: E402
+from langchain_parts import (  # noqa: E402
+    build_checkpointer,
+    build_model,
+    classify,
+    close_checkpointer,
+    user_content,
+)
 
 GOLDEN = HERE.parent.parent / "golden" / "wire"
 
@@ -51,8 +57,17 @@ def test_langchain_through_the_plugin(ctxbed_scenario):
         }
         for tool in run.tools
     ]
-    agent = build_agent({"system": run.system, "tools": tools}, model)
+    setup = {"system": run.system, "tools": tools}
+    checkpointer = build_checkpointer(run.env)
+    agent = build_agent(setup, model, checkpointer)
     for step in run.steps():
+        if step.restarted:
+            # A new process would start here: a new model, agent and checkpointer, which finds
+            # each session where the old one kept it (under CTXBED_STATE_DIR).
+            close_checkpointer(checkpointer)
+            checkpointer = build_checkpointer(run.env)
+            model = build_model(run.env)
+            agent = build_agent(setup, model, checkpointer)
         try:
             result = agent.invoke(
                 {"messages": [{"role": "user", "content": user_content({"input": step.input, "images": step.images})}]},
@@ -62,6 +77,7 @@ def test_langchain_through_the_plugin(ctxbed_scenario):
         except Exception as exc:  # noqa: BLE001 - every failure is the step's answer
             kind, message = classify(exc)
             step.error(kind, message)
+    close_checkpointer(checkpointer)
     verdict = run.finish()
     expected = golden_trace(run.name)
     assert comparable(verdict.trace) == comparable(expected), verdict.trace

@@ -1,11 +1,13 @@
 // ctxbed peer adapter for LangChain.js `createAgent` with `summarizationMiddleware` (see
 // docs/peer-protocol.md and this directory's README for what it configures and why). One process
 // serves many scenarios: `ready` and `unsupported` say `"reset": true`, and a `reset` line drops
-// the agent (its model, its tools with their call counts, its MemorySaver with every session) and
+// the agent (its model, its tools with their call counts, its checkpointer with every session) and
 // takes the next scenario's environment, which the next `setup` reads anew.
 
 import { Console } from 'node:console';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ChatAnthropic } from '@langchain/anthropic';
 import { ContextOverflowError } from '@langchain/core/errors';
@@ -35,8 +37,8 @@ const env = process.env;
 /** The protocol's environment variables: a `reset` line sets those it gives and unsets the others. */
 const PROTOCOL_VARIABLES = [
   'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',
-  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_BIN',
-  'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
+  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_STATE_DIR',
+  'CTXBED_BIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
 ];
 
 /** The next scenario's environment, as a new process would have it. */
@@ -87,7 +89,26 @@ function tools(specs) {
   });
 }
 
-function buildAgent(setup) {
+/** The checkpointer that keeps every session (a thread per protocol `session`): a MemorySaver,
+ *  or, when CTXBED_STATE_DIR is set (a scenario that restarts the harness), LangGraph's SQLite
+ *  checkpointer over a file there, so a new process continues every thread, summaries included,
+ *  where the old one left it. better-sqlite3 writes each checkpoint before `put` returns, and
+ *  `invoke` returns only once every checkpoint of the run is put. The package (a native module)
+ *  is loaded only when a scenario needs it. */
+async function checkpointer() {
+  const stateDir = env.CTXBED_STATE_DIR;
+  if (!stateDir) return new MemorySaver();
+  const { SqliteSaver } = await import('@langchain/langgraph-checkpoint-sqlite');
+  mkdirSync(stateDir, { recursive: true });
+  return SqliteSaver.fromConnString(join(stateDir, 'langgraph-checkpoints.sqlite'));
+}
+
+/** Closes a SqliteSaver's database (a MemorySaver has none). */
+function closeCheckpointer(saver) {
+  saver?.db?.close();
+}
+
+function buildAgent(setup, saver) {
   const model = chatModel();
   const window = Number(env.CTXBED_WINDOW);
   return createAgent({
@@ -98,7 +119,7 @@ function buildAgent(setup) {
       // Summarise once the history reaches 80 % of the window, keeping the 20 latest messages.
       summarizationMiddleware({ model, trigger: { tokens: Math.floor(window * 0.8) }, keep: { messages: 20 } }),
     ],
-    checkpointer: new MemorySaver(),
+    checkpointer: saver,
   });
 }
 
@@ -157,6 +178,7 @@ function classify(error) {
 
 const version = createRequire(import.meta.url)('langchain/package.json').version;
 let agent = null;
+let saver = null;
 for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
   if (!line.trim()) continue;
   const msg = JSON.parse(line);
@@ -165,11 +187,15 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
       send({ type: 'unsupported', reason: `no client for CTXBED_API=${env.CTXBED_API}`, reset: true });
       continue;
     }
-    agent = buildAgent(msg);
+    closeCheckpointer(saver);
+    saver = await checkpointer();
+    agent = buildAgent(msg, saver);
     send({ type: 'ready', harness: 'langchainjs', version, reset: true });
   } else if (msg.type === 'reset') {
     // Nothing of the scenario is kept; no line answers a reset.
+    closeCheckpointer(saver);
     agent = null;
+    saver = null;
     applyEnv(msg.env ?? {});
   } else if (msg.type === 'step') {
     try {
@@ -185,3 +211,4 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
     }
   }
 }
+closeCheckpointer(saver);

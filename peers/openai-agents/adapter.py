@@ -8,8 +8,14 @@ What it configures, and why:
   Responses API. `ModelSettings(max_tokens=CTXBED_MAX_OUTPUT_TOKENS)`. Retries and timeouts are
   the SDK's and the OpenAI client's defaults.
 - Tracing off: `set_tracing_disabled(True)` here, OPENAI_AGENTS_DISABLE_TRACING=1 in `run`.
-- Conversations: one in-memory `SQLiteSession` per protocol `session`, the SDK's documented
-  session memory; `Runner.run(..., session=...)` prepends the stored history to each step.
+- Conversations: one `SQLiteSession` per protocol `session`, the SDK's documented session memory;
+  `Runner.run(..., session=...)` prepends the stored history to each step and saves the new items.
+  In memory (the SDK's default), or, when CTXBED_STATE_DIR is set (a scenario that restarts the
+  harness), the SDK's documented persistent form, `SQLiteSession(session, db_path)` over
+  `<CTXBED_STATE_DIR>/agents-sessions.sqlite`: each item is committed as the run saves it, so a new
+  process continues every session where the old one left it. The session holds the whole history;
+  the docs recipe below trims only what each model call is sent, so it applies the same after a
+  restart.
 - Long conversations: the SDK has no token-sized trimming of its own (its compaction session,
   `OpenAIResponsesCompactionSession`, needs the Responses API's server-side `responses.compact`,
   which the mock does not serve; `SessionSettings(limit=N)` counts items, not tokens, and can split a tool
@@ -27,8 +33,9 @@ What it configures, and why:
   extensions (extra packages); we do not ship them.
 - One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
   closes the client and the sessions, drops the agent, its tools (with their call counts) and the
-  run config, and takes the next scenario's environment, which the next `setup` reads anew. The
-  adapter sets no SDK-wide default client (`set_default_openai_client`), so none outlives a scenario.
+  run config, and takes the next scenario's environment, which the next `setup` reads anew
+  (CTXBED_STATE_DIR, or its absence, included). The adapter sets no SDK-wide default client
+  (`set_default_openai_client`), so none outlives a scenario.
 """
 
 import asyncio
@@ -167,6 +174,18 @@ def classify(exc) -> str:
     return "other"
 
 
+# ---- sessions ------------------------------------------------------------------------------------
+
+
+def open_session(session_id, state_dir):
+    """The session's store: the SDK's `SQLiteSession`, in memory, or, with a state directory, in
+    its file there (one file for every session, keyed by the protocol's session name)."""
+    if state_dir is None:
+        return SQLiteSession(session_id)  # in memory
+    os.makedirs(state_dir, exist_ok=True)
+    return SQLiteSession(session_id, os.path.join(state_dir, "agents-sessions.sqlite"))
+
+
 # ---- protocol loop -------------------------------------------------------------------------------
 
 
@@ -176,9 +195,12 @@ async def main():
     # One scenario's state; a `reset` line drops it all. The settings are read from the
     # environment at each setup.
     agent, unsupported, client, sessions, run_config, stream = None, None, None, {}, None, False
+    state_dir = None
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
+            for session in sessions.values():
+                session.close()
             return
         if not line.strip():
             continue
@@ -200,6 +222,7 @@ async def main():
             model_name = os.environ.get("CTXBED_MODEL", "wire-8k")
             max_output = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
             stream = os.environ.get("CTXBED_STREAM", "0") == "1"
+            state_dir = os.environ.get("CTXBED_STATE_DIR") or None
             tools = [make_tool(t) for t in msg.get("tools", [])]
             agent = Agent(
                 name="ctxbed",
@@ -217,16 +240,17 @@ async def main():
             if client is not None:
                 await client.close()
             agent, unsupported, client, sessions, run_config, stream = None, None, None, {}, None, False
+            state_dir = None
             apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
             if agent is None:
                 emit({"type": "error", "step": step, "kind": "other", "message": unsupported or "step before setup"})
                 continue
-            session = sessions.get(msg["session"])
-            if session is None:
-                session = sessions[msg["session"]] = SQLiteSession(msg["session"])  # in memory
             try:
+                session = sessions.get(msg["session"])
+                if session is None:
+                    session = sessions[msg["session"]] = open_session(msg["session"], state_dir)
                 step_input = run_input(msg)
                 if stream:
                     result = Runner.run_streamed(agent, step_input, session=session, run_config=run_config)

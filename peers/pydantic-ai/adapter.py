@@ -11,7 +11,13 @@ What it configures, and why:
   Retries and timeouts are Pydantic AI's and the provider clients' defaults.
 - Instrumentation off: `Agent.instrument_all(False)`; `run` also disables Logfire/OpenTelemetry.
 - Conversations: the documented pattern, `message_history=result.all_messages()`, kept per
-  protocol `session`. A failed step leaves its session's history as it was.
+  protocol `session`. A failed step leaves its session's history as it was. When CTXBED_STATE_DIR
+  is set (a scenario that restarts the harness), each session's history is also kept the way the
+  docs store message history: after every successful step `result.all_messages_json()` is written
+  to `<CTXBED_STATE_DIR>/<session name in hex>.json` (a temporary file renamed over the old one),
+  and the first step of a session in a process loads it with
+  `ModelMessagesTypeAdapter.validate_json`, so a new process continues the session with the
+  history an uninterrupted one would pass (already trimmed by the recipe below).
 - Long conversations (a docs-recipe row): Pydantic AI counts no tokens and has no model-agnostic
   trimming of its own; its docs ("Manage Context Size") give a history processor wrapped as a
   `ProcessHistory` capability, `keep_recent` (the last 10 messages), which is used unchanged. The
@@ -27,7 +33,7 @@ What it configures, and why:
 - One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
   drops the agent, its model and provider (with their HTTP client), its tools (with their call
   counts) and every session's history, and takes the next scenario's environment, which the next
-  `setup` reads anew.
+  `setup` reads anew (CTXBED_STATE_DIR, or its absence, included).
 """
 
 import asyncio
@@ -41,7 +47,7 @@ from pathlib import Path
 
 # The protocol's shared environment handling (peers/shared/protocol_env.py).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
-from protocol_env import apply_env  # noqa: E402
+from protocol_env import apply_env, session_file_name  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries included) to stderr.
@@ -49,7 +55,7 @@ PROTOCOL_OUT = sys.stdout
 sys.stdout = sys.stderr
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
-from pydantic_ai import Agent, BinaryContent, ModelMessage, Tool, ToolFailed  # noqa: E402
+from pydantic_ai import Agent, BinaryContent, ModelMessage, ModelMessagesTypeAdapter, Tool, ToolFailed  # noqa: E402
 from pydantic_ai import exceptions as pai_errors  # noqa: E402
 from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
@@ -192,6 +198,34 @@ def classify(exc) -> str:
     return "other"
 
 
+# ---- sessions on disk (CTXBED_STATE_DIR) ---------------------------------------------------------
+# The docs' way of keeping a conversation between runs: the messages as JSON
+# (`result.all_messages_json()`), read back with `ModelMessagesTypeAdapter.validate_json`.
+
+
+def history_path(state_dir, session):
+    return os.path.join(state_dir, session_file_name(session) + ".json")
+
+
+def load_history(state_dir, session):
+    """The session's stored history, or None when it has none yet."""
+    path = history_path(state_dir, session)
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        return ModelMessagesTypeAdapter.validate_json(f.read())
+
+
+def save_history(state_dir, session, result):
+    """Writes the run's messages whole before the step's answer is sent: to a temporary file, then
+    renamed over the old one, so a process stopped at any moment leaves the last complete history."""
+    os.makedirs(state_dir, exist_ok=True)
+    path = history_path(state_dir, session)
+    with open(path + ".tmp", "wb") as f:
+        f.write(result.all_messages_json())
+    os.replace(path + ".tmp", path)
+
+
 # ---- protocol loop -------------------------------------------------------------------------------
 
 
@@ -204,7 +238,7 @@ async def main():
     Agent.instrument_all(False)
     loop = asyncio.get_running_loop()
     # One scenario's state; a `reset` line drops it all.
-    agent, unsupported, histories, stream = None, None, {}, False
+    agent, unsupported, histories, stream, state_dir = None, None, {}, False, None
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -222,23 +256,30 @@ async def main():
             tools = [make_tool(t) for t in msg.get("tools", [])]
             agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(keep_recent)])
             stream = os.environ.get("CTXBED_STREAM", "0") == "1"
+            state_dir = os.environ.get("CTXBED_STATE_DIR") or None
             emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim"), "context": "docs recipe", "reset": True})
         elif msg["type"] == "reset":
             # Nothing of the scenario is kept; no line answers a reset.
-            agent, unsupported, histories, stream = None, None, {}, False
+            agent, unsupported, histories, stream, state_dir = None, None, {}, False, None
             apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
             if agent is None:
                 emit({"type": "error", "step": step, "kind": "other", "message": unsupported or "step before setup"})
                 continue
+            session = msg["session"]
             try:
+                if state_dir is not None and session not in histories:
+                    # The session's first step in this process: continue what an earlier process stored.
+                    histories[session] = load_history(state_dir, session)
                 result = await agent.run(
                     user_prompt(msg),
-                    message_history=histories.get(msg["session"]),
+                    message_history=histories.get(session),
                     event_stream_handler=drain_events if stream else None,
                 )
-                histories[msg["session"]] = result.all_messages()
+                histories[session] = result.all_messages()
+                if state_dir is not None:
+                    save_history(state_dir, session, result)
                 output = result.output
                 emit({"type": "reply", "step": step, "text": output if isinstance(output, str) else json.dumps(output, default=str)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line

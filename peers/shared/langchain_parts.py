@@ -1,5 +1,6 @@
 """The LangChain-family pieces with no side effect on import: the chat model for CTXBED_API,
-the content of a step's user message, tools that return the scenario's scripted results, and the
+the checkpointer that keeps the sessions (in memory, or on disk under CTXBED_STATE_DIR), the
+content of a step's user message, tools that return the scenario's scripted results, and the
 reading of provider exceptions as protocol error kinds. `langchain_family` (the protocol
 adapters) and the pytest port (`peers/langchain/test_plugin.py`) both build on them.
 """
@@ -39,6 +40,37 @@ def build_model(env=None):
     budget = env.get("CTXBED_THINKING_BUDGET", "")
     thinking = {"type": "enabled", "budget_tokens": int(budget)} if budget.isdigit() else None
     return ChatAnthropic(base_url=env["CTXBED_ANTHROPIC_BASE_URL"], thinking=thinking, **common)
+
+
+def build_checkpointer(env=None):
+    """The checkpointer that keeps every session (a LangGraph thread per protocol `session`), from
+    `env` (the process environment by default): `InMemorySaver` as before, or, when
+    CTXBED_STATE_DIR is set (a scenario that restarts the harness), LangGraph's persistent
+    `SqliteSaver` over `<CTXBED_STATE_DIR>/langgraph-checkpoints.sqlite`, set up as its docs show
+    (`SqliteSaver(sqlite3.connect(path, check_same_thread=False))`). The agent is invoked
+    synchronously, so the synchronous saver; it commits each checkpoint as it writes it, so a new
+    process continues every thread, summaries included, where the old one left it. Close it with
+    `close_checkpointer`."""
+    env = os.environ if env is None else env
+    state_dir = env.get("CTXBED_STATE_DIR")
+    if not state_dir:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return InMemorySaver()
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    os.makedirs(state_dir, exist_ok=True)
+    path = os.path.join(state_dir, "langgraph-checkpoints.sqlite")
+    return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+
+
+def close_checkpointer(checkpointer):
+    """Closes a `SqliteSaver`'s connection (an `InMemorySaver` has none)."""
+    conn = getattr(checkpointer, "conn", None)
+    if conn is not None:
+        conn.close()
 
 
 def user_content(step):

@@ -17,7 +17,12 @@ What it configures, and why (README.md has the docs this follows):
   settings are the defaults (summary_ratio 0.3, 10 recent messages kept, the agent's own model
   writes the summary).
 - Sessions: one `Agent` per protocol `session`; its `messages` are the conversation, so the steps
-  of a session continue it and a new session starts empty.
+  of a session continue it and a new session starts empty. When CTXBED_STATE_DIR is set (a
+  scenario that restarts the harness), each session's `Agent` also gets the docs' session
+  persistence, `FileSessionManager(session_id=<session name in hex>, storage_dir=CTXBED_STATE_DIR)`:
+  Strands writes each message as it is added and the agent's state (the conversation manager's
+  summary and count of summarised messages included) as it changes and after each invocation, so
+  a new process's `Agent` for that session restores the conversation as the manager left it.
 - Images a step attaches: the prompt becomes a list of content blocks, `{"text": ...}` and then
   each image as `{"image": {"format": ..., "source": {"bytes": <decoded bytes>}}}`, the docs'
   image input; a step without images passes its text as a string, as before.
@@ -29,7 +34,8 @@ What it configures, and why (README.md has the docs this follows):
   exporter unless asked (`StrandsTelemetry`), which this adapter never does.
 - One process serves many scenarios: `ready` and `unsupported` say `"reset": true`; a `reset` line
   drops every session's `Agent` (with its model, client, conversation manager and tools, and so
-  their call counts) and takes the next scenario's environment, which the next `setup` reads anew.
+  their call counts) and takes the next scenario's environment, which the next `setup` reads anew
+  (CTXBED_STATE_DIR, or its absence, included).
 """
 
 import asyncio
@@ -43,7 +49,7 @@ from pathlib import Path
 
 # The protocol's shared environment handling (peers/shared/protocol_env.py).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
-from protocol_env import apply_env  # noqa: E402
+from protocol_env import apply_env, session_file_name  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries included) to stderr.
@@ -53,6 +59,7 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
 from strands import Agent  # noqa: E402
 from strands.agent.conversation_manager import SummarizingConversationManager  # noqa: E402
+from strands.session.file_session_manager import FileSessionManager  # noqa: E402
 from strands.tools.tools import PythonAgentTool  # noqa: E402
 from strands.types import exceptions as strands_errors  # noqa: E402
 
@@ -142,12 +149,18 @@ def make_tool(spec, calls_by_tool) -> PythonAgentTool:
     return PythonAgentTool(name, tool_spec, invoke)
 
 
-def make_agent(system, tool_specs, calls_by_tool):
+def make_agent(system, tool_specs, calls_by_tool, session, state_dir):
+    """The session's `Agent`; with a state directory, kept there by Strands' `FileSessionManager`
+    (which restores what an earlier process left of the session)."""
+    session_manager = None
+    if state_dir is not None:
+        session_manager = FileSessionManager(session_id=session_file_name(session), storage_dir=state_dir)
     return Agent(
         model=make_model(),
         system_prompt=system,
         tools=[make_tool(t, calls_by_tool) for t in tool_specs],
         conversation_manager=SummarizingConversationManager(proactive_compression=True),
+        session_manager=session_manager,
         callback_handler=None,
     )
 
@@ -229,7 +242,7 @@ def reply_text(result) -> str:
 async def main():
     loop = asyncio.get_running_loop()
     # One scenario's state; a `reset` line drops it all.
-    setup, unsupported, agents, calls_by_tool = None, None, {}, {}
+    setup, unsupported, agents, calls_by_tool, state_dir = None, None, {}, {}, None
     while True:
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
@@ -244,10 +257,11 @@ async def main():
                 emit({"type": "unsupported", "reason": unsupported, "reset": True})
                 continue
             setup = msg
+            state_dir = os.environ.get("CTXBED_STATE_DIR") or None
             emit({"type": "ready", "harness": HARNESS, "version": version("strands-agents"), "context": "own", "reset": True})
         elif msg["type"] == "reset":
             # Nothing of the scenario is kept; no line answers a reset.
-            setup, unsupported, agents, calls_by_tool = None, None, {}, {}
+            setup, unsupported, agents, calls_by_tool, state_dir = None, None, {}, {}, None
             apply_env(msg.get("env", {}))
         elif msg["type"] == "step":
             step = msg["step"]
@@ -257,7 +271,9 @@ async def main():
             try:
                 session = msg["session"]
                 if session not in agents:
-                    agents[session] = make_agent(setup.get("system") or None, setup.get("tools", []), calls_by_tool)
+                    agents[session] = make_agent(
+                        setup.get("system") or None, setup.get("tools", []), calls_by_tool, session, state_dir
+                    )
                 result = await agents[session].invoke_async(prompt(msg))
                 emit({"type": "reply", "step": step, "text": reply_text(result)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line
