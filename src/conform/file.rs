@@ -270,6 +270,15 @@ pub struct WireScenario {
     pub expect: Vec<WireExpect>,
 }
 
+impl WireScenario {
+    /// The steps (numbered from 1) before which a new adapter process takes over.
+    pub fn restarts(&self) -> Vec<usize> {
+        (1..=self.steps.len())
+            .filter(|&number| self.steps[number - 1].restart)
+            .collect()
+    }
+}
+
 /// The error kinds an adapter may report (see docs/peer-protocol.md).
 pub const ERROR_KINDS: [&str; 8] = [
     "context_overflow",

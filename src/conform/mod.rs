@@ -421,9 +421,7 @@ async fn set_up(
         })
         .collect();
     let mut setup = json!({"type": "setup", "system": scenario.system, "tools": tools});
-    let restarts: Vec<usize> = (1..=scenario.steps.len())
-        .filter(|&number| scenario.steps[number - 1].restart)
-        .collect();
+    let restarts = scenario.restarts();
     if !restarts.is_empty() {
         setup["restarts"] = restarts.into();
     }

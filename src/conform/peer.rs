@@ -358,6 +358,17 @@ impl Peer {
     }
 }
 
+/// Appends a line to an adapter's log (best effort: the log is for reading, not judging).
+pub fn append_note(log: &Path, line: &str) {
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(log)
+    {
+        let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
+    }
+}
+
 impl Drop for Peer {
     fn drop(&mut self) {
         if !self.killed {

@@ -104,16 +104,12 @@ impl Pool {
     ) -> Result<Peer, PeerError> {
         failed.kill().await;
         self.served = 1;
-        let note = format!(
-            "[ctxbed] the adapter kept from an earlier scenario did not answer `setup` after `reset` ({problem}); a new process serves this one\n"
+        super::peer::append_note(
+            log,
+            &format!(
+                "[ctxbed] the adapter kept from an earlier scenario did not answer `setup` after `reset` ({problem}); a new process serves this one"
+            ),
         );
-        if let Ok(mut file) = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(log)
-        {
-            let _ = std::io::Write::write_all(&mut file, note.as_bytes());
-        }
         Peer::launch(launch, env, log)
     }
 

@@ -43,8 +43,9 @@ pub(super) async fn run_segments(
 /// The runs of step indices served by one process: a new run starts at each step that
 /// restarts.
 fn segments(scenario: &WireScenario) -> Vec<Range<usize>> {
+    // A restart before step n starts the run at index n - 1.
     let mut starts: Vec<usize> = std::iter::once(0)
-        .chain((1..scenario.steps.len()).filter(|&i| scenario.steps[i].restart))
+        .chain(scenario.restarts().into_iter().map(|number| number - 1))
         .collect();
     starts.push(scenario.steps.len());
     starts.windows(2).map(|pair| pair[0]..pair[1]).collect()
@@ -61,7 +62,7 @@ async fn restarted(
     outcome: &mut DriveOutcome,
 ) -> Result<Peer, String> {
     let status = peer.finish().await;
-    note(
+    super::peer::append_note(
         log,
         &format!(
             "[ctxbed] restart before step {number}: the adapter {status}; a new process serves the steps from here"
@@ -85,17 +86,6 @@ async fn restarted(
     }
 }
 
-/// Appends a line to the adapter's log (best effort: the log is for reading, not judging).
-fn note(log: &Path, line: &str) {
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(log)
-    {
-        let _ = std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes());
-    }
-}
-
 /// The state directory of a scenario that restarts its harness, beside the adapter's log,
 /// emptied for the run; `None` for a scenario that never restarts (its adapter keeps sessions
 /// as it likes).
@@ -103,7 +93,7 @@ fn note(log: &Path, line: &str) {
 /// # Errors
 /// The directory cannot be emptied or made.
 pub(super) fn state_dir(scenario: &WireScenario, log: &Path) -> Result<Option<String>, String> {
-    if !scenario.steps.iter().any(|step| step.restart) {
+    if scenario.restarts().is_empty() {
         return Ok(None);
     }
     let dir = log.with_extension("state");

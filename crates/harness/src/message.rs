@@ -362,10 +362,7 @@ impl Message {
 
     /// A user message holding the input's text, then each image it attaches.
     pub fn user_input(id: impl Into<String>, input: UserInput) -> Self {
-        let parts = std::iter::once(ContentPart::text(input.text))
-            .chain(input.images.into_iter().map(ContentPart::Image))
-            .collect();
-        Self::new(id, Role::User, parts)
+        Self::new(id, Role::User, input.into_parts())
     }
 
     /// An assistant message holding one text part.
@@ -525,6 +522,13 @@ impl UserInput {
     pub fn with_image(mut self, image: crate::image::Image) -> Self {
         self.images.push(image);
         self
+    }
+
+    /// The parts of the user message it makes: the text, then each image.
+    pub fn into_parts(self) -> Vec<ContentPart> {
+        std::iter::once(ContentPart::text(self.text))
+            .chain(self.images.into_iter().map(ContentPart::Image))
+            .collect()
     }
 }
 

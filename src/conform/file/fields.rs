@@ -41,7 +41,7 @@ impl Checker<'_> {
                     session: step.session.clone(),
                     input: step.input.replace("{n}", &number.to_string()),
                     images: step.images.clone(),
-                    restart: step.restart && copy == 0 && number > 1,
+                    restart: step.restart && copy == 0,
                 });
             }
         }

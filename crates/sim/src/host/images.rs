@@ -13,7 +13,7 @@
 //! scenario never silently counts it as nothing.
 
 use ctxbed_harness::image::{Image, ImageError, ImagePricing};
-use ctxbed_harness::message::{ContentPart, Message, Role};
+use ctxbed_harness::message::{ContentPart, Message, Role, UserInput};
 use serde_json::Value;
 
 use super::Api;
@@ -80,14 +80,19 @@ fn from_data_url(url: &str, pricing: ImagePricing) -> Result<Image, ImageError> 
     Image::from_base64(media_type, data, pricing)
 }
 
+/// The image a content part of `api` carries, if it is one.
+fn read_part(api: Api, part: &Value) -> Option<Result<Image, ImageError>> {
+    match api {
+        Api::Anthropic => anthropic_block(part),
+        Api::OpenAi | Api::Responses => openai_part(part),
+    }
+}
+
 /// The images of a content value (a string has none) that can be read, in order.
 pub fn readable(api: Api, content: Option<&Value>) -> Vec<Image> {
     let parts = content.and_then(Value::as_array).into_iter().flatten();
     parts
-        .filter_map(|part| match api {
-            Api::Anthropic => anthropic_block(part),
-            Api::OpenAi | Api::Responses => openai_part(part),
-        })
+        .filter_map(|part| read_part(api, part))
         .filter_map(Result::ok)
         .collect()
 }
@@ -99,9 +104,7 @@ pub fn user_message(id: String, text: String, api: Api, content: Option<&Value>)
 
 /// A user message's parts: its text, then each image.
 pub fn user_parts(text: String, images: Vec<Image>) -> Vec<ContentPart> {
-    std::iter::once(ContentPart::text(text))
-        .chain(images.into_iter().map(ContentPart::Image))
-        .collect()
+    UserInput { text, images }.into_parts()
 }
 
 /// The first image of the request the provider could not read, as its refusal message.
@@ -114,11 +117,7 @@ pub fn problem(api: Api, json: &Value) -> Option<String> {
     for (index, message) in list.iter().enumerate() {
         let parts = message.get("content").and_then(Value::as_array);
         for (at, part) in parts.into_iter().flatten().enumerate() {
-            let read = match api {
-                Api::Anthropic => anthropic_block(part),
-                Api::OpenAi | Api::Responses => openai_part(part),
-            };
-            if let Some(Err(error)) = read {
+            if let Some(Err(error)) = read_part(api, part) {
                 return Some(refusal(api, index, at, part, &error));
             }
         }
