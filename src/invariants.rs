@@ -23,9 +23,10 @@
 
 use std::collections::BTreeSet;
 
-use crate::scenario::check::outcome::RunOutput;
+use crate::scenario::check::outcome::{RunOutput, judge};
 use crate::scenario::format::file::Scenario;
 use crate::scenario::run::record::StepRecord;
+use crate::scenario::run::runner::Simulated;
 use ctxbed_harness::agent::AgentError;
 use ctxbed_harness::agent::events::EventKind;
 use ctxbed_harness::context::PairingCheck;
@@ -229,6 +230,43 @@ pub fn check_determinism(first: &RunOutput, second: &RunOutput) -> Option<Violat
         kind: ViolationKind::Nondeterministic,
         step: None,
         detail: format!("the two traces first differ at line {}", line + 1),
+    })
+}
+
+/// Compares a second run's record, not yet rendered, with the first run: equal records render
+/// equal traces, so the second is rendered only when it differs, to name the first line that
+/// differs. A record that differs only where the trace does not show it (the requests, the
+/// committed histories, the session files, the workspace, the session logs) is nondeterministic
+/// too.
+pub fn check_record_determinism(
+    scenario: &Scenario,
+    first: &RunOutput,
+    second: Simulated,
+) -> Option<Violation> {
+    let differs: Vec<&str> = [
+        (first.trace != second.trace, "the trace's records"),
+        (first.workspace != second.workspace, "the workspace"),
+        (
+            first.session_logs != second.session_logs,
+            "the session logs",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(differs, what)| differs.then_some(what))
+    .collect();
+    if differs.is_empty() {
+        return None;
+    }
+    let second = judge(scenario, second);
+    check_determinism(first, &second).or_else(|| {
+        Some(Violation {
+            kind: ViolationKind::Nondeterministic,
+            step: None,
+            detail: format!(
+                "the two traces render the same, but the runs differ in {}",
+                differs.join(" and ")
+            ),
+        })
     })
 }
 
@@ -542,6 +580,40 @@ mod tests {
         assert!(pairing_problem(&[call("c1"), result("c1"), result("c1")]).is_some());
         assert!(pairing_problem(&[call("c1"), result("c1"), call("c1"), result("c1")]).is_some());
         assert!(pairing_problem(&[call(" "), result(" ")]).is_some());
+    }
+
+    /// The second run is compared as recorded: an equal record passes unrendered, a change the
+    /// trace shows is named by its first line, and one it does not show by what differs.
+    #[test]
+    fn a_second_record_is_compared_with_the_first_run() {
+        use crate::scenario::check::outcome::{run, simulate};
+        let scenario = crate::generate::generate(11);
+        let first = run(&scenario).expect("seed 11 runs");
+        let same = simulate(&scenario).expect("seed 11 runs");
+        assert!(check_record_determinism(&scenario, &first, same).is_none());
+
+        let mut shown = simulate(&scenario).expect("seed 11 runs");
+        shown.trace.header.push("an extra header line".to_string());
+        let violation =
+            check_record_determinism(&scenario, &first, shown).expect("a line more in the trace");
+        assert_eq!(violation.kind, ViolationKind::Nondeterministic);
+        assert!(
+            violation
+                .detail
+                .starts_with("the two traces first differ at line")
+        );
+
+        let mut unshown = simulate(&scenario).expect("seed 11 runs");
+        let step = unshown.trace.steps.first_mut().expect("seed 11 has a step");
+        step.committed_history.clear();
+        unshown.workspace.clear();
+        let violation =
+            check_record_determinism(&scenario, &first, unshown).expect("a shorter history");
+        assert_eq!(
+            violation.detail,
+            "the two traces render the same, but the runs differ in the trace's records and \
+             the workspace"
+        );
     }
 
     #[test]

@@ -28,9 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::generate::{GENERATOR_VERSION, generate};
 use super::invariants::{self, Violation, ViolationKind};
-use crate::scenario::check::outcome::{RunOutput, run};
+use crate::scenario::check::outcome::{RunOutput, run, simulate};
 use crate::scenario::format::file::{Scenario, load};
 use crate::scenario::format::write::write;
+use crate::scenario::run::runner::RunError;
 use ctxbed_harness::limits;
 
 mod shrink;
@@ -238,8 +239,11 @@ pub fn check_scenario(scenario: &Scenario) -> Vec<Violation> {
             }
         }
     }
-    match checked_run(scenario) {
-        Ok((second, _)) => violations.extend(invariants::check_determinism(&first.0, &second)),
+    // The second run is only compared with the first: it is rendered only if it differs.
+    match checked(|| simulate(scenario)) {
+        Ok(second) => violations.extend(invariants::check_record_determinism(
+            scenario, &first.0, second,
+        )),
         Err(violation) => violations.push(violation),
     }
     violations
@@ -248,10 +252,14 @@ pub fn check_scenario(scenario: &Scenario) -> Vec<Violation> {
 /// One run, with the message of any panic caught inside it (a harness task's panic is caught
 /// by the runtime and shows as a missing `run_finished`).
 fn checked_run(scenario: &Scenario) -> Result<(RunOutput, Option<String>), Violation> {
-    let outcome = guarded(|| run(scenario));
-    let task_panic = take_panic();
-    match outcome {
-        Ok(Ok(output)) => Ok((output, task_panic)),
+    let output = checked(|| run(scenario))?;
+    Ok((output, take_panic()))
+}
+
+/// `run` guarded: its error or panic as a violation.
+fn checked<T>(run: impl FnOnce() -> Result<T, RunError>) -> Result<T, Violation> {
+    match guarded(run) {
+        Ok(Ok(output)) => Ok(output),
         Ok(Err(error)) => Err(Violation {
             kind: ViolationKind::RunFailed,
             step: None,

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use super::{LEAK_WINDOW_CHARS, ViolationKind};
 use crate::scenario::run::record::StepRecord;
 use ctxbed_harness::context::manifest::ContextManifest;
-use ctxbed_harness::message::ContentPart;
+use ctxbed_harness::message::{ContentPart, MessageData};
 use ctxbed_harness::model::ModelRequest;
 
 /// Head and tail windows of every long body the step's requests and commits hold.
@@ -28,7 +28,12 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
         .requests
         .iter()
         .flat_map(|r: &ModelRequest| &r.messages);
+    // Requests repeat the history: each message's shared content is read once.
+    let mut seen: HashSet<*const MessageData, foldhash::fast::RandomState> = HashSet::default();
     for message in requests.chain(&step.committed_history) {
+        if !seen.insert(std::ptr::from_ref::<MessageData>(message)) {
+            continue;
+        }
         for part in &message.parts {
             match part {
                 ContentPart::Text { text } | ContentPart::Thinking { text, .. } => add(text),
@@ -60,6 +65,7 @@ pub(super) fn no_leak(
     }
     let known: HashSet<&str, foldhash::fast::RandomState> =
         windows.iter().map(String::as_str).collect();
+    let heads = Heads::of(&windows);
     for (manifest, _) in manifests {
         // Every window of every string (and key) of the manifest's JSON, read unescaped, is
         // looked up among the bodies' windows. That is the whole of the JSON text a body could
@@ -69,7 +75,11 @@ pub(super) fn no_leak(
             .expect("a manifest serialises: its fields are strings and numbers");
         let mut leaked: BTreeSet<&str> = BTreeSet::new();
         for_each_string(&json, &mut |string| {
-            leaked.extend(windows_of(string).filter_map(|w| known.get(w).copied()));
+            leaked.extend(
+                windows_of(string)
+                    .filter(|w| heads.may_start(w))
+                    .filter_map(|w| known.get(w).copied()),
+            );
         });
         // Name the first window in order, whichever was seen first.
         if let Some(window) = leaked.first() {
@@ -79,6 +89,44 @@ pub(super) fn no_leak(
             );
             return;
         }
+    }
+}
+
+/// A filter over the first eight bytes of the known windows: a window whose first bytes are not
+/// in it is no known window, so nearly every window of a manifest costs a load and a multiply
+/// instead of hashing its 32 characters. A window has at least 32 bytes.
+struct Heads {
+    bits: Vec<u64>,
+}
+
+// A window holds at least as many bytes as characters: eight for the filter.
+const _: () = assert!(LEAK_WINDOW_CHARS >= 8);
+
+impl Heads {
+    /// Bits of the filter's index: 65,536 bits for a step's few hundred windows.
+    const INDEX_BITS: u32 = 16;
+
+    fn of(windows: &BTreeSet<String>) -> Self {
+        let mut bits = vec![0u64; (1 << Self::INDEX_BITS) / 64];
+        for window in windows {
+            let slot = Self::slot(window);
+            bits[slot / 64] |= 1 << (slot % 64);
+        }
+        Heads { bits }
+    }
+
+    fn slot(window: &str) -> usize {
+        let bytes = window.as_bytes();
+        let head = u64::from_le_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+        ]);
+        (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - Self::INDEX_BITS)) as usize
+    }
+
+    /// False when `window` is certainly none of the known windows.
+    fn may_start(&self, window: &str) -> bool {
+        let slot = Self::slot(window);
+        self.bits[slot / 64] & (1 << (slot % 64)) != 0
     }
 }
 

@@ -41,11 +41,19 @@ impl RunOutput {
 /// The runtime, agent or workspace could not be set up (scenario steps that fail are recorded in
 /// the trace, not returned).
 pub fn run(scenario: &Scenario) -> Result<RunOutput, RunError> {
-    let simulated = match &scenario.network {
-        Some(network) => run_networked(scenario, network)?,
-        None => simulate_scenario(scenario)?,
-    };
-    Ok(judge(scenario, simulated))
+    Ok(judge(scenario, simulate(scenario)?))
+}
+
+/// Runs a scenario as [`run`] does and returns what it recorded, neither judged nor rendered:
+/// enough to compare with another run's record (`invariants::check_record_determinism`).
+///
+/// # Errors
+/// As [`run`].
+pub fn simulate(scenario: &Scenario) -> Result<Simulated, RunError> {
+    match &scenario.network {
+        Some(network) => run_networked(scenario, network),
+        None => simulate_scenario(scenario),
+    }
 }
 
 /// Runs a scenario against another model (a real provider) on a real-time runtime; see

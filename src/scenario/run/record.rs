@@ -16,7 +16,7 @@ use ctxbed_harness::model::ModelRequest;
 use ctxbed_harness::session::SessionRecord;
 
 /// Everything recorded while running one scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Trace {
     /// Effective configuration, one line each.
     pub header: Vec<String>,
@@ -27,7 +27,7 @@ pub struct Trace {
 }
 
 /// One step (agent call) of a scenario.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StepRecord {
     /// 1-based.
     pub index: usize,

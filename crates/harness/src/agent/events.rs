@@ -12,7 +12,7 @@ use crate::model::{ModelError, Purpose, Usage};
 use super::AgentError;
 
 /// One event of a run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AgentEvent {
     /// Time since the agent's clock started.
     pub at: Duration,
@@ -35,13 +35,13 @@ pub struct ContextBuildEvent {
 }
 
 /// A named application-level event.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum CustomValue {
     ContextBuild(Box<ContextBuildEvent>),
 }
 
 /// What happened.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum EventKind {
     /// A call began (one `call()` or `stream_events()`).
     RunStarted { call_id: String },

@@ -8,8 +8,10 @@
 //!   integer probe, with no reading, hashing or counting, and the memo also keeps the message's
 //!   manifest content hash ([`TokenEstimator::message_tokens_and_hash`]). A step over a long
 //!   history therefore hashes and counts only the new or changed messages.
-//! - under the SHA-256 of what is counted: the same content under another id (a copy, a
-//!   re-sent message) is counted once, and its manifest content hash computed once.
+//! - under the SHA-256 of what is counted, when the wrapped estimator is exact (a tokenizer):
+//!   the same content under another id (a copy, a re-sent message) is counted once, and its
+//!   manifest content hash computed once. An estimate (not [`exact`](TokenEstimator::exact))
+//!   is made again instead: it costs less than hashing the message.
 //!
 //! Both are bounded by [`TOKEN_CACHE_ENTRIES_MAX`] and drop the least recently used entries
 //! first; [`CacheStats`] reports hits, misses and size. Long texts counted by an exact
@@ -167,6 +169,12 @@ impl<E: TokenEstimator> CachedEstimator<E> {
     /// function of what the key covers, that is when no tool result holds metadata (which the
     /// hash covers and no estimator counts); otherwise it is computed each time.
     fn by_content(&self, message: &Message, with_hash: bool) -> (u64, Option<String>) {
+        if !self.inner.exact() {
+            // An estimate is cheaper to make again than the key is to hash.
+            self.state().by_content.miss_count += 1;
+            let tokens = self.inner.message_tokens(message);
+            return (tokens, with_hash.then(|| message_hash(message)));
+        }
         let key = message_key(message);
         let remember_hash = with_hash && hash_is_keyed(message);
         let cached = self.state().by_content.get(&key).map(|counted| {

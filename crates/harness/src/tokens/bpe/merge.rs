@@ -50,11 +50,10 @@ pub(super) fn count(table: &RankTable, piece: &[u8]) -> usize {
             table,
             recent: &mut recent[table.id()],
         };
-        if n <= SHORT_PIECE_BYTES {
-            let mut lists = [[0u32; SHORT_PIECE_BYTES + 1]; 3];
-            let mut heap = [0u64; HEAP_SLOTS_SHORT];
-            let [next, prev, pair] = &mut lists;
-            merge(&mut ranks, piece, next, prev, pair, &mut heap)
+        if n <= TINY_PIECE_BYTES {
+            on_stack::<{ TINY_PIECE_BYTES + 1 }, { 3 * TINY_PIECE_BYTES }>(&mut ranks, piece)
+        } else if n <= SHORT_PIECE_BYTES {
+            on_stack::<{ SHORT_PIECE_BYTES + 1 }, { 3 * SHORT_PIECE_BYTES }>(&mut ranks, piece)
         } else {
             let mut next = vec![0u32; n + 1];
             let mut prev = vec![0u32; n + 1];
@@ -67,8 +66,20 @@ pub(super) fn count(table: &RankTable, piece: &[u8]) -> usize {
     })
 }
 
-/// Heap room for a short piece: `n - 1` first pairs and at most two new ones per merge.
-const HEAP_SLOTS_SHORT: usize = 3 * SHORT_PIECE_BYTES;
+/// Pieces up to this many bytes (most words) are merged in smaller arrays: zeroing the short
+/// pieces' arrays (2 KiB) cost more than merging a word.
+const TINY_PIECE_BYTES: usize = 16;
+
+/// Merges a piece of fewer than `LIST` bytes in arrays on the stack: `LIST` slots per linked
+/// list and `HEAP` heap slots, room for `n - 1` first pairs and at most two new ones per merge
+/// (so `HEAP` is three times the longest piece).
+fn on_stack<const LIST: usize, const HEAP: usize>(ranks: &mut Ranks, piece: &[u8]) -> usize {
+    debug_assert!(piece.len() < LIST && 3 * piece.len() <= HEAP);
+    let mut lists = [[0u32; LIST]; 3];
+    let mut heap = [0u64; HEAP];
+    let [next, prev, pair] = &mut lists;
+    merge(ranks, piece, next, prev, pair, &mut heap)
+}
 
 /// The merging itself. `next[i]` and `prev[i]` link the part starting at `i` to its
 /// neighbours (`n` past the last); `pair[i]` is the rank of the part at `i` joined with the

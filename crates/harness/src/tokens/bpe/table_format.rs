@@ -30,11 +30,34 @@ pub const TABLE_HEADER_WORDS: usize = 3;
 pub const SLOT_BYTES: usize = 16;
 
 /// A token's first eight bytes, zero-padded, as the slot holds them.
+///
+/// Read as at most two overlapping fixed-size loads, not a copy of variable length (a call
+/// into `memcpy` for each lookup of a short piece's pair).
 pub fn head(bytes: &[u8]) -> [u8; 8] {
-    let mut head = [0u8; 8];
-    let shown = bytes.len().min(8);
-    head[..shown].copy_from_slice(&bytes[..shown]);
-    head
+    let n = bytes.len();
+    let word = match n {
+        0 => 0,
+        1 => u64::from(bytes[0]),
+        2..4 => {
+            let low = u64::from(u16::from_le_bytes([bytes[0], bytes[1]]));
+            let high = u64::from(u16::from_le_bytes([bytes[n - 2], bytes[n - 1]]));
+            low | high << (8 * (n - 2))
+        }
+        4..8 => {
+            let low = u64::from(u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+            let high = u64::from(u32::from_le_bytes([
+                bytes[n - 4],
+                bytes[n - 3],
+                bytes[n - 2],
+                bytes[n - 1],
+            ]));
+            low | high << (8 * (n - 4))
+        }
+        _ => u64::from_le_bytes([
+            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+        ]),
+    };
+    word.to_le_bytes()
 }
 
 /// Words of the two-byte table: one per pair of bytes.

@@ -202,3 +202,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_head_is_the_first_eight_bytes_zero_padded() {
+    let bytes: Vec<u8> = (1..=12u8).map(|b| b.wrapping_mul(37)).collect();
+    for n in 0..=bytes.len() {
+        let mut expected = [0u8; 8];
+        let shown = n.min(8);
+        expected[..shown].copy_from_slice(&bytes[..shown]);
+        assert_eq!(
+            super::table_format::head(&bytes[..n]),
+            expected,
+            "{n} bytes"
+        );
+    }
+}

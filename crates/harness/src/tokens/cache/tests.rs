@@ -8,10 +8,12 @@ use super::*;
 use crate::message::{MediaKind, Role};
 use crate::tokens::RatioEstimator;
 
-/// Counts how often the wrapped estimator really counts a message.
+/// Counts how often the wrapped estimator really counts a message. It reports itself exact (so
+/// the cache keeps its counts by content too) unless it is an `estimate`.
 #[derive(Default)]
 struct Counting {
     message_count: AtomicU64,
+    estimate: bool,
 }
 
 impl TokenEstimator for Counting {
@@ -19,7 +21,7 @@ impl TokenEstimator for Counting {
         "counting"
     }
     fn exact(&self) -> bool {
-        false
+        !self.estimate
     }
     fn text_tokens(&self, text: &str) -> u64 {
         RatioEstimator.text_tokens(text)
@@ -125,7 +127,7 @@ fn long_texts_of_an_exact_estimator_are_counted_once() {
     }
     assert_eq!(cached.state().texts.entries.len(), TEXT_CACHE_ENTRIES_MAX);
     // An estimator that is not exact is never cached: counting is as cheap as hashing.
-    let approximate = CachedEstimator::new(Counting::default());
+    let approximate = CachedEstimator::new(RatioEstimator);
     approximate.text_tokens(&long);
     assert!(approximate.state().texts.entries.is_empty());
 }
@@ -298,7 +300,7 @@ fn a_step_over_a_long_history_counts_only_new_messages() {
 
 #[test]
 fn threads_share_one_cache() {
-    let cached = Arc::new(CachedEstimator::new(RatioEstimator));
+    let cached = Arc::new(CachedEstimator::new(Counting::default()));
     let messages: Vec<Message> = (0..64)
         .map(|index| Message::user(format!("m{index}"), "x".repeat(index)))
         .collect();
@@ -325,4 +327,24 @@ fn threads_share_one_cache() {
         assert_eq!(counts, expected);
     }
     assert_eq!(cached.stats().entry_count, 64);
+}
+
+#[test]
+fn an_estimate_is_remembered_by_address_only() {
+    let cached = CachedEstimator::new(Counting {
+        estimate: true,
+        ..Counting::default()
+    });
+    let message = Message::user("m1", "Summarise the failures.");
+    let first = cached.message_tokens_and_hash(&message);
+    // The same handle is a memo hit; a copy under another id is estimated again.
+    assert_eq!(cached.message_tokens_and_hash(&message), first);
+    assert_eq!(counted(&cached), 1);
+    let copy = Message::user("m2", "Summarise the failures.");
+    let again = cached.message_tokens_and_hash(&copy);
+    assert_eq!(again.0, first.0);
+    assert_eq!(again.1, crate::message::message_hash(&copy));
+    assert_eq!(counted(&cached), 2);
+    let stats = cached.stats();
+    assert_eq!((stats.hit_count, stats.miss_count), (1, 2));
 }
