@@ -3,7 +3,8 @@
 //! [`sweep`] runs the seeds `start..start + count` that belong to its [`Shard`] (seed modulo the
 //! shard count), on `jobs` threads. Each seed's scenario comes from [`generate`]; it runs twice
 //! ([`check_scenario`]): the first run is checked by [`invariants::check`], the pair by
-//! [`invariants::check_determinism`], and a panic anywhere is a violation too. A failing seed is
+//! [`invariants::check_record_determinism`] (the second run's record against the first run,
+//! rendered only when it differs), and a panic anywhere is a violation too. A failing seed is
 //! shrunk ([`shrink`]: drop steps, history, sources, tools, turns and faults — restarts,
 //! concurrent appends, task actions, write failures, JSON-lines session storage, plan modes,
 //! session tools, the estimator, the simulated network — while the same kind of violation

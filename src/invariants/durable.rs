@@ -15,18 +15,21 @@
 //! request sent after a receipt to show each of its items, through the receipt itself or the
 //! `TASK_STATE` projection, however much history was compacted, pruned or offloaded since.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::{Violation, ViolationKind};
 use crate::scenario::check::outcome::RunOutput;
 use crate::scenario::format::file::Scenario;
 use ctxbed_harness::agent::events::EventKind;
-use ctxbed_harness::message::{ContentPart, Message, ToolOutput};
+use ctxbed_harness::message::{ContentPart, Message, MessageData, ToolOutput};
 use ctxbed_harness::model::{ModelRequest, Purpose};
 use ctxbed_harness::task::todo::TODO_WRITE_TOOL;
 
 /// (user id, session id), as the runner keys session logs.
 type SessionKey = (Option<String>, Option<String>);
+
+/// The contents of committed messages found in one session's log.
+type Durable = HashSet<*const MessageData, foldhash::fast::RandomState>;
 
 /// The record kind the agent writes for each committed message.
 const MESSAGE_RECORD: &str = "message";
@@ -40,6 +43,9 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
         return Vec::new();
     }
     let mut logged: BTreeMap<SessionKey, BTreeMap<String, Vec<Message>>> = BTreeMap::new();
+    // Committed messages already found in their session's log (the log after the last step),
+    // by shared content: later steps commit the same messages again, and each is compared once.
+    let mut durable: BTreeMap<SessionKey, Durable> = BTreeMap::new();
     let mut found = Vec::new();
     for step in &output.trace.steps {
         if step.session_log_failed() {
@@ -57,13 +63,21 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
         let versions = logged
             .entry(key.clone())
             .or_insert_with(|| message_records(records));
+        let durable = durable.entry(key.clone()).or_default();
         for message in &step.committed_history {
+            let content = std::ptr::from_ref::<MessageData>(message);
+            if durable.contains(&content) {
+                continue;
+            }
             let detail = match versions.get(&message.id) {
                 None => format!(
                     "committed message `{}` has no `message` record in the session log",
                     message.id
                 ),
-                Some(versions) if versions.contains(message) => continue,
+                Some(versions) if versions.contains(message) => {
+                    durable.insert(content);
+                    continue;
+                }
                 Some(versions) => format!(
                     "committed message `{}` ({}) differs from all {} logged version(s)",
                     message.id,

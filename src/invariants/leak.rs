@@ -156,16 +156,19 @@ pub(super) fn windows_of(text: &str) -> Box<dyn Iterator<Item = &str> + '_> {
 pub(super) fn for_each_string(json: &str, visit: &mut impl FnMut(&str)) {
     let bytes = json.as_bytes();
     let mut at = 0;
-    while let Some(offset) = bytes[at..].iter().position(|&b| b == b'"') {
+    while let Some(offset) = memchr::memchr(b'"', &bytes[at..]) {
         let open = at + offset;
         let mut end = open + 1;
         let mut escaped = false;
-        while bytes[end] != b'"' {
-            if bytes[end] == b'\\' {
-                escaped = true;
-                end += 1;
+        // The closing quote is the first quote not after a backslash.
+        loop {
+            end += memchr::memchr2(b'"', b'\\', &bytes[end..])
+                .expect("a string of serde_json's output is closed");
+            if bytes[end] == b'"' {
+                break;
             }
-            end += 1;
+            escaped = true;
+            end += 2;
         }
         if escaped {
             let text: String = serde_json::from_str(&json[open..=end])

@@ -24,6 +24,7 @@ pub mod message;
 pub mod model;
 pub mod runtime;
 pub mod session;
+mod sha;
 pub mod shared_vec;
 pub mod storage;
 pub mod task;

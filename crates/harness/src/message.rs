@@ -437,24 +437,13 @@ pub fn content_hash(bytes: &[u8]) -> String {
 /// The content hash of a message's parts (id and metadata excluded): [`content_hash`] of their
 /// JSON text, which is hashed as it is written, never held whole.
 pub fn message_hash(message: &Message) -> String {
-    use sha2::{Digest, Sha256};
-    struct HashWriter(Sha256);
-    impl std::io::Write for HashWriter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.update(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut writer = HashWriter(Sha256::new());
+    let mut writer = crate::sha::BufferedSha256::new();
     // A message always serialises (its JSON values' keys are strings); should it not, the hash
     // is of what was written, as the hash of an empty text was before.
     if serde_json::to_writer(&mut writer, &(&message.role, &message.parts)).is_err() {
         return content_hash(b"");
     }
-    short_hex(&writer.0.finalize())
+    short_hex(&writer.finalize())
 }
 
 /// The first eight bytes of a digest in lowercase hexadecimal.

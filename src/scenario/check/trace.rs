@@ -89,12 +89,17 @@ fn render_step(
     }
     // Other writers' lines go between the events, in time order (an event first on a tie).
     let mut others = step.after.iter().peekable();
+    // Events come in bursts at one virtual time: the stamp is formatted when the time moves.
+    let mut stamp: Option<(std::time::Duration, String)> = None;
     for event in &step.events {
         while let Some((at, line)) = others.next_if(|(at, _)| *at < event.at) {
             let _ = writeln!(out, "  {:>9} {line}", duration(*at));
         }
-        let stamp = format!("{:>9}", duration(event.at));
-        render_event(out, lines, &stamp, &event.kind, policy_version);
+        if stamp.as_ref().is_none_or(|(at, _)| *at != event.at) {
+            stamp = Some((event.at, format!("{:>9}", duration(event.at))));
+        }
+        let shown = stamp.as_ref().map_or("", |(_, shown)| shown.as_str());
+        render_event(out, lines, shown, &event.kind, policy_version);
     }
     for (at, line) in others {
         let _ = writeln!(out, "  {:>9} {line}", duration(*at));

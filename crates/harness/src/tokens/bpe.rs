@@ -24,6 +24,7 @@ use std::sync::LazyLock;
 use super::Vocabulary;
 
 pub(crate) use table::RankTable;
+pub(crate) use table_format::head;
 
 /// A vocabulary: its pre-tokenizer and its rank table.
 pub(crate) struct Vocab {

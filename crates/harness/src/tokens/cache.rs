@@ -51,7 +51,6 @@
 //! [`TEXT_CACHE_ENTRIES_MAX`]: crate::limits::TEXT_CACHE_ENTRIES_MAX
 
 use std::collections::{BTreeMap, HashMap};
-use std::io;
 use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
@@ -64,6 +63,7 @@ use crate::limits::{
 use crate::message::ToolSchema;
 use crate::message::message_hash;
 use crate::message::{ContentPart, Message, ToolOutput};
+use crate::sha::BufferedSha256;
 
 /// Counters of one cache, for tests and diagnostics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -420,17 +420,17 @@ fn hash_is_keyed(message: &Message) -> bool {
 
 /// SHA-256 over everything an estimator counts in a message, each field length-prefixed.
 fn message_key(message: &Message) -> Key {
-    let mut hasher = Sha256::new();
+    let mut hasher = BufferedSha256::new();
     hasher.update(message.role.as_str().as_bytes());
     hash_optional(&mut hasher, message.name.as_deref());
     hasher.update((message.parts.len() as u64).to_le_bytes());
     for part in &message.parts {
         hash_part(&mut hasher, part);
     }
-    hasher.finalize().into()
+    hasher.finalize()
 }
 
-fn hash_part(hasher: &mut Sha256, part: &ContentPart) {
+fn hash_part(hasher: &mut BufferedSha256, part: &ContentPart) {
     match part {
         ContentPart::Text { text } => {
             hasher.update([1]);
@@ -488,12 +488,12 @@ fn hash_part(hasher: &mut Sha256, part: &ContentPart) {
     }
 }
 
-fn hash_str(hasher: &mut Sha256, text: &str) {
+fn hash_str(hasher: &mut BufferedSha256, text: &str) {
     hasher.update((text.len() as u64).to_le_bytes());
     hasher.update(text.as_bytes());
 }
 
-fn hash_optional(hasher: &mut Sha256, text: Option<&str>) {
+fn hash_optional(hasher: &mut BufferedSha256, text: Option<&str>) {
     match text {
         Some(text) => {
             hasher.update([1]);
@@ -505,18 +505,8 @@ fn hash_optional(hasher: &mut Sha256, text: Option<&str>) {
 
 /// Hashes the JSON text the estimator counts, without building the string. A terminator
 /// byte keeps the field boundary, since JSON text cannot contain a raw 0x00.
-fn hash_json(hasher: &mut Sha256, value: &serde_json::Value) {
-    struct HashWriter<'a>(&'a mut Sha256);
-    impl io::Write for HashWriter<'_> {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.update(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let written = serde_json::to_writer(HashWriter(hasher), value);
+fn hash_json(hasher: &mut BufferedSha256, value: &serde_json::Value) {
+    let written = serde_json::to_writer(&mut *hasher, value);
     assert!(
         written.is_ok(),
         "a JSON value always serialises into a writer that never fails"
