@@ -21,15 +21,20 @@ use super::{Violation, ViolationKind};
 use crate::scenario::check::outcome::RunOutput;
 use crate::scenario::format::file::Scenario;
 use ctxbed_harness::agent::events::EventKind;
-use ctxbed_harness::message::{ContentPart, Message, MessageData, ToolOutput};
+use ctxbed_harness::message::{ContentPart, Message, ToolOutput};
 use ctxbed_harness::model::{ModelRequest, Purpose};
 use ctxbed_harness::task::todo::TODO_WRITE_TOOL;
 
 /// (user id, session id), as the runner keys session logs.
 type SessionKey = (Option<String>, Option<String>);
 
-/// The contents of committed messages found in one session's log.
-type Durable = HashSet<*const MessageData, foldhash::fast::RandomState>;
+/// One session's log as the check reads it: every logged version of each message id, and the
+/// committed messages already found among them, by shared content (later steps commit the same
+/// messages again, and each is compared once).
+struct Logged {
+    versions: BTreeMap<String, Vec<Message>>,
+    durable: HashSet<usize, foldhash::fast::RandomState>,
+}
 
 /// The record kind the agent writes for each committed message.
 const MESSAGE_RECORD: &str = "message";
@@ -42,10 +47,7 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
     if !scenario.agent.session_log {
         return Vec::new();
     }
-    let mut logged: BTreeMap<SessionKey, BTreeMap<String, Vec<Message>>> = BTreeMap::new();
-    // Committed messages already found in their session's log (the log after the last step),
-    // by shared content: later steps commit the same messages again, and each is compared once.
-    let mut durable: BTreeMap<SessionKey, Durable> = BTreeMap::new();
+    let mut logged: BTreeMap<SessionKey, Logged> = BTreeMap::new();
     let mut found = Vec::new();
     for step in &output.trace.steps {
         if step.session_log_failed() {
@@ -60,12 +62,12 @@ pub(super) fn durable_history(scenario: &Scenario, output: &RunOutput) -> Vec<Vi
             });
             continue;
         };
-        let versions = logged
-            .entry(key.clone())
-            .or_insert_with(|| message_records(records));
-        let durable = durable.entry(key.clone()).or_default();
+        let Logged { versions, durable } = logged.entry(key).or_insert_with(|| Logged {
+            versions: message_records(records),
+            durable: HashSet::default(),
+        });
         for message in &step.committed_history {
-            let content = std::ptr::from_ref::<MessageData>(message);
+            let content = message.content_address();
             if durable.contains(&content) {
                 continue;
             }

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use super::{LEAK_WINDOW_CHARS, ViolationKind};
 use crate::scenario::run::record::StepRecord;
 use ctxbed_harness::context::manifest::ContextManifest;
-use ctxbed_harness::message::{ContentPart, MessageData};
+use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::model::ModelRequest;
 
 /// Head and tail windows of every long body the step's requests and commits hold.
@@ -29,9 +29,9 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
         .iter()
         .flat_map(|r: &ModelRequest| &r.messages);
     // Requests repeat the history: each message's shared content is read once.
-    let mut seen: HashSet<*const MessageData, foldhash::fast::RandomState> = HashSet::default();
+    let mut seen: HashSet<usize, foldhash::fast::RandomState> = HashSet::default();
     for message in requests.chain(&step.committed_history) {
-        if !seen.insert(std::ptr::from_ref::<MessageData>(message)) {
+        if !seen.insert(message.content_address()) {
             continue;
         }
         for part in &message.parts {
@@ -116,10 +116,11 @@ impl Heads {
     }
 
     fn slot(window: &str) -> usize {
-        let bytes = window.as_bytes();
-        let head = u64::from_le_bytes([
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-        ]);
+        let head = u64::from_le_bytes(
+            window.as_bytes()[..8]
+                .try_into()
+                .expect("a window has at least eight bytes"),
+        );
         (head.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - Self::INDEX_BITS)) as usize
     }
 

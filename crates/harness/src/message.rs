@@ -331,7 +331,15 @@ impl Message {
 
     /// Where the shared content lives: equal for copies that share it, and never reused while
     /// any copy is alive. Only for identity lookups; never observable output.
-    pub(crate) fn content_address(&self) -> usize {
+    ///
+    /// ```
+    /// use ctxbed_harness::message::Message;
+    /// let message = Message::user("m1", "hello");
+    /// let copy = message.clone();
+    /// assert_eq!(message.content_address(), copy.content_address());
+    /// assert_ne!(message.content_address(), Message::user("m1", "hello").content_address());
+    /// ```
+    pub fn content_address(&self) -> usize {
         Arc::as_ptr(&self.0) as usize
     }
 

@@ -165,7 +165,8 @@ impl<E: TokenEstimator> CachedEstimator<E> {
     }
 
     /// The count from the content-keyed cache, counting on a miss, and the manifest content
-    /// hash when `with_hash`. The hash is remembered beside the count only when it is a
+    /// hash when `with_hash`. An estimate skips the cache: it is made again, which costs less
+    /// than the key. The hash is remembered beside the count only when it is a
     /// function of what the key covers, that is when no tool result holds metadata (which the
     /// hash covers and no estimator counts); otherwise it is computed each time.
     fn by_content(&self, message: &Message, with_hash: bool) -> (u64, Option<String>) {
