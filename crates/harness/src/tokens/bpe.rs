@@ -13,6 +13,7 @@
 //! on random text).
 
 mod ascii;
+mod atomic;
 mod merge;
 mod split;
 mod table;
@@ -26,26 +27,43 @@ use super::Vocabulary;
 pub(crate) use table::RankTable;
 pub(crate) use table_format::head;
 
-/// A vocabulary: its pre-tokenizer and its rank table.
+/// A vocabulary: its pre-tokenizer, its rank table and the characters merging starts from
+/// whole.
 pub(crate) struct Vocab {
     splitter: split::Splitter,
     ranks: RankTable,
+    atomic: atomic::Atomic,
 }
 
-static O200K: LazyLock<Vocab> = LazyLock::new(|| Vocab {
-    splitter: split::Splitter::o200k(),
-    ranks: RankTable::parse(
-        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks")),
-        0,
-    ),
+impl Vocab {
+    fn new(splitter: split::Splitter, ranks: RankTable) -> Self {
+        let atomic = atomic::Atomic::find(&ranks);
+        Vocab {
+            splitter,
+            ranks,
+            atomic,
+        }
+    }
+}
+
+static O200K: LazyLock<Vocab> = LazyLock::new(|| {
+    Vocab::new(
+        split::Splitter::o200k(),
+        RankTable::parse(
+            include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks")),
+            0,
+        ),
+    )
 });
 
-static CL100K: LazyLock<Vocab> = LazyLock::new(|| Vocab {
-    splitter: split::Splitter::cl100k(),
-    ranks: RankTable::parse(
-        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.ranks")),
-        1,
-    ),
+static CL100K: LazyLock<Vocab> = LazyLock::new(|| {
+    Vocab::new(
+        split::Splitter::cl100k(),
+        RankTable::parse(
+            include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.ranks")),
+            1,
+        ),
+    )
 });
 
 /// The vocabulary `vocabulary` names, built on first use.
@@ -71,7 +89,7 @@ impl Vocab {
 
     /// The token count of one piece.
     pub(crate) fn piece_count(&self, piece: &[u8]) -> u64 {
-        merge::count(&self.ranks, piece) as u64
+        merge::count(&self.ranks, &self.atomic, piece) as u64
     }
 }
 

@@ -63,6 +63,16 @@ impl RankTable {
         self.id
     }
 
+    /// Every token with its rank, in rank order.
+    pub(crate) fn tokens(&self) -> impl Iterator<Item = (u32, &'static [u8])> + '_ {
+        let count = self.starts.len() / 4 - 1;
+        (0..count).map(|rank| {
+            // Ranks are below 2^RANK_BITS: the header says how many there are.
+            let rank = rank as u32;
+            (rank, self.token(rank))
+        })
+    }
+
     /// The bytes of the token of rank `rank`.
     fn token(&self, rank: u32) -> &'static [u8] {
         let rank = rank as usize;
