@@ -14,6 +14,7 @@
 
 mod ascii;
 mod atomic;
+mod ideographs;
 mod merge;
 mod split;
 mod table;

@@ -30,6 +30,8 @@
 
 use std::collections::HashMap;
 
+use foldhash::fast::FixedState;
+
 use super::RankTable;
 
 /// Code points the flags cover: the Basic Multilingual Plane.
@@ -98,18 +100,20 @@ impl Atomic {
             let Some(highest) = highest_merge_rank(table, bytes) else {
                 continue;
             };
-            for before in KINDS {
-                for after in KINDS {
-                    let (b, a) = (Neighbour::Of(before), Neighbour::Of(after));
-                    if boundaries.all_above(bytes, b, a, highest) {
-                        flags[code_point] |= flag(before, after);
+            // The lowest rank of a token joining the character with what is on either side.
+            let before = KINDS.map(|kind| boundaries.lowest_ending(bytes, Neighbour::Of(kind)));
+            let after = KINDS.map(|kind| boundaries.lowest_starting(bytes, Neighbour::Of(kind)));
+            for (b, lowest_before) in KINDS.into_iter().zip(before) {
+                for (a, lowest_after) in KINDS.into_iter().zip(after) {
+                    if highest < lowest_before.min(lowest_after) {
+                        flags[code_point] |= flag(b, a);
                     }
                 }
             }
-            let before = Neighbour::Of(Kind::Continuation);
+            let after_continuation = before[Kind::Continuation as usize];
             for j in 0..16 {
-                let after = Neighbour::Byte(0xE0 + j);
-                if boundaries.all_above(bytes, before, after, highest) {
+                let lowest_after = boundaries.lowest_starting(bytes, Neighbour::Byte(0xE0 + j));
+                if highest < after_continuation.min(lowest_after) {
                     before_lead[code_point] |= 1 << j;
                 }
             }
@@ -225,10 +229,10 @@ fn highest_merge_rank(table: &RankTable, bytes: &[u8]) -> Option<u32> {
 /// merges across a character's boundaries.
 struct Boundaries {
     /// (fragment, kind of the byte before it) → the lowest rank of a token ending with both.
-    ending: HashMap<u64, u32>,
+    ending: FragmentRanks,
     /// (fragment, kind of the byte after it, or that byte) → the lowest rank of a token
     /// starting with both.
-    starting: HashMap<u64, u32>,
+    starting: FragmentRanks,
 }
 
 /// What a fragment's neighbour is known to be: a byte of a kind, or that very byte.
@@ -237,6 +241,9 @@ enum Neighbour {
     Of(Kind),
     Byte(u8),
 }
+
+/// Lowest ranks by [`fragment_key`].
+type FragmentRanks = HashMap<u64, u32, FixedState>;
 
 /// A fragment of one to three bytes and what its neighbour is, as one word.
 fn fragment_key(fragment: &[u8], neighbour: Neighbour) -> u64 {
@@ -254,10 +261,10 @@ fn fragment_key(fragment: &[u8], neighbour: Neighbour) -> u64 {
 impl Boundaries {
     fn of(table: &RankTable) -> Self {
         let mut boundaries = Boundaries {
-            ending: HashMap::new(),
-            starting: HashMap::new(),
+            ending: FragmentRanks::default(),
+            starting: FragmentRanks::default(),
         };
-        let lower = |map: &mut HashMap<u64, u32>, key: u64, rank: u32| {
+        let lower = |map: &mut FragmentRanks, key: u64, rank: u32| {
             let lowest = map.entry(key).or_insert(rank);
             *lowest = (*lowest).min(rank);
         };
@@ -281,20 +288,37 @@ impl Boundaries {
         boundaries
     }
 
-    /// Whether every token that could join `character`'s bytes with a byte `before` ahead of
-    /// it or a byte `after` behind it ranks above `rank`.
-    fn all_above(&self, character: &[u8], before: Neighbour, after: Neighbour, rank: u32) -> bool {
-        let above = |map: &HashMap<u64, u32>, fragment: &[u8], neighbour: Neighbour| {
-            neighbour == Neighbour::Of(Kind::Edge)
-                || map
-                    .get(&fragment_key(fragment, neighbour))
-                    .is_none_or(|&lowest| lowest > rank)
-        };
+    /// The lowest rank of a token that ends with a nonempty prefix of `character`'s bytes
+    /// after a byte `before` ([`u32::MAX`] when none does, or at the piece's edge).
+    fn lowest_ending(&self, character: &[u8], before: Neighbour) -> u32 {
+        if before == Neighbour::Of(Kind::Edge) {
+            return u32::MAX;
+        }
+        (1..=character.len())
+            .filter_map(|k| {
+                self.ending
+                    .get(&fragment_key(&character[..k], before))
+                    .copied()
+            })
+            .min()
+            .unwrap_or(u32::MAX)
+    }
+
+    /// The lowest rank of a token that starts with a nonempty suffix of `character`'s bytes
+    /// before a byte `after` ([`u32::MAX`] when none does, or at the piece's edge).
+    fn lowest_starting(&self, character: &[u8], after: Neighbour) -> u32 {
+        if after == Neighbour::Of(Kind::Edge) {
+            return u32::MAX;
+        }
         let n = character.len();
-        (1..=n).all(|k| {
-            above(&self.ending, &character[..k], before)
-                && above(&self.starting, &character[n - k..], after)
-        })
+        (1..=n)
+            .filter_map(|k| {
+                self.starting
+                    .get(&fragment_key(&character[n - k..], after))
+                    .copied()
+            })
+            .min()
+            .unwrap_or(u32::MAX)
     }
 }
 

@@ -8,12 +8,14 @@
 //! previous one ended and is the first pattern's match anchored there.
 //!
 //! A text that is ASCII throughout is split by [`ascii`](super::ascii) instead, which ends
-//! every piece where the expressions would, at a fraction of the regex engine's cost.
+//! every piece where the expressions would, at a fraction of the regex engine's cost; in other
+//! text, a run of CJK ideographs is ended by [`ideographs`](super::ideographs).
 
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
 
 use super::ascii::{self, Flavour};
+use super::ideographs;
 
 /// o200k_base's expression without its look-ahead alternative.
 const O200K_MAIN: &str = concat!(
@@ -70,16 +72,18 @@ impl Splitter {
         Pieces {
             splitter: self,
             ascii: text.is_ascii(),
+            ideographs: true,
             text,
             at: 0,
         }
     }
 
-    /// Splits with the regex engine whatever the text (for tests of the ASCII path).
+    /// Splits with the regex engine whatever the text (for tests of the other paths).
     #[cfg(test)]
     pub(super) fn split_by_regex<'t>(&'t self, text: &'t str) -> Pieces<'t> {
         Pieces {
             ascii: false,
+            ideographs: false,
             ..self.split(text)
         }
     }
@@ -90,6 +94,8 @@ pub(super) struct Pieces<'t> {
     splitter: &'t Splitter,
     /// The text is ASCII throughout: [`ascii`] splits it.
     ascii: bool,
+    /// Runs of ideographs are split by [`ideographs`] (off only in tests).
+    ideographs: bool,
     text: &'t str,
     at: usize,
 }
@@ -106,6 +112,10 @@ impl<'t> Iterator for Pieces<'t> {
         if self.ascii {
             self.at = ascii::piece_end(self.splitter.flavour, self.text.as_bytes(), start);
             return Some(&self.text[start..self.at]);
+        }
+        if let Some(end) = ideographs::piece_end(self.text, start).filter(|_| self.ideographs) {
+            self.at = end;
+            return Some(&self.text[start..end]);
         }
         let end = match self
             .splitter

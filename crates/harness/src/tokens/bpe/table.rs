@@ -129,19 +129,24 @@ impl RankTable {
 const RECENT_ENTRIES: usize = 4096;
 
 /// One remembered answer: `length` 0 when the entry is empty, `rank` [`u32::MAX`] when the
-/// bytes are no token.
+/// bytes are no token; `head` and `tail` are the first eight bytes and the next eight,
+/// zero-padded.
 #[derive(Clone, Copy, Default)]
 struct RecentEntry {
     head: u64,
+    tail: u64,
     length: u32,
     rank: u32,
 }
 
-/// A small direct-mapped cache (64 KiB) of recent answers of one table for strings of three to
-/// eight bytes, kept per thread: text repeats the same few thousand characters and their
-/// combinations, and a hit saves a read of the table's slots (megabytes, mostly not in the
-/// core's caches). It remembers answers of a pure function, so it changes what a count costs,
-/// never the count.
+/// The longest string a [`Recent`] cache remembers.
+const RECENT_BYTES_MAX: usize = 16;
+
+/// A small direct-mapped cache (96 KiB) of recent answers of one table for strings of three to
+/// sixteen bytes, kept per thread: text repeats the same few thousand characters and their
+/// combinations (two to five Chinese characters are six to fifteen bytes), and a hit saves a
+/// read of the table's slots (megabytes, mostly not in the core's caches). It remembers
+/// answers of a pure function, so it changes what a count costs, never the count.
 pub(crate) struct Recent {
     entries: Box<[RecentEntry]>,
 }
@@ -162,19 +167,24 @@ impl Recent {
             return table.pair_rank(bytes[0], bytes[1]);
         }
         let hash = token_hash(bytes);
-        if !(3..=8).contains(&length) {
+        if !(3..=RECENT_BYTES_MAX).contains(&length) {
             return table.rank_hashed(bytes, hash);
         }
-        let wanted = u64::from_le_bytes(head(bytes));
+        let head_word = u64::from_le_bytes(head(bytes));
+        let tail_word = match bytes.get(8..) {
+            Some(rest) => u64::from_le_bytes(head(rest)),
+            None => 0,
+        };
         // The hash's middle bits: the table's slot index uses the low ones, its tag the top.
         let index = (hash >> 24) as usize & (RECENT_ENTRIES - 1);
         let entry = self.entries[index];
-        if entry.length as usize == length && entry.head == wanted {
+        if entry.length as usize == length && entry.head == head_word && entry.tail == tail_word {
             return (entry.rank != u32::MAX).then_some(entry.rank);
         }
         let rank = table.rank_hashed(bytes, hash);
         self.entries[index] = RecentEntry {
-            head: wanted,
+            head: head_word,
+            tail: tail_word,
             length: length as u32,
             rank: rank.unwrap_or(u32::MAX),
         };

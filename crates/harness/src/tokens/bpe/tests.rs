@@ -157,6 +157,35 @@ fn the_ascii_splitter_ends_pieces_where_the_regex_does() {
     }
 }
 
+/// The ideograph path ends every piece where the regex engine does, on every text of up to
+/// three characters drawn from a set that holds ideographs, the punctuation marks and ASCII
+/// that end a run or stand before one, and characters that continue a run of letters (kana,
+/// a length mark, a combining mark, a letter number, Latin letters, the apostrophe).
+#[test]
+fn the_ideograph_splitter_ends_pieces_where_the_regex_does() {
+    let chars: Vec<char> =
+        "中語。、，！」a's0 \n\r.\u{3000}アー\u{301}々〇é\u{4DBF}\u{9FEF}\u{9FF0}"
+            .chars()
+            .collect();
+    let mut texts: Vec<String> = vec![String::new()];
+    let mut last: Vec<String> = vec![String::new()];
+    for _ in 0..3 {
+        last = last
+            .iter()
+            .flat_map(|text| chars.iter().map(move |&c| format!("{text}{c}")))
+            .collect();
+        texts.extend(last.iter().cloned());
+    }
+    for vocabulary in VOCABULARIES {
+        let splitter = &vocab(vocabulary).splitter;
+        for text in &texts {
+            let fast: Vec<&str> = splitter.split(text).collect();
+            let regex: Vec<&str> = splitter.split_by_regex(text).collect();
+            assert_eq!(fast, regex, "{vocabulary:?} pieces of {text:?}");
+        }
+    }
+}
+
 /// ASCII text of the kinds a sweep generates: prose, code, JSON, logs, whitespace runs.
 fn ascii_strategy() -> impl Strategy<Value = String> {
     let chars = prop::sample::select(vec![
@@ -170,9 +199,10 @@ fn ascii_strategy() -> impl Strategy<Value = String> {
 /// Characters chosen to hit every alternative of both expressions and their boundaries.
 fn text_strategy() -> impl Strategy<Value = String> {
     let chars = prop::sample::select(vec![
-        'a', 'b', 'Z', 'é', 'ß', 'Ж', 'λ', '中', '語', 'ア', '한', 'ह', '\u{93e}', 'ع', '0', '7',
-        '٣', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}', '\'', 's', 't', 'L', 'D', '.', ',',
-        '!', '/', '\\', '-', '_', '(', '{', '"', '😀', '\u{200d}', '\u{301}', '\u{fe0f}',
+        'a', 'b', 'Z', 'é', 'ß', 'Ж', 'λ', '中', '語', '导', '出', '。', '、', '，', '？', 'ア',
+        '한', 'ह', '\u{93e}', 'ع', '0', '7', '٣', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}',
+        '\'', 's', 't', 'L', 'D', '.', ',', '!', '/', '\\', '-', '_', '(', '{', '"', '😀',
+        '\u{200d}', '\u{301}', '\u{fe0f}',
     ]);
     prop::collection::vec(chars, 0..200).prop_map(|chars| chars.into_iter().collect())
 }
