@@ -18,9 +18,10 @@ pub(super) enum Flavour {
     Cl100k,
 }
 
-/// Where the piece that starts at `at` ends, for ASCII `bytes` (`at < bytes.len()`).
+/// Where the piece that starts at `at` ends, for `bytes` ASCII from `at` on
+/// (`at < bytes.len()`).
 pub(super) fn piece_end(flavour: Flavour, bytes: &[u8], at: usize) -> usize {
-    debug_assert!(at < bytes.len() && bytes.is_ascii());
+    debug_assert!(at < bytes.len() && bytes[at..].is_ascii());
     let main = match flavour {
         Flavour::O200k => o200k_main(bytes, at),
         Flavour::Cl100k => cl100k_main(bytes, at),
@@ -35,6 +36,31 @@ pub(super) fn piece_end(flavour: Flavour, bytes: &[u8], at: usize) -> usize {
         1 => at + 1,
         _ => at + spaces - 1,
     }
+}
+
+/// Where the piece that starts at `at` ends in a text that is ASCII from `at` up to `limit`,
+/// its first byte of another character there, when the ASCII bytes alone decide it; `None`
+/// when the characters from `limit` on could change it.
+///
+/// [`piece_end`] on the ASCII stretch `bytes[..limit]` reads forward from `at` only. Every
+/// alternative's runs stop at the first byte outside their class, so an alternative that
+/// reads `limit` has either ended there (the piece would end at `limit` or past it, not
+/// accepted) or failed there, when a run of whitespace reaching `limit` might have continued
+/// with Unicode whitespace (not accepted either). A prefix or a contraction looks at most
+/// three bytes past its start, so a piece ending three bytes or more before `limit` read
+/// nothing past it. Tests compare this with the regex engine on every short text over a set of
+/// ASCII and other characters of each class.
+pub(super) fn piece_end_before(
+    flavour: Flavour,
+    bytes: &[u8],
+    at: usize,
+    limit: usize,
+) -> Option<usize> {
+    debug_assert!(at < limit && limit <= bytes.len());
+    let stretch = &bytes[..limit];
+    let end = piece_end(flavour, stretch, at);
+    let spaces_reach_limit = at + run(stretch, at, is_space) == limit;
+    (end + 3 <= limit && !spaces_reach_limit).then_some(end)
 }
 
 /// o200k_base's main expression: two letter alternatives (the capitals then the small letters,

@@ -8,8 +8,10 @@
 //! previous one ended and is the first pattern's match anchored there.
 //!
 //! A text that is ASCII throughout is split by [`ascii`](super::ascii) instead, which ends
-//! every piece where the expressions would, at a fraction of the regex engine's cost; in other
-//! text, a run of CJK ideographs is ended by [`ideographs`](super::ideographs).
+//! every piece where the expressions would, at a fraction of the regex engine's cost. In other
+//! text, a piece inside an ASCII stretch that the stretch alone decides is ended the same way,
+//! and a run of CJK ideographs by [`ideographs`](super::ideographs); the regex engine ends the
+//! rest.
 
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
@@ -72,9 +74,10 @@ impl Splitter {
         Pieces {
             splitter: self,
             ascii: text.is_ascii(),
-            ideographs: true,
+            mixed: true,
             text,
             at: 0,
+            next_other: None,
         }
     }
 
@@ -83,7 +86,7 @@ impl Splitter {
     pub(super) fn split_by_regex<'t>(&'t self, text: &'t str) -> Pieces<'t> {
         Pieces {
             ascii: false,
-            ideographs: false,
+            mixed: false,
             ..self.split(text)
         }
     }
@@ -94,10 +97,39 @@ pub(super) struct Pieces<'t> {
     splitter: &'t Splitter,
     /// The text is ASCII throughout: [`ascii`] splits it.
     ascii: bool,
-    /// Runs of ideographs are split by [`ideographs`] (off only in tests).
-    ideographs: bool,
+    /// In other text, ASCII stretches are split by [`ascii`] and runs of ideographs by
+    /// [`ideographs`] where those decide the piece (off only in tests).
+    mixed: bool,
     text: &'t str,
     at: usize,
+    /// The first byte at or after some earlier start that is not ASCII (the text's length
+    /// when none is), once looked for.
+    next_other: Option<usize>,
+}
+
+impl Pieces<'_> {
+    /// Where the piece at `start` ends, when the ASCII or ideograph path decides it.
+    fn mixed_piece_end(&mut self, start: usize) -> Option<usize> {
+        let bytes = self.text.as_bytes();
+        let next_other = match self.next_other.filter(|&known| known >= start) {
+            Some(known) => known,
+            None => {
+                let found = bytes[start..]
+                    .iter()
+                    .position(|b| !b.is_ascii())
+                    .map_or(bytes.len(), |offset| start + offset);
+                self.next_other = Some(found);
+                found
+            }
+        };
+        if next_other == start {
+            return ideographs::piece_end(self.text, start);
+        }
+        if next_other == bytes.len() {
+            return Some(ascii::piece_end(self.splitter.flavour, bytes, start));
+        }
+        ascii::piece_end_before(self.splitter.flavour, bytes, start, next_other)
+    }
 }
 
 impl<'t> Iterator for Pieces<'t> {
@@ -113,7 +145,9 @@ impl<'t> Iterator for Pieces<'t> {
             self.at = ascii::piece_end(self.splitter.flavour, self.text.as_bytes(), start);
             return Some(&self.text[start..self.at]);
         }
-        if let Some(end) = ideographs::piece_end(self.text, start).filter(|_| self.ideographs) {
+        if self.mixed
+            && let Some(end) = self.mixed_piece_end(start)
+        {
             self.at = end;
             return Some(&self.text[start..end]);
         }

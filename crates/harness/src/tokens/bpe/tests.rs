@@ -186,6 +186,45 @@ fn the_ideograph_splitter_ends_pieces_where_the_regex_does() {
     }
 }
 
+/// In text that is not ASCII throughout, the ASCII path ends every piece where the regex
+/// engine does, on every text of up to three characters drawn from ASCII of each class and
+/// characters of other scripts that a run of ASCII letters, digits, marks or whitespace could
+/// continue into (a small and a capital letter, a long s that folds to a contraction's s, a
+/// title-case letter, a modifier letter, a combining mark, digits, no-break and ideographic
+/// spaces, marks, an ideograph).
+#[test]
+fn the_ascii_path_in_other_text_ends_pieces_where_the_regex_does() {
+    let chars: Vec<char> = "aZsl'0 \t\n\r.-/éÉſǅʰ\u{301}٣\u{a0}\u{3000}。’中\u{2028}"
+        .chars()
+        .collect();
+    let mut texts: Vec<String> = vec![String::new()];
+    let mut last: Vec<String> = vec![String::new()];
+    for _ in 0..4 {
+        last = last
+            .iter()
+            .flat_map(|text| chars.iter().map(move |&c| format!("{text}{c}")))
+            .collect();
+        texts.extend(last.iter().filter(|text| !text.is_ascii()).cloned());
+    }
+    // Whitespace runs long enough to end three bytes before the other character.
+    for space in [" ", "\t", "\n", "\r\n"] {
+        for other in ["\u{a0}", "\u{3000}", "\u{2028}", "é", "中"] {
+            for tail in ["", "\n", "x", " "] {
+                texts.push(format!("\n{}{other}{tail}", space.repeat(5)));
+                texts.push(format!("x{}{other}{tail}", space.repeat(5)));
+            }
+        }
+    }
+    for vocabulary in VOCABULARIES {
+        let splitter = &vocab(vocabulary).splitter;
+        for text in &texts {
+            let fast: Vec<&str> = splitter.split(text).collect();
+            let regex: Vec<&str> = splitter.split_by_regex(text).collect();
+            assert_eq!(fast, regex, "{vocabulary:?} pieces of {text:?}");
+        }
+    }
+}
+
 /// ASCII text of the kinds a sweep generates: prose, code, JSON, logs, whitespace runs.
 fn ascii_strategy() -> impl Strategy<Value = String> {
     let chars = prop::sample::select(vec![
