@@ -1087,9 +1087,9 @@ fn the_append_only_check_sees_a_rewritten_log() {
     assert_eq!(i10(&grown), Vec::<String>::new());
 }
 
-/// Copies the first 32 characters of a body that `pick` accepts into the first manifest of
-/// that body's step, and returns what the checker then reports.
-fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::invariants::Violation> {
+/// Copies the first 32 characters of a body that `pick` accepts (the last 32 when `tail`) into
+/// the first manifest of that body's step, and returns what the checker then reports.
+fn leak_body(pick: impl Fn(&str) -> bool, tail: bool) -> Vec<ctxbed::invariants::Violation> {
     let (scenario, mut output) = seed_with_todo_and_compaction();
     assert!(check(&scenario, &output).is_empty());
     let (step, head) = output
@@ -1105,7 +1105,14 @@ fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::invariants::Violation> 
                 .map(|m| m.text())
                 .find(|text| text.chars().count() >= 32 && pick(text))?;
             step.manifests().next()?;
-            Some((index, body.chars().take(32).collect::<String>()))
+            let window: String = if tail {
+                let mut last: Vec<char> = body.chars().rev().take(32).collect();
+                last.reverse();
+                last.into_iter().collect()
+            } else {
+                body.chars().take(32).collect()
+            };
+            Some((index, window))
         })
         .expect("a step with a manifest and a long body");
     for event in &mut output.trace.steps[step].events {
@@ -1126,19 +1133,29 @@ fn leak_body(pick: impl Fn(&str) -> bool) -> Vec<ctxbed::invariants::Violation> 
 
 #[test]
 fn the_leak_check_sees_body_text_in_a_manifest() {
-    let violations = leak_body(|text| {
-        text.chars()
-            .take(32)
-            .all(|c| !matches!(c, '\n' | '"' | '\\'))
-    });
-    assert!(
-        violations
-            .iter()
-            .any(|v| v.kind == ViolationKind::ManifestLeak && v.detail.contains("holds body text")),
-        "{violations:?}"
-    );
+    for tail in [false, true] {
+        let violations = leak_body(
+            |text| {
+                let chars: Vec<char> = text.chars().collect();
+                let window = if tail {
+                    &chars[chars.len() - 32..]
+                } else {
+                    &chars[..32]
+                };
+                window.iter().all(|c| !matches!(c, '\n' | '"' | '\\'))
+            },
+            tail,
+        );
+        assert!(
+            violations
+                .iter()
+                .any(|v| v.kind == ViolationKind::ManifestLeak
+                    && v.detail.contains("holds body text")),
+            "tail {tail}: {violations:?}"
+        );
+    }
     // A body with a newline in its head is found too, though the manifest's JSON escapes it.
-    let violations = leak_body(|text| text.chars().take(32).any(|c| c == '\n'));
+    let violations = leak_body(|text| text.chars().take(32).any(|c| c == '\n'), false);
     assert!(
         violations
             .iter()

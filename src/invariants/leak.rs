@@ -15,14 +15,20 @@ fn body_windows(step: &StepRecord) -> BTreeSet<String> {
     let mut windows = BTreeSet::new();
     let mut add = |text: &str| {
         // Only the two ends are read: a body may be megabytes.
-        let head: String = text.chars().take(LEAK_WINDOW_CHARS).collect();
-        if head.chars().count() < LEAK_WINDOW_CHARS {
+        let Some(head_end) = text
+            .char_indices()
+            .map(|(at, _)| at)
+            .chain([text.len()])
+            .nth(LEAK_WINDOW_CHARS)
+        else {
             return;
-        }
-        let mut tail: Vec<char> = text.chars().rev().take(LEAK_WINDOW_CHARS).collect();
-        tail.reverse();
-        windows.insert(head);
-        windows.insert(tail.into_iter().collect());
+        };
+        let tail_start = text
+            .char_indices()
+            .nth_back(LEAK_WINDOW_CHARS - 1)
+            .map_or(0, |(at, _)| at);
+        windows.insert(text[..head_end].to_string());
+        windows.insert(text[tail_start..].to_string());
     };
     let requests = step
         .requests
@@ -75,11 +81,13 @@ pub(super) fn no_leak(
             .expect("a manifest serialises: its fields are strings and numbers");
         let mut leaked: BTreeSet<&str> = BTreeSet::new();
         for_each_string(&json, &mut |string| {
-            leaked.extend(
-                windows_of(string)
-                    .filter(|w| heads.may_start(w))
-                    .filter_map(|w| known.get(w).copied()),
-            );
+            for_each_window(string, &mut |window| {
+                if heads.may_start(window)
+                    && let Some(&body) = known.get(window)
+                {
+                    leaked.insert(body);
+                }
+            });
         });
         // Name the first window in order, whichever was seen first.
         if let Some(window) = leaked.first() {
@@ -131,23 +139,27 @@ impl Heads {
     }
 }
 
-/// Every substring of `text` that is [`LEAK_WINDOW_CHARS`] characters long.
-pub(super) fn windows_of(text: &str) -> Box<dyn Iterator<Item = &str> + '_> {
+/// Shows `visit` every substring of `text` that is [`LEAK_WINDOW_CHARS`] characters long, in
+/// order.
+pub(super) fn for_each_window<'t>(text: &'t str, visit: &mut impl FnMut(&'t str)) {
     if text.len() < LEAK_WINDOW_CHARS {
         // Fewer bytes than the window has characters.
-        return Box::new(std::iter::empty());
+        return;
     }
     if text.is_ascii() {
-        let count = text.len() - LEAK_WINDOW_CHARS + 1;
-        return Box::new((0..count).map(move |start| &text[start..start + LEAK_WINDOW_CHARS]));
+        for start in 0..=text.len() - LEAK_WINDOW_CHARS {
+            visit(&text[start..start + LEAK_WINDOW_CHARS]);
+        }
+        return;
     }
     let bounds: Vec<usize> = text
         .char_indices()
         .map(|(at, _)| at)
         .chain([text.len()])
         .collect();
-    let count = bounds.len().saturating_sub(LEAK_WINDOW_CHARS);
-    Box::new((0..count).map(move |start| &text[bounds[start]..bounds[start + LEAK_WINDOW_CHARS]]))
+    for start in 0..bounds.len().saturating_sub(LEAK_WINDOW_CHARS) {
+        visit(&text[bounds[start]..bounds[start + LEAK_WINDOW_CHARS]]);
+    }
 }
 
 /// Shows `visit` every key and string of a JSON text, unescaped, in order. The text is
