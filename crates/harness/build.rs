@@ -2,11 +2,19 @@
 //! the layout `src/tokens/bpe/table_format.rs` describes, from the vocabularies `bpe-openai`
 //! carries. The harness counts with these compact tables (a few MiB each, read in place from
 //! the binary) rather than with `bpe-openai`'s own structures (some 60 MiB per vocabulary
-//! once deserialised), and gives the same counts (tests compare the two).
+//! once deserialised), and gives the same counts (tests compare the two). Beside each table it
+//! writes the characters byte-pair merging may start from whole (`src/tokens/bpe/atomic.rs`).
 
 #[path = "src/tokens/bpe/table_format.rs"]
 #[allow(dead_code)]
 mod table_format;
+
+#[path = "src/tokens/bpe/atomic_format.rs"]
+#[allow(dead_code)]
+mod atomic_format;
+
+#[path = "src/tokens/bpe/atomic_find.rs"]
+mod atomic_find;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,12 +24,27 @@ use table_format::{PAIR_WORDS, RANK_MASK, SLOT_BYTES, TABLE_MAGIC, head, slot_en
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-changed=src/tokens/bpe/table_format.rs");
+    println!("cargo::rerun-if-changed=src/tokens/bpe/atomic_format.rs");
+    println!("cargo::rerun-if-changed=src/tokens/bpe/atomic_find.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    write_table(&out.join("o200k_base.ranks"), &bpe_openai::o200k_base().bpe);
-    write_table(
-        &out.join("cl100k_base.ranks"),
-        &bpe_openai::cl100k_base().bpe,
-    );
+    for (name, tokenizer) in [
+        ("o200k_base", bpe_openai::o200k_base()),
+        ("cl100k_base", bpe_openai::cl100k_base()),
+    ] {
+        write_table(&out.join(format!("{name}.ranks")), &tokenizer.bpe);
+        write_atomic(&out.join(format!("{name}.atomic")), &tokenizer.bpe);
+    }
+}
+
+/// The whole-character flags (`src/tokens/bpe/atomic.rs`), in the layout of
+/// `atomic_format.rs`.
+fn write_atomic(path: &std::path::Path, bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding) {
+    let tokens: Vec<&[u8]> = (0..bpe.num_tokens())
+        .map(|rank| bpe.token_bytes(u32::try_from(rank).expect("ranks fit in u32")))
+        .collect();
+    let flags = atomic_find::find(&tokens);
+    assert_eq!(flags.len(), atomic_format::FLAGS_BYTES);
+    std::fs::write(path, flags).expect("OUT_DIR is writable");
 }
 
 fn write_table(path: &std::path::Path, bpe: &bpe_openai::byte_pair_encoding::BytePairEncoding) {

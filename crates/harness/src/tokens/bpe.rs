@@ -14,6 +14,10 @@
 
 mod ascii;
 mod atomic;
+#[cfg(test)]
+mod atomic_find;
+#[allow(dead_code)]
+mod atomic_format;
 mod ideographs;
 mod merge;
 mod split;
@@ -36,35 +40,28 @@ pub(crate) struct Vocab {
     atomic: atomic::Atomic,
 }
 
-impl Vocab {
-    fn new(splitter: split::Splitter, ranks: RankTable) -> Self {
-        let atomic = atomic::Atomic::find(&ranks);
-        Vocab {
-            splitter,
-            ranks,
-            atomic,
-        }
-    }
-}
-
-static O200K: LazyLock<Vocab> = LazyLock::new(|| {
-    Vocab::new(
-        split::Splitter::o200k(),
-        RankTable::parse(
-            include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks")),
-            0,
-        ),
-    )
+static O200K: LazyLock<Vocab> = LazyLock::new(|| Vocab {
+    splitter: split::Splitter::o200k(),
+    ranks: RankTable::parse(
+        include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.ranks")),
+        0,
+    ),
+    atomic: atomic::Atomic::parse(include_bytes!(concat!(
+        env!("OUT_DIR"),
+        "/o200k_base.atomic"
+    ))),
 });
 
-static CL100K: LazyLock<Vocab> = LazyLock::new(|| {
-    Vocab::new(
-        split::Splitter::cl100k(),
-        RankTable::parse(
-            include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.ranks")),
-            1,
-        ),
-    )
+static CL100K: LazyLock<Vocab> = LazyLock::new(|| Vocab {
+    splitter: split::Splitter::cl100k(),
+    ranks: RankTable::parse(
+        include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.ranks")),
+        1,
+    ),
+    atomic: atomic::Atomic::parse(include_bytes!(concat!(
+        env!("OUT_DIR"),
+        "/cl100k_base.atomic"
+    ))),
 });
 
 /// The vocabulary `vocabulary` names, built on first use.

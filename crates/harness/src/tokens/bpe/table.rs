@@ -64,6 +64,7 @@ impl RankTable {
     }
 
     /// Every token with its rank, in rank order.
+    #[cfg(test)]
     pub(crate) fn tokens(&self) -> impl Iterator<Item = (u32, &'static [u8])> + '_ {
         let count = self.starts.len() / 4 - 1;
         (0..count).map(|rank| {

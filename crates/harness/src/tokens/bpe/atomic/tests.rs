@@ -50,6 +50,26 @@ fn assert_same_count(vocabulary: Vocabulary, piece: &[u8]) {
     );
 }
 
+/// The flags in the binary are those found from the reference's own tokens, read back in
+/// place.
+#[test]
+fn the_stored_flags_are_the_references() {
+    for vocabulary in VOCABULARIES {
+        let bpe = &reference(vocabulary).bpe;
+        let tokens: Vec<&[u8]> = (0..bpe.num_tokens())
+            .map(|rank| bpe.token_bytes(u32::try_from(rank).expect("ranks fit")))
+            .collect();
+        let found = Atomic::parse(Box::leak(
+            super::super::atomic_find::find(&tokens).into_boxed_slice(),
+        ));
+        let stored = &vocab(vocabulary).atomic;
+        for (before, after) in [(0, 0), (1, 1), (2, 3), (3, 2), (1, 3), (2, 0)] {
+            assert_eq!(found.count(before, after), stored.count(before, after));
+        }
+        assert_eq!(found.flags, stored.flags, "{vocabulary:?}");
+    }
+}
+
 #[test]
 fn many_characters_qualify_inside_chinese_text() {
     for vocabulary in VOCABULARIES {
