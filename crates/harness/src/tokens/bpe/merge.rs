@@ -104,34 +104,7 @@ fn merge(
     // Offsets fit in u32: a piece is a slice of a string the caller holds.
     let end_of = u32::try_from(n).expect("a piece shorter than 4 GiB");
     let mut heap = MinHeap { keys: heap, len: 0 };
-    // The first parts: single bytes, and the characters of `atomic` whole.
-    let mut parts = 0;
-    let mut at = 0;
-    let mut before = u32::MAX;
-    while at < n {
-        let length = ranks.atomic.length_at(piece, at);
-        next[at] = (at + length) as u32;
-        prev[at] = before;
-        pair[at] = NO_RANK;
-        before = at as u32;
-        at += length;
-        parts += 1;
-    }
-    let mut start = 0;
-    while next[start] < end_of {
-        let middle = next[start] as usize;
-        let after = next[middle] as usize;
-        let rank = if after - start == 2 {
-            ranks.table.pair_rank(piece[start], piece[middle])
-        } else {
-            ranks.rank(&piece[start..after])
-        };
-        if let Some(rank) = rank {
-            pair[start] = rank;
-            heap.push(key(rank, start as u32));
-        }
-        start = middle;
-    }
+    let mut parts = first_parts(ranks, piece, next, prev, pair, &mut heap);
     while let Some(top) = heap.pop() {
         let (rank, start) = unkey(top);
         let start_at = start as usize;
@@ -165,6 +138,47 @@ fn merge(
                 heap.push(key(rank, before));
             }
         }
+    }
+    parts
+}
+
+/// Links the first parts (single bytes, and the characters of `atomic` whole), pushes the
+/// pairs of neighbours that are tokens, and gives the number of parts.
+fn first_parts(
+    ranks: &mut Ranks,
+    piece: &[u8],
+    next: &mut [u32],
+    prev: &mut [u32],
+    pair: &mut [u32],
+    heap: &mut MinHeap,
+) -> usize {
+    let n = piece.len();
+    let mut parts = 0;
+    let mut at = 0;
+    let mut before = u32::MAX;
+    while at < n {
+        let length = ranks.atomic.length_at(piece, at);
+        next[at] = (at + length) as u32;
+        prev[at] = before;
+        pair[at] = NO_RANK;
+        before = at as u32;
+        at += length;
+        parts += 1;
+    }
+    let mut start = 0;
+    while (next[start] as usize) < n {
+        let middle = next[start] as usize;
+        let after = next[middle] as usize;
+        let rank = if after - start == 2 {
+            ranks.table.pair_rank(piece[start], piece[middle])
+        } else {
+            ranks.rank(&piece[start..after])
+        };
+        if let Some(rank) = rank {
+            pair[start] = rank;
+            heap.push(key(rank, start as u32));
+        }
+        start = middle;
     }
     parts
 }

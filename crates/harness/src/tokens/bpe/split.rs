@@ -122,13 +122,17 @@ impl Pieces<'_> {
                 found
             }
         };
-        if next_other == start {
-            return ideographs::piece_end(self.text, start);
-        }
         if next_other == bytes.len() {
             return Some(ascii::piece_end(self.splitter.flavour, bytes, start));
         }
-        ascii::piece_end_before(self.splitter.flavour, bytes, start, next_other)
+        if next_other > start
+            && let Some(end) =
+                ascii::piece_end_before(self.splitter.flavour, bytes, start, next_other)
+        {
+            return Some(end);
+        }
+        // A run of ideographs, perhaps after an ASCII prefix (a quote, a space).
+        ideographs::piece_end(self.text, start)
     }
 }
 
