@@ -157,6 +157,32 @@ fn the_ascii_splitter_ends_pieces_where_the_regex_does() {
     }
 }
 
+/// Every text of one to `longest` characters drawn from `chars`.
+fn texts_over(chars: &[char], longest: usize) -> Vec<String> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut last: Vec<String> = vec![String::new()];
+    for _ in 0..longest {
+        last = last
+            .iter()
+            .flat_map(|text| chars.iter().map(move |&c| format!("{text}{c}")))
+            .collect();
+        texts.extend(last.iter().cloned());
+    }
+    texts
+}
+
+/// Each text splits into the same pieces by the hand-written paths as by the regex engine.
+fn assert_split_as_by_regex(texts: &[String]) {
+    for vocabulary in VOCABULARIES {
+        let splitter = &vocab(vocabulary).splitter;
+        for text in texts {
+            let fast: Vec<&str> = splitter.split(text).collect();
+            let regex: Vec<&str> = splitter.split_by_regex(text).collect();
+            assert_eq!(fast, regex, "{vocabulary:?} pieces of {text:?}");
+        }
+    }
+}
+
 /// The ideograph path ends every piece where the regex engine does, on every text of up to
 /// three characters drawn from a set that holds ideographs, the punctuation marks and ASCII
 /// that end a run or stand before one, and characters that continue a run of letters (kana,
@@ -167,46 +193,23 @@ fn the_ideograph_splitter_ends_pieces_where_the_regex_does() {
         "中語。、，！」a's0 \n\r.\u{3000}アー\u{301}々〇é\u{4DBF}\u{9FEF}\u{9FF0}"
             .chars()
             .collect();
-    let mut texts: Vec<String> = vec![String::new()];
-    let mut last: Vec<String> = vec![String::new()];
-    for _ in 0..3 {
-        last = last
-            .iter()
-            .flat_map(|text| chars.iter().map(move |&c| format!("{text}{c}")))
-            .collect();
-        texts.extend(last.iter().cloned());
-    }
-    for vocabulary in VOCABULARIES {
-        let splitter = &vocab(vocabulary).splitter;
-        for text in &texts {
-            let fast: Vec<&str> = splitter.split(text).collect();
-            let regex: Vec<&str> = splitter.split_by_regex(text).collect();
-            assert_eq!(fast, regex, "{vocabulary:?} pieces of {text:?}");
-        }
-    }
+    assert_split_as_by_regex(&texts_over(&chars, 3));
 }
 
 /// In text that is not ASCII throughout, the ASCII path ends every piece where the regex
-/// engine does, on every text of up to three characters drawn from ASCII of each class and
+/// engine does, on every text of up to four characters drawn from ASCII of each class and
 /// characters of other scripts that a run of ASCII letters, digits, marks or whitespace could
 /// continue into (a small and a capital letter, a long s that folds to a contraction's s, a
 /// title-case letter, a modifier letter, a combining mark, digits, no-break and ideographic
-/// spaces, marks, an ideograph).
+/// spaces, marks, an ideograph), and on whitespace runs long enough to end three bytes before
+/// the other character.
 #[test]
 fn the_ascii_path_in_other_text_ends_pieces_where_the_regex_does() {
     let chars: Vec<char> = "aZsl'0 \t\n\r.-/éÉſǅʰ\u{301}٣\u{a0}\u{3000}。’中\u{2028}"
         .chars()
         .collect();
-    let mut texts: Vec<String> = vec![String::new()];
-    let mut last: Vec<String> = vec![String::new()];
-    for _ in 0..4 {
-        last = last
-            .iter()
-            .flat_map(|text| chars.iter().map(move |&c| format!("{text}{c}")))
-            .collect();
-        texts.extend(last.iter().filter(|text| !text.is_ascii()).cloned());
-    }
-    // Whitespace runs long enough to end three bytes before the other character.
+    let mut texts = texts_over(&chars, 4);
+    texts.retain(|text| !text.is_ascii());
     for space in [" ", "\t", "\n", "\r\n"] {
         for other in ["\u{a0}", "\u{3000}", "\u{2028}", "é", "中"] {
             for tail in ["", "\n", "x", " "] {
@@ -215,14 +218,7 @@ fn the_ascii_path_in_other_text_ends_pieces_where_the_regex_does() {
             }
         }
     }
-    for vocabulary in VOCABULARIES {
-        let splitter = &vocab(vocabulary).splitter;
-        for text in &texts {
-            let fast: Vec<&str> = splitter.split(text).collect();
-            let regex: Vec<&str> = splitter.split_by_regex(text).collect();
-            assert_eq!(fast, regex, "{vocabulary:?} pieces of {text:?}");
-        }
-    }
+    assert_split_as_by_regex(&texts);
 }
 
 /// ASCII text of the kinds a sweep generates: prose, code, JSON, logs, whitespace runs.
