@@ -91,11 +91,10 @@ impl Atomic {
     }
 
     /// How many characters qualify between a byte of kind `before` and one of kind `after`
-    /// (0 the edge, 1 ASCII, 2 continuation, 3 lead; for tests and diagnostics).
+    /// (for tests).
     #[cfg(test)]
-    pub(crate) fn count(&self, before: u8, after: u8) -> usize {
-        let kind = |byte: u8| super::atomic_format::KINDS[usize::from(byte.min(3))];
-        let wanted = flag(kind(before), kind(after));
+    pub(crate) fn count(&self, before: Kind, after: Kind) -> usize {
+        let wanted = flag(before, after);
         (0..CODE_POINTS)
             .filter(|&code_point| self.word(0, code_point) & wanted != 0)
             .count()

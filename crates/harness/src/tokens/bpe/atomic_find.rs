@@ -141,33 +141,30 @@ impl Boundaries {
     /// The lowest rank of a token that ends with a nonempty prefix of `character`'s bytes
     /// after a byte `before` ([`u32::MAX`] when none does, or at the piece's edge).
     fn lowest_ending(&self, character: &[u8], before: Neighbour) -> u32 {
-        if before == Neighbour::Of(Kind::Edge) {
-            return u32::MAX;
-        }
-        (1..=character.len())
-            .filter_map(|k| {
-                self.ending
-                    .get(&fragment_key(&character[..k], before))
-                    .copied()
-            })
-            .min()
-            .unwrap_or(u32::MAX)
+        let prefixes = (1..=character.len()).map(|k| &character[..k]);
+        lowest(&self.ending, prefixes, before)
     }
 
     /// The lowest rank of a token that starts with a nonempty suffix of `character`'s bytes
     /// before a byte `after` ([`u32::MAX`] when none does, or at the piece's edge).
     fn lowest_starting(&self, character: &[u8], after: Neighbour) -> u32 {
-        if after == Neighbour::Of(Kind::Edge) {
-            return u32::MAX;
-        }
-        let n = character.len();
-        (1..=n)
-            .filter_map(|k| {
-                self.starting
-                    .get(&fragment_key(&character[n - k..], after))
-                    .copied()
-            })
-            .min()
-            .unwrap_or(u32::MAX)
+        let suffixes = (0..character.len()).map(|k| &character[k..]);
+        lowest(&self.starting, suffixes, after)
     }
+}
+
+/// The lowest rank `ranks` holds for any of `fragments` beside `neighbour` ([`u32::MAX`] when
+/// it holds none, or at the piece's edge, where nothing joins).
+fn lowest<'c>(
+    ranks: &FragmentRanks,
+    fragments: impl Iterator<Item = &'c [u8]>,
+    neighbour: Neighbour,
+) -> u32 {
+    if neighbour == Neighbour::Of(Kind::Edge) {
+        return u32::MAX;
+    }
+    fragments
+        .filter_map(|fragment| ranks.get(&fragment_key(fragment, neighbour)).copied())
+        .min()
+        .unwrap_or(u32::MAX)
 }

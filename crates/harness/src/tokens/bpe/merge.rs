@@ -169,12 +169,7 @@ fn first_parts(
     while (next[start] as usize) < n {
         let middle = next[start] as usize;
         let after = next[middle] as usize;
-        let rank = if after - start == 2 {
-            ranks.table.pair_rank(piece[start], piece[middle])
-        } else {
-            ranks.rank(&piece[start..after])
-        };
-        if let Some(rank) = rank {
+        if let Some(rank) = ranks.rank(&piece[start..after]) {
             pair[start] = rank;
             heap.push(key(rank, start as u32));
         }

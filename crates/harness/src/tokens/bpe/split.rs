@@ -73,8 +73,7 @@ impl Splitter {
     pub(super) fn split<'t>(&'t self, text: &'t str) -> Pieces<'t> {
         Pieces {
             splitter: self,
-            ascii: text.is_ascii(),
-            mixed: true,
+            by_hand: true,
             text,
             at: 0,
             next_other: None,
@@ -85,8 +84,7 @@ impl Splitter {
     #[cfg(test)]
     pub(super) fn split_by_regex<'t>(&'t self, text: &'t str) -> Pieces<'t> {
         Pieces {
-            ascii: false,
-            mixed: false,
+            by_hand: false,
             ..self.split(text)
         }
     }
@@ -95,11 +93,9 @@ impl Splitter {
 /// The pieces of one text.
 pub(super) struct Pieces<'t> {
     splitter: &'t Splitter,
-    /// The text is ASCII throughout: [`ascii`] splits it.
-    ascii: bool,
-    /// In other text, ASCII stretches are split by [`ascii`] and runs of ideographs by
-    /// [`ideographs`] where those decide the piece (off only in tests).
-    mixed: bool,
+    /// ASCII stretches are split by [`ascii`] and runs of ideographs by [`ideographs`] where
+    /// those decide the piece (off only in tests).
+    by_hand: bool,
     text: &'t str,
     at: usize,
     /// The first byte at or after some earlier start that is not ASCII (the text's length
@@ -108,8 +104,9 @@ pub(super) struct Pieces<'t> {
 }
 
 impl Pieces<'_> {
-    /// Where the piece at `start` ends, when the ASCII or ideograph path decides it.
-    fn mixed_piece_end(&mut self, start: usize) -> Option<usize> {
+    /// Where the piece at `start` ends, when the ASCII or ideograph path decides it (always,
+    /// when the rest of the text is ASCII).
+    fn piece_end_by_hand(&mut self, start: usize) -> Option<usize> {
         let bytes = self.text.as_bytes();
         let next_other = match self.next_other.filter(|&known| known >= start) {
             Some(known) => known,
@@ -145,12 +142,8 @@ impl<'t> Iterator for Pieces<'t> {
             return None;
         }
         let start = self.at;
-        if self.ascii {
-            self.at = ascii::piece_end(self.splitter.flavour, self.text.as_bytes(), start);
-            return Some(&self.text[start..self.at]);
-        }
-        if self.mixed
-            && let Some(end) = self.mixed_piece_end(start)
+        if self.by_hand
+            && let Some(end) = self.piece_end_by_hand(start)
         {
             self.at = end;
             return Some(&self.text[start..end]);

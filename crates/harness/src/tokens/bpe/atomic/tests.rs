@@ -9,6 +9,7 @@
 
 use proptest::prelude::*;
 
+use super::super::atomic_format::{KINDS, Kind};
 use super::super::{merge, vocab};
 use super::*;
 use crate::tokens::Vocabulary;
@@ -63,8 +64,10 @@ fn the_stored_flags_are_the_references() {
             super::super::atomic_find::find(&tokens).into_boxed_slice(),
         ));
         let stored = &vocab(vocabulary).atomic;
-        for (before, after) in [(0, 0), (1, 1), (2, 3), (3, 2), (1, 3), (2, 0)] {
-            assert_eq!(found.count(before, after), stored.count(before, after));
+        for before in KINDS {
+            for after in KINDS {
+                assert_eq!(found.count(before, after), stored.count(before, after));
+            }
         }
         assert_eq!(found.flags, stored.flags, "{vocabulary:?}");
     }
@@ -75,12 +78,9 @@ fn many_characters_qualify_inside_chinese_text() {
     for vocabulary in VOCABULARIES {
         let atomic = &vocab(vocabulary).atomic;
         // Between a continuation byte and a lead byte: a character inside Chinese text.
-        assert!(
-            atomic.count(2, 3) > 500,
-            "{vocabulary:?}: {}",
-            atomic.count(2, 3)
-        );
-        assert_eq!(Atomic::none().count(0, 0), 0);
+        let inside = atomic.count(Kind::Continuation, Kind::Lead);
+        assert!(inside > 500, "{vocabulary:?}: {inside}");
+        assert_eq!(Atomic::none().count(Kind::Edge, Kind::Edge), 0);
     }
 }
 
