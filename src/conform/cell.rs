@@ -210,6 +210,7 @@ fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome
         violations = checks::invariants(scenario, window, &outcome.steps);
         violations.extend(checks::api(&outcome.apis, &outcome.steps));
         violations.extend(checks::count_tokens(&outcome.steps));
+        violations.extend(super::continuity::check(scenario, &outcome.steps));
         violations.extend(super::refusals::check(scenario, &outcome.steps));
         if outcome.problem.is_none() {
             violations.extend(checks::expectations(scenario, &outcome.steps));

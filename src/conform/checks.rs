@@ -495,6 +495,7 @@ mod tests {
             refused_rule: None,
             received: tokio::time::Instant::now(),
             retry_after: None,
+            answer: None,
         }
     }
 

@@ -17,6 +17,7 @@
 pub mod builtin;
 mod cell;
 pub mod checks;
+pub mod continuity;
 pub mod explore;
 pub mod file;
 pub mod generate;

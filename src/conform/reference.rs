@@ -25,11 +25,14 @@ use ctxbed_harness::message::{ToolCall, ToolSchema, UserInput};
 use ctxbed_harness::model::ModelError;
 use ctxbed_harness::runtime::RuntimeContext;
 use ctxbed_harness::storage::{FsStorage, MemoryStorage, Storage};
-use ctxbed_harness::tokens::{CachedEstimator, RatioEstimator};
+use ctxbed_harness::tokens::{
+    ApproximateEstimator, CachedEstimator, RatioEstimator, TokenEstimator,
+};
 use ctxbed_harness::tools::{Tool, ToolContext, ToolOutcome};
 use ctxbed_providers::transport::{Transport, default_transport};
 use ctxbed_providers::{ApiKey, HttpProvider, ProviderConfig, ProviderKind};
 
+use super::plant::estimate::{Chars4, SchemasFree};
 use super::plant::{PlantedTransport, Plants};
 
 /// A tool whose n-th call returns its n-th scripted result (the last repeats).
@@ -132,7 +135,7 @@ fn build(setup: &Value, plants: &Plants, vars: &Vars) -> Result<HarnessAgent, Re
     if plants.no_context {
         builder = builder.disable_compaction().disable_tool_result_eviction();
     }
-    builder = with_estimator(builder)?;
+    builder = with_estimator(builder, plants)?;
     let system = setup
         .get("system")
         .and_then(Value::as_str)
@@ -194,6 +197,9 @@ fn user_input(
         if plants.images_free {
             read.tokens = 0;
         }
+        if plants.images_base64 {
+            read.tokens = field("data").len().div_ceil(4) as u64;
+        }
         input = input.with_image(read);
     }
     Ok(input)
@@ -222,10 +228,7 @@ fn provider(
         .map(|uri| default_transport(&uri))
         .map_err(|e| ReferenceError::Build(e.to_string()))?;
     let transport: Arc<dyn Transport> = if plants.touches_the_wire() {
-        Arc::new(PlantedTransport {
-            inner,
-            plants: plants.clone(),
-        })
+        Arc::new(PlantedTransport::new(inner, plants.clone()))
     } else {
         inner
     };
@@ -233,16 +236,26 @@ fn provider(
 }
 
 /// The builder with the estimator `CTXBED_REFERENCE_ESTIMATOR` names (`ratio`), or unchanged
-/// for the default.
-fn with_estimator(builder: HarnessAgentBuilder) -> Result<HarnessAgentBuilder, ReferenceError> {
-    match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
-        Err(_) | Ok("" | "default") => Ok(builder),
-        Ok("ratio") => Ok(builder.context_policy(ContextPolicy {
-            estimator: Arc::new(CachedEstimator::new(RatioEstimator)),
-            ..ContextPolicy::default()
-        })),
-        Ok(_) => Err(ReferenceError::Env("CTXBED_REFERENCE_ESTIMATOR")),
-    }
+/// for the default; a plant that counts wrong replaces either.
+fn with_estimator(
+    builder: HarnessAgentBuilder,
+    plants: &Plants,
+) -> Result<HarnessAgentBuilder, ReferenceError> {
+    let estimator: Arc<dyn TokenEstimator> = if plants.chars4 {
+        Arc::new(CachedEstimator::new(Chars4))
+    } else if plants.schemas_free {
+        Arc::new(CachedEstimator::new(SchemasFree(ApproximateEstimator::default())))
+    } else {
+        match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
+            Err(_) | Ok("" | "default") => return Ok(builder),
+            Ok("ratio") => Arc::new(CachedEstimator::new(RatioEstimator)),
+            Ok(_) => return Err(ReferenceError::Env("CTXBED_REFERENCE_ESTIMATOR")),
+        }
+    };
+    Ok(builder.context_policy(ContextPolicy {
+        estimator,
+        ..ContextPolicy::default()
+    }))
 }
 
 /// A setup tool as a tool returning its scripted results (error results emptied into plain
@@ -356,6 +369,8 @@ pub fn run() -> Result<(), ReferenceError> {
                 };
                 let session = if plants.one_session {
                     "s1".to_string()
+                } else if plants.no_history {
+                    format!("{}-step-{step}", text("session"))
                 } else {
                     text("session")
                 };

@@ -125,6 +125,7 @@ mod tests {
             refused_rule,
             received: tokio::time::Instant::now(),
             retry_after: None,
+            answer: None,
         }
     }
 

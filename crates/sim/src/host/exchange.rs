@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::Outcome;
+use ctxbed_harness::message::Message;
 use ctxbed_harness::model::ModelRequest;
 
 /// The end of Anthropic's token-counting route (`POST /v1/messages/count_tokens`).
@@ -104,4 +105,7 @@ pub struct Exchange {
     pub received: tokio::time::Instant,
     /// The `Retry-After` a 429 answer carried.
     pub retry_after: Option<std::time::Duration>,
+    /// The assistant message the client received (its text and tool calls), when the answer
+    /// was a reply delivered whole: not for an error, a reset or a cut stream.
+    pub answer: Option<Message>,
 }

@@ -209,6 +209,7 @@ impl ProviderHost {
             refused_rule: None,
             received: tokio::time::Instant::now(),
             retry_after: None,
+            answer: None,
         };
         let response = if is_count_tokens(path) {
             self.count_tokens(body, &mut exchange)
@@ -455,6 +456,7 @@ impl ProviderHost {
             }
         }
         if !wire.stream {
+            exchange.answer = Some(reply.message.clone());
             let body = match wire.api {
                 Api::OpenAi => openai::completion(&reply, name, number, usage),
                 Api::Anthropic => anthropic::message(&reply, name, number),
@@ -474,6 +476,8 @@ impl ProviderHost {
             if matches!(lane, Lane::Step(_)) {
                 self.model.give_back(lane);
             }
+        } else {
+            exchange.answer = Some(reply.message.clone());
         }
         streamed(events, cut)
     }

@@ -28,7 +28,8 @@ pub struct StepState {
 
 /// True when `request` continues the conversation of `step`: its last turn (the last message that
 /// is not a system message) is the step's input or carries the result of a tool call the mock
-/// made in this step. When the request offers tools, every turn after the last assistant message
+/// made in this step, or, once the mock has made a tool call in this step, the request offers
+/// the tools the step called (a harness's loop going on after its compaction rewrote the turn). When the request offers tools, every turn after the last assistant message
 /// counts (a harness may add a reminder after the results), and so does a line of a turn that is
 /// the input (turns merged into one). Any other request (a summary, a
 /// memory extraction, a title, a classifier, however it is worded) is a side request.
@@ -41,7 +42,7 @@ pub fn continues_step(request: &ModelRequest, step: &StepState) -> bool {
     let Some(last) = turns.last() else {
         return false;
     };
-    if is_step_turn(request, last, step) {
+    if is_step_turn(request, last, step) || offers_the_steps_tools(request, step) {
         return true;
     }
     !request.tools.is_empty()
@@ -50,6 +51,18 @@ pub fn continues_step(request: &ModelRequest, step: &StepState) -> bool {
             .rev()
             .take_while(|message| message.role != Role::Assistant)
             .any(|message| is_step_turn(request, message, step))
+}
+
+/// True when the mock has made a tool call in this step and the request offers every tool the
+/// step called: the harness's own loop going on, whatever it did to the turn (its compaction may
+/// have replaced the input, the calls and their results with a summary and a reminder). A side
+/// request (a summary, a title) offers no tools, or not the step's.
+fn offers_the_steps_tools(request: &ModelRequest, step: &StepState) -> bool {
+    !step.calls.is_empty()
+        && step
+            .calls
+            .iter()
+            .all(|call| request.tools.iter().any(|tool| tool.name == call.name))
 }
 
 /// A user turn that is the step's input, or a turn carrying a result of one of the step's calls

@@ -388,6 +388,42 @@ fn side_requests_are_told_by_structure_whatever_their_wording() {
 }
 
 #[test]
+fn a_continuation_whose_turn_was_rewritten_is_main_loop_when_it_offers_the_steps_tools() {
+    let host = stepped_host(vec![
+        call_turn("build-1.log"),
+        MockTurn::new(TurnAction::reply("Step 1: the linker ran out of memory.")),
+    ]);
+    host.begin_step(1, "Why did build 1 fail?");
+    let system = json!({"role": "system", "content": SYSTEM});
+    let user = json!({"role": "user", "content": "Why did build 1 fail?"});
+    let (_, first) = send(&host, &json!({"messages": [system, user], "tools": [read_log()]}));
+    let answer = first.answer.expect("a delivered reply is recorded");
+    assert_eq!(answer.tool_calls().count(), 1);
+    // The harness's compaction replaced the input, the call and its result with a summary and
+    // a reminder, and its loop goes on with the step's tools offered: the step's next turn.
+    let rewritten = json!({"messages": [
+        system,
+        {"role": "user", "content": "Summary of the work so far: build-1.log was read."},
+        {"role": "user", "content": "Continue with the task."}],
+        "tools": [read_log()]});
+    let (text, exchange) = send(&host, &rewritten);
+    assert!(!exchange.side, "{exchange:?}");
+    assert!(text.contains("Step 1: the linker"), "{text}");
+    // Without tools, the same request is a side request (a summariser's).
+    let host = stepped_host(vec![call_turn("build-1.log")]);
+    host.begin_step(1, "Why did build 1 fail?");
+    let _ = send(&host, &json!({"messages": [user_turn()], "tools": [read_log()]}));
+    let mut no_tools = rewritten.clone();
+    no_tools.as_object_mut().map(|o| o.remove("tools"));
+    let (_, exchange) = send(&host, &no_tools);
+    assert!(exchange.side, "{exchange:?}");
+}
+
+fn user_turn() -> Value {
+    json!({"role": "user", "content": "Why did build 1 fail?"})
+}
+
+#[test]
 fn steps_take_their_own_turns_whatever_earlier_steps_sent() {
     let host = stepped_host(vec![
         call_turn("build-1.log"),

@@ -1,0 +1,220 @@
+//! The rules that make doing nothing fail: a harness must keep doing its job, not only fit the
+//! window and pair its calls.
+//!
+//! | rule | what must hold |
+//! | --- | --- |
+//! | `progress` | after the mock makes tool calls in a step, the step's next main-loop request carries every one of those calls with its result, or the step ends in a reported error |
+//! | `retention` | the first main-loop request of a step whose session completed an earlier step carries that step's input and reply: verbatim, or through a summary the harness obtained of them |
+//!
+//! **Carries**, for `progress`: the request holds a call with the call's id (or, for a harness
+//! that renames ids, its name and arguments) and a result of that call. A request that repeats
+//! the step's previous main-loop request carries no new call, so it is no progress.
+//!
+//! **Carries**, for `retention`: some message of the request contains the text (the input, or the
+//! text of the mock's last answer in that step), whitespace runs counted as one space; or it
+//! contains the whole answer of a side request the harness sent after that step began whose
+//! request itself carried the text, or carried such an answer (a summary of a summary). Only the
+//! session's last completed step is required: trimming older turns stays legal, forgetting the
+//! last one does not, and a summary the harness obtained and then dropped is forgetting. A step
+//! that ended in an error (its input refused, say) is not required of the next.
+
+use ctxbed_harness::message::{ContentPart, Message, Role, ToolCall};
+use ctxbed_harness::model::ModelRequest;
+use ctxbed_sim::host::{Exchange, Outcome};
+
+use super::checks::{StepEnd, StepRun, Violation};
+use super::file::WireScenario;
+
+/// Both rules over every step, each violation carrying its step's number.
+pub fn check(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (index, run) in steps.iter().enumerate() {
+        let number = index + 1;
+        for detail in progress(run) {
+            found.push(violation("progress", detail, number));
+        }
+        if let Some(detail) = retention(scenario, steps, index) {
+            found.push(violation("retention", detail, number));
+        }
+    }
+    found
+}
+
+fn violation(rule: &str, detail: String, step: usize) -> Violation {
+    Violation {
+        rule: rule.to_string(),
+        detail: format!("step {step}, {detail}"),
+        step: Some(step),
+    }
+}
+
+/// The main-loop requests of a step: sent on the step's lane, with a body the host could read.
+fn main_loop(run: &StepRun) -> impl Iterator<Item = (&Exchange, &ModelRequest)> {
+    run.exchanges
+        .iter()
+        .filter(|e| !e.side)
+        .filter_map(|e| e.request.as_ref().map(|r| (e, r)))
+}
+
+/// `progress` over one step: each delivered tool-call answer is followed by a main-loop request
+/// carrying its calls and their results, unless the step ends in a reported error.
+fn progress(run: &StepRun) -> Vec<String> {
+    let mut found = Vec::new();
+    // The calls of the last delivered tool-call answer not yet carried back, and its request.
+    let mut pending: Option<(u64, Vec<&ToolCall>)> = None;
+    for (exchange, request) in main_loop(run) {
+        if let Some((asked, calls)) = pending.take() {
+            let missing: Vec<String> = calls
+                .iter()
+                .filter(|call| !carries_call(request, call))
+                .map(|call| describe_call(call))
+                .collect();
+            if !missing.is_empty() {
+                found.push(format!(
+                    "request {}: it does not carry the mock's tool call{} {} from request {asked} with {}: the harness did not go on with its tool loop",
+                    exchange.number,
+                    if missing.len() == 1 { "" } else { "s" },
+                    missing.join(", "),
+                    if missing.len() == 1 { "its result" } else { "their results" },
+                ));
+            }
+        }
+        if exchange.outcome == Outcome::ToolCalls
+            && let Some(answer) = &exchange.answer
+        {
+            let calls: Vec<&ToolCall> = answer.tool_calls().collect();
+            if !calls.is_empty() {
+                pending = Some((exchange.number, calls));
+            }
+        }
+    }
+    if let (Some((asked, calls)), StepEnd::Reply(_)) = (pending, &run.end) {
+        let names: Vec<String> = calls.iter().map(|call| describe_call(call)).collect();
+        found.push(format!(
+            "request {asked}: the step ended in a reply without sending back the result of the mock's tool call{} {}",
+            if names.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        ));
+    }
+    found
+}
+
+fn describe_call(call: &ToolCall) -> String {
+    format!("{} ({})", call.name, call.id)
+}
+
+/// True when `request` holds `call` (by id, or by name and arguments) and a result of it.
+fn carries_call(request: &ModelRequest, call: &ToolCall) -> bool {
+    let sent: Vec<&ToolCall> = request
+        .messages
+        .iter()
+        .flat_map(|m| m.tool_calls())
+        .filter(|sent| {
+            sent.id == call.id || (sent.name == call.name && sent.arguments == call.arguments)
+        })
+        .collect();
+    sent.iter().any(|sent| {
+        request
+            .messages
+            .iter()
+            .flat_map(|m| m.tool_results())
+            .any(|result| result.call_id == sent.id)
+    })
+}
+
+/// `retention` for step `index` (from 0): its first main-loop request against the session's
+/// last completed step before it.
+fn retention(scenario: &WireScenario, steps: &[StepRun], index: usize) -> Option<String> {
+    let this = scenario.steps.get(index)?;
+    let (first, request) = main_loop(steps.get(index)?).next()?;
+    let (earlier, reply) = (0..index).rev().find_map(|before| {
+        let step = scenario.steps.get(before)?;
+        if step.user != this.user || step.session != this.session {
+            return None;
+        }
+        last_reply(steps.get(before)?).map(|reply| (before, reply))
+    })?;
+    let input = scenario.steps.get(earlier)?.input.trim().to_string();
+    let since = steps.get(earlier)?.exchanges.first()?.number;
+    let side: Vec<&Exchange> = steps[earlier..=index]
+        .iter()
+        .flat_map(|run| &run.exchanges)
+        .filter(|e| e.side && e.number > since && e.number < first.number)
+        .collect();
+    let mut lost = Vec::new();
+    for (what, text) in [("input", input), ("reply", reply)] {
+        if !text.is_empty() && !carried(request, &text, &side) {
+            lost.push(format!("{what} {:?}", ctxbed_harness::format::snippet(&text, 60)));
+        }
+    }
+    if lost.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "request {}: the session's previous step {} is forgotten: its {} is in neither the request nor a summary the harness obtained and sent",
+        first.number,
+        earlier + 1,
+        lost.join(" and its "),
+    ))
+}
+
+/// The text of the mock's last delivered text answer in a step that ended in a reply.
+fn last_reply(run: &StepRun) -> Option<String> {
+    if !matches!(run.end, StepEnd::Reply(_)) {
+        return None;
+    }
+    let text = main_loop(run)
+        .filter(|(e, _)| e.outcome == Outcome::Reply)
+        .filter_map(|(e, _)| e.answer.as_ref())
+        .last()?
+        .text();
+    Some(text.trim().to_string())
+}
+
+/// Whether `request` carries `text` itself or through a chain of summaries among `side`.
+fn carried(request: &ModelRequest, text: &str, side: &[&Exchange]) -> bool {
+    let mut carriers = vec![squash(text)];
+    for exchange in side {
+        let (Some(asked), Some(answer)) = (&exchange.request, &exchange.answer) else {
+            continue;
+        };
+        let summary = squash(&answer.text());
+        if summary.is_empty() {
+            continue;
+        }
+        let inside = request_text(asked);
+        if carriers.iter().any(|c| inside.contains(c.as_str())) {
+            carriers.push(summary);
+        }
+    }
+    let sent = request_text(request);
+    carriers.iter().any(|c| sent.contains(c.as_str()))
+}
+
+/// Every text of a request (messages' text and tool results'), whitespace squashed, one line
+/// per part.
+fn request_text(request: &ModelRequest) -> String {
+    let mut all = String::new();
+    for message in request.messages.iter() {
+        for part in message.parts.iter() {
+            let text = match part {
+                ContentPart::Text { text } => squash(text),
+                ContentPart::ToolResult(result) => squash(&result.text()),
+                _ => continue,
+            };
+            all.push_str(&text);
+            all.push('\n');
+        }
+        if message.role == Role::Assistant {
+            // A reply split into several text parts is carried when their whole is.
+            all.push_str(&squash(&Message::text(message)));
+            all.push('\n');
+        }
+    }
+    all
+}
+
+/// `text` with each run of whitespace as one space, trimmed.
+fn squash(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
