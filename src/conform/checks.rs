@@ -6,7 +6,7 @@
 //! | `pairing` | every tool call answered, every result preceded by its call |
 //! | `system` | at most one system message, and it first |
 //! | `input` | every reasoning request of a step carries the step's input |
-//! | `overflow_retry` | after an overflow, the next reasoning request of the step is strictly smaller; nothing is sent after a second overflow in one step |
+//! | `overflow_retry` | at most one retry per overflowed request, and it strictly smaller: the step's next main-loop request after an overflow has fewer input tokens, and is not sent at all when that retry overflowed too (a reply or a tool call in between starts afresh: a new request of the tool loop is not a retry) |
 //! | `duplicate_result` | no tool call has two results in one request |
 //! | `budget` | a step the harness refused for budget was not in fact refused by the provider |
 //! | `model_called` | the harness sent at least one request over the scenario, and every step that did not end in a budget refusal sent one |
@@ -213,7 +213,11 @@ fn end_invariants(number: usize, run: &StepRun, total: usize, found: &mut Vec<Vi
 }
 
 /// The step's requests in order: each request's own rules, the step's input in every main
-/// request, and retries after an overflow smaller, none after a second one.
+/// request, and at most one retry per overflowed request, strictly smaller.
+///
+/// A main-loop request after an overflow is that request's retry; a reply or a tool call ends
+/// the chain, so the next overflow (a new request of the tool loop, which carries a new result)
+/// gets its own retry. A retry that overflows in turn allows no third try.
 fn exchange_invariants(
     number: usize,
     run: &StepRun,
@@ -221,16 +225,11 @@ fn exchange_invariants(
     window: Option<u64>,
     found: &mut Vec<Violation>,
 ) {
-    let mut overflows = 0;
-    let mut after_overflow: Option<u64> = None;
+    // The last main-loop request that overflowed: its number, size, and whether it was itself
+    // a retry.
+    let mut overflowed: Option<(u64, u64, bool)> = None;
     for exchange in &run.exchanges {
         let at = format!("step {number}, request {}", exchange.number);
-        if overflows >= 2 {
-            found.push(Violation::new(
-                "overflow_retry",
-                format!("{at}: sent after two overflow errors in the same step"),
-            ));
-        }
         let Some(request) = &exchange.request else {
             continue;
         };
@@ -249,17 +248,20 @@ fn exchange_invariants(
                 format!("{at}: no user message carries the step's input"),
             ));
         }
-        if let Some(before) = after_overflow.take()
-            && tokens >= before
-        {
-            found.push(Violation::new(
-                    "overflow_retry",
-                    format!("{at}: the retry after an overflow has {tokens} input tokens, not fewer than the {before} that overflowed"),
-                ));
+        let retry = overflowed.take();
+        match retry {
+            Some((first, _, true)) => found.push(Violation::new(
+                "overflow_retry",
+                format!("{at}: a second retry after request {first}'s retry overflowed too; at most one retry per overflowed request"),
+            )),
+            Some((first, before, false)) if tokens >= before => found.push(Violation::new(
+                "overflow_retry",
+                format!("{at}: the retry after an overflow has {tokens} input tokens, not fewer than the {before} of request {first}, which overflowed"),
+            )),
+            _ => {}
         }
         if exchange.outcome.is_overflow() {
-            overflows += 1;
-            after_overflow = Some(tokens);
+            overflowed = Some((exchange.number, tokens, retry.is_some()));
         }
     }
 }
@@ -590,6 +592,40 @@ mod tests {
         );
 
         assert_eq!(rules(Vec::new()), ["model_called"]);
+    }
+
+    #[test]
+    fn each_overflowed_request_of_the_tool_loop_gets_its_own_retry() {
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "done"});
+        let looped = json!([user(), call, result]);
+        // The first request overflows and its smaller retry gets a tool call; the tool loop's
+        // next request (a new request, carrying the result) overflows, and its own smaller
+        // retry succeeds: two overflows in a step, one retry each.
+        let steps = vec![
+            exchange(1, json!([user()]), 500, OVERFLOW),
+            exchange(2, json!([user()]), 400, Outcome::ToolCalls),
+            exchange(3, looped.clone(), 900, OVERFLOW),
+            exchange(4, looped.clone(), 600, Outcome::Reply),
+        ];
+        assert!(rules(steps).is_empty());
+        // A retry that overflowed again allows no third try, smaller or not.
+        let again = vec![
+            exchange(1, looped.clone(), 900, OVERFLOW),
+            exchange(2, looped.clone(), 800, OVERFLOW),
+            exchange(3, looped, 700, Outcome::Reply),
+        ];
+        let found = invariants(
+            &scenario(),
+            Some(1_000),
+            &[StepRun {
+                end: StepEnd::Reply("ok".into()),
+                exchanges: again,
+                count_tokens: 0,
+            }],
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].detail.contains("request 3: a second retry"), "{found:?}");
     }
 
     #[test]

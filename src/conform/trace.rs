@@ -17,6 +17,42 @@ use super::file::WireScenario;
 /// Characters of a reply or error message shown.
 const SHOWN_CHARS: usize = 100;
 
+/// How much of a step's error a trace shows: enough for the provider's whole message inside
+/// the harness's wrapping.
+const ERROR_CHARS: usize = 1_000;
+
+/// A step's error as the trace shows it: its lines joined with ` | `, loopback ports (which
+/// change from run to run) as `PORT`, at most [`ERROR_CHARS`] characters.
+fn error_text(message: &str) -> String {
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut text = lines.join(" | ");
+    for host in ["127.0.0.1:", "localhost:", "[::1]:"] {
+        text = without_ports(&text, host);
+    }
+    snippet(&text, ERROR_CHARS)
+}
+
+/// `text` with the digits after each `host` replaced by `PORT`.
+fn without_ports(text: &str, host: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(host) {
+        let (before, after) = rest.split_at(at + host.len());
+        out.push_str(before);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 {
+            out.push_str("PORT");
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Numbers tool-call ids in order of first appearance.
 #[derive(Default)]
 struct Ids(BTreeMap<String, usize>);
@@ -222,11 +258,7 @@ pub fn render(
         let _ = match &run.end {
             StepEnd::Reply(text) => writeln!(out, "  reply: {}", snippet(text, SHOWN_CHARS)),
             StepEnd::Error { kind, message } => {
-                writeln!(
-                    out,
-                    "  error {kind}: {}",
-                    snippet(message.lines().next().unwrap_or(""), SHOWN_CHARS)
-                )
+                writeln!(out, "  error {kind}: {}", error_text(message))
             }
         };
         let _ = writeln!(out, "{}", step_verdict(index + 1, violations, &failed));
@@ -249,4 +281,46 @@ pub fn render(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conform::checks::{StepEnd, StepRun};
+    use crate::conform::file::parse;
+
+    #[test]
+    fn a_steps_error_is_shown_whole_with_loopback_ports_hidden() {
+        let scenario = parse(
+            "t.toml",
+            "description = \"t\"\nmodel = \"m\"\n[[steps]]\ninput = \"Why?\"\n",
+            "wire/t",
+        )
+        .expect("a valid scenario");
+        let provider = format!(
+            "Error code: 400 - {{'error': {{'message': \"This model's maximum context length is 8000 tokens. However, you requested 9088 tokens (7088 in the messages, 2000 in the completion). Please reduce the length of the messages or completion.\", 'type': 'invalid_request_error', 'param': 'messages', 'code': 'context_length_exceeded'}}}} from http://127.0.0.1:{}/v1",
+            40_000 + 123
+        );
+        let steps = [StepRun {
+            end: StepEnd::Error {
+                kind: "context_overflow".into(),
+                message: format!("Traceback:\n  raised\n{provider}"),
+            },
+            exchanges: Vec::new(),
+            count_tokens: 0,
+        }];
+        let harness = Harness {
+            name: "h",
+            version: "1",
+            context: "own",
+        };
+        let trace = render(&scenario, harness, Some(8_000), &steps, None, &[]);
+        assert!(
+            trace.contains("Please reduce the length of the messages or completion.\""),
+            "{trace}"
+        );
+        assert!(trace.contains("'code': 'context_length_exceeded'"), "{trace}");
+        assert!(trace.contains("Traceback: | raised | Error code: 400"), "{trace}");
+        assert!(trace.contains("http://127.0.0.1:PORT/v1"), "{trace}");
+    }
 }

@@ -169,11 +169,58 @@ pub fn parse_request(json: &Value) -> ModelRequest {
     }
     reader.close();
     reader.forget_earlier_reasoning();
+    let messages = outputs_after_their_calls(reader.messages);
     let tools = read::tools(json, |tool| {
         (tool.get("type").and_then(Value::as_str) == Some("function"))
             .then(|| read::schema(tool, "parameters"))
     });
-    read::request(reader.messages, tools, json, "max_output_tokens")
+    read::request(messages, tools, json, "max_output_tokens")
+}
+
+/// The messages with each tool output moved to follow the assistant message holding its call,
+/// wherever the input put it: the Responses API pairs a `function_call_output` with its
+/// `function_call` by `call_id`, not by position, so an item between them (Codex sends a
+/// developer message there, deepseek-ai/DeepSeek-V3#1588; "the OpenAI Responses API pairs tool
+/// calls with their outputs by call_id regardless of position",
+/// deepseek-ai/awesome-deepseek-integration#740) is no pairing problem. An output whose call is
+/// nowhere in the input stays where it was, and is refused as the API refuses it.
+fn outputs_after_their_calls(messages: Vec<Message>) -> Vec<Message> {
+    let calls: BTreeMap<&str, usize> = messages
+        .iter()
+        .enumerate()
+        .flat_map(|(index, message)| message.tool_calls().map(move |call| (call.id.as_str(), index)))
+        .collect();
+    // Per assistant message, the outputs that answer its calls, in input order.
+    let mut answers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (index, message) in messages.iter().enumerate() {
+        if message.role != Role::Tool {
+            continue;
+        }
+        let owner = message
+            .tool_results()
+            .next()
+            .and_then(|result| calls.get(result.call_id.as_str()));
+        if let Some(&owner) = owner {
+            answers.entry(owner).or_default().push(index);
+        }
+    }
+    let moved: std::collections::BTreeSet<usize> = answers.values().flatten().copied().collect();
+    let mut slots: Vec<Option<Message>> = messages.into_iter().map(Some).collect();
+    let mut ordered = Vec::with_capacity(slots.len());
+    for index in 0..slots.len() {
+        if moved.contains(&index) {
+            continue;
+        }
+        if let Some(message) = slots[index].take() {
+            ordered.push(message);
+        }
+        for &output in answers.get(&index).into_iter().flatten() {
+            if let Some(message) = slots[output].take() {
+                ordered.push(message);
+            }
+        }
+    }
+    ordered
 }
 
 /// How a reply goes out: the model's name, ids from the host's request number, usage when the
@@ -502,6 +549,35 @@ mod tests {
         assert_eq!(request.tools[0].name, "read_log");
         assert_eq!(request.max_output_tokens, Some(64));
         assert_eq!(parse_request(&json!({"input": "hi"})).messages.len(), 1);
+    }
+
+    #[test]
+    fn outputs_pair_with_their_calls_by_call_id_wherever_they_sit() {
+        // Codex's order: a developer message, and a user message, between the calls and their
+        // outputs, the outputs in another order than the calls.
+        let request = parse_request(&json!({"input": [
+            {"role": "user", "content": "Why?"},
+            {"type": "function_call", "call_id": "call_1", "name": "read_log", "arguments": "{}"},
+            {"type": "function_call", "call_id": "call_2", "name": "read_log", "arguments": "{}"},
+            {"role": "developer", "content": "A hook's note."},
+            {"type": "function_call_output", "call_id": "call_2", "output": "two"},
+            {"role": "user", "content": "Also this."},
+            {"type": "function_call_output", "call_id": "call_1", "output": "one"},
+        ]}));
+        assert_eq!(find_pairing_problem(request.messages.iter()), None);
+        let roles: Vec<Role> = request.messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::User, Role::Assistant, Role::Tool, Role::Tool, Role::System, Role::User]
+        );
+        // An output whose call is nowhere is still refused.
+        let orphan = parse_request(&json!({"input": [
+            {"role": "user", "content": "x"},
+            {"type": "function_call_output", "call_id": "call_9", "output": "42"},
+            {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "1"},
+        ]}));
+        assert!(find_pairing_problem(orphan.messages.iter()).is_some());
     }
 
     #[test]
