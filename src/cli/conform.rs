@@ -115,6 +115,12 @@ pub struct ConformArgs {
     /// breaks); later seeds breaking it are reported, not shrunk. For long explorations.
     #[arg(long, requires = "generate")]
     pub shrink_once_per_rule: bool,
+    /// Run every scenario against the reference harness and each of its mutants (the same
+    /// harness with one known defect) instead of against harnesses, and check the kill matrix:
+    /// each scenario fails the mutants it declares in `defects`, every mutant fails some
+    /// scenario. With --matrix, write the matrix there as Markdown (docs/mutants.md).
+    #[arg(long, conflicts_with_all = ["harnesses", "adapters", "bless", "generate"])]
+    pub mutants: bool,
     /// The most runs --generate spends shrinking one failing seed.
     #[arg(long, default_value_t = ctxbed::conform::explore::SHRINK_RUNS_DEFAULT)]
     pub shrink_runs: usize,
@@ -448,11 +454,15 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         format,
         jobs,
         fresh_process,
+        mutants,
         ..
     } = arguments;
     let json = format == "json";
     if list {
         return list_builtins();
+    }
+    if mutants {
+        return mutants_command(&paths, &scenarios, logs, matrix_path, jobs as usize);
     }
     let named_adapters = named_adapters(&adapters);
     let chosen = targets(&paths, &scenarios).and_then(|targets| {
@@ -496,6 +506,55 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         return ExitCode::FAILURE;
     }
     exit_code(failed)
+}
+
+/// `--mutants`: the scenarios against the reference harness and each mutant, the kill matrix
+/// checked (and written with --matrix); fails when the matrix shows a problem.
+fn mutants_command(
+    paths: &[PathBuf],
+    scenarios: &[String],
+    logs: PathBuf,
+    matrix_path: Option<PathBuf>,
+    jobs: usize,
+) -> ExitCode {
+    let targets = match targets(paths, scenarios) {
+        Ok(targets) => targets,
+        Err(problem) => {
+            errln!("error: {problem}");
+            return ExitCode::from(2);
+        }
+    };
+    let adapters = conform::mutants::adapters();
+    let harnesses: Vec<String> = adapters.iter().map(|(name, _)| name.clone()).collect();
+    let options = conform_options(PathBuf::from("peers"), logs, adapters, false, true);
+    listen_for_stop();
+    let started = std::time::Instant::now();
+    let reports = run_all(&targets, &harnesses, &options, jobs, &|_| {});
+    let rows = conform::mutants::matrix(&reports);
+    let problems = conform::mutants::problems(&rows);
+    let killed = rows
+        .iter()
+        .flat_map(|row| row.kills.values())
+        .filter(|kill| matches!(kill, conform::mutants::Kill::Killed(_)))
+        .count();
+    outln!(
+        "{} scenarios x {} mutants: {killed} kills, {} problems, in {:.0} s",
+        rows.len(),
+        harnesses.len() - 1,
+        problems.len(),
+        started.elapsed().as_secs_f64()
+    );
+    for problem in &problems {
+        outln!("  {problem}");
+    }
+    if let Some(path) = matrix_path {
+        if let Err(error) = std::fs::write(&path, conform::mutants::markdown(&rows)) {
+            errln!("error: cannot write {}: {error}", path.display());
+            return ExitCode::FAILURE;
+        }
+        outln!("kill matrix written to {}", path.display());
+    }
+    exit_code(problems.len())
 }
 
 /// 130 when interrupted, else success when no run failed.

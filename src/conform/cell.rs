@@ -113,6 +113,8 @@ fn blank_report(
         golden_outcome: None,
         log,
         elapsed: Duration::ZERO,
+        defects: Vec::new(),
+        applies: Default::default(),
     }
 }
 
@@ -203,6 +205,7 @@ fn run_cell(
 /// Fills `report` from a finished run: the rules checked, the trace, the verdict.
 fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome) {
     report.version = outcome.version.clone();
+    report.defects = scenario.defects.clone();
     report.context = outcome.context.clone();
     let window = outcome.window;
     let mut violations = Vec::new();
@@ -211,6 +214,7 @@ fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome
         violations.extend(checks::api(&outcome.apis, &outcome.steps));
         violations.extend(checks::count_tokens(&outcome.steps));
         violations.extend(super::continuity::check(scenario, &outcome.steps));
+        report.applies = super::continuity::Applies::of(scenario, &outcome.steps);
         violations.extend(super::refusals::check(scenario, &outcome.steps));
         if outcome.problem.is_none() {
             violations.extend(checks::expectations(scenario, &outcome.steps));

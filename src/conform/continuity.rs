@@ -25,6 +25,41 @@ use ctxbed_sim::host::{Exchange, Outcome};
 use super::checks::{StepEnd, StepRun, Violation};
 use super::file::WireScenario;
 
+/// Where the rules had something to judge in one run: the mock made a tool call in some step
+/// (`progress`), or a step's session had completed an earlier step (`retention`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Applies {
+    pub progress: bool,
+    pub retention: bool,
+}
+
+impl Applies {
+    /// What `steps` gave the rules to judge.
+    pub fn of(scenario: &WireScenario, steps: &[StepRun]) -> Applies {
+        let progress = steps.iter().any(|run| {
+            main_loop(run).any(|(e, _)| {
+                e.outcome == Outcome::ToolCalls
+                    && e.answer.as_ref().is_some_and(Message::has_tool_calls)
+            })
+        });
+        let retention = (0..steps.len()).any(|index| {
+            scenario.steps.get(index).is_some_and(|this| {
+                (0..index).any(|before| {
+                    scenario.steps.get(before).is_some_and(|step| {
+                        step.user == this.user
+                            && step.session == this.session
+                            && steps.get(before).and_then(last_reply).is_some()
+                    })
+                })
+            })
+        });
+        Applies {
+            progress,
+            retention,
+        }
+    }
+}
+
 /// Both rules over every step, each violation carrying its step's number.
 pub fn check(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
     let mut found = Vec::new();

@@ -89,6 +89,21 @@ struct RawWire {
     steps: Vec<RawStep>,
     #[serde(default)]
     expect: Vec<RawExpect>,
+    /// The mutants of the reference harness (`ctxbed conform --mutants`) this scenario must
+    /// fail: the defects it is about.
+    #[serde(default)]
+    #[schemars(schema_with = "defects_schema")]
+    defects: Vec<Spanned<String>>,
+}
+
+/// `defects`: a list of mutants' names, each once.
+fn defects_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = super::plant::MUTANTS.iter().map(|(name, _)| *name).collect();
+    schemars::json_schema!({
+        "type": "array",
+        "items": { "type": "string", "enum": names },
+        "uniqueItems": true,
+    })
 }
 
 /// The names `api` takes ([`Api::as_str`]), for the schema.
@@ -268,6 +283,8 @@ pub struct WireScenario {
     pub tools: Vec<WireTool>,
     pub steps: Vec<WireStep>,
     pub expect: Vec<WireExpect>,
+    /// The mutants of the reference harness it must fail (names of `plant::MUTANTS`).
+    pub defects: Vec<String>,
 }
 
 impl WireScenario {
@@ -355,6 +372,7 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         STEP_TIMEOUT_SECONDS_DEFAULT,
     );
     let api = checker.api(raw.api.as_ref());
+    let defects = checker.defects(&raw.defects);
     let advertised_window = raw
         .advertised_window
         .as_ref()
@@ -386,6 +404,7 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         tools,
         steps,
         expect,
+        defects,
     })
 }
 

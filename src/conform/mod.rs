@@ -22,6 +22,7 @@ pub mod explore;
 pub mod file;
 pub mod generate;
 pub mod matrix;
+pub mod mutants;
 pub mod peer;
 pub mod plant;
 pub mod png;
@@ -133,6 +134,10 @@ pub struct CellReport {
     pub golden_outcome: Option<GoldenOutcome>,
     pub log: PathBuf,
     pub elapsed: Duration,
+    /// The defects the scenario declares (the mutants it must fail).
+    pub defects: Vec<String>,
+    /// Whether `progress` and `retention` had something to judge in this run.
+    pub applies: continuity::Applies,
 }
 
 impl CellReport {

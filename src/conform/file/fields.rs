@@ -155,6 +155,35 @@ impl Checker<'_> {
     }
 
     /// The pinned API, by its name.
+    /// The declared defects, each the name of a mutant, once.
+    pub(super) fn defects(&mut self, values: &[Spanned<String>]) -> Vec<String> {
+        let names = || crate::conform::plant::MUTANTS.iter().map(|(name, _)| *name);
+        let mut defects: Vec<String> = Vec::new();
+        for value in values {
+            let name = value.get_ref();
+            if defects.contains(name) {
+                let problem = self
+                    .at(value.span(), format!("`{name}` is listed twice"))
+                    .field("defects")
+                    .help("list each defect once".to_string());
+                self.problems.push(problem);
+            } else if names().any(|known| known == name) {
+                defects.push(name.clone());
+            } else {
+                let help = match crate::scenario::format::diagnostic::closest(name, names()) {
+                    Some(close) => format!("did you mean `{close}`? `ctxbed conform --mutants` lists every defect"),
+                    None => format!("use one of: {}", names().collect::<Vec<_>>().join(", ")),
+                };
+                let problem = self
+                    .at(value.span(), format!("`{name}` is not a defect a mutant has"))
+                    .field("defects")
+                    .help(help);
+                self.problems.push(problem);
+            }
+        }
+        defects
+    }
+
     pub(super) fn api(&mut self, value: Option<&Spanned<String>>) -> Option<Api> {
         let value = value?;
         let api = Api::parse(value.get_ref());
