@@ -463,6 +463,47 @@ fn every_wire_scenario_fails_the_harness_its_description_warns_of() {
     }
 }
 
+/// The alternative outcomes a description offers, and the mutant that behaves so: a scenario
+/// whose description offers one declares the mutant in `allows`, so the kill matrix
+/// (`ctxbed conform --mutants`) checks that the promise holds (the mutant passes).
+const PROMISES: &[(&str, &str)] = &[
+    ("retries or reports", "no_retry"),
+    ("or not at all", "drop_thinking"),
+];
+
+#[test]
+fn every_alternative_a_description_offers_is_checked_by_the_kill_matrix() {
+    let mut offered = 0;
+    for path in wire_scenarios() {
+        let name = conform::scenario_name(&path);
+        let scenario = conform::file::load(&path, &name).expect("a wire scenario");
+        let description = scenario.description.to_lowercase();
+        assert!(
+            description.split_whitespace().count() >= 8,
+            "{name}: the description should say what the scenario exercises"
+        );
+        for (words, mutant) in PROMISES {
+            if description.contains(words) {
+                offered += 1;
+                assert!(
+                    scenario.allows.iter().any(|a| a == mutant),
+                    "{name}: its description offers \"{words}\", so it must declare `allows = [\"{mutant}\"]` for the kill matrix to check the promise"
+                );
+            }
+        }
+        // "Reports the provider's overflow" is no acceptable end: the request that overflowed
+        // was over the window.
+        assert!(
+            !description.contains("reports the provider's overflow"),
+            "{name}: a request the provider refuses as an overflow fails `window`"
+        );
+    }
+    assert!(
+        offered >= 3,
+        "the promises were found in {offered} descriptions"
+    );
+}
+
 #[test]
 fn verdicts_do_not_depend_on_how_a_summariser_words_its_prompt() {
     // Three real summariser shapes (tests/wire-suite/harness/summariser.py), none saying

@@ -114,6 +114,7 @@ fn blank_report(
         log,
         elapsed: Duration::ZERO,
         defects: Vec::new(),
+        allows: Vec::new(),
         applies: Default::default(),
     }
 }
@@ -206,6 +207,7 @@ fn run_cell(
 fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome) {
     report.version = outcome.version.clone();
     report.defects = scenario.defects.clone();
+    report.allows = scenario.allows.clone();
     report.context = outcome.context.clone();
     let window = outcome.window;
     let mut violations = Vec::new();

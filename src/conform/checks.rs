@@ -625,7 +625,10 @@ mod tests {
             }],
         );
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].detail.contains("request 3: a second retry"), "{found:?}");
+        assert!(
+            found[0].detail.contains("request 3: a second retry"),
+            "{found:?}"
+        );
     }
 
     #[test]

@@ -179,7 +179,10 @@ fn retention(scenario: &WireScenario, steps: &[StepRun], index: usize) -> Option
     let mut lost = Vec::new();
     for (what, text) in [("input", input), ("reply", reply)] {
         if !text.is_empty() && !carried(request, &text, &side) {
-            lost.push(format!("{what} {:?}", ctxbed_harness::format::snippet(&text, 60)));
+            lost.push(format!(
+                "{what} {:?}",
+                ctxbed_harness::format::snippet(&text, 60)
+            ));
         }
     }
     if lost.is_empty() {

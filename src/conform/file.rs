@@ -94,11 +94,19 @@ struct RawWire {
     #[serde(default)]
     #[schemars(schema_with = "defects_schema")]
     defects: Vec<Spanned<String>>,
+    /// The mutants whose behaviour the description promises is acceptable ("retries or reports
+    /// an error": `no_retry`): the kill matrix checks that they pass.
+    #[serde(default)]
+    #[schemars(schema_with = "defects_schema")]
+    allows: Vec<Spanned<String>>,
 }
 
 /// `defects`: a list of mutants' names, each once.
 fn defects_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<&str> = super::plant::MUTANTS.iter().map(|(name, _)| *name).collect();
+    let names: Vec<&str> = super::plant::MUTANTS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
     schemars::json_schema!({
         "type": "array",
         "items": { "type": "string", "enum": names },
@@ -285,6 +293,8 @@ pub struct WireScenario {
     pub expect: Vec<WireExpect>,
     /// The mutants of the reference harness it must fail (names of `plant::MUTANTS`).
     pub defects: Vec<String>,
+    /// The mutants its description promises pass (names of `plant::MUTANTS`).
+    pub allows: Vec<String>,
 }
 
 impl WireScenario {
@@ -372,7 +382,9 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         STEP_TIMEOUT_SECONDS_DEFAULT,
     );
     let api = checker.api(raw.api.as_ref());
-    let defects = checker.defects(&raw.defects);
+    let defects = checker.defects("defects", &raw.defects);
+    let allows = checker.defects("allows", &raw.allows);
+    checker.neither_both(&raw.allows, &defects);
     let advertised_window = raw
         .advertised_window
         .as_ref()
@@ -405,6 +417,7 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         steps,
         expect,
         defects,
+        allows,
     })
 }
 

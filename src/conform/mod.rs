@@ -136,6 +136,8 @@ pub struct CellReport {
     pub elapsed: Duration,
     /// The defects the scenario declares (the mutants it must fail).
     pub defects: Vec<String>,
+    /// The mutants its description promises pass.
+    pub allows: Vec<String>,
     /// Whether `progress` and `retention` had something to judge in this run.
     pub applies: continuity::Applies,
 }

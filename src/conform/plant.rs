@@ -23,32 +23,95 @@ pub const PLANT_VARIABLE: &str = "CTXBED_PEER_PLANT";
 /// Every mutant of the reference harness: its plant's name and the defect it has, as the kill
 /// matrix (`docs/mutants.md`) names it.
 pub const MUTANTS: &[(&str, &str)] = &[
-    ("no_results", "runs the tool calls but never sends a call or its result back: asks again from the input alone"),
+    (
+        "no_results",
+        "runs the tool calls but never sends a call or its result back: asks again from the input alone",
+    ),
     ("orphan_call", "sends tool calls without their results"),
-    ("no_history", "sends only the current step's input, never the session's history (a new session each step)"),
-    ("one_session", "runs every step in one session, whatever the step says"),
-    ("memory_sessions", "keeps its sessions in memory only, so a restarted process starts them empty"),
-    ("keep_last", "keeps the system prompt and the last four messages, with no care for calls and their results"),
-    ("trim_to_result", "trims its history so that it starts with a tool result whose call was cut away"),
-    ("no_context", "manages no context: no window, no compaction, no offload"),
+    (
+        "no_history",
+        "sends only the current step's input, never the session's history (a new session each step)",
+    ),
+    (
+        "one_session",
+        "runs every step in one session, whatever the step says",
+    ),
+    (
+        "memory_sessions",
+        "keeps its sessions in memory only, so a restarted process starts them empty",
+    ),
+    (
+        "keep_last",
+        "keeps the system prompt and the last four messages, with no care for calls and their results",
+    ),
+    (
+        "trim_to_result",
+        "trims its history so that it starts with a tool result whose call was cut away",
+    ),
+    (
+        "no_context",
+        "manages no context: no window, no compaction, no offload",
+    ),
     ("chars4", "estimates tokens as characters / 4"),
     ("schemas_free", "does not count the tool schemas it sends"),
     ("images_free", "prices an attached image at no tokens"),
-    ("images_base64", "prices an attached image by its base64 text (characters / 4)"),
-    ("no_overflow_recovery", "does not recognise the provider's overflow: reports it as an error, neither compacting nor retrying"),
-    ("retry_same", "answers an overflow by resending the same request once"),
-    ("retry_forever", "answers an overflow by resending the same request until it passes"),
-    ("summary_overflow", "hands its summariser the whole history in one request, however long"),
-    ("drop_summary", "drops the summary it obtained from the requests that follow"),
-    ("two_systems", "sends a second system message after the conversation"),
-    ("drop_thinking", "hands back no thinking (Anthropic thinking blocks, Responses reasoning items)"),
-    ("ignore_retry_after", "ignores a 429's Retry-After and retries on its own backoff"),
+    (
+        "images_base64",
+        "prices an attached image by its base64 text (characters / 4)",
+    ),
+    (
+        "no_overflow_recovery",
+        "does not recognise the provider's overflow: reports it as an error, neither compacting nor retrying",
+    ),
+    (
+        "retry_same",
+        "answers an overflow by resending the same request once",
+    ),
+    (
+        "retry_forever",
+        "answers an overflow by resending the same request until it passes",
+    ),
+    (
+        "summary_overflow",
+        "hands its summariser the whole history in one request, however long",
+    ),
+    (
+        "drop_summary",
+        "drops the summary it obtained from the requests that follow",
+    ),
+    (
+        "two_systems",
+        "sends a second system message after the conversation",
+    ),
+    (
+        "drop_thinking",
+        "hands back no thinking (Anthropic thinking blocks, Responses reasoning items)",
+    ),
+    (
+        "ignore_retry_after",
+        "ignores a 429's Retry-After and retries on its own backoff",
+    ),
     ("no_retry", "never retries a provider error (one attempt)"),
-    ("empty_reply_on_error", "turns any failed call into an empty reply"),
-    ("drop_tool_errors", "hands a failed tool's result to the model as an empty success"),
-    ("count_storm", "asks Anthropic's count_tokens three times before each Messages request"),
-    ("strict_arguments", "fails a whole reply whose tool-call arguments are not a JSON object, instead of handing them to the tool"),
-    ("blank_text", "hands back each Anthropic tool-use turn with an empty text block before its calls"),
+    (
+        "empty_reply_on_error",
+        "turns any failed call into an empty reply",
+    ),
+    (
+        "drop_tool_errors",
+        "hands a failed tool's result to the model as an empty success",
+    ),
+    (
+        "count_storm",
+        "asks Anthropic's count_tokens three times before each Messages request",
+    ),
+    (
+        "strict_arguments",
+        "fails a whole reply whose tool-call arguments are not a JSON object, instead of handing them to the tool",
+    ),
+    (
+        "blank_text",
+        "hands back each Anthropic tool-use turn with an empty text block before its calls",
+    ),
 ];
 
 /// The plants of one adapter run.
@@ -194,7 +257,10 @@ mod tests {
         for (name, defect) in MUTANTS {
             let plants = Plants::parse(name).expect("a mutant's plant parses");
             assert_ne!(plants, Plants::default(), "{name} plants nothing");
-            assert!(!seen.contains(&plants), "{name} plants what another mutant does");
+            assert!(
+                !seen.contains(&plants),
+                "{name} plants what another mutant does"
+            );
             assert!(!defect.is_empty());
             seen.push(plants);
         }

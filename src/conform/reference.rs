@@ -244,7 +244,9 @@ fn with_estimator(
     let estimator: Arc<dyn TokenEstimator> = if plants.chars4 {
         Arc::new(CachedEstimator::new(Chars4))
     } else if plants.schemas_free {
-        Arc::new(CachedEstimator::new(SchemasFree(ApproximateEstimator::default())))
+        Arc::new(CachedEstimator::new(SchemasFree(
+            ApproximateEstimator::default(),
+        )))
     } else {
         match std::env::var("CTXBED_REFERENCE_ESTIMATOR").as_deref() {
             Err(_) | Ok("" | "default") => return Ok(builder),

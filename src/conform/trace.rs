@@ -319,8 +319,14 @@ mod tests {
             trace.contains("Please reduce the length of the messages or completion.\""),
             "{trace}"
         );
-        assert!(trace.contains("'code': 'context_length_exceeded'"), "{trace}");
-        assert!(trace.contains("Traceback: | raised | Error code: 400"), "{trace}");
+        assert!(
+            trace.contains("'code': 'context_length_exceeded'"),
+            "{trace}"
+        );
+        assert!(
+            trace.contains("Traceback: | raised | Error code: 400"),
+            "{trace}"
+        );
         assert!(trace.contains("http://127.0.0.1:PORT/v1"), "{trace}");
     }
 }

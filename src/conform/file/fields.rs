@@ -155,8 +155,8 @@ impl Checker<'_> {
     }
 
     /// The pinned API, by its name.
-    /// The declared defects, each the name of a mutant, once.
-    pub(super) fn defects(&mut self, values: &[Spanned<String>]) -> Vec<String> {
+    /// The mutants a list (`defects` or `allows`) names, each once.
+    pub(super) fn defects(&mut self, field: &str, values: &[Spanned<String>]) -> Vec<String> {
         let names = || crate::conform::plant::MUTANTS.iter().map(|(name, _)| *name);
         let mut defects: Vec<String> = Vec::new();
         for value in values {
@@ -164,24 +164,43 @@ impl Checker<'_> {
             if defects.contains(name) {
                 let problem = self
                     .at(value.span(), format!("`{name}` is listed twice"))
-                    .field("defects")
+                    .field(field)
                     .help("list each defect once".to_string());
                 self.problems.push(problem);
             } else if names().any(|known| known == name) {
                 defects.push(name.clone());
             } else {
                 let help = match crate::scenario::format::diagnostic::closest(name, names()) {
-                    Some(close) => format!("did you mean `{close}`? `ctxbed conform --mutants` lists every defect"),
+                    Some(close) => format!(
+                        "did you mean `{close}`? `ctxbed conform --mutants` lists every defect"
+                    ),
                     None => format!("use one of: {}", names().collect::<Vec<_>>().join(", ")),
                 };
                 let problem = self
-                    .at(value.span(), format!("`{name}` is not a defect a mutant has"))
-                    .field("defects")
+                    .at(
+                        value.span(),
+                        format!("`{name}` is not a defect a mutant has"),
+                    )
+                    .field(field)
                     .help(help);
                 self.problems.push(problem);
             }
         }
         defects
+    }
+
+    /// No mutant is both one the scenario must fail and one it promises passes.
+    pub(super) fn neither_both(&mut self, allows: &[Spanned<String>], defects: &[String]) {
+        for value in allows.iter().filter(|v| defects.contains(v.get_ref())) {
+            let problem = self
+                .at(
+                    value.span(),
+                    format!("`{}` is in both `defects` and `allows`", value.get_ref()),
+                )
+                .field("allows")
+                .help("a scenario either fails a mutant or promises it passes".to_string());
+            self.problems.push(problem);
+        }
     }
 
     pub(super) fn api(&mut self, value: Option<&Spanned<String>>) -> Option<Api> {

@@ -18,11 +18,17 @@ fn turns(json: &mut Value) -> Option<&mut Vec<Value>> {
 }
 
 fn kind(value: &Value) -> &str {
-    value.get("type").and_then(Value::as_str).unwrap_or_default()
+    value
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn role(value: &Value) -> &str {
-    value.get("role").and_then(Value::as_str).unwrap_or_default()
+    value
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// True for a turn of instructions (Chat `system`, Responses `system` or `developer`).
@@ -212,7 +218,10 @@ mod tests {
             {"type": "tool_use", "id": "c", "name": "n", "input": {}},
         ]}]});
         strip_thinking(&mut anthropic);
-        assert_eq!(anthropic["messages"][0]["content"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            anthropic["messages"][0]["content"].as_array().map(Vec::len),
+            Some(1)
+        );
         let mut responses = json!({"input": [
             {"type": "reasoning", "id": "rs_1", "summary": []},
             {"type": "function_call", "call_id": "c", "name": "n", "arguments": "{}"},

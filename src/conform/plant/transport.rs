@@ -102,7 +102,11 @@ impl Transport for PlantedTransport {
         if plants.no_overflow_recovery {
             return Ok(unrecognisable(response));
         }
-        let tries = if plants.retry_forever { FOREVER_RETRIES } else { 1 };
+        let tries = if plants.retry_forever {
+            FOREVER_RETRIES
+        } else {
+            1
+        };
         let mut last = response;
         for _ in 0..tries {
             let (response, overflow) = read_overflow(self.inner.send(copy(&again)).await?).await?;
@@ -199,9 +203,7 @@ fn unrecognisable(response: http::Response<ResponseBody>) -> http::Response<Resp
 }
 
 /// The response without `Retry-After` or `retry-after-ms`.
-fn without_retry_after(
-    mut response: http::Response<ResponseBody>,
-) -> http::Response<ResponseBody> {
+fn without_retry_after(mut response: http::Response<ResponseBody>) -> http::Response<ResponseBody> {
     let headers = response.headers_mut();
     headers.remove(http::header::RETRY_AFTER);
     headers.remove("retry-after-ms");

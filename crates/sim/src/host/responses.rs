@@ -188,7 +188,11 @@ fn outputs_after_their_calls(messages: Vec<Message>) -> Vec<Message> {
     let calls: BTreeMap<&str, usize> = messages
         .iter()
         .enumerate()
-        .flat_map(|(index, message)| message.tool_calls().map(move |call| (call.id.as_str(), index)))
+        .flat_map(|(index, message)| {
+            message
+                .tool_calls()
+                .map(move |call| (call.id.as_str(), index))
+        })
         .collect();
     // Per assistant message, the outputs that answer its calls, in input order.
     let mut answers: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -568,7 +572,14 @@ mod tests {
         let roles: Vec<Role> = request.messages.iter().map(|m| m.role).collect();
         assert_eq!(
             roles,
-            [Role::User, Role::Assistant, Role::Tool, Role::Tool, Role::System, Role::User]
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Tool,
+                Role::System,
+                Role::User
+            ]
         );
         // An output whose call is nowhere is still refused.
         let orphan = parse_request(&json!({"input": [

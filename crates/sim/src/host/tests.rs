@@ -396,7 +396,10 @@ fn a_continuation_whose_turn_was_rewritten_is_main_loop_when_it_offers_the_steps
     host.begin_step(1, "Why did build 1 fail?");
     let system = json!({"role": "system", "content": SYSTEM});
     let user = json!({"role": "user", "content": "Why did build 1 fail?"});
-    let (_, first) = send(&host, &json!({"messages": [system, user], "tools": [read_log()]}));
+    let (_, first) = send(
+        &host,
+        &json!({"messages": [system, user], "tools": [read_log()]}),
+    );
     let answer = first.answer.expect("a delivered reply is recorded");
     assert_eq!(answer.tool_calls().count(), 1);
     // The harness's compaction replaced the input, the call and its result with a summary and
@@ -412,7 +415,10 @@ fn a_continuation_whose_turn_was_rewritten_is_main_loop_when_it_offers_the_steps
     // Without tools, the same request is a side request (a summariser's).
     let host = stepped_host(vec![call_turn("build-1.log")]);
     host.begin_step(1, "Why did build 1 fail?");
-    let _ = send(&host, &json!({"messages": [user_turn()], "tools": [read_log()]}));
+    let _ = send(
+        &host,
+        &json!({"messages": [user_turn()], "tools": [read_log()]}),
+    );
     let mut no_tools = rewritten.clone();
     no_tools.as_object_mut().map(|o| o.remove("tools"));
     let (_, exchange) = send(&host, &no_tools);
