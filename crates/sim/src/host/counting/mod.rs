@@ -9,11 +9,19 @@
 //! counts are remembered, so a long history costs one count per new message) and corrects it
 //! with the provider's own framing, read from the body.
 
+mod anthropic;
+mod openai;
+mod render;
+
 use serde_json::Value;
 
 use super::Api;
 use crate::mock::MockModel;
+use ctxbed_harness::format::json_text;
+use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::model::ModelRequest;
+use ctxbed_harness::tokens::{TOOL_PART_OVERHEAD_TOKENS, TOOL_SCHEMA_OVERHEAD_TOKENS};
+use ctxbed_harness::tools::ToolSchema;
 
 /// A model family: the models whose counts share their constants, told by the request's
 /// `model` (a name prefix, as the providers name their models).
@@ -87,6 +95,58 @@ pub fn method(api: Api) -> &'static str {
 /// The input tokens of `request` (read back from `json`, a body of `api`), as the provider
 /// counts them.
 pub fn input_tokens(model: &MockModel, api: Api, json: &Value, request: &ModelRequest) -> u64 {
-    let _ = (api, json);
-    model.count_input_tokens(request)
+    let base = model.count_input_tokens(request);
+    let correction = match api {
+        Api::OpenAi | Api::Responses => openai::correction(model, api, json, request),
+        Api::Anthropic => anthropic::correction(model, json, request),
+    };
+    base.saturating_add_signed(correction)
+}
+
+/// The harness's count of `tools`, which a provider's rendering replaces.
+fn harness_schemas(model: &MockModel, tools: &[ToolSchema]) -> i64 {
+    let tokens: u64 = tools
+        .iter()
+        .map(|tool| {
+            TOOL_SCHEMA_OVERHEAD_TOKENS
+                + model.text_tokens(&tool.name)
+                + model.text_tokens(&tool.description)
+                + model.text_tokens(&json_text(&tool.parameters))
+        })
+        .sum();
+    tokens as i64
+}
+
+/// The tool calls and results of a request's history, and what the harness counts for them
+/// beyond their names, arguments and outputs.
+#[derive(Debug, Default)]
+struct ToolParts {
+    calls: i64,
+    results: i64,
+    /// The harness's fixed cost of each part and the tokens of its id, which no provider
+    /// counts as such.
+    ids_and_framing: i64,
+    /// The tokens of the tool names the results repeat.
+    result_names: i64,
+}
+
+fn tool_parts(model: &MockModel, request: &ModelRequest) -> ToolParts {
+    let mut parts = ToolParts::default();
+    let framing = TOOL_PART_OVERHEAD_TOKENS as i64;
+    let tokens = |text: &str| model.text_tokens(text) as i64;
+    for part in request.messages.iter().flat_map(|m| m.parts.iter()) {
+        match part {
+            ContentPart::ToolCall(call) => {
+                parts.calls += 1;
+                parts.ids_and_framing += framing + tokens(&call.id);
+            }
+            ContentPart::ToolResult(result) => {
+                parts.results += 1;
+                parts.ids_and_framing += framing + tokens(&result.call_id);
+                parts.result_names += tokens(&result.tool_name);
+            }
+            _ => {}
+        }
+    }
+    parts
 }
