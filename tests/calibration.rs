@@ -55,19 +55,11 @@ fn load() -> Option<Vec<Recorded>> {
     Some(rows)
 }
 
-/// The input tokens the provider counted: Anthropic reports the tokens read from and written
-/// to its prompt cache apart from `input_tokens`, OpenAI inside `prompt_tokens`.
+/// The input tokens the provider counted. For Anthropic the corpus's figure already holds the
+/// tokens read from and written to the prompt cache (`input_tokens` + `cache_read_input_tokens`
+/// + `cache_creation_input_tokens`), as the window counts them.
 fn provider_tokens(row: &Value) -> u64 {
-    let usage = &row["usage"];
-    let cached = if row["api"] == "messages" {
-        ["cache_read_input_tokens", "cache_creation_input_tokens"]
-            .iter()
-            .filter_map(|key| usage[*key].as_u64())
-            .sum()
-    } else {
-        0
-    };
-    row["provider_input_tokens"].as_u64().unwrap_or(0) + cached
+    row["provider_input_tokens"].as_u64().unwrap_or(0)
 }
 
 /// Tool types each API runs itself (a client tool is `function`, or untyped/`custom` on
