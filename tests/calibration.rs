@@ -102,6 +102,9 @@ fn exclusion(row: &Recorded) -> Option<&'static str> {
     if row.status != 200 {
         return Some("not answered (status other than 200)");
     }
+    if row.provider == 0 {
+        return Some("no count reported (a background response not yet run)");
+    }
     if ["previous_response_id", "conversation"]
         .iter()
         .any(|key| body.get(*key).is_some_and(|v| !v.is_null()))

@@ -60,7 +60,15 @@ fn constants(api: Api, family: Family) -> Constants {
             constants.tools = 12;
             constants.call = 31;
         }
-        // GPT-4o and the rest: 2 with tools (17 requests); 9 a call and its result (41).
+        // GPT-4o and the rest on Responses: 3 less with tools (9 requests), 9 a call and its
+        // result (6), 16 less for the structured-output section (4).
+        (Api::Responses, _) => {
+            constants.tools = -3;
+            constants.call = 9;
+            constants.format = -16;
+        }
+        // GPT-4o and the rest on Chat Completions: 2 with tools (17 requests); 9 a call and its
+        // result (41).
         _ => {
             constants.tools = 2;
             constants.call = 9;
