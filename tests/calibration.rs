@@ -28,6 +28,8 @@ struct Recorded {
     model: String,
     status: u64,
     provider: u64,
+    /// The provider's usage object, as recorded.
+    usage: Value,
     body: Value,
 }
 
@@ -49,6 +51,7 @@ fn load() -> Option<Vec<Recorded>> {
             model: text("model"),
             status: row["status"].as_u64().unwrap_or(0),
             provider: provider_tokens(&row),
+            usage: row["usage"].clone(),
             body: row["body"].clone(),
         });
     }
@@ -101,6 +104,15 @@ fn exclusion(row: &Recorded) -> Option<&'static str> {
     let body = &row.body;
     if row.status != 200 {
         return Some("not answered (status other than 200)");
+    }
+    // OpenRouter's usage carries its `cost` and `is_byok`: the request went to whatever model
+    // OpenRouter routed it to (the replies name moonshotai/kimi-k2 for a gpt-4.1-mini
+    // request), whose tokenizer is not OpenAI's.
+    if ["cost", "is_byok"]
+        .iter()
+        .any(|key| row.usage.get(*key).is_some())
+    {
+        return Some("not served by the provider (routed through OpenRouter)");
     }
     if row.provider == 0 {
         return Some("no count reported (a background response not yet run)");

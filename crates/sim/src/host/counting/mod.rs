@@ -10,6 +10,7 @@
 //! with the provider's own framing, read from the body.
 
 mod anthropic;
+mod images;
 mod openai;
 mod render;
 

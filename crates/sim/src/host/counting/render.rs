@@ -47,6 +47,10 @@ pub fn functions(tools: &[ToolSchema]) -> String {
 fn function(out: &mut String, tool: &ToolSchema) {
     comment(out, &tool.description, "");
     let schema = &tool.parameters;
+    // The parameters' own description is read as a second comment (the six requests with one
+    // were 13 or 14 under without it).
+    let about = schema.get("description").and_then(Value::as_str);
+    comment(out, about.unwrap_or_default(), "");
     let defs = schema.get("$defs").or(schema.get("definitions"));
     let properties = schema.get("properties").and_then(Value::as_object);
     match properties {
@@ -60,7 +64,9 @@ fn function(out: &mut String, tool: &ToolSchema) {
 }
 
 /// `text` as a `//` comment at `indent`, when there is any: only its first line is marked, the
-/// others follow as they are.
+/// others follow with their own indentation taken off (a docstring's `    Args:` reads as
+/// `Args:`; fitted on the calibration corpus: the seven requests whose tool descriptions are
+/// indented docstrings were 3 to 16 tokens over without it, within 1 with it).
 fn comment(out: &mut String, text: &str, indent: &str) {
     let text = text.trim();
     if text.is_empty() {
@@ -68,7 +74,12 @@ fn comment(out: &mut String, text: &str, indent: &str) {
     }
     out.push_str(indent);
     out.push_str("// ");
-    out.push_str(text);
+    for (at, line) in text.lines().enumerate() {
+        if at > 0 {
+            out.push('\n');
+        }
+        out.push_str(line.trim());
+    }
     out.push('\n');
 }
 
