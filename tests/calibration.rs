@@ -168,8 +168,17 @@ fn item_exclusion(api: &str, item: &Value) -> Option<&'static str> {
     if kind == "reasoning" && item.get("encrypted_content").is_some_and(|v| !v.is_null()) {
         return Some("encrypted reasoning carried back (its tokens are hidden)");
     }
+    parts_exclusion(item)
+}
+
+/// Why the content parts of `item` (a message, or a block that holds parts of its own, as an
+/// Anthropic `tool_result` does) make a request uncountable.
+fn parts_exclusion(item: &Value) -> Option<&'static str> {
     let parts = item["content"].as_array().cloned().unwrap_or_default();
     for part in &parts {
+        if let Some(reason) = parts_exclusion(part) {
+            return Some(reason);
+        }
         let kind = part.get("type").and_then(Value::as_str).unwrap_or_default();
         if let Some((_, reason)) = UNCOUNTABLE_PARTS.iter().find(|(k, _)| *k == kind) {
             return Some(reason);
@@ -189,6 +198,9 @@ fn item_exclusion(api: &str, item: &Value) -> Option<&'static str> {
             || part["source"]["type"].as_str() == Some("url");
         if by_url {
             return Some("image given by URL (not fetched)");
+        }
+        if part["source"]["type"].as_str() == Some("file") {
+            return Some("documents or files (text extracted by the provider)");
         }
     }
     None

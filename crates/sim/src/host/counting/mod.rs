@@ -42,8 +42,14 @@ pub enum Family {
     OSeries,
     /// Any other OpenAI-served model.
     OtherOpenAi,
-    /// `claude-*`: every Claude model shares one fitted estimate.
-    Claude,
+    /// The Claude 3 models (`claude-3-*`, but Sonnet 3.7).
+    Claude3,
+    /// Sonnet 3.7 and the first Claude 4 models: Sonnet 4 and Opus 4 / 4.1.
+    Claude4,
+    /// Claude 4.5 and 4.6 (Sonnet, Haiku, Opus) and Sonnet 5.
+    Claude45,
+    /// Opus 4.7 and later, Opus 5 and Fable 5: the newer tokenizer.
+    ClaudeOpus47,
 }
 
 impl Family {
@@ -51,8 +57,8 @@ impl Family {
     pub fn of(model: &str) -> Family {
         let model = model.to_ascii_lowercase();
         let starts = |prefix: &str| model.starts_with(prefix);
-        if starts("claude") {
-            Family::Claude
+        if let Some(claude) = model.strip_prefix("claude-") {
+            Family::claude(claude)
         } else if starts("gpt-4o-mini") {
             Family::Gpt4oMini
         } else if starts("gpt-4o") || starts("gpt-4.5") {
@@ -70,6 +76,34 @@ impl Family {
         }
     }
 
+    /// The family of a Claude model, named without its `claude-` prefix.
+    fn claude(name: &str) -> Family {
+        let starts = |prefix: &str| name.starts_with(prefix);
+        if starts("3-7") {
+            Family::Claude4
+        } else if starts("3") {
+            Family::Claude3
+        } else if ["opus-4-7", "opus-4-8", "opus-4-9", "opus-5", "fable"]
+            .iter()
+            .any(|prefix| starts(prefix))
+        {
+            Family::ClaudeOpus47
+        } else if [
+            "sonnet-4-0",
+            "sonnet-4-2",
+            "opus-4-0",
+            "opus-4-1",
+            "opus-4-2",
+        ]
+        .iter()
+        .any(|prefix| starts(prefix))
+        {
+            Family::Claude4
+        } else {
+            Family::Claude45
+        }
+    }
+
     /// The family's name in reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -80,7 +114,10 @@ impl Family {
             Family::Gpt5 => "gpt-5",
             Family::OSeries => "o-series",
             Family::OtherOpenAi => "other",
-            Family::Claude => "claude",
+            Family::Claude3 => "claude-3",
+            Family::Claude4 => "claude-4",
+            Family::Claude45 => "claude-4.5",
+            Family::ClaudeOpus47 => "claude-opus-4.7",
         }
     }
 }
