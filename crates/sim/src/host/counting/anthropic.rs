@@ -43,8 +43,8 @@ fn constants(family: Family) -> Constants {
             adaptive: 0,
             tokenizer_percent: 0,
         },
-        // Published 346 / 313 (Sonnet 3.7, Claude 4). Fitted: framing -16 (4 requests), +38
-        // (2); thinking 30 as Claude 4.5 (2 requests agree within 1 token).
+        // Published 346 / 313 (Sonnet 3.7, Claude 4). Fitted: framing -16 (4 requests with
+        // auto), +38 (2 with any); thinking 30 as Claude 4.5.
         Family::Claude4 => Constants {
             prompt: (346, 313),
             framing: (-16, 38),
@@ -52,8 +52,9 @@ fn constants(family: Family) -> Constants {
             adaptive: 0,
             tokenizer_percent: 0,
         },
-        // Published 346 / 313. Fitted: framing 165 (124 requests with auto or none), 310 (25
-        // with any or tool); thinking 30 (23 requests without tools); adaptive 17 (1).
+        // Published 346 / 313. Fitted: framing 165 (the median residual over the 103 requests
+        // with auto or none is 0), 310 (18 with any or tool: -2.5); thinking 30 (23 requests
+        // without tools); adaptive 17 (1 request, Opus 4.6).
         Family::Claude45 => Constants {
             prompt: (346, 313),
             framing: (165, 310),
@@ -63,8 +64,8 @@ fn constants(family: Family) -> Constants {
         },
         // Published 346 / 313 for the Claude 4 models. Fitted: the newer tokenizer counts 11 %
         // more than o200k (the median over 10 plain Opus 4.8 requests: 1.07 to 1.40); framing
-        // 50 (7 requests with auto); adaptive thinking adds nothing (3 requests: the count is
-        // the plain one).
+        // 50 (7 requests with auto, median residual -9); adaptive thinking adds nothing (3
+        // requests: the count is the plain one).
         Family::ClaudeOpus47 => Constants {
             prompt: (346, 313),
             framing: (50, 310),
