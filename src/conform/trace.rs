@@ -224,6 +224,21 @@ fn header(scenario: &WireScenario, harness: &Harness<'_>, window: Option<u64>) -
     out
 }
 
+/// How the mock counted the requests' input tokens, by the APIs they spoke (none when no
+/// request reached it).
+fn counts_line(steps: &[StepRun]) -> String {
+    let methods: std::collections::BTreeSet<&str> = steps
+        .iter()
+        .flat_map(|step| &step.exchanges)
+        .map(|exchange| ctxbed_sim::host::counting::method(exchange.api))
+        .collect();
+    if methods.is_empty() {
+        return String::new();
+    }
+    let methods: Vec<&str> = methods.into_iter().collect();
+    format!("counts: {}\n", methods.join("; "))
+}
+
 /// The trace's text.
 pub fn render(
     scenario: &WireScenario,
@@ -234,6 +249,7 @@ pub fn render(
     violations: &[Violation],
 ) -> String {
     let mut out = header(scenario, &harness, window);
+    out.push_str(&counts_line(steps));
     let mut ids = Ids::default();
     let mut failed: Vec<usize> = Vec::new();
     for (index, run) in steps.iter().enumerate() {

@@ -191,6 +191,11 @@ impl MockModel {
         &self.script
     }
 
+    /// Exact tokens of one text, with the model's vocabulary.
+    pub fn text_tokens(&self, text: &str) -> u64 {
+        self.estimator.text_tokens(text)
+    }
+
     /// Exact input tokens of a request: [`TokenEstimator::request_tokens`] with every message
     /// and schema counted once per model.
     pub fn count_input_tokens(&self, request: &ModelRequest) -> u64 {
@@ -338,13 +343,28 @@ impl MockModel {
         request: &ModelRequest,
         lane: Lane,
     ) -> Result<ModelReply, ModelError> {
+        self.call_counted(request, lane, self.count_input_tokens(request))
+            .await
+    }
+
+    /// [`MockModel::call_in`] with the request's input already counted as `tokens` (a provider
+    /// host counts the body as its provider does, see `host::counting`): the window check, the
+    /// turns' conditions and the reply's usage all read `tokens`.
+    ///
+    /// # Errors
+    /// As [`MockModel::call_in`].
+    pub async fn call_counted(
+        &self,
+        request: &ModelRequest,
+        lane: Lane,
+        tokens: u64,
+    ) -> Result<ModelReply, ModelError> {
         if self.log_requests {
             self.received
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(request.clone());
         }
-        let tokens = self.count_input_tokens(request);
         if self.script.strict {
             self.check_request(request, tokens)?;
         }

@@ -16,6 +16,7 @@
 pub mod anthropic;
 mod body;
 pub mod cache;
+pub mod counting;
 mod errors;
 mod exchange;
 pub mod images;
@@ -228,6 +229,13 @@ impl ProviderHost {
         (response, exchange)
     }
 
+    /// The input tokens of a request body of `api`, read and counted exactly as the window check
+    /// reads and counts it (for calibration against what providers report).
+    pub fn count_body(&self, api: Api, json: &Value) -> u64 {
+        let (request, _) = shape::parse(api, json);
+        counting::input_tokens(&self.model, api, json, &request)
+    }
+
     /// Keeps `exchange` in memory while fewer than `retain_exchanges` are kept; past it, counts
     /// it as dropped.
     pub fn keep(&self, exchange: Exchange) {
@@ -267,7 +275,7 @@ impl ProviderHost {
             Err(refusal) => return full(400, refusal),
         };
         let request = anthropic::parse_request(&json);
-        let tokens = self.model.count_input_tokens(&request);
+        let tokens = counting::input_tokens(&self.model, Api::Anthropic, &json, &request);
         exchange.outcome = Outcome::CountTokens;
         exchange.input_tokens = Some(tokens);
         exchange.side = true;
@@ -348,12 +356,13 @@ impl ProviderHost {
         let (mut request, breakpoints) =
             shape::parse(api, resolved.borrow().as_ref().unwrap_or(&json));
         let lane = self.lane(&mut request, exchange);
+        let tokens = counting::input_tokens(&self.model, api, &json, &request);
         exchange.stream = stream;
         exchange.body = json;
-        exchange.input_tokens = Some(self.model.count_input_tokens(&request));
+        exchange.input_tokens = Some(tokens);
         let outcome = self
             .model
-            .call_in(&request, lane)
+            .call_counted(&request, lane, tokens)
             .await
             .map(|reply| self.offered_calls_only(reply, &request, exchange))
             .map(|reply| {
