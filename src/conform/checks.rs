@@ -5,7 +5,7 @@
 //! | `window` | each request's exact input tokens plus the output it asks for fit the window |
 //! | `pairing` | every tool call answered, every result preceded by its call |
 //! | `system` | at most one system message, and it first |
-//! | `input` | every reasoning request of a step carries the step's input |
+//! | `input` | every main-loop request of a step carries the step's input in a user message, or the whole answer of a side request of the step whose request carried it (a summary the harness obtained) |
 //! | `overflow_retry` | at most one retry per overflowed request, and it strictly smaller: the step's next main-loop request after an overflow has fewer input tokens, and is not sent at all when that retry overflowed too (a reply or a tool call in between starts afresh: a new request of the tool loop is not a retry) |
 //! | `duplicate_result` | no tool call has two results in one request |
 //! | `budget` | a step the harness refused for budget was not in fact refused by the provider |
@@ -242,10 +242,19 @@ fn exchange_invariants(
             .messages
             .iter()
             .any(|m| m.role == Role::User && m.text().contains(input));
-        if !input.is_empty() && !carries_input {
+        // Or through a summary of it the harness obtained in this step and sent.
+        let summarised = || {
+            let side: Vec<&Exchange> = run
+                .exchanges
+                .iter()
+                .filter(|e| e.side && e.number < exchange.number)
+                .collect();
+            super::continuity::carried(request, input, &side)
+        };
+        if !input.is_empty() && !carries_input && !summarised() {
             found.push(Violation::new(
                 "input",
-                format!("{at}: no user message carries the step's input"),
+                format!("{at}: no user message carries the step's input, nor a summary of it the harness obtained"),
             ));
         }
         let retry = overflowed.take();
@@ -629,6 +638,43 @@ mod tests {
             found[0].detail.contains("request 3: a second retry"),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn the_input_may_go_on_in_a_summary_the_harness_obtained_in_the_step() {
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]});
+        let result = json!({"role": "tool", "tool_call_id": "c1", "content": "done"});
+        // The mock's summariser quotes each user turn's first line: not the input here.
+        let summary = "Summary of 1 request message(s).\n- user: <conversation>";
+        let mut side = exchange(
+            2,
+            json!([{"role": "user", "content": "<conversation>\nuser: Why?\n</conversation>"}]),
+            10,
+            Outcome::Reply,
+        );
+        side.side = true;
+        side.answer = Some(ctxbed_harness::message::Message::assistant("a", summary));
+        let after = |text: &str| {
+            exchange(
+                3,
+                json!([{"role": "user", "content": text}, call.clone(), result.clone()]),
+                40,
+                Outcome::Reply,
+            )
+        };
+        let first = exchange(1, json!([user()]), 10, Outcome::ToolCalls);
+        let summarised = format!("Here is a summary of the conversation to date: {summary}");
+        assert!(rules(vec![first.clone(), side.clone(), after(&summarised)]).is_empty());
+        // A summary obtained and left out, or one that never saw the input, carries nothing.
+        assert_eq!(
+            rules(vec![first.clone(), side.clone(), after("Continue.")]),
+            ["input"]
+        );
+        let mut blind = side;
+        blind.request = Some(openai::parse_request(
+            &json!({"messages": [{"role": "user", "content": "something else"}]}),
+        ));
+        assert_eq!(rules(vec![first, blind, after(&summarised)]), ["input"]);
     }
 
     #[test]

@@ -209,8 +209,10 @@ fn last_reply(run: &StepRun) -> Option<String> {
     Some(text.trim().to_string())
 }
 
-/// Whether `request` carries `text` itself or through a chain of summaries among `side`.
-fn carried(request: &ModelRequest, text: &str, side: &[&Exchange]) -> bool {
+/// Whether `request` carries `text` itself or through a chain of summaries among `side` (the
+/// side requests sent before it, in order): its text, or the whole answer of a side request
+/// whose own request carried the text or such an answer.
+pub fn carried(request: &ModelRequest, text: &str, side: &[&Exchange]) -> bool {
     let mut carriers = vec![squash(text)];
     for exchange in side {
         let (Some(asked), Some(answer)) = (&exchange.request, &exchange.answer) else {
