@@ -171,7 +171,10 @@ fn run_cell(
         }
     };
     report.elapsed = started.elapsed();
-    judge(&mut report, scenario, outcome);
+    // A command-line adapter (`--adapter`, the pytest plugin, the npm package) is reported as
+    // `adapter`; its trace names the harness as its `ready` line does.
+    let named = (!options.pins_goldens(harness)).then(|| outcome.name.clone());
+    judge(&mut report, scenario, outcome, named.as_deref());
     // The trace is kept beside the adapter's log, wherever the logs go.
     if let Err(error) = std::fs::write(log.with_extension("trace"), &report.trace) {
         tracing::warn!(path = %log.display(), %error, "cannot keep the trace");
@@ -200,8 +203,14 @@ fn run_cell(
     report
 }
 
-/// Fills `report` from a finished run: the rules checked, the trace, the verdict.
-fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome) {
+/// Fills `report` from a finished run: the rules checked, the trace, the verdict. `named` is the
+/// harness's own name for the trace's header, when the adapter gave one that is to be shown.
+fn judge(
+    report: &mut CellReport,
+    scenario: &WireScenario,
+    outcome: DriveOutcome,
+    named: Option<&str>,
+) {
     report.version = outcome.version.clone();
     report.context = outcome.context.clone();
     let window = outcome.window;
@@ -215,10 +224,14 @@ fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome
             violations.extend(checks::expectations(scenario, &outcome.steps));
         }
     }
+    let name = match named.map(str::trim) {
+        Some(name) if !name.is_empty() => ctxbed_harness::format::snippet(name, 100),
+        _ => report.harness.clone(),
+    };
     report.trace = trace::render(
         scenario,
         trace::Harness {
-            name: &report.harness,
+            name: &name,
             version: &outcome.version,
             context: &outcome.context,
         },
