@@ -220,12 +220,21 @@ fn conform_reports_runs_as_json_lines() {
 fn adapter_trace(dir: &Path, adapter: &str) -> (String, String) {
     let output = ctxbed_in(
         dir,
-        &["conform", "--adapter", adapter, "--scenario", "basic-tool-round"],
+        &[
+            "conform",
+            "--adapter",
+            adapter,
+            "--scenario",
+            "basic-tool-round",
+        ],
     );
     let said = text(&output);
     assert_eq!(output.status.code(), Some(1), "{said}");
     let kept = dir.join("ctxbed-conform/wire/basic-tool-round/adapter.trace");
-    (said, std::fs::read_to_string(kept).expect("the trace is kept"))
+    (
+        said,
+        std::fs::read_to_string(kept).expect("the trace is kept"),
+    )
 }
 
 /// A step its adapter never answers fails, whether the adapter gives it up (an `unanswered`
@@ -246,14 +255,20 @@ fn an_unanswered_step_fails_at_once_and_the_trace_names_the_harness() {
     );
     let reason = "step 1 was never answered: the test took the next step without answering";
     assert!(said.contains(reason), "{said}");
-    assert!(trace.contains(&format!("error adapter: {reason}")), "{trace}");
+    assert!(
+        trace.contains(&format!("error adapter: {reason}")),
+        "{trace}"
+    );
     assert!(trace.contains("step verdict: fail: adapter"), "{trace}");
     assert!(!trace.contains("step verdict: pass"), "{trace}");
     assert!(trace.contains("\nharness my-agent 1.2.3\n"), "{trace}");
     assert!(trace.contains("context management: none"), "{trace}");
 
     let (said, trace) = adapter_trace(empty.path(), &format!("{ready}; exit 3"));
-    assert!(said.contains("the adapter exited before answering"), "{said}");
+    assert!(
+        said.contains("the adapter exited before answering"),
+        "{said}"
+    );
     assert!(trace.contains("step verdict: fail: adapter"), "{trace}");
     assert!(!trace.contains("step verdict: pass"), "{trace}");
 }

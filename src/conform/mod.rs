@@ -583,7 +583,9 @@ fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
         // at once, with the adapter's reason, instead of at the step timeout.
         Some("unanswered") => Err(format!(
             "step {number} was never answered: {}",
-            line.get("reason").and_then(Value::as_str).unwrap_or("no reason given")
+            line.get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given")
         )),
         _ => Err(format!(
             "the adapter answered {line} to step {number} (expected `reply` or `error`)"
