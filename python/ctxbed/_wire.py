@@ -319,7 +319,15 @@ class WireRun:
         return int(self._env.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
 
     @property
+    def thinking_budget(self) -> Optional[int]:
+        """Anthropic's extended thinking ``budget_tokens`` to ask for in every Messages request,
+        when the scenario turns thinking on (else ``None``)."""
+        value = self._env.get("CTXBED_THINKING_BUDGET")
+        return int(value) if value else None
+
+    @property
     def stream(self) -> bool:
+        """Whether to use the harness's streaming mode."""
         return self._env.get("CTXBED_STREAM") == "1"
 
     def tool(self, name: str) -> Tool:
