@@ -171,10 +171,8 @@ fn run_cell(
         }
     };
     report.elapsed = started.elapsed();
-    // A command-line adapter (`--adapter`, the pytest plugin, the npm package) is reported as
-    // `adapter`; its trace names the harness as its `ready` line does.
-    let named = (!options.pins_goldens(harness)).then(|| outcome.name.clone());
-    judge(&mut report, scenario, outcome, named.as_deref());
+    let by_command = !options.pins_goldens(harness);
+    judge(&mut report, scenario, outcome, by_command);
     // The trace is kept beside the adapter's log, wherever the logs go.
     if let Err(error) = std::fs::write(log.with_extension("trace"), &report.trace) {
         tracing::warn!(path = %log.display(), %error, "cannot keep the trace");
@@ -203,13 +201,14 @@ fn run_cell(
     report
 }
 
-/// Fills `report` from a finished run: the rules checked, the trace, the verdict. `named` is the
-/// harness's own name for the trace's header, when the adapter gave one that is to be shown.
+/// Fills `report` from a finished run: the rules checked, the trace, the verdict. A command-line
+/// adapter (`--adapter`, the pytest plugin, the npm package: `by_command`) is reported as
+/// `adapter`, but its trace's header names the harness as its `ready` line does, when it does.
 fn judge(
     report: &mut CellReport,
     scenario: &WireScenario,
     outcome: DriveOutcome,
-    named: Option<&str>,
+    by_command: bool,
 ) {
     report.version = outcome.version.clone();
     report.context = outcome.context.clone();
@@ -224,9 +223,11 @@ fn judge(
             violations.extend(checks::expectations(scenario, &outcome.steps));
         }
     }
-    let name = match named.map(str::trim) {
-        Some(name) if !name.is_empty() => ctxbed_harness::format::snippet(name, 100),
-        _ => report.harness.clone(),
+    let ready_name = outcome.name.trim();
+    let name = if by_command && !ready_name.is_empty() {
+        ctxbed_harness::format::snippet(ready_name, 100)
+    } else {
+        report.harness.clone()
     };
     report.trace = trace::render(
         scenario,
