@@ -159,12 +159,18 @@ function wireTests(names, body, { test = require('node:test').test, harness, ver
   }
 }
 
-/** Waits for `body(run)`; if conform ends first with a failing verdict, throws it at once
- *  (`body` may be stuck in a call conform has given up on). */
+/** How long `body` may still take once conform has ended the run, before a failing verdict is
+ *  thrown without it (a body that answered the last step finishes well within this). */
+const BODY_GRACE_MS = 5_000;
+
+/** Waits for `body(run)`. If conform ends the run first and `body` is still running
+ *  `BODY_GRACE_MS` later (stuck in a call conform gave up on), a failing verdict is thrown at
+ *  once instead of waiting for the runner's timeout. */
 async function untilBodyOrFailure(run, body) {
   const done = Promise.resolve().then(() => body(run));
   done.catch(() => {}); // its rejection is awaited below, or moot once conform failed the run
-  const first = await Promise.race([done.then(() => 'body'), run.exited.then(() => 'conform')]);
+  const ended = run.exited.then(() => new Promise((resolve) => setTimeout(resolve, BODY_GRACE_MS).unref()));
+  const first = await Promise.race([done.then(() => 'body'), ended.then(() => 'conform')]);
   if (first === 'conform') {
     const verdict = await run.finish();
     if (!verdict.ok) await run.check();

@@ -131,8 +131,7 @@ class WireRun {
       await this.cleanup();
       throw new Error(`ctxbed conform ended before its adapter started:\n${this.stdout}${this.stderr}`);
     }
-    this.connection = connection;
-    this.lines = new Lines(connection);
+    this.adopt(connection);
     this.env = (await this.read('env')).env;
     const setup = await this.read('setup');
     // The steps before which conform replaces the relay: a restart, not the scenario's end.
@@ -179,6 +178,14 @@ class WireRun {
     this.exited = new Promise((resolve) => this.process.once('exit', resolve));
   }
 
+  /** Reads the relay's lines from `connection` from now on. Its errors (the relay gone while a
+   *  late answer is written) show as the end of its lines and conform's verdict. */
+  adopt(connection) {
+    connection.on('error', () => {});
+    this.connection = connection;
+    this.lines = new Lines(connection);
+  }
+
   /** The next relay's connection: one already made, or the next to come. */
   nextConnection() {
     if (this.connections.length > 0) return Promise.resolve(this.connections.shift());
@@ -193,8 +200,7 @@ class WireRun {
     this.connection.end();
     const connection = await Promise.race([this.nextConnection(), this.exited.then(() => null)]);
     if (connection === null) throw new Error(`ctxbed conform ended during a restart:\n${this.stdout}${this.stderr}`);
-    this.connection = connection;
-    this.lines = new Lines(connection);
+    this.adopt(connection);
     this.env = (await this.read('env')).env;
     await this.read('setup');
     this.send(this.ready);
