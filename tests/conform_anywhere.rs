@@ -214,3 +214,61 @@ fn conform_reports_runs_as_json_lines() {
     assert_eq!(lines[1]["failed"], 1);
     assert_eq!(run().stdout, output.stdout, "two runs print the same lines");
 }
+
+/// The trace of a run through `--adapter` shown for one scenario: conform's stdout and stderr,
+/// and the trace it kept.
+fn adapter_trace(dir: &Path, adapter: &str) -> (String, String) {
+    let output = ctxbed_in(
+        dir,
+        &[
+            "conform",
+            "--adapter",
+            adapter,
+            "--scenario",
+            "basic-tool-round",
+        ],
+    );
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    let kept = dir.join("ctxbed-conform/wire/basic-tool-round/adapter.trace");
+    (
+        said,
+        std::fs::read_to_string(kept).expect("the trace is kept"),
+    )
+}
+
+/// A step its adapter never answers fails, whether the adapter gives it up (an `unanswered`
+/// line: at once, with its reason) or exits; its step verdict is never `pass`. The trace's
+/// header names the harness, version and context management the adapter's `ready` gave.
+#[test]
+fn an_unanswered_step_fails_at_once_and_the_trace_names_the_harness() {
+    let empty = tempfile::tempdir().expect("a scratch directory");
+    let ready = r#"read setup; echo '{"type":"ready","harness":"my-agent","version":"1.2.3","context":"none"}'; read step"#;
+    let given_up = format!(
+        r#"{ready}; echo '{{"type":"unanswered","step":1,"reason":"the test took the next step without answering"}}'; sleep 60"#
+    );
+    let started = std::time::Instant::now();
+    let (said, trace) = adapter_trace(empty.path(), &given_up);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "a step given up fails at once, not at the step timeout: {said}"
+    );
+    let reason = "step 1 was never answered: the test took the next step without answering";
+    assert!(said.contains(reason), "{said}");
+    assert!(
+        trace.contains(&format!("error adapter: {reason}")),
+        "{trace}"
+    );
+    assert!(trace.contains("step verdict: fail: adapter"), "{trace}");
+    assert!(!trace.contains("step verdict: pass"), "{trace}");
+    assert!(trace.contains("\nharness my-agent 1.2.3\n"), "{trace}");
+    assert!(trace.contains("context management: none"), "{trace}");
+
+    let (said, trace) = adapter_trace(empty.path(), &format!("{ready}; exit 3"));
+    assert!(
+        said.contains("the adapter exited before answering"),
+        "{said}"
+    );
+    assert!(trace.contains("step verdict: fail: adapter"), "{trace}");
+    assert!(!trace.contains("step verdict: pass"), "{trace}");
+}

@@ -15,3 +15,15 @@ test('a planted pairing bug is reported', async () => {
   expect(verdict.report).toMatch(/trace of the steps named/);
   await expect(run.check()).rejects.toThrow(/pairing/);
 });
+
+// A test that passes without reading its run's verdict fails (so `test.fails` passes), with
+// conform's verdict in its message; `{ assertChecked: false }` opts out.
+test.fails('a run whose verdict is never read fails its test', async () => {
+  const run = await wireScenario('basic-tool-round');
+  for await (const step of run.steps()) step.reply('I never called the model');
+});
+
+test('a run left unchecked on purpose passes', async () => {
+  const run = await wireScenario('basic-tool-round', { assertChecked: false });
+  for await (const step of run.steps()) step.reply('I never called the model');
+});

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -135,6 +136,17 @@ class WireRuleViolation(AssertionError):
     the trace)."""
 
 
+class UnansweredStep(AssertionError):
+    """Raised by :meth:`WireRun.steps` when the test's code takes the next step (or leaves the
+    loop) without answering the one it was given: conform fails that step at once."""
+
+
+class UncheckedRun(AssertionError):
+    """Raised when a run ends without its verdict having been read (:meth:`WireRun.check`,
+    :meth:`WireRun.violations` or :meth:`WireRun.finish`) and ``assert_checked`` is on: such a
+    test would pass whatever the harness sent."""
+
+
 def trace_excerpt(trace: str, steps: List[int]) -> str:
     """The blocks of ``trace`` for ``steps`` (all of it when none is named)."""
     if not steps:
@@ -162,7 +174,10 @@ class Verdict:
     violations: Violations
     problem: Optional[str]
     trace: str
-    log: str
+    #: The adapter's log (its trace and requests beside it, ``.trace`` and ``.requests.jsonl``),
+    #: when it is kept: always under the ``logs`` you gave, else only for a run that failed;
+    #: ``None`` for a passing run whose logs are removed with the run.
+    log: Optional[str]
 
 
 class WireRun:
@@ -177,10 +192,16 @@ class WireRun:
         version: str = "0",
         context: str = "own",
         logs: Optional[str] = None,
+        assert_checked: bool = True,
     ) -> None:
         self.name = name
+        #: Whether ending the run unchecked fails (:class:`UncheckedRun`).
+        self.assert_checked = assert_checked
+        self._checked = False
         self._scratch = tempfile.TemporaryDirectory(prefix="ctxbed-wire-")
-        self.logs = logs or os.path.join(self._scratch.name, "logs")
+        # Logs of our own choosing outlive the run only when it fails (then a failure names them).
+        self._own_logs = logs is None
+        self.logs = logs or tempfile.mkdtemp(prefix="ctxbed-wire-logs-")
         socket_path = os.path.join(self._scratch.name, "bridge.sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(socket_path)
@@ -209,6 +230,7 @@ class WireRun:
         stop(self._process, timeout=10, terminate=True)
         self._listener.close()
         self._scratch.cleanup()
+        self._remove_logs()
 
     def _start(self, harness: str, version: str, context: str) -> None:
         self._connection = self._accept()
@@ -297,7 +319,15 @@ class WireRun:
         return int(self._env.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
 
     @property
+    def thinking_budget(self) -> Optional[int]:
+        """Anthropic's extended thinking ``budget_tokens`` to ask for in every Messages request,
+        when the scenario turns thinking on (else ``None``)."""
+        value = self._env.get("CTXBED_THINKING_BUDGET")
+        return int(value) if value else None
+
+    @property
     def stream(self) -> bool:
+        """Whether to use the harness's streaming mode."""
         return self._env.get("CTXBED_STREAM") == "1"
 
     def tool(self, name: str) -> Tool:
@@ -323,7 +353,7 @@ class WireRun:
             if message.get("type") != "step":
                 raise RuntimeError(f"expected a `step` line, got {line.strip()}")
             self._last_step = message["step"]
-            yield Step(
+            step = Step(
                 number=message["step"],
                 input=message["input"],
                 session=message.get("session", ""),
@@ -332,23 +362,52 @@ class WireRun:
                 images=message.get("images", []),
                 restarted=restarted,
             )
+            try:
+                yield step
+            except GeneratorExit:
+                # The loop was left (`break`, `return`): an unanswered step fails now, not at
+                # conform's step timeout.
+                if not step.answered:
+                    self._give_up(step, "the test's loop over run.steps() ended")
+                raise
+            if not step.answered:
+                self._give_up(step, "the test's code took the next step")
+                raise UnansweredStep(
+                    f"{self.name}: step {step.number} was not answered: call step.reply(text) "
+                    "or step.error(kind, message) for each step before taking the next"
+                )
             restarted = False
+
+    def _give_up(self, step: Step, why: str) -> None:
+        """Tells conform the step will never be answered, and why (its trace says so)."""
+        reason = f"{why} without answering it (step.reply or step.error was never called)"
+        try:
+            self._send({"type": "unanswered", "step": step.number, "reason": reason})
+        except OSError:
+            pass  # conform has already ended the run
 
     def _reconnect(self) -> None:
         """conform replaced the relay (a restart): take the new one's connection, read its
         environment and ``setup`` again and answer ``ready`` as before."""
-        self._connection.close()
+        self._hang_up()
         self._connection = self._accept()
         self._reader = self._connection.makefile("r", encoding="utf-8")
         self._env = self._read("env")["env"]
         self._read("setup")
         self._send(self._ready)
 
+    def _hang_up(self) -> None:
+        """Closes our side of the relay's connection. The file object read from it holds the
+        socket open too, so both are closed: only then does the relay see the end."""
+        self._reader.close()
+        self._connection.close()
+
     def finish(self) -> Verdict:
         """End the run (a step left unanswered fails it) and return conform's verdict."""
+        self._checked = True
         if self._verdict is not None:
             return self._verdict
-        self._connection.close()
+        self._hang_up()
         out, err = self._process.communicate()
         runs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         run = next((r for r in runs if r.get("type") == "run"), None)
@@ -365,7 +424,7 @@ class WireRun:
             violations=Violations(violations, run["trace"]),
             problem=problem,
             trace=run["trace"],
-            log=run["log"],
+            log=run["log"] if not run["ok"] or not self._own_logs else None,
         )
         return self._verdict
 
@@ -376,28 +435,66 @@ class WireRun:
     def check(self) -> None:
         """End the run and raise :class:`WireRuleViolation` (an ``AssertionError``, so pytest
         reports it as a failed assertion, message as written) if any wire rule was broken."""
-        violations = self.violations()
-        if violations:
-            raise WireRuleViolation(f"{self.name}: {violations}")
+        __tracebackhide__ = True
+        verdict = self.finish()
+        if verdict.violations:
+            raise WireRuleViolation(f"{self.name}: {verdict.violations}{_log_note(verdict)}")
+
+    def assert_was_checked(self) -> None:
+        """Raise :class:`UncheckedRun` if the verdict was never read and ``assert_checked`` is on
+        (the pytest plugin calls this after the test; ``with wire_scenario(...)`` on exit). The
+        message gives conform's verdict, which nothing else would show."""
+        __tracebackhide__ = True
+        if self._checked or not self.assert_checked:
+            return
+        verdict = self.finish()
+        shown = "pass" if verdict.ok else f"fail\n{verdict.violations}{_log_note(verdict)}"
+        raise UncheckedRun(
+            f"{self.name}: the run's verdict was never checked, so this test passes whatever the "
+            "harness sends. End the test with `run.check()` (or assert on `run.violations()`); "
+            "to leave a run unchecked on purpose, pass `assert_checked=False` "
+            "(`@pytest.mark.ctxbed_wire(..., assert_checked=False)` or "
+            f"`ctxbed.wire_scenario(name, assert_checked=False)`).\nconform's verdict: {shown}"
+        )
 
     def close(self) -> None:
+        """End the run at once (conform stops when the relay sees our side close) and remove
+        what it kept, but the logs of a failed run."""
         if self._verdict is None:
-            # conform ends once the relay sees the connection close.
-            self._connection.close()
+            self._hang_up()
             stop(self._process, timeout=30, terminate=False)
         self._listener.close()
         self._scratch.cleanup()
+        if self._verdict is None or self._verdict.ok:
+            self._remove_logs()
+
+    def _remove_logs(self) -> None:
+        if self._own_logs:
+            shutil.rmtree(self.logs, ignore_errors=True)
 
     def __enter__(self) -> "WireRun":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: Optional[type], *rest: object) -> None:
+        try:
+            if kind is None:
+                self.assert_was_checked()
+        finally:
+            self.close()
+
+
+def _log_note(verdict: Verdict) -> str:
+    """The line naming a failed run's log, where it is kept."""
+    if verdict.log is None:
+        return ""
+    return f"\n\nadapter log: {verdict.log} (the trace and the requests are beside it)"
 
 
 def wire_scenario(name: str, **options: Any) -> WireRun:
     """Start the built-in wire scenario ``name`` (``ctxbed.scenarios()`` lists them) with the
     calling code as the harness: point your agent at ``run.openai_base_url`` (or
     ``anthropic_base_url``, as ``run.api`` says), answer each of ``run.steps()``, then
-    ``assert not run.violations()``."""
+    ``run.check()``. Options: ``harness``, ``version`` and ``context`` (the trace's header),
+    ``logs`` (a directory to keep the logs in), ``assert_checked=False`` (leaving the ``with``
+    block without reading the verdict is then not an error)."""
     return WireRun(name, **options)

@@ -174,7 +174,8 @@ fn run_cell(
         }
     };
     report.elapsed = started.elapsed();
-    judge(&mut report, scenario, outcome);
+    let by_command = !options.pins_goldens(harness);
+    judge(&mut report, scenario, outcome, by_command);
     // The trace is kept beside the adapter's log, wherever the logs go.
     if let Err(error) = std::fs::write(log.with_extension("trace"), &report.trace) {
         tracing::warn!(path = %log.display(), %error, "cannot keep the trace");
@@ -203,8 +204,15 @@ fn run_cell(
     report
 }
 
-/// Fills `report` from a finished run: the rules checked, the trace, the verdict.
-fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome) {
+/// Fills `report` from a finished run: the rules checked, the trace, the verdict. A command-line
+/// adapter (`--adapter`, the pytest plugin, the npm package: `by_command`) is reported as
+/// `adapter`, but its trace's header names the harness as its `ready` line does, when it does.
+fn judge(
+    report: &mut CellReport,
+    scenario: &WireScenario,
+    outcome: DriveOutcome,
+    by_command: bool,
+) {
     report.version = outcome.version.clone();
     report.defects = scenario.defects.clone();
     report.allows = scenario.allows.clone();
@@ -222,10 +230,16 @@ fn judge(report: &mut CellReport, scenario: &WireScenario, outcome: DriveOutcome
             violations.extend(checks::expectations(scenario, &outcome.steps));
         }
     }
+    let ready_name = outcome.name.trim();
+    let name = if by_command && !ready_name.is_empty() {
+        ctxbed_harness::format::snippet(ready_name, 100)
+    } else {
+        report.harness.clone()
+    };
     report.trace = trace::render(
         scenario,
         trace::Harness {
-            name: &report.harness,
+            name: &name,
             version: &outcome.version,
             context: &outcome.context,
         },

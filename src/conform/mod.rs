@@ -175,6 +175,8 @@ pub fn scenario_name(path: &Path) -> String {
 
 #[derive(Default)]
 struct DriveOutcome {
+    /// The harness's name as its `ready` line gives it.
+    name: String,
     version: String,
     context: String,
     window: Option<u64>,
@@ -441,6 +443,8 @@ async fn set_up(
     peer.set_resettable(line.get("reset").and_then(Value::as_bool) == Some(true));
     match line.get("type").and_then(Value::as_str) {
         Some("ready") => {
+            let name = line.get("harness").and_then(Value::as_str).unwrap_or("");
+            outcome.name = name.to_string();
             outcome.version = line
                 .get("version")
                 .and_then(Value::as_str)
@@ -583,6 +587,14 @@ fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
                     .to_string(),
             })
         }
+        // The adapter gives the step up (a test's code ended it without answering): it fails
+        // at once, with the adapter's reason, instead of at the step timeout.
+        Some("unanswered") => Err(format!(
+            "step {number} was never answered: {}",
+            line.get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("no reason given")
+        )),
         _ => Err(format!(
             "the adapter answered {line} to step {number} (expected `reply` or `error`)"
         )),

@@ -177,9 +177,22 @@ fn request_line(exchange: &Exchange, report_cache: bool, ids: &mut Ids, out: &mu
     }
 }
 
-/// A step's own verdict line: the rules its violations broke, and the earlier steps that failed.
-fn step_verdict(number: usize, violations: &[Violation], failed: &[usize]) -> String {
-    let rules = step_rules(violations, number);
+/// The kind of error conform records for a step its adapter never answered (it is none of the
+/// kinds an adapter may give).
+const UNANSWERED_KIND: &str = "adapter";
+
+/// The rules a step broke: its violations', and `adapter` first when its adapter never answered
+/// it (a crash, a hang, a step given up): such a step never passes.
+fn rules_of<'a>(run: &StepRun, number: usize, violations: &'a [Violation]) -> Vec<&'a str> {
+    let mut rules = step_rules(violations, number);
+    if matches!(&run.end, StepEnd::Error { kind, .. } if kind == UNANSWERED_KIND) {
+        rules.insert(0, UNANSWERED_KIND);
+    }
+    rules
+}
+
+/// A step's own verdict line: the rules it broke, and the earlier steps that failed.
+fn step_verdict(rules: &[&str], failed: &[usize]) -> String {
     let mut line = if rules.is_empty() {
         "  step verdict: pass".to_string()
     } else {
@@ -277,8 +290,9 @@ pub fn render(
                 writeln!(out, "  error {kind}: {}", error_text(message))
             }
         };
-        let _ = writeln!(out, "{}", step_verdict(index + 1, violations, &failed));
-        if !step_rules(violations, index + 1).is_empty() {
+        let rules = rules_of(run, index + 1, violations);
+        let _ = writeln!(out, "{}", step_verdict(&rules, &failed));
+        if !rules.is_empty() {
             failed.push(index + 1);
         }
     }

@@ -61,6 +61,9 @@ export interface Step {
   /** True on the first step after the scenario restarts the harness: a user's process would be
    * new here, so build the agent again from what it keeps under `run.env.CTXBED_STATE_DIR`. */
   readonly restarted: boolean;
+  /** True once `reply` or `error` was called. Taking the next step (or leaving the loop) before
+   * that fails the step at once: `steps()` throws `UnansweredStep`. */
+  readonly answered: boolean;
   /** The agent's final text for this step. */
   reply(text: string): void;
   /** The call failed: `context_overflow`, `rate_limited`, `timeout`, `provider_error`,
@@ -84,8 +87,11 @@ export interface Verdict {
   violations: Violation[];
   problem: string | null;
   trace: string;
-  log: string;
-  /** Each violation, then the trace of the steps named. */
+  /** The adapter's log (the trace and the requests beside it), where it is kept: under the
+   * `logs` you gave, or for a run that failed; `null` for a passing run in a scratch directory
+   * that is removed. */
+  log: string | null;
+  /** Each violation, then the trace of the steps named, then the log. */
   report: string;
 }
 
@@ -98,6 +104,8 @@ export class WireRun {
   readonly apiKey: string;
   readonly window: number | null;
   readonly maxOutputTokens: number;
+  /** Anthropic's extended thinking `budget_tokens`, when the scenario turns thinking on. */
+  readonly thinkingBudget: number | null;
   readonly stream: boolean;
   readonly system: string;
   readonly tools: Tool[];
@@ -109,20 +117,36 @@ export class WireRun {
   violations(): Promise<Violation[]>;
   /** Throws WireRuleViolation when a wire rule was broken. */
   check(): Promise<void>;
+  /** Throws UncheckedRun (with conform's verdict) when the verdict was never read
+   * (`check`, `violations`, `finish`) and `assertChecked` is on. */
+  assertWasChecked(): Promise<void>;
+  /** Stops the run and removes what it kept but a failed run's logs. */
+  cleanup(): Promise<void>;
 }
 
 export class WireRuleViolation extends Error {
   readonly violations: Violation[];
 }
 
+/** Thrown by `steps()` when the test's code takes the next step without answering one. */
+export class UnansweredStep extends Error {}
+
+/** A run whose verdict was never read and whose options did not say `assertChecked: false`. */
+export class UncheckedRun extends Error {}
+
 export interface WireOptions {
   harness?: string;
   version?: string;
   context?: 'own' | 'docs recipe' | 'none';
+  /** Where the logs are kept (a scratch directory by default, kept only when the run fails). */
   logs?: string;
+  /** false: a run whose verdict is never read is not an error (by default it fails the
+   * process at exit, or, from `ctxbed/vitest`, its test). */
+  assertChecked?: boolean;
 }
 
-/** Starts a built-in wire scenario with the calling code as the harness. */
+/** Starts a built-in wire scenario with the calling code as the harness. A run whose verdict
+ * is never read fails the process at exit unless `assertChecked: false`. */
 export function wireScenario(name: string, options?: WireOptions): Promise<WireRun>;
 
 /** node:test: one test per named scenario (all when empty), checked after `body`. */

@@ -5,54 +5,14 @@
 
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { binary } = require('./binary');
 const { dumps: tomlDumps } = require('./toml');
+const { Lines } = require('./lines');
+const { Tool, UncheckedRun, UnansweredStep, WireRuleViolation, WireRun, wireScenario } = require('./wire');
 
 const LISTENING = 'listening on http://';
-
-/** Reads newline-terminated lines from a stream, one promise at a time. */
-class Lines {
-  constructor(stream) {
-    this.buffer = '';
-    this.waiting = [];
-    this.ended = false;
-    stream.setEncoding('utf8');
-    stream.on('data', (chunk) => {
-      this.buffer += chunk;
-      this.flush();
-    });
-    stream.on('end', () => {
-      this.ended = true;
-      this.flush();
-    });
-  }
-
-  flush() {
-    while (this.waiting.length > 0) {
-      const newline = this.buffer.indexOf('\n');
-      if (newline >= 0) {
-        const line = this.buffer.slice(0, newline);
-        this.buffer = this.buffer.slice(newline + 1);
-        this.waiting.shift()(line);
-      } else if (this.ended) {
-        this.waiting.shift()(null);
-      } else {
-        return;
-      }
-    }
-  }
-
-  /** The next line, or null at the end. */
-  next() {
-    return new Promise((resolve) => {
-      this.waiting.push(resolve);
-      this.flush();
-    });
-  }
-}
 
 /** The names of the built-in wire scenarios (`ctxbed conform --list`). */
 function scenarios() {
@@ -177,286 +137,12 @@ async function serve({ mock, builtin, name = 'mock', timeScale = 0 } = {}) {
   return new Server(child, first.slice(LISTENING.length).trim(), scratch);
 }
 
-/** Raised by `WireRun.check()`: the run broke wire rules (the message says which, with trace). */
-class WireRuleViolation extends Error {
-  constructor(message, violations) {
-    super(message);
-    this.name = 'WireRuleViolation';
-    this.code = 'ERR_ASSERTION';
-    this.violations = violations;
-  }
-}
-
-/** The blocks of `trace` for `steps` (all of it when none is named). */
-function traceExcerpt(trace, steps) {
-  if (steps.length === 0) return trace.trimEnd();
-  const wanted = steps.map((n) => `step ${n} `);
-  const kept = [];
-  let keeping = false;
-  for (const line of trace.split('\n')) {
-    if (line.startsWith('step ')) keeping = wanted.some((prefix) => line.startsWith(prefix));
-    else if (!line.startsWith(' ')) keeping = false;
-    if (keeping) kept.push(line);
-  }
-  return kept.join('\n');
-}
-
-/** The readable report of a run's violations. */
-function describeViolations(violations, trace) {
-  if (violations.length === 0) return 'no wire rule broken';
-  const lines = [`${violations.length} wire rule(s) broken:`];
-  for (const v of violations) {
-    lines.push(`  ${v.step === null ? 'scenario' : `step ${v.step}`}: ${v.rule}: ${v.detail}`);
-  }
-  const steps = [...new Set(violations.map((v) => v.step).filter((s) => s !== null))].sort((a, b) => a - b);
-  const excerpt = traceExcerpt(trace, steps);
-  if (excerpt) lines.push('', 'trace of the steps named:', excerpt);
-  return lines.join('\n');
-}
-
-/** A tool of the scenario: `call()` returns its scripted results in turn. */
-class Tool {
-  constructor(spec) {
-    this.name = spec.name;
-    this.description = spec.description || '';
-    this.parameters = spec.parameters || {};
-    this.results = (spec.results || []).map((r) => ({ text: r.text, error: Boolean(r.error) }));
-    this.calls = 0;
-  }
-
-  /** The next scripted result (`{ text, error }`); the arguments are not inspected. */
-  call() {
-    this.calls += 1;
-    return this.results[Math.min(this.calls, this.results.length) - 1];
-  }
-}
-
-/** A built-in wire scenario, running, with the calling code as its harness. */
-class WireRun {
-  constructor(name) {
-    this.name = name;
-    this.verdict = null;
-  }
-
-  async start({ harness = 'node', version = '0', context = 'own', logs } = {}) {
-    this.scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'ctxbed-wire-'));
-    const socketPath = path.join(this.scratch, 'bridge.sock');
-    this.listener = net.createServer();
-    // Every relay conform starts (a second one after each restart) connects here, in turn.
-    this.connections = [];
-    this.waiting = null;
-    this.listener.on('connection', (socket) => {
-      if (this.waiting) {
-        const resolve = this.waiting;
-        this.waiting = null;
-        resolve(socket);
-      } else {
-        this.connections.push(socket);
-      }
-    });
-    const connected = this.nextConnection();
-    await new Promise((resolve) => this.listener.listen(socketPath, resolve));
-    const relay = `${quote(process.execPath)} ${quote(path.join(__dirname, 'bridge.js'))} ${quote(socketPath)}`;
-    this.logs = logs || path.join(this.scratch, 'logs');
-    this.process = spawn(
-      binary(),
-      ['conform', '--adapter', relay, '--scenario', this.name, '--format', 'json', '--logs', this.logs],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    this.stdout = '';
-    this.stderr = '';
-    this.process.stdout.on('data', (chunk) => {
-      this.stdout += chunk;
-    });
-    this.process.stderr.on('data', (chunk) => {
-      this.stderr += chunk;
-    });
-    this.exited = new Promise((resolve) => this.process.once('exit', resolve));
-    const early = this.exited.then(() => null);
-    const connection = await Promise.race([connected, early]);
-    if (connection === null) {
-      await this.cleanup();
-      throw new Error(`ctxbed conform ended before its adapter started:\n${this.stdout}${this.stderr}`);
-    }
-    this.connection = connection;
-    this.lines = new Lines(connection);
-    this.env = (await this.read('env')).env;
-    const setup = await this.read('setup');
-    // The steps before which conform replaces the relay: a restart, not the scenario's end.
-    this.restarts = new Set(setup.restarts || []);
-    this.lastStep = 0;
-    this.system = setup.system || '';
-    this.tools = (setup.tools || []).map((spec) => new Tool(spec));
-    this.ready = { type: 'ready', harness, version, context };
-    this.send(this.ready);
-    return this;
-  }
-
-  /** The next relay's connection: one already made, or the next to come. */
-  nextConnection() {
-    if (this.connections.length > 0) return Promise.resolve(this.connections.shift());
-    return new Promise((resolve) => {
-      this.waiting = resolve;
-    });
-  }
-
-  /** conform replaced the relay (a restart): takes the new one's connection, reads its
-   *  environment and `setup` again and answers `ready` as before. */
-  async reconnect() {
-    this.connection.end();
-    const connection = await Promise.race([this.nextConnection(), this.exited.then(() => null)]);
-    if (connection === null) throw new Error(`ctxbed conform ended during a restart:\n${this.stdout}${this.stderr}`);
-    this.connection = connection;
-    this.lines = new Lines(connection);
-    this.env = (await this.read('env')).env;
-    await this.read('setup');
-    this.send(this.ready);
-  }
-
-  async read(kind) {
-    const line = await this.lines.next();
-    if (line === null) throw new Error(`the scenario ended while a \`${kind}\` line was awaited`);
-    const message = JSON.parse(line);
-    if (message.type !== kind) throw new Error(`expected a \`${kind}\` line, got ${line}`);
-    return message;
-  }
-
-  send(message) {
-    this.connection.write(`${JSON.stringify(message)}\n`);
-  }
-
-  /**
-   * `openai` (OpenAI: Chat Completions or the Responses API, as the harness prefers),
-   * `responses` (the scenario pins OpenAI's Responses API) or `anthropic` (Messages).
-   */
-  get api() {
-    return this.env.CTXBED_API;
-  }
-  get openaiBaseUrl() {
-    return this.env.CTXBED_OPENAI_BASE_URL;
-  }
-  get anthropicBaseUrl() {
-    return this.env.CTXBED_ANTHROPIC_BASE_URL;
-  }
-  get model() {
-    return this.env.CTXBED_MODEL;
-  }
-  get apiKey() {
-    return this.env.CTXBED_API_KEY || 'ctxbed-test';
-  }
-  /** The model's context window in tokens, as a user would configure it. */
-  get window() {
-    return this.env.CTXBED_WINDOW ? Number(this.env.CTXBED_WINDOW) : null;
-  }
-  get maxOutputTokens() {
-    return Number(this.env.CTXBED_MAX_OUTPUT_TOKENS || 1024);
-  }
-  get stream() {
-    return this.env.CTXBED_STREAM === '1';
-  }
-
-  /** The scenario's tool `name`. */
-  tool(name) {
-    const tool = this.tools.find((t) => t.name === name);
-    if (!tool) throw new Error(`the scenario has no tool ${name}`);
-    return tool;
-  }
-
-  /** Each step in turn (`for await`); the next comes once the previous one is answered. Where
-   *  the scenario restarts the harness, the next step says so (`restarted`). */
-  async *steps() {
-    let restarted = false;
-    for (;;) {
-      const line = await this.lines.next();
-      if (line === null) {
-        if (!this.restarts.has(this.lastStep + 1)) return;
-        await this.reconnect();
-        restarted = true;
-        continue;
-      }
-      const message = JSON.parse(line);
-      if (message.type !== 'step') throw new Error(`expected a \`step\` line, got ${line}`);
-      this.lastStep = message.step;
-      const run = this;
-      const step = {
-        number: message.step,
-        input: message.input,
-        session: message.session || '',
-        user: message.user || '',
-        images: message.images || [],
-        restarted,
-        reply(text) {
-          run.send({ type: 'reply', step: message.step, text });
-        },
-        error(kind, text) {
-          run.send({ type: 'error', step: message.step, kind, message: String(text).slice(0, 2000) });
-        },
-      };
-      restarted = false;
-      yield step;
-    }
-  }
-
-  /** Ends the run (a step left unanswered fails it) and returns conform's verdict. */
-  async finish() {
-    if (this.verdict) return this.verdict;
-    this.connection.end();
-    await this.exited;
-    const run = this.stdout
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line))
-      .find((object) => object.type === 'run');
-    if (!run) throw new Error(`ctxbed conform gave no verdict:\n${this.stdout}${this.stderr}`);
-    const violations = run.violations.map((v) => ({ rule: v.rule, step: v.step, detail: v.detail }));
-    if (run.problem) violations.unshift({ rule: 'adapter', step: null, detail: run.problem });
-    this.verdict = { ...run, violations, report: describeViolations(violations, run.trace) };
-    await this.cleanup();
-    return this.verdict;
-  }
-
-  /** The broken rules (empty when the run passes); ends the run first. */
-  async violations() {
-    return (await this.finish()).violations;
-  }
-
-  /** Ends the run and throws `WireRuleViolation` if any wire rule was broken. */
-  async check() {
-    const verdict = await this.finish();
-    if (verdict.violations.length > 0) {
-      throw new WireRuleViolation(`${this.name}: ${verdict.report}`, verdict.violations);
-    }
-  }
-
-  async cleanup() {
-    if (this.connection) this.connection.destroy();
-    if (this.process.exitCode === null && this.process.signalCode === null) {
-      this.process.kill('SIGTERM');
-      await this.exited;
-    }
-    await new Promise((resolve) => this.listener.close(() => resolve()));
-    fs.rmSync(this.scratch, { recursive: true, force: true });
-  }
-}
-
-function quote(text) {
-  return `'${String(text).replace(/'/g, `'\\''`)}'`;
-}
-
-/**
- * Starts the built-in wire scenario `name` with the calling code as the harness: point your
- * agent at `run.openaiBaseUrl` (or `anthropicBaseUrl`, as `run.api` says), answer each of
- * `run.steps()`, then `await run.check()`.
- */
-async function wireScenario(name, options) {
-  return new WireRun(name).start(options);
-}
-
 /**
  * node:test helper: one test per named built-in wire scenario (every one when `names` is
  * empty), each given a started run; the run is checked after `body` unless `body` already
  * finished it. `harness`, `version` and `context` are what the run's `ready` line says (the
- * trace's header).
+ * trace's header). When conform fails the run while `body` still runs (a step it gave up on
+ * after its step timeout), the test fails at once with that verdict.
  */
 function wireTests(names, body, { test = require('node:test').test, harness, version, context } = {}) {
   const chosen = names && names.length > 0 ? names : scenarios();
@@ -464,13 +150,32 @@ function wireTests(names, body, { test = require('node:test').test, harness, ver
     test(name, async () => {
       const run = await wireScenario(name, { harness: harness || `node:${name}`, version, context });
       try {
-        await body(run);
+        await untilBodyOrFailure(run, body);
         if (!run.verdict) await run.check();
       } finally {
         if (!run.verdict) await run.cleanup();
       }
     });
   }
+}
+
+/** How long `body` may still take once conform has ended the run, before a failing verdict is
+ *  thrown without it (a body that answered the last step finishes well within this). */
+const BODY_GRACE_MS = 5_000;
+
+/** Waits for `body(run)`. If conform ends the run first and `body` is still running
+ *  `BODY_GRACE_MS` later (stuck in a call conform gave up on), a failing verdict is thrown at
+ *  once instead of waiting for the runner's timeout. */
+async function untilBodyOrFailure(run, body) {
+  const done = Promise.resolve().then(() => body(run));
+  done.catch(() => {}); // its rejection is awaited below, or moot once conform failed the run
+  const ended = run.exited.then(() => new Promise((resolve) => setTimeout(resolve, BODY_GRACE_MS).unref()));
+  const first = await Promise.race([done.then(() => 'body'), ended.then(() => 'conform')]);
+  if (first === 'conform') {
+    const verdict = await run.finish();
+    if (!verdict.ok) await run.check();
+  }
+  await done;
 }
 
 /**
@@ -511,6 +216,8 @@ async function runConform(agentFactory, { scenarios: names = [], harness = 'node
 module.exports = {
   Server,
   Tool,
+  UncheckedRun,
+  UnansweredStep,
   WireRun,
   WireRuleViolation,
   binary,
