@@ -367,7 +367,11 @@ fn counted() -> Option<BTreeMap<&'static str, Group>> {
 fn host_counts_are_no_worse_than_last_measured() {
     let Some(providers) = counted() else { return };
     for (provider, within_min, under_max) in REACHED {
-        let target = if provider == "openai" { OPENAI } else { ANTHROPIC };
+        let target = if provider == "openai" {
+            OPENAI
+        } else {
+            ANTHROPIC
+        };
         let group = &providers[provider];
         let _ = verdict(provider, target, group);
         let count = |test: &dyn Fn(u64, u64) -> bool| {

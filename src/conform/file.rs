@@ -371,20 +371,9 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         .iter()
         .map(|entry| checker.expectation(entry, steps.len()))
         .collect();
-    let request_limit = checker.positive(
-        raw.request_limit.as_ref(),
-        "request_limit",
-        REQUEST_LIMIT_DEFAULT,
-    );
-    let step_timeout_seconds = checker.positive(
-        raw.step_timeout_seconds.as_ref(),
-        "step_timeout_seconds",
-        STEP_TIMEOUT_SECONDS_DEFAULT,
-    );
+    let (request_limit, step_timeout_seconds) = checker.limits(&raw);
     let api = checker.api(raw.api.as_ref());
-    let defects = checker.defects("defects", &raw.defects);
-    let allows = checker.defects("allows", &raw.allows);
-    checker.neither_both(&raw.allows, &defects);
+    let (defects, allows) = checker.mutants(&raw.defects, &raw.allows);
     let advertised_window = raw
         .advertised_window
         .as_ref()
@@ -429,6 +418,21 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// The request limit and the step timeout, each positive, or their defaults.
+    fn limits(&mut self, raw: &RawWire) -> (u64, u64) {
+        let requests = self.positive(
+            raw.request_limit.as_ref(),
+            "request_limit",
+            REQUEST_LIMIT_DEFAULT,
+        );
+        let timeout = self.positive(
+            raw.step_timeout_seconds.as_ref(),
+            "step_timeout_seconds",
+            STEP_TIMEOUT_SECONDS_DEFAULT,
+        );
+        (requests, timeout)
+    }
+
     fn at(&self, span: std::ops::Range<usize>, message: String) -> Diagnostic {
         Diagnostic::at(self.label, self.source, span, message)
     }

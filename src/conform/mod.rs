@@ -34,6 +34,7 @@ pub mod refusals;
 pub mod report;
 mod restart;
 pub mod trace;
+mod verdict;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,10 +42,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::scenario::check::golden::{GoldenMode, GoldenOutcome};
+use crate::scenario::check::golden::GoldenMode;
 use crate::scenario::format::file::Layout;
 use crate::serve::{Models, ServeOptions, Server};
-use checks::{StepEnd, StepRun, Violation};
+use checks::{StepEnd, StepRun};
 use ctxbed_harness::model::provider::Provider;
 use ctxbed_sim::host::{Api, Exchange, Outcome, ProviderHost};
 use file::WireScenario;
@@ -52,6 +53,7 @@ use peer::{Launch, Peer, PeerError};
 pub use pool::release as release_adapters;
 
 pub use cell::{Source, run_builtin, run_one, run_source};
+pub use verdict::{Cell, CellReport};
 
 /// Set when the user asks a conformance run to stop (Ctrl-C, SIGTERM): the running adapter is
 /// killed and no further run starts.
@@ -99,72 +101,6 @@ impl ConformOptions {
 
     fn pins_goldens(&self, harness: &str) -> bool {
         !self.adapters.iter().any(|(name, _)| name == harness)
-    }
-}
-
-/// The verdict of one (scenario, harness) run.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
-    Pass,
-    /// Broken rules (each once, in order), or the adapter's failure.
-    Fail {
-        rules: Vec<String>,
-    },
-    /// The harness cannot speak the scenario's API.
-    NotApplicable {
-        reason: String,
-    },
-}
-
-/// One (scenario, harness) run.
-#[derive(Debug, Clone)]
-pub struct CellReport {
-    pub scenario: String,
-    pub harness: String,
-    pub version: String,
-    /// How the harness manages its context, as its adapter declares (`own`, `docs recipe`,
-    /// `none`).
-    pub context: String,
-    pub cell: Cell,
-    pub violations: Vec<Violation>,
-    /// What went wrong with the adapter or the scenario, if anything.
-    pub problem: Option<String>,
-    pub trace: String,
-    pub golden: PathBuf,
-    pub golden_outcome: Option<GoldenOutcome>,
-    pub log: PathBuf,
-    pub elapsed: Duration,
-    /// The defects the scenario declares (the mutants it must fail).
-    pub defects: Vec<String>,
-    /// The mutants its description promises pass.
-    pub allows: Vec<String>,
-    /// Whether `progress` and `retention` had something to judge in this run.
-    pub applies: continuity::Applies,
-}
-
-impl CellReport {
-    /// This report, failed because a file of the scenario does not load.
-    fn unloadable(mut self, problem: String) -> CellReport {
-        self.problem = Some(problem);
-        self.cell = Cell::Fail {
-            rules: vec!["scenario".into()],
-        };
-        self
-    }
-
-    /// True when the cell does not fail the run. A golden pins a reviewed verdict, a known
-    /// failure included: when one exists, the trace must match it (any change of behaviour is a
-    /// mismatch); without one the cell is `new` and fails until it is blessed, whatever its
-    /// verdict. `strict` also fails a pinned failure.
-    pub fn ok(&self, strict: bool) -> bool {
-        let verdict_ok = !matches!(self.cell, Cell::Fail { .. });
-        match &self.golden_outcome {
-            Some(GoldenOutcome::Mismatch { .. }) | Some(GoldenOutcome::Missing { .. }) => false,
-            Some(GoldenOutcome::Matched) | Some(GoldenOutcome::Blessed { .. }) => {
-                verdict_ok || !strict
-            }
-            None => verdict_ok,
-        }
     }
 }
 

@@ -163,6 +163,13 @@ pub fn markdown(rows: &[Row]) -> String {
          behaviour its description promises is acceptable (`allows`), and every scenario where a tool call was made, or a \
          session went on, must kill `no_results`, or `no_history`.\n\n",
     );
+    mutants_table(rows, &mut page);
+    scenarios_table(rows, &mut page);
+    page
+}
+
+/// Per mutant: its defect, how many scenarios kill it and declare it, the rules that did.
+fn mutants_table(rows: &[Row], page: &mut String) {
     let _ = writeln!(page, "## Mutants\n");
     let _ = writeln!(
         page,
@@ -198,6 +205,10 @@ pub fn markdown(rows: &[Row]) -> String {
             rules.join(", ")
         );
     }
+}
+
+/// Per scenario: what it declares, what it allows, what it kills.
+fn scenarios_table(rows: &[Row], page: &mut String) {
     let _ = writeln!(page, "\n## Scenarios\n");
     let _ = writeln!(
         page,
@@ -232,7 +243,6 @@ pub fn markdown(rows: &[Row]) -> String {
             kills.join(", ")
         );
     }
-    page
 }
 
 #[cfg(test)]

@@ -156,7 +156,7 @@ impl Checker<'_> {
 
     /// The pinned API, by its name.
     /// The mutants a list (`defects` or `allows`) names, each once.
-    pub(super) fn defects(&mut self, field: &str, values: &[Spanned<String>]) -> Vec<String> {
+    fn defects(&mut self, field: &str, values: &[Spanned<String>]) -> Vec<String> {
         let names = || crate::conform::plant::MUTANTS.iter().map(|(name, _)| *name);
         let mut defects: Vec<String> = Vec::new();
         for value in values {
@@ -189,8 +189,20 @@ impl Checker<'_> {
         defects
     }
 
+    /// The mutants a scenario must fail (`defects`) and those it promises pass (`allows`).
+    pub(super) fn mutants(
+        &mut self,
+        defects: &[Spanned<String>],
+        allows: &[Spanned<String>],
+    ) -> (Vec<String>, Vec<String>) {
+        let must = self.defects("defects", defects);
+        let may = self.defects("allows", allows);
+        self.neither_both(allows, &must);
+        (must, may)
+    }
+
     /// No mutant is both one the scenario must fail and one it promises passes.
-    pub(super) fn neither_both(&mut self, allows: &[Spanned<String>], defects: &[String]) {
+    fn neither_both(&mut self, allows: &[Spanned<String>], defects: &[String]) {
         for value in allows.iter().filter(|v| defects.contains(v.get_ref())) {
             let problem = self
                 .at(
