@@ -13,6 +13,9 @@ use super::Plants;
 use super::rewrite;
 use ctxbed_providers::transport::{ResponseBody, Transport, TransportError};
 
+/// A change a plant makes to a request body.
+type Rewrite = fn(&mut Value);
+
 /// How many times `count_storm` counts a request before sending it.
 const STORM_COUNTS: usize = 3;
 
@@ -43,7 +46,7 @@ impl PlantedTransport {
             return body.clone();
         };
         let plants = &self.plants;
-        let rewrites: [(bool, fn(&mut Value)); 8] = [
+        let rewrites: [(bool, Rewrite); 8] = [
             (plants.orphan_call, rewrite::strip_tool_results),
             (plants.no_results, rewrite::strip_calls_and_results),
             (plants.drop_thinking, rewrite::strip_thinking),
