@@ -1,6 +1,6 @@
 //! [`PlantedTransport`]: the transport the reference adapter sends through when a plant
 //! changes what goes over the wire. It rewrites each request body as the planted harness would
-//! have built it ([`super::rewrite`]) and answers overflows, rate limits and replies as that
+//! have built it (`plant::rewrite`) and answers overflows, rate limits and replies as that
 //! harness would have handled them.
 
 use std::sync::{Arc, Mutex};
