@@ -26,8 +26,16 @@ const CLASSES: [(&str, &str, &str); 13] = [
     ("spaces", " ", "x"),
     ("whitespace", " \t \n", "x"),
     ("punctuation", "!\"#$%&()*+,-.:;<=>?@[]^_{|}~", ""),
-    ("ideographs", "的一是不了人我在有他这中大来上国个到说们", "。"),
-    ("ideographs-then-letter", "的一是不了人我在有他这中大来上国个到说们", "a"),
+    (
+        "ideographs",
+        "的一是不了人我在有他这中大来上国个到说们",
+        "。",
+    ),
+    (
+        "ideographs-then-letter",
+        "的一是不了人我在有他这中大来上国个到说们",
+        "a",
+    ),
     ("other-digits", "٠١٢٣٤٥٦٧٨٩", ""),
     ("other-spaces", "\u{3000}", "x"),
     ("cyrillic", "абвгдежзийклмнопрстуфхцчшщъыьэюя", ""),

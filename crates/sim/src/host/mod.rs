@@ -327,8 +327,7 @@ impl ProviderHost {
         let encrypted = reasoning::wants_encrypted_content(&json);
         let stored = reasoning::wants_stored(&json);
         let thinking_on = api == Api::Anthropic && anthropic::thinking_enabled(&json);
-        let (mut request, breakpoints) =
-            shape::parse(api, resolved.as_ref().unwrap_or(&json));
+        let (mut request, breakpoints) = shape::parse(api, resolved.as_ref().unwrap_or(&json));
         let lane = self.lane(&mut request, exchange);
         let tokens = off_the_workers(body.len(), || {
             counting::input_tokens(&self.model, api, &json, &request)
