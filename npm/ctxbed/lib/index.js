@@ -13,6 +13,30 @@ const { dumps: tomlDumps } = require('./toml');
 
 const LISTENING = 'listening on http://';
 
+/**
+ * The records of a `--record` file, one object per line. A last line that is not JSON (a server
+ * killed while writing it leaves it torn) is skipped with a warning naming the file and line; a
+ * line that is not JSON before the last throws.
+ */
+function readRecord(recordPath) {
+  if (!fs.existsSync(recordPath)) return [];
+  const numbered = fs
+    .readFileSync(recordPath, 'utf8')
+    .split('\n')
+    .map((line, index) => [index + 1, line])
+    .filter(([, line]) => line.trim());
+  const records = [];
+  for (const [index, [number, line]] of numbered.entries()) {
+    try {
+      records.push(JSON.parse(line));
+    } catch (error) {
+      if (index < numbered.length - 1) throw error;
+      process.emitWarning(`${recordPath}:${number}: the last line is torn; skipped`);
+    }
+  }
+  return records;
+}
+
 /** Reads newline-terminated lines from a stream, one promise at a time. */
 class Lines {
   constructor(stream) {
@@ -119,14 +143,12 @@ class Server {
       .map((item) => ({ rule: item.rule, request: item.request, step: null, detail: item.detail }));
   }
 
-  /** Every exchange so far, as the canonical records `--record` writes. */
+  /**
+   * Every exchange so far, as the canonical records `--record` writes; a torn last line is
+   * skipped with a warning (`readRecord`).
+   */
   requests() {
-    if (!fs.existsSync(this.recordPath)) return [];
-    return fs
-      .readFileSync(this.recordPath, 'utf8')
-      .split('\n')
-      .filter((line) => line.trim())
-      .map((line) => JSON.parse(line));
+    return readRecord(this.recordPath);
   }
 
   /** Stops the server (its record is synced) and removes its scratch directory. */
