@@ -3,10 +3,14 @@
 //! runtime's worker threads ([`off_the_workers`]), so one huge request does not stall the
 //! other connections (`GET /v1/models` included) while it is counted.
 
+use std::cell::RefCell;
+
 use bytes::Bytes;
+use serde_json::Value;
 
 use super::{
-    Api, Exchange, HostBody, Outcome, ProviderHost, anthropic, counting, full, reset, validate,
+    Api, Exchange, HostBody, Outcome, ProviderHost, anthropic, counting, full, reasoning, reset,
+    validate,
 };
 
 /// Bodies from this size on are read and counted off the worker threads: about a millisecond of
@@ -29,6 +33,29 @@ pub fn off_the_workers<R>(bytes: usize, work: impl FnOnce() -> R) -> R {
 }
 
 impl ProviderHost {
+    /// The body as JSON the provider accepts, with, for the Responses API, the input its
+    /// references to stored items resolve to (the reasoning rules hold over that); or the body
+    /// of the 400 that refuses it.
+    pub(super) fn checked_request(
+        &self,
+        api: Api,
+        body: &Bytes,
+        exchange: &mut Exchange,
+    ) -> Result<(Value, Option<Value>), String> {
+        let resolved: RefCell<Option<Value>> = RefCell::new(None);
+        let check = |json: &Value| {
+            validate::check(api, json)?;
+            if api == Api::Responses {
+                let items = self.stored.resolve(json)?;
+                reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;
+                *resolved.borrow_mut() = items;
+            }
+            Ok(())
+        };
+        let json = self.checked_json(api, body, exchange, check)?;
+        Ok((json, resolved.into_inner()))
+    }
+
     /// Answers `POST /v1/messages/count_tokens` with the exact count the window check uses,
     /// as `{"input_tokens": N}`; it uses no turn and is recorded as `count_tokens`.
     pub(super) fn count_tokens(

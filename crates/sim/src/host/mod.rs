@@ -39,7 +39,6 @@ pub use options::{EXCHANGES_MAX, HostFaults, HostOptions};
 pub use outcome::Outcome;
 pub use step::{IssuedCall, StepState, asks_for_memory, asks_for_summary, continues_step};
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -303,22 +302,7 @@ impl ProviderHost {
         let Some(body) = body.filter(|_| !self.resets(exchange.number)) else {
             return reset();
         };
-        let checked = off_the_workers(body.len(), || {
-            // Responses: references to stored items are resolved first, and the reasoning
-            // rules hold over what they resolve to.
-            let resolved: RefCell<Option<Value>> = RefCell::new(None);
-            let check = |json: &Value| {
-                validate::check(api, json)?;
-                if api == Api::Responses {
-                    let items = self.stored.resolve(json)?;
-                    reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;
-                    *resolved.borrow_mut() = items;
-                }
-                Ok(())
-            };
-            let json = self.checked_json(api, &body, exchange, check)?;
-            Ok((json, resolved.into_inner()))
-        });
+        let checked = off_the_workers(body.len(), || self.checked_request(api, &body, exchange));
         let (json, resolved) = match checked {
             Ok(checked) => checked,
             Err(refusal) => return full(400, refusal),
