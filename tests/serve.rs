@@ -444,7 +444,10 @@ fn violations_reads_a_record_and_names_each_broken_rule_by_request() {
     // file and line, the rest checked as before; the same line before another is an error.
     let whole = std::fs::read_to_string(&record).expect("the record");
     let torn_line = &whole[..whole.len() / 3];
-    for torn in [format!("{whole}{torn_line}"), format!("{whole}{torn_line}\n")] {
+    for torn in [
+        format!("{whole}{torn_line}"),
+        format!("{whole}{torn_line}\n"),
+    ] {
         std::fs::write(&record, &torn).expect("a torn record");
         let json = violations(&["--format", "json"]);
         assert_eq!(json.status.code(), Some(1), "{json:?}");
