@@ -440,6 +440,34 @@ fn violations_reads_a_record_and_names_each_broken_rule_by_request() {
     let unknown = violations(&["--rule", "input"]);
     assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown rule `input`"));
+    // A server killed while writing leaves a torn last line: skipped with a warning naming the
+    // file and line, the rest checked as before; the same line before another is an error.
+    let whole = std::fs::read_to_string(&record).expect("the record");
+    let torn_line = &whole[..whole.len() / 3];
+    for torn in [
+        format!("{whole}{torn_line}"),
+        format!("{whole}{torn_line}\n"),
+    ] {
+        std::fs::write(&record, &torn).expect("a torn record");
+        let json = violations(&["--format", "json"]);
+        assert_eq!(json.status.code(), Some(1), "{json:?}");
+        let warning = String::from_utf8_lossy(&json.stderr);
+        let at = format!("warning: {}:3: the last line is torn", record.display());
+        assert!(warning.starts_with(&at), "{warning}");
+        let summary = String::from_utf8_lossy(&json.stdout);
+        let summary: serde_json::Value = summary
+            .lines()
+            .last()
+            .and_then(|line| serde_json::from_str(line).ok())
+            .expect("a summary");
+        assert_eq!(summary["violations"], 2, "{summary}");
+        assert_eq!(summary["torn_line"], 3, "{summary}");
+    }
+    std::fs::write(&record, format!("{torn_line}\n{whole}")).expect("a broken first line");
+    let broken = violations(&[]);
+    assert_eq!(broken.status.code(), Some(2), "{broken:?}");
+    let error = String::from_utf8_lossy(&broken.stderr);
+    assert!(error.contains(":1: not JSON ("), "{error}");
 }
 
 const THINKING_MOCK: &str = r#"description = "A tool call after signed thinking, then a reply after withheld thinking"

@@ -3,6 +3,7 @@
 //! ```sh
 //! cargo bench --bench suite                 # everything, then the summary tables on stderr
 //! cargo bench --bench suite -- estimation   # one part (a criterion filter)
+//! cargo bench --bench suite -- counting     # exact counting's cost per byte, 64 KiB to 1 MiB
 //! cargo bench --bench suite -- --test       # CI smoke: each benchmark once, small inputs
 //! ```
 //!
@@ -17,6 +18,8 @@
 //!   session log: what the harness does around `prepare`.
 //! - [`pipeline`]: the compaction cut and the aggregate prune, offloading a 10 MB tool result,
 //!   and one whole scenario run on the simulator.
+//! - [`counting`]: exact counting of long runs of one class of characters (digits, spaces,
+//!   punctuation, ideographs, ...) at sizes from 64 KiB to 1 MiB: the cost per byte stays flat.
 //!
 //! Each part records the timings criterion takes and prints, at the end, a table with the
 //! important figures as ratios against a reference measured in the same run (an estimator's
@@ -25,6 +28,7 @@
 //! are skipped and no table is printed.
 
 mod agent;
+mod counting;
 mod estimation;
 mod pipeline;
 mod preparation;
@@ -52,12 +56,16 @@ fn main() {
         .wanted("agent_step")
         .then(|| agent::run(&mut criterion, smoke_test));
     let pipeline = pipeline::run(&mut criterion, &parts, smoke_test);
+    let counting = parts
+        .wanted("counting")
+        .then(|| counting::run(&mut criterion, smoke_test));
     criterion.final_summary();
     if !smoke_test {
         estimation.iter().for_each(estimation::Estimation::print);
         preparation.iter().for_each(preparation::Preparation::print);
         agent_steps.iter().for_each(agent::AgentSteps::print);
         pipeline.print();
+        counting.iter().for_each(counting::Counting::print);
     }
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Union
 
@@ -92,11 +93,9 @@ class Server:
         return int(window) if window is not None else None
 
     def requests(self) -> List[Any]:
-        """Every exchange so far, as the canonical records ``--record`` writes (one dict each)."""
-        if not self.record_path.exists():
-            return []
-        with self.record_path.open(encoding="utf-8") as lines:
-            return [json.loads(line) for line in lines if line.strip()]
+        """Every exchange so far, as the canonical records ``--record`` writes (one dict each);
+        a torn last line is skipped with a warning (:func:`read_record`)."""
+        return read_record(self.record_path)
 
     def violations(self, rules: Optional[Iterable[str]] = None) -> Violations:
         """The wire rules the requests so far break, computed by the binary
@@ -145,3 +144,22 @@ def serve(
     server: ...``; a mistake in the mock is a ``RuntimeError`` with the binary's diagnostics.
     """
     return Server(mock, builtin=builtin, name=name, time_scale=time_scale)
+
+
+def read_record(path: Path) -> List[Any]:
+    """The records of a ``--record`` file, one dict per line. A last line that is not JSON (a
+    server killed while writing it leaves it torn) is skipped with a warning naming the file and
+    line; a line that is not JSON before the last raises ``json.JSONDecodeError``."""
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        numbered = [(number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    records = []
+    for index, (number, line) in enumerate(numbered):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if index < len(numbered) - 1:
+                raise
+            warnings.warn(f"{path}:{number}: the last line is torn; skipped", stacklevel=2)
+    return records

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use crate::{write_err, write_out};
-use ctxbed::conform::record_rules::{RecordViolation, check_record, chosen_rules};
+use ctxbed::conform::record_rules::{RecordViolation, TornLine, check_record, chosen_rules};
 
 /// `ctxbed violations`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -24,7 +24,8 @@ pub struct ViolationsArgs {
 }
 
 /// Exit status 0 when no chosen rule is broken, 1 when one is, 2 when the record or a rule
-/// name is wrong.
+/// name is wrong. A torn last line (a server killed while writing it) is skipped with a warning
+/// on stderr naming the file and line, and in JSON as the summary's `torn_line`.
 pub fn violations_command(arguments: ViolationsArgs) -> ExitCode {
     let rules = match chosen_rules(&arguments.rules) {
         Ok(rules) => rules,
@@ -41,15 +42,19 @@ pub fn violations_command(arguments: ViolationsArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let found = match check_record(std::io::BufReader::new(file), &path, &rules) {
-        Ok(found) => found,
+    let checked = match check_record(std::io::BufReader::new(file), &path, &rules) {
+        Ok(checked) => checked,
         Err(error) => {
             errln!("error: {error}");
             return ExitCode::from(2);
         }
     };
+    if let Some(torn) = &checked.torn {
+        errln!("warning: {torn}");
+    }
+    let found = checked.violations;
     if arguments.format == "json" {
-        print_json(&found, &rules);
+        print_json(&found, &rules, checked.torn.as_ref());
     } else {
         print_text(&found, &rules);
     }
@@ -60,7 +65,7 @@ pub fn violations_command(arguments: ViolationsArgs) -> ExitCode {
     }
 }
 
-fn print_json(found: &[RecordViolation], rules: &[&str]) {
+fn print_json(found: &[RecordViolation], rules: &[&str], torn: Option<&TornLine>) {
     for violation in found {
         outln!(
             "{}",
@@ -75,7 +80,12 @@ fn print_json(found: &[RecordViolation], rules: &[&str]) {
     }
     outln!(
         "{}",
-        json!({"type": "summary", "violations": found.len(), "rules": rules})
+        json!({
+            "type": "summary",
+            "violations": found.len(),
+            "rules": rules,
+            "torn_line": torn.map(|torn| torn.line),
+        })
     );
 }
 

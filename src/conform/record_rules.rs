@@ -80,72 +80,168 @@ pub fn chosen_rules(names: &[String]) -> Result<Vec<&'static str>, RecordError> 
     Ok(chosen)
 }
 
+/// What checking a record found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordCheck {
+    /// The broken rules, in record order; the `count_tokens` verdict last.
+    pub violations: Vec<RecordViolation>,
+    /// The last line, when it was torn and so skipped.
+    pub torn: Option<TornLine>,
+}
+
+/// A last line that stops short of a whole record line: what a server killed in the middle of
+/// a write (`kill -9`) leaves at the end of its record. It holds no request to check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornLine {
+    /// The record, as named.
+    pub path: String,
+    /// Its line number, from 1.
+    pub line: usize,
+    /// How many bytes of the line were written.
+    pub bytes: usize,
+}
+
+impl std::fmt::Display for TornLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}: the last line is torn ({} bytes of a record line, as a server killed while writing leaves it); skipped, the lines before it are checked",
+            self.path, self.line, self.bytes
+        )
+    }
+}
+
+/// Violations and counts gathered over the record's lines.
+#[derive(Default)]
+struct Tally {
+    found: Vec<RecordViolation>,
+    requests: usize,
+    count_tokens: usize,
+}
+
 /// Checks every line of the record read from `reader` (named `path` in errors) for `rules`,
-/// in record order; the `count_tokens` verdict comes last.
+/// in record order; the `count_tokens` verdict comes last. A last line that stops short of a
+/// whole JSON object (a torn write) is skipped and reported in [`RecordCheck::torn`].
 ///
 /// # Errors
-/// A line that is not a record line (with its number and what is wrong), or a read error.
+/// A line that is not a record line (with its number and what is wrong) and is not a torn last
+/// line, or a read error.
 pub fn check_record(
     reader: impl BufRead,
     path: &str,
     rules: &[&str],
-) -> Result<Vec<RecordViolation>, RecordError> {
-    let mut found = Vec::new();
-    let mut requests = 0usize;
-    let mut count_tokens = 0usize;
-    let mut reader = reader;
-    let mut line = Vec::new();
-    // `take` is Read's; through `by_ref` each line's limit leaves the reader usable.
-    for number in 1.. {
-        line.clear();
-        let read = std::io::Read::by_ref(&mut reader)
-            .take(RECORD_LINE_BYTES_MAX + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(|source| RecordError::Io {
-                path: path.to_string(),
-                source,
-            })?;
-        if read == 0 {
-            break;
+) -> Result<RecordCheck, RecordError> {
+    let mut lines = Lines {
+        reader,
+        path,
+        number: 0,
+        line: Vec::new(),
+    };
+    let mut tally = Tally::default();
+    // A line that is not JSON because it stops short: torn if no line follows it.
+    let mut cut_short: Option<(usize, String, usize)> = None;
+    while lines.advance()? {
+        if let Some((number, problem, _)) = cut_short.take() {
+            return Err(lines.error(number, problem));
         }
-        let at_line = |problem: String| RecordError::Line {
-            path: path.to_string(),
-            line: number,
-            problem,
+        let text = lines.line.trim_ascii_end();
+        let value: Value = match serde_json::from_slice(text) {
+            Ok(value) => value,
+            Err(error) if error.is_eof() => {
+                let written = lines.line.strip_suffix(b"\n").unwrap_or(&lines.line).len();
+                cut_short = Some((lines.number, format!("not JSON ({error})"), written));
+                continue;
+            }
+            Err(error) => return Err(lines.error(lines.number, format!("not JSON ({error})"))),
         };
-        if read as u64 > RECORD_LINE_BYTES_MAX {
-            return Err(at_line(format!(
-                "the line is longer than {RECORD_LINE_BYTES_MAX} bytes"
-            )));
-        }
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let value: Value = serde_json::from_slice(&line)
-            .map_err(|error| at_line(format!("not JSON ({error})")))?;
-        let entry = RecordLine::read(&value).map_err(at_line)?;
-        match entry.outcome {
-            "count_tokens" => count_tokens += 1,
-            // The provider refused these before reading them as a request.
-            "not_json" | "invalid_request" => {}
-            _ => {
-                requests += 1;
-                found.extend(entry.violations(rules));
+        let entry =
+            RecordLine::read(&value).map_err(|problem| lines.error(lines.number, problem))?;
+        tally.add(&entry, rules);
+    }
+    let torn = cut_short.map(|(line, _, bytes)| TornLine {
+        path: path.to_string(),
+        line,
+        bytes,
+    });
+    Ok(RecordCheck {
+        violations: tally.finish(rules),
+        torn,
+    })
+}
+
+/// A record's lines, read one at a time.
+struct Lines<'p, R> {
+    reader: R,
+    path: &'p str,
+    /// The number of the line in `line`, from 1.
+    number: usize,
+    line: Vec<u8>,
+}
+
+impl<R: BufRead> Lines<'_, R> {
+    /// Reads the next line that is not blank; false at the end of the record.
+    fn advance(&mut self) -> Result<bool, RecordError> {
+        loop {
+            self.line.clear();
+            self.number += 1;
+            // `take` is Read's; through `by_ref` each line's limit leaves the reader usable.
+            let read = std::io::Read::by_ref(&mut self.reader)
+                .take(RECORD_LINE_BYTES_MAX + 1)
+                .read_until(b'\n', &mut self.line)
+                .map_err(|source| RecordError::Io {
+                    path: self.path.to_string(),
+                    source,
+                })?;
+            if read == 0 {
+                return Ok(false);
+            }
+            if read as u64 > RECORD_LINE_BYTES_MAX {
+                let problem = format!("the line is longer than {RECORD_LINE_BYTES_MAX} bytes");
+                return Err(self.error(self.number, problem));
+            }
+            if !self.line.iter().all(u8::is_ascii_whitespace) {
+                return Ok(true);
             }
         }
     }
-    let allowed = requests.max(1);
-    if rules.contains(&"count_tokens") && count_tokens > allowed {
-        found.push(RecordViolation {
-            rule: "count_tokens".into(),
-            request: None,
-            model: String::new(),
-            detail: format!(
-                "{count_tokens} count_tokens calls for {requests} request(s) sent; at most one per request"
-            ),
-        });
+
+    fn error(&self, line: usize, problem: String) -> RecordError {
+        RecordError::Line {
+            path: self.path.to_string(),
+            line,
+            problem,
+        }
     }
-    Ok(found)
+}
+
+impl Tally {
+    fn add(&mut self, entry: &RecordLine<'_>, rules: &[&str]) {
+        match entry.outcome {
+            "count_tokens" => self.count_tokens += 1,
+            // The provider refused these before reading them as a request.
+            "not_json" | "invalid_request" => {}
+            _ => {
+                self.requests += 1;
+                self.found.extend(entry.violations(rules));
+            }
+        }
+    }
+
+    /// The violations, then the `count_tokens` verdict over the whole record.
+    fn finish(mut self, rules: &[&str]) -> Vec<RecordViolation> {
+        let (requests, count_tokens) = (self.requests, self.count_tokens);
+        if rules.contains(&"count_tokens") && count_tokens > requests.max(1) {
+            self.found.push(RecordViolation {
+                rule: "count_tokens".into(),
+                request: None,
+                model: String::new(),
+                detail: format!(
+                    "{count_tokens} count_tokens calls for {requests} request(s) sent; at most one per request"
+                ),
+            });
+        }
+        self.found
+    }
 }
 
 /// The fields of one record line the rules read.
@@ -241,7 +337,9 @@ mod tests {
     }
 
     fn check(text: &str, rules: &[&str]) -> Result<Vec<RecordViolation>, RecordError> {
-        check_record(text.as_bytes(), "record.jsonl", rules)
+        let checked = check_record(text.as_bytes(), "record.jsonl", rules)?;
+        assert_eq!(checked.torn, None, "no torn line in {text:?}");
+        Ok(checked.violations)
     }
 
     #[test]
@@ -309,6 +407,94 @@ mod tests {
             "record.jsonl:1: no `model` field; each line is one JSON object as `ctxbed serve --record` writes it"
         );
         let error = check("\nnot json\n", &RECORD_RULES).expect_err("not JSON");
+        assert!(
+            error.to_string().starts_with("record.jsonl:2: not JSON ("),
+            "{error}"
+        );
+    }
+
+    /// A record whose last line a killed server tore: read, the torn line reported by file and
+    /// line, the lines before it checked; with or without a newline after it, and with blank
+    /// lines after it.
+    #[test]
+    fn a_torn_last_line_is_skipped_and_reported_and_the_rest_checked() {
+        let orphan = serde_json::json!({"model": "m", "messages": [
+            {"role": "tool", "tool_call_id": "call_9", "content": "42"},
+        ]});
+        let fine =
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi é"}]});
+        let whole = format!(
+            "{}\n{}\n",
+            line(1, 1000, 5, fine.clone()),
+            line(2, 1000, 5, orphan)
+        );
+        let last = line(3, 1000, 5, fine);
+        // Cut at every byte of the last line that leaves it short of a whole object, mid
+        // character included.
+        for cut in 1..last.len() {
+            let part = &last.as_bytes()[..cut];
+            for after in [&b""[..], b"\n", b"\n\n  \n"] {
+                let mut text = whole.as_bytes().to_vec();
+                text.extend_from_slice(part);
+                text.extend_from_slice(after);
+                let checked = check_record(&text[..], "record.jsonl", &RECORD_RULES)
+                    .unwrap_or_else(|error| panic!("cut at {cut}: {error}"));
+                let torn = checked.torn.expect("a torn line");
+                assert_eq!((torn.line, torn.bytes), (3, cut), "cut at {cut}");
+                let rules: Vec<(&str, Option<u64>)> = checked
+                    .violations
+                    .iter()
+                    .map(|v| (v.rule.as_str(), v.request))
+                    .collect();
+                assert_eq!(rules, [("pairing", Some(2))], "cut at {cut}");
+            }
+        }
+        let torn = check_record(
+            format!("{whole}{{\"n\": 3, \"mod").as_bytes(),
+            "r.jsonl",
+            &RECORD_RULES,
+        )
+        .expect("readable")
+        .torn
+        .expect("torn");
+        assert_eq!(
+            torn.to_string(),
+            "r.jsonl:3: the last line is torn (13 bytes of a record line, as a server killed while writing leaves it); skipped, the lines before it are checked"
+        );
+    }
+
+    /// Only the last line may be torn: the same cut line with a line after it is an error that
+    /// names its line, and so is a last line that is JSON but not a record line, or not JSON
+    /// for another reason than stopping short.
+    #[test]
+    fn a_broken_line_before_the_last_is_still_an_error() {
+        let fine =
+            serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+        let whole = line(1, 1000, 5, fine.clone());
+        let cut = &whole[..whole.len() / 2];
+        let error =
+            check(&format!("{cut}\n{whole}\n"), &RECORD_RULES).expect_err("a broken first line");
+        assert!(
+            error
+                .to_string()
+                .starts_with("record.jsonl:1: not JSON (EOF while parsing"),
+            "{error}"
+        );
+        let error = check(&format!("{whole}\n{cut}\n\n{whole}"), &RECORD_RULES)
+            .expect_err("a broken middle line");
+        assert!(
+            error.to_string().starts_with("record.jsonl:2: not JSON ("),
+            "{error}"
+        );
+        let error =
+            check(&format!("{whole}\n{{\"n\": 2}}"), &RECORD_RULES).expect_err("not a record line");
+        assert!(
+            error
+                .to_string()
+                .starts_with("record.jsonl:2: no `model` field"),
+            "{error}"
+        );
+        let error = check(&format!("{whole}\n{{\"n\": 2]"), &RECORD_RULES).expect_err("not JSON");
         assert!(
             error.to_string().starts_with("record.jsonl:2: not JSON ("),
             "{error}"

@@ -41,7 +41,7 @@ use serde_json::{Value, json};
 
 use crate::limits;
 use crate::scenario::format::diagnostic::Diagnostics;
-use ctxbed_sim::host::{Api, HostBody, HostOptions, full};
+use ctxbed_sim::host::{Api, HostBody, HostOptions, full, off_the_workers};
 
 /// The largest `--time-scale`: a thousand times slower than scripted is already far past any
 /// client's timeout.
@@ -342,11 +342,14 @@ async fn route(
         Err(_) => return Ok(body_timeout_response(api, body_timeout)),
         Ok(collected) => collected.ok().map(|body| body.to_bytes()),
     };
-    // One model answers everything: the body is parsed once, by the host, not here too.
+    // One model answers everything: the body is parsed once, by the host, not here too. A large
+    // body is parsed, like the host's reading and counting, off the worker threads.
     let named = body
         .as_ref()
         .filter(|_| !models.single)
-        .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
+        .and_then(|bytes| {
+            off_the_workers(bytes.len(), || serde_json::from_slice::<Value>(bytes)).ok()
+        })
         .and_then(|json| {
             json.get("model")
                 .and_then(Value::as_str)

@@ -1,10 +1,12 @@
 //! The record of a served run: every exchange as one canonical JSON line (object keys sorted at
 //! every depth), written as it happens, so two runs that sent the same requests give the same
-//! bytes and a killed server leaves whole lines.
+//! bytes.
 //!
 //! [`Recorder`] writes each line with a single `write` to a file opened for appending, so lines
 //! never interleave or tear at a buffer boundary; the cost of a line does not grow with the
-//! record. It refuses to write through a symbolic link, onto anything but a regular file, or
+//! record. A server killed while a long line is being written (`kill -9`) may still leave that
+//! last line torn: readers of a record skip a torn last line and say so
+//! (`conform::record_rules::check_record`). It refuses to write through a symbolic link, onto anything but a regular file, or
 //! onto a mock-model file it serves; [`Recorder::finish`] flushes the file to disk.
 
 use std::io::Write;

@@ -231,21 +231,28 @@ impl MockModel {
         prefixes
     }
 
+    /// The count of `message`, remembered under its id. The lock is held only to read and to
+    /// store the memo: comparing a long message with the one remembered, and counting it, run
+    /// outside it, so a request with a huge message keeps no other request to this model waiting.
     fn message_tokens(&self, message: &Message) -> u64 {
-        let mut counts = self
-            .message_counts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((known, tokens)) = counts.get(&message.id)
-            && same_counted_content(known, message)
+        let remembered = self.message_counts().get(&message.id).cloned();
+        if let Some((known, tokens)) = remembered
+            && same_counted_content(&known, message)
         {
-            return *tokens;
+            return tokens;
         }
         let tokens = self.estimator.message_tokens(message);
+        let mut counts = self.message_counts();
         if counts.len() < MESSAGE_COUNTS_MAX || counts.contains_key(&message.id) {
             counts.insert(message.id.clone(), (message.clone(), tokens));
         }
         tokens
+    }
+
+    fn message_counts(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Message, u64)>> {
+        self.message_counts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cursor> {
@@ -417,6 +424,39 @@ mod tests {
     use ctxbed_harness::tokens::Vocabulary;
     use ctxbed_harness::tools::ToolSchema;
     use serde_json::Value;
+
+    /// Counting a long message holds no lock: while one thread counts it, the memo of counts by
+    /// id stays free for every other request to the model (it was held for the whole count,
+    /// so every other request waited behind a huge one).
+    #[test]
+    fn counting_a_long_message_holds_no_lock() {
+        let info = ModelInfo {
+            name: "m".into(),
+            context_window: None,
+            max_output_tokens: None,
+        };
+        let model = MockModel::new(MockScript::new(info, Vec::new()));
+        let text: String = (0..300_000u32)
+            .map(|i| format!("{i} lock{} ", i % 97))
+            .collect();
+        let long = Message::user("long", text);
+        let (samples, held, tokens) = std::thread::scope(|scope| {
+            let counting = scope.spawn(|| model.message_tokens(&long));
+            let (mut samples, mut held) = (0u32, 0u32);
+            while !counting.is_finished() {
+                samples += 1;
+                held += u32::from(model.message_counts.try_lock().is_err());
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            (samples, held, counting.join().expect("the count ends"))
+        });
+        assert_eq!(tokens, model.estimator.inner().message_tokens(&long));
+        assert!(samples >= 5, "the count took {samples} samples only");
+        assert!(
+            held * 10 < samples,
+            "the lock was held in {held} of {samples} samples"
+        );
+    }
 
     #[test]
     fn cached_counts_equal_exact_request_counts() {

@@ -14,6 +14,30 @@ const { Tool, UncheckedRun, UnansweredStep, WireRuleViolation, WireRun, wireScen
 
 const LISTENING = 'listening on http://';
 
+/**
+ * The records of a `--record` file, one object per line. A last line that is not JSON (a server
+ * killed while writing it leaves it torn) is skipped with a warning naming the file and line; a
+ * line that is not JSON before the last throws.
+ */
+function readRecord(recordPath) {
+  if (!fs.existsSync(recordPath)) return [];
+  const numbered = fs
+    .readFileSync(recordPath, 'utf8')
+    .split('\n')
+    .map((line, index) => [index + 1, line])
+    .filter(([, line]) => line.trim());
+  const records = [];
+  for (const [index, [number, line]] of numbered.entries()) {
+    try {
+      records.push(JSON.parse(line));
+    } catch (error) {
+      if (index < numbered.length - 1) throw error;
+      process.emitWarning(`${recordPath}:${number}: the last line is torn; skipped`);
+    }
+  }
+  return records;
+}
+
 /** The names of the built-in wire scenarios (`ctxbed conform --list`). */
 function scenarios() {
   const listing = spawnSync(binary(), ['conform', '--list'], { encoding: 'utf8' });
@@ -79,14 +103,12 @@ class Server {
       .map((item) => ({ rule: item.rule, request: item.request, step: null, detail: item.detail }));
   }
 
-  /** Every exchange so far, as the canonical records `--record` writes. */
+  /**
+   * Every exchange so far, as the canonical records `--record` writes; a torn last line is
+   * skipped with a warning (`readRecord`).
+   */
   requests() {
-    if (!fs.existsSync(this.recordPath)) return [];
-    return fs
-      .readFileSync(this.recordPath, 'utf8')
-      .split('\n')
-      .filter((line) => line.trim())
-      .map((line) => JSON.parse(line));
+    return readRecord(this.recordPath);
   }
 
   /** Stops the server (its record is synced) and removes its scratch directory. */

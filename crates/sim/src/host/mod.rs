@@ -19,6 +19,7 @@ pub mod cache;
 pub mod counting;
 mod errors;
 mod exchange;
+mod heavy;
 pub mod images;
 pub mod openai;
 mod options;
@@ -33,11 +34,11 @@ pub mod validate;
 
 pub use body::{FrameStream, HostBody, full, reset};
 pub use exchange::{Api, COUNT_TOKENS_PATH, Exchange, is_count_tokens};
+pub use heavy::{BLOCKING_BODY_BYTES, off_the_workers};
 pub use options::{EXCHANGES_MAX, HostFaults, HostOptions};
 pub use outcome::Outcome;
 pub use step::{IssuedCall, StepState, asks_for_memory, asks_for_summary, continues_step};
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -255,38 +256,6 @@ impl ProviderHost {
         }
     }
 
-    /// Answers `POST /v1/messages/count_tokens` with the exact count the window check uses,
-    /// as `{"input_tokens": N}`; it uses no turn and is recorded as `count_tokens`.
-    fn count_tokens(
-        &self,
-        body: Option<Bytes>,
-        exchange: &mut Exchange,
-    ) -> http::Response<HostBody> {
-        let Some(body) = body else {
-            return reset();
-        };
-        let json = match self.checked_json(
-            Api::Anthropic,
-            &body,
-            exchange,
-            validate::check_count_tokens,
-        ) {
-            Ok(json) => json,
-            Err(refusal) => return full(400, refusal),
-        };
-        let request = anthropic::parse_request(&json);
-        let tokens = counting::input_tokens(&self.model, Api::Anthropic, &json, &request);
-        exchange.outcome = Outcome::CountTokens;
-        exchange.input_tokens = Some(tokens);
-        exchange.side = true;
-        exchange.body = json;
-        exchange.request = Some(request);
-        full(
-            200,
-            serde_json::json!({ "input_tokens": tokens }).to_string(),
-        )
-    }
-
     /// The body as JSON that `check` accepts, or the body of the 400 that refuses it (the
     /// exchange records `not_json` or `invalid_request` and why).
     fn checked_json(
@@ -333,30 +302,20 @@ impl ProviderHost {
         let Some(body) = body.filter(|_| !self.resets(exchange.number)) else {
             return reset();
         };
-        // Responses: references to stored items are resolved first, and the reasoning rules
-        // hold over what they resolve to.
-        let resolved: RefCell<Option<Value>> = RefCell::new(None);
-        let check = |json: &Value| {
-            validate::check(api, json)?;
-            if api == Api::Responses {
-                let items = self.stored.resolve(json)?;
-                reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;
-                *resolved.borrow_mut() = items;
-            }
-            Ok(())
-        };
-        let json = match self.checked_json(api, &body, exchange, check) {
-            Ok(json) => json,
+        let checked = off_the_workers(body.len(), || self.checked_request(api, &body, exchange));
+        let (json, resolved) = match checked {
+            Ok(checked) => checked,
             Err(refusal) => return full(400, refusal),
         };
         let stream = json.get("stream").and_then(Value::as_bool).unwrap_or(false);
         let encrypted = reasoning::wants_encrypted_content(&json);
         let stored = reasoning::wants_stored(&json);
         let thinking_on = api == Api::Anthropic && anthropic::thinking_enabled(&json);
-        let (mut request, breakpoints) =
-            shape::parse(api, resolved.borrow().as_ref().unwrap_or(&json));
+        let (mut request, breakpoints) = shape::parse(api, resolved.as_ref().unwrap_or(&json));
         let lane = self.lane(&mut request, exchange);
-        let tokens = counting::input_tokens(&self.model, api, &json, &request);
+        let tokens = off_the_workers(body.len(), || {
+            counting::input_tokens(&self.model, api, &json, &request)
+        });
         exchange.stream = stream;
         exchange.body = json;
         exchange.input_tokens = Some(tokens);

@@ -652,3 +652,47 @@ fn the_host_keeps_at_most_its_retention_and_counts_every_outcome() {
 
 mod responses;
 mod thinking_and_cache;
+
+/// A large body is read and counted off the runtime's worker threads: with one worker, a timer
+/// task started beside a request of 1.5 MB fires while the request is still being counted
+/// (when it was counted on the worker, the timer waited for the whole count).
+#[test]
+fn a_large_body_is_counted_off_the_worker_threads() {
+    use std::time::{Duration, Instant};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_time()
+        .build()
+        .expect("a multi-thread runtime");
+    let host = std::sync::Arc::new(host(
+        Provider::OpenAi,
+        vec![MockTurn::new(TurnAction::reply("ok"))],
+        HostOptions::default(),
+    ));
+    let text: String = (0..150_000u32)
+        .map(|i| format!("{i} worker{} ", i % 89))
+        .collect();
+    let body = json!({"model": "wire", "messages": [{"role": "user", "content": text}]});
+    assert!(body.to_string().len() > 1_000_000);
+    let (answered, ticked) = runtime.block_on(async move {
+        let request = tokio::spawn(async move {
+            let response = host
+                .answer("/v1/chat/completions", Some(body.to_string().into()))
+                .await;
+            (response.status(), Instant::now())
+        });
+        let tick = tokio::spawn(async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            Instant::now()
+        });
+        let (status, answered) = request.await.expect("answered");
+        // The window is 2,000 tokens: the request overflows, after being counted.
+        assert_eq!(status.as_u16(), 400);
+        (answered, tick.await.expect("ticked"))
+    });
+    assert!(
+        ticked < answered,
+        "the timer fired {:?} after the answer",
+        ticked - answered
+    );
+}

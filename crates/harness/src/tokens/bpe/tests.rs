@@ -100,6 +100,32 @@ fn long_pieces_take_the_heap_and_agree() {
     }
 }
 
+/// Long runs of digits, of every length modulo three (the pieces are three digits each, the
+/// last one to three), alone, after and before other classes, and between them: the same
+/// pieces and count as the reference. Before the digits stopped measuring the whole run for
+/// each piece, the 256 KiB runs here cost seconds each (quadratic).
+#[test]
+fn long_digit_runs_of_every_length_mod_three_agree() {
+    let long = 3 * 87_381; // 256 KiB less a byte
+    let medium = 3 * 1_000;
+    for vocabulary in VOCABULARIES {
+        for extra in 0..3 {
+            let run = "1234567890".repeat(long / 10 + 1)[..long + extra].to_string();
+            let short = &run[..medium + extra];
+            assert_eq!(run.len() % 3, extra);
+            for text in [
+                run.clone(),
+                format!("{run}é"),
+                format!("x{run} "),
+                format!("abc{short}DEF{short}  {short}中文{short}!?{short}\n{short}٣٤٥{short}"),
+                format!("{short}'s {short}\t{short}é{short}/{short}\r\n{short}{run}"),
+            ] {
+                assert_same(vocabulary, &text);
+            }
+        }
+    }
+}
+
 #[test]
 fn every_token_is_found_at_its_rank() {
     for vocabulary in VOCABULARIES {
