@@ -42,17 +42,16 @@ impl Applies {
                     && e.answer.as_ref().is_some_and(Message::has_tool_calls)
             })
         });
-        let retention = (0..steps.len()).any(|index| {
-            scenario.steps.get(index).is_some_and(|this| {
-                (0..index).any(|before| {
-                    scenario.steps.get(before).is_some_and(|step| {
-                        step.user == this.user
-                            && step.session == this.session
-                            && steps.get(before).and_then(last_reply).is_some()
-                    })
-                })
-            })
-        });
+        // One pass: a step whose session already completed a step gives retention work.
+        let mut completed = std::collections::BTreeSet::new();
+        let mut retention = false;
+        for (step, run) in scenario.steps.iter().zip(steps) {
+            let session = (step.user.as_str(), step.session.as_str());
+            retention |= completed.contains(&session);
+            if last_reply(run).is_some() {
+                completed.insert(session);
+            }
+        }
         Applies {
             progress,
             retention,
