@@ -263,3 +263,81 @@ fn main() -> ExitCode {
         },
     }
 }
+
+/// The command lines of the pages' `commands` examples, parsed by this binary's own parser.
+#[cfg(test)]
+#[path = "cli/doc_lines.rs"]
+mod doc_lines;
+
+#[cfg(test)]
+mod doc_commands {
+    use clap::Parser as _;
+
+    use super::Cli;
+    use super::doc_lines::{all_blocks, command_lines};
+
+    /// The arguments of a line that runs ctxbed, with a shell variable given a value.
+    fn ctxbed_args(line: &str) -> Option<Vec<String>> {
+        let rest = line
+            .strip_prefix("ctxbed ")
+            .or_else(|| line.strip_prefix("cargo run --release -- "))?;
+        let words = shell_words(&rest.replace("$k", "1"));
+        Some(std::iter::once("ctxbed".to_string()).chain(words).collect())
+    }
+
+    /// Splits on whitespace, keeping a double-quoted run as one word.
+    fn shell_words(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut word = String::new();
+        let mut quoted = false;
+        for c in line.chars() {
+            match c {
+                '"' => quoted = !quoted,
+                c if c.is_whitespace() && !quoted => {
+                    if !word.is_empty() {
+                        words.push(std::mem::take(&mut word));
+                    }
+                }
+                c => word.push(c),
+            }
+        }
+        if !word.is_empty() {
+            words.push(word);
+        }
+        words
+    }
+
+    #[test]
+    fn every_ctxbed_command_in_the_pages_parses() {
+        let mut parsed = 0;
+        let mut failures = Vec::new();
+        for block in all_blocks() {
+            let commands = block
+                .marker
+                .as_deref()
+                .is_some_and(|marker| marker.starts_with("example: commands"));
+            if !commands {
+                continue;
+            }
+            for line in command_lines(&block.text) {
+                let Some(args) = ctxbed_args(&line) else {
+                    continue;
+                };
+                parsed += 1;
+                if let Err(error) = Cli::try_parse_from(&args) {
+                    failures.push(format!("{}: `{line}`:\n{error}", block.at()));
+                }
+            }
+        }
+        assert!(parsed >= 15, "only {parsed} command lines found");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn a_command_the_parser_refuses_is_caught() {
+        let args = ctxbed_args("ctxbed sweep --seedz 10").expect("a ctxbed line");
+        assert!(Cli::try_parse_from(&args).is_err());
+        let args = ctxbed_args("ctxbed conform --adapter \"python my.py\"").expect("a line");
+        assert_eq!(args, ["ctxbed", "conform", "--adapter", "python my.py"]);
+    }
+}

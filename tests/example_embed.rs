@@ -3,6 +3,8 @@
 //! workspace directory, the tool result goes back paired with its call, and a second run of the
 //! example (a new agent, as a new process would build) restores the session from the log the
 //! first left on disk.
+//! This is the run of the command docs/harness.md shows (`cargo run --example embed_agent -- URL
+//! MODEL DIR PROMPT`), with the local server's URL in place of a real one.
 
 #[path = "../examples/embed_agent.rs"]
 mod embed_agent;
