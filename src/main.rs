@@ -266,6 +266,7 @@ fn main() -> ExitCode {
 
 /// The command lines of the pages' `commands` examples, parsed by this binary's own parser.
 #[cfg(test)]
+#[allow(dead_code)]
 #[path = "cli/doc_lines.rs"]
 mod doc_lines;
 

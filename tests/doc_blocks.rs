@@ -43,8 +43,7 @@ fn path_with_ctxbed() -> std::ffi::OsString {
         .expect("the binary's directory")
         .to_path_buf();
     let rest = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest)))
-        .expect("a PATH")
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest))).expect("a PATH")
 }
 
 fn run(block: &Block) -> Result<(), String> {
@@ -73,7 +72,14 @@ fn run(block: &Block) -> Result<(), String> {
 /// The words of a command line that name a file or directory of the repository it reads (an
 /// output named after `-o`, `--out`, `--logs` or `--matrix` need not exist yet).
 fn repository_paths(line: &str) -> Vec<PathBuf> {
-    let roots = ["scenarios/", "mock-models/", "docs/", "peers/", "tools/", "tests/"];
+    let roots = [
+        "scenarios/",
+        "mock-models/",
+        "docs/",
+        "peers/",
+        "tools/",
+        "tests/",
+    ];
     let outputs = ["-o", "--out", "--logs", "--matrix"];
     let words: Vec<&str> = line.split_whitespace().collect();
     words
@@ -97,7 +103,9 @@ fn commands(block: &Block, marker: &str) -> Result<(), String> {
         let ours = program == "ctxbed" || line.starts_with("cargo run --release -- ");
         let local = program.contains('/') && Path::new(program).is_file();
         if !ours && !local && !external.contains(&program) {
-            problems.push(format!("`{line}`: {program} is neither ctxbed nor listed external"));
+            problems.push(format!(
+                "`{line}`: {program} is neither ctxbed nor listed external"
+            ));
         }
         for path in repository_paths(&line) {
             if !path.exists() {
@@ -208,7 +216,11 @@ fn every_example_in_the_pages_is_run_or_checked() {
     assert!(blocks.len() >= 30, "only {} blocks found", blocks.len());
     let failures: Vec<String> = blocks
         .iter()
-        .filter_map(|block| honour(block).err().map(|why| format!("{}: {why}", block.at())))
+        .filter_map(|block| {
+            honour(block)
+                .err()
+                .map(|why| format!("{}: {why}", block.at()))
+        })
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -225,7 +237,11 @@ fn a_broken_example_is_caught() {
     let cases = [
         block("example: run", "sh", "ctxbed show scenarios/no/such.toml"),
         block("example: commands", "sh", "llama-server --port 8080"),
-        block("example: commands", "sh", "ctxbed run scenarios/no/such.toml"),
+        block(
+            "example: commands",
+            "sh",
+            "ctxbed run scenarios/no/such.toml",
+        ),
         block("example: protocol", "json", r#"{"type":"stepp"}"#),
         block(
             "example: fragment of scenarios/tools/tool-then-reply.toml",
@@ -238,7 +254,13 @@ fn a_broken_example_is_caught() {
     for case in &cases {
         assert!(honour(case).is_err(), "{case:?} passed");
     }
-    assert!(honour(&Block { marker: None, ..block("", "sh", "true") }).is_err());
+    assert!(
+        honour(&Block {
+            marker: None,
+            ..block("", "sh", "true")
+        })
+        .is_err()
+    );
 }
 
 /// The command lines `src/main.rs`'s tests parse are the ones this file finds.
@@ -249,6 +271,9 @@ fn command_lines_join_continuations_and_drop_comments() {
     );
     assert_eq!(
         lines,
-        ["cargo run --release -- sweep --seeds 5", "ctxbed conform --list"]
+        [
+            "cargo run --release -- sweep --seeds 5",
+            "ctxbed conform --list"
+        ]
     );
 }

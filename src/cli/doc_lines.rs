@@ -113,4 +113,3 @@ fn is_assignment(word: &str) -> bool {
         !name.is_empty() && name.chars().all(|c| c.is_ascii_uppercase() || c == '_')
     })
 }
-
