@@ -7,6 +7,7 @@
 //!
 //! See `ARCHITECTURE.md` for the map of crates and modules and their invariants.
 
+pub mod bugs;
 pub mod conform;
 pub mod generate;
 pub mod invariants;

@@ -184,13 +184,17 @@ enum Command {
     /// the model (see docs/peer-protocol.md). The wire suite is built in: this works from any
     /// directory.
     Conform(cli::conform::ConformArgs),
+    /// Replay real harness bugs (bug files, docs/bug-format.md): each bug's wire scenarios at the
+    /// versions before and after its fix, classified as detected, missed, false alarm or not
+    /// reproducible.
+    Bugs(cli::bugs::BugsArgs),
     /// The wire rules a record written by `ctxbed serve --record` breaks (those that need no
     /// scenario: window, pairing, system, duplicate_result, count_tokens).
     Violations(cli::violations::ViolationsArgs),
     /// Print the JSON Schema of a file format (`scenario`, `mock-model` or `wire`), for editors that
     /// complete and check TOML from a schema (the repository's .taplo.toml associates them).
     Schema {
-        #[arg(value_parser = ["scenario", "mock-model", "wire"])]
+        #[arg(value_parser = ["scenario", "mock-model", "wire", "bug"])]
         kind: String,
     },
     /// The reference adapter: ctxbed's own harness speaking the peer protocol on standard
@@ -241,9 +245,11 @@ fn main() -> ExitCode {
         ),
         Command::Serve(arguments) => cli::serve::serve_from(arguments),
         Command::Conform(arguments) => cli::conform::conform_command(arguments),
+        Command::Bugs(arguments) => cli::bugs::bugs_command(arguments),
         Command::Violations(arguments) => cli::violations::violations_command(arguments),
         Command::Schema { kind } => match ctxbed::scenario::format::schema::by_kind(&kind)
             .or_else(|| (kind == "wire").then(ctxbed::conform::file::schema))
+            .or_else(|| (kind == "bug").then(ctxbed::bugs::schema))
         {
             Some(schema) => {
                 outln!(

@@ -18,6 +18,7 @@ fn the_committed_schemas_are_the_generated_ones() {
         ("scenario", schema::scenario()),
         ("mock-model", schema::mock_model()),
         ("wire", ctxbed::conform::file::schema()),
+        ("bug", ctxbed::bugs::schema()),
     ] {
         assert_eq!(
             committed(name),

@@ -12,7 +12,7 @@ use super::serve::stop_signal;
 
 /// Sets [`conform::INTERRUPTED`] on Ctrl-C or SIGTERM, from a thread of its own, so a signal
 /// between two runs is not lost; the running adapter is then killed by its run.
-fn listen_for_stop() {
+pub fn listen_for_stop() {
     let spawned = std::thread::Builder::new()
         .name("ctxbed-stop".into())
         .spawn(|| {

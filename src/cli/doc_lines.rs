@@ -19,6 +19,9 @@ impl Block {
     }
 }
 
+/// Pages a command writes (their blocks are its output, not examples).
+const GENERATED: [&str; 3] = ["docs/peers.md", "docs/mutants.md", "docs/bugs.md"];
+
 /// The pages whose blocks are examples: everything a reader is sent to.
 pub fn pages() -> Vec<String> {
     let mut pages: Vec<String> = [
@@ -38,6 +41,7 @@ pub fn pages() -> Vec<String> {
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
         .map(|path| path.to_string_lossy().replace('\\', "/"))
+        .filter(|page| !GENERATED.contains(&page.as_str()))
         .collect();
     docs.sort();
     pages.extend(docs);

@@ -1,6 +1,7 @@
 //! The commands of the `ctxbed` binary, one module each (`main.rs` only parses and dispatches),
 //! and what several of them share: finding scenario files, loading and running one.
 
+pub mod bugs;
 pub mod check;
 pub mod conform;
 pub mod explain;
