@@ -70,7 +70,7 @@ fn run(block: &Block) -> Result<(), String> {
 }
 
 /// The words of a command line that name a file or directory of the repository it reads (an
-/// output named after `-o`, `--out`, `--logs` or `--matrix` need not exist yet).
+/// output named after `-o`, `--out`, `--logs`, `--matrix` or `--page` need not exist yet).
 fn repository_paths(line: &str) -> Vec<PathBuf> {
     let roots = [
         "scenarios/",
@@ -80,7 +80,7 @@ fn repository_paths(line: &str) -> Vec<PathBuf> {
         "tools/",
         "tests/",
     ];
-    let outputs = ["-o", "--out", "--logs", "--matrix"];
+    let outputs = ["-o", "--out", "--logs", "--matrix", "--page"];
     let words: Vec<&str> = line.split_whitespace().collect();
     words
         .iter()
