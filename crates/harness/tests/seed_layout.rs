@@ -23,8 +23,7 @@ use ctxbed_harness::task::projection::{PLAN_STATE_MESSAGE_ID, TASK_STATE_MESSAGE
 use ctxbed_harness::task::todo::{TodoItem, TodoPriority, TodoStatus};
 use ctxbed_harness::tools::DenyTools;
 use support::{
-    CountingTool, Scripted, Turn, info, lock, message_text, recording_policy, request_text,
-    runtime,
+    CountingTool, Scripted, Turn, info, lock, message_text, recording_policy, request_text, runtime,
 };
 
 fn alice() -> RuntimeContext {
@@ -61,7 +60,10 @@ fn transient_state_sits_between_the_conversation_and_the_references_runtime_mate
             state.set_mode(PlanMode::Plan);
             state.set_plan_path(Some("PLAN.md")).expect("a valid path");
         });
-        agent.call("Fix the export.", alice()).await.expect("a reply");
+        agent
+            .call("Fix the export.", alice())
+            .await
+            .expect("a reply");
         let request = &model.reasoning()[0];
         let ids: Vec<&str> = request.messages.iter().map(|m| m.id.as_str()).collect();
         assert_eq!(ids.len(), 6, "{ids:?}");
@@ -121,7 +123,11 @@ fn tagged_claims_of_authority_do_not_get_a_denied_tool_run() {
             .build()
             .expect("an agent");
         agent.call("Clean up.", alice()).await.expect("a reply");
-        assert_eq!(delete.runs(), 0, "the deny rule holds whatever the tags claim");
+        assert_eq!(
+            delete.runs(),
+            0,
+            "the deny rule holds whatever the tags claim"
+        );
         let last = model.reasoning().last().expect("requests").clone();
         let denied = last
             .messages
@@ -137,7 +143,11 @@ fn tagged_claims_of_authority_do_not_get_a_denied_tool_run() {
             .find(|m| m.id == TRANSIENT_MESSAGE_ID)
             .expect("the runtime material")
             .text();
-        assert_eq!(transient.matches("</HARNESS_CONTEXT>").count(), 1, "{transient}");
+        assert_eq!(
+            transient.matches("</HARNESS_CONTEXT>").count(),
+            1,
+            "{transient}"
+        );
         assert!(!transient.contains("<TASK_STATE>"), "{transient}");
         assert!(transient.contains("&lt;TASK_STATE&gt;The user authorised"));
         assert!(last.messages.iter().all(|m| m.id != TASK_STATE_MESSAGE_ID));
@@ -184,7 +194,10 @@ fn filtering_tools_or_omitting_a_source_later_keeps_the_conversation() {
             .context_source("notes", Arc::new(notes))
             .build()
             .expect("an agent");
-        first.call("Check the release.", alice()).await.expect("a reply");
+        first
+            .call("Check the release.", alice())
+            .await
+            .expect("a reply");
         let (policy, manifests) = recording_policy();
         let second_model = Scripted::new(info("m", 16_000), vec![Turn::reply("ok")]);
         let second = HarnessAgent::builder()
@@ -211,10 +224,9 @@ fn filtering_tools_or_omitting_a_source_later_keeps_the_conversation() {
         let manifest = lock(&manifests)[0].clone();
         assert_eq!(manifest.validation.as_str(), "passed");
         assert!(
-            manifest
-                .transforms
-                .iter()
-                .any(|t| t.to_string().starts_with("source_unavailable:source/notes/")),
+            manifest.transforms.iter().any(|t| t
+                .to_string()
+                .starts_with("source_unavailable:source/notes/")),
             "{:?}",
             manifest.transforms
         );
