@@ -69,14 +69,20 @@ fn exactly_trigger_messages_compacts_and_one_fewer_does_not() {
 }
 
 /// S167: with a 10-token window the output reservation (10/8) and the safety margin (10/50)
-/// are each raised to one token, so the limit is 8; a 49-token window still keeps a 1-token
-/// margin; and a request prepared under a 10-token window reports that limit.
+/// are each raised to one token, so the limit is 8 (a 7-token window, whose 7/8 is 0 too, keeps
+/// 5); a 49-token window still keeps a 1-token margin; and a request prepared under a 10-token
+/// window reports that limit.
 #[test]
 fn a_ten_token_window_keeps_one_token_each_for_output_and_safety() {
     let tiny = InputBudget::compute(Some(10), &BudgetSettings::default());
     assert_eq!(
         (tiny.output_reserve, tiny.safety_margin, tiny.input_limit),
         (1, 1, 8)
+    );
+    let seven = InputBudget::compute(Some(7), &BudgetSettings::default());
+    assert_eq!(
+        (seven.output_reserve, seven.safety_margin, seven.input_limit),
+        (1, 1, 5)
     );
     let small = InputBudget::compute(Some(49), &BudgetSettings::default());
     assert_eq!(
@@ -162,8 +168,8 @@ fn offload_off_still_compacts_and_keeps_the_result_inline() {
         let (builder, model) = with_big_result(90_000);
         let agent = builder
             .workspace(storage.clone())
-            .disable_tool_result_eviction()
             .compaction(by_messages(6))
+            .disable_tool_result_eviction()
             .build()
             .expect("an agent");
         agent.load_history(&alice(), chat_history(2, 2));
