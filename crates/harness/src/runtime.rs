@@ -5,9 +5,19 @@
 //!
 //! ```
 //! use ctxbed_harness::runtime::RuntimeContext;
-//! let context = RuntimeContext::new().with_user("alice").with_session("change-42");
+//! let context = RuntimeContext::new()
+//!     .with_user("alice")
+//!     .with_session("change-42")
+//!     .with_attribute("region", "eu-west");
 //! assert_eq!(context.session_id.as_deref(), Some("change-42"));
+//! assert_eq!(context.attributes["region"], "eu-west");
 //! ```
+//!
+//! **Invariant:** attributes are never shown to the model automatically: no preparation reads
+//! them (a [`ContextRequest`](crate::context::source::ContextRequest) carries identities only),
+//! and they are never persisted. A tool, which receives the runtime context in its
+//! [`ToolContext`](crate::tools::ToolContext), or the application's own sources select
+//! explicitly what the model needs.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +46,13 @@ impl RuntimeContext {
     /// Sets the session identity.
     pub fn with_session(mut self, session_id: impl Into<String>) -> Self {
         self.session_id = Some(session_id.into());
+        self
+    }
+
+    /// Sets a free-form attribute, replacing an earlier value of the key. The model never sees
+    /// it unless a tool or source selects it explicitly.
+    pub fn with_attribute(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.attributes.insert(key.into(), value.into());
         self
     }
 }
