@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 
 use super::Api;
 
+mod thinking;
+
 /// A refused request: the provider's 400 body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
@@ -50,6 +52,9 @@ enum Problem {
     UnknownPrevious(String),
     /// An image the provider cannot read, in its words ([`super::images::problem`]).
     Image(String),
+    /// A refusal already in the provider's words that breaks no named rule (Anthropic's
+    /// checks of the `thinking` setting, of a role, of a thinking block's fields).
+    Worded(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,10 +78,11 @@ pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
         Api::OpenAi | Api::Anthropic => first_problem(api, json),
     }
     .or_else(|| match api {
-        Api::Anthropic => cache_control_problem(json)
+        Api::Anthropic => thinking::setting_problem(json)
+            .or_else(|| cache_control_problem(json))
             .or_else(|| blank_text_problem(json))
-            .or_else(|| signature_problem(json))
-            .or_else(|| thinking_problem(json)),
+            .or_else(|| thinking::block_problem(json))
+            .or_else(|| thinking::final_message_problem(json)),
         Api::OpenAi | Api::Responses => None,
     })
     .or_else(|| super::images::problem(api, json).map(Problem::Image));
@@ -333,100 +339,6 @@ fn blank_text_problem(json: &Value) -> Option<Problem> {
 /// The most blocks Anthropic lets carry `cache_control` in one request.
 pub const CACHE_BREAKPOINTS_MAX: usize = 4;
 
-/// Extended thinking's rule (Anthropic): with `thinking` enabled, the final assistant message of
-/// a tool loop (the one whose `tool_use` the last user turn answers) must start with its
-/// `thinking` or `redacted_thinking` block, as the model sent it; with thinking off, an assistant
-/// message in the final position may not hold one.
-/// A thinking block handed back without its signature, or with one that is not the signature
-/// its text was given: `messages.1.content.0.thinking.signature: Field required`
-/// (lbjlaq/Antigravity-Manager#1650) and ``messages.1.content.0: Invalid `signature` in
-/// `thinking` block`` (ding113/claude-code-hub#518).
-fn signature_problem(json: &Value) -> Option<Problem> {
-    let messages = json.get("messages")?.as_array()?;
-    for (index, message) in messages.iter().enumerate() {
-        let Some(blocks) = message.get("content").and_then(Value::as_array) else {
-            continue;
-        };
-        for (at, block) in blocks.iter().enumerate() {
-            if block.get("type").and_then(Value::as_str) != Some("thinking") {
-                continue;
-            }
-            let text = block
-                .get("thinking")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            match block.get("signature").and_then(Value::as_str) {
-                None => {
-                    return Some(Problem::Thinking(format!(
-                        "messages.{index}.content.{at}.thinking.signature: Field required"
-                    )));
-                }
-                Some(signature) if signature != super::anthropic::signature(text) => {
-                    return Some(Problem::Thinking(format!(
-                        "messages.{index}.content.{at}: Invalid `signature` in `thinking` block"
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    None
-}
-
-fn thinking_problem(json: &Value) -> Option<Problem> {
-    let messages = json.get("messages")?.as_array()?;
-    let enabled = super::anthropic::thinking_enabled(json);
-    let role = |m: &Value| {
-        m.get("role")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let blocks = |m: &Value| -> Vec<String> {
-        match m.get("content") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|b| {
-                    b.get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("text")
-                        .to_string()
-                })
-                .collect(),
-            Some(Value::String(_)) => vec!["text".to_string()],
-            _ => Vec::new(),
-        }
-    };
-    let last = messages.len().checked_sub(1)?;
-    if !enabled {
-        if role(&messages[last]) != "assistant" {
-            return None;
-        }
-        let at = blocks(&messages[last])
-            .iter()
-            .position(|kind| kind == "thinking" || kind == "redacted_thinking")?;
-        return Some(Problem::Thinking(format!(
-            "messages.{last}.content.{at}: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request."
-        )));
-    }
-    // The last assistant message, when the user turn after it answers its tool calls.
-    let index = messages.iter().rposition(|m| role(m) == "assistant")?;
-    let answered = messages.get(index + 1).is_some_and(|next| {
-        role(next) == "user" && blocks(next).iter().any(|kind| kind == "tool_result")
-    });
-    let kinds = blocks(&messages[index]);
-    if !answered || !kinds.iter().any(|kind| kind == "tool_use") {
-        return None;
-    }
-    let first = kinds.first().map_or("text", String::as_str);
-    if first == "thinking" || first == "redacted_thinking" {
-        return None;
-    }
-    Some(Problem::Thinking(format!(
-        "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
-    )))
-}
-
 /// `messages[2]` as OpenAI names an item, `messages.2` as Anthropic does.
 fn item_path(api: Api, field: &str, index: usize) -> String {
     match api {
@@ -458,7 +370,8 @@ fn reason(problem: &Problem) -> String {
         Problem::Thinking(message)
         | Problem::Cache(message)
         | Problem::Content(message)
-        | Problem::Image(message) => message.clone(),
+        | Problem::Image(message)
+        | Problem::Worded(message) => message.clone(),
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
     }
 }
@@ -511,9 +424,10 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "empty_array",
         ),
-        Problem::Thinking(message) | Problem::Cache(message) | Problem::Content(message) => {
-            (message.clone(), Value::Null, "")
-        }
+        Problem::Thinking(message)
+        | Problem::Cache(message)
+        | Problem::Content(message)
+        | Problem::Worded(message) => (message.clone(), Value::Null, ""),
         Problem::Image(message) => (message.clone(), Value::Null, "invalid_image_format"),
         Problem::UnknownPrevious(id) => (
             format!("Previous response with id '{id}' not found."),
@@ -555,6 +469,7 @@ fn anthropic_body(problem: &Problem) -> String {
         | Problem::Cache(message)
         | Problem::Content(message)
         | Problem::Image(message)
+        | Problem::Worded(message)
         | Problem::UnknownPrevious(message) => message.clone(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
@@ -735,7 +650,7 @@ mod tests {
         let thought = json!({"type": "thinking", "thinking": "Read it.", "signature": signed});
         let ask = json!({"role": "user", "content": "Why?"});
         let with = |assistant: Value, thinking: &str| {
-            json!({"model": "m", "max_tokens": 64, "thinking": {"type": thinking, "budget_tokens": 1024},
+            json!({"model": "m", "max_tokens": 4096, "thinking": {"type": thinking, "budget_tokens": 1024},
                    "messages": [ask, assistant, result]})
         };
         let kept = with(
@@ -759,7 +674,8 @@ mod tests {
             ),
             Ok(())
         );
-        // A thinking block handed back altered, or without its signature.
+        // A thinking block handed back altered (in the latest assistant message), or without
+        // its signature.
         let altered =
             json!({"type": "thinking", "thinking": "Read it twice.", "signature": signed});
         assert!(
@@ -767,7 +683,7 @@ mod tests {
                 json!({"role": "assistant", "content": [altered, call]}),
                 "enabled"
             ))
-            .contains("messages.1.content.0: Invalid `signature` in `thinking` block")
+            .contains("messages.1.content.0: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified.")
         );
         let unsigned = json!({"type": "thinking", "thinking": "Read it."});
         assert!(
