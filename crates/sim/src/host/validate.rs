@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::Api;
 
+mod responses;
 mod thinking;
 
 /// A refused request: the provider's 400 body.
@@ -52,6 +53,15 @@ enum Problem {
     UnknownPrevious(String),
     /// An image the provider cannot read, in its words ([`super::images::problem`]).
     Image(String),
+    /// A value outside the set a field takes (OpenAI's `invalid_value`): the parameter, the
+    /// value (`''` for one missing or not a string) and the supported values in its words.
+    InvalidValue {
+        param: String,
+        value: String,
+        supported: &'static str,
+    },
+    /// Responses: `input` empty, and nothing else names what to answer.
+    NoInput,
     /// A refusal already in the provider's words that breaks no named rule (Anthropic's
     /// checks of the `thinking` setting, of a role, of a thinking block's fields).
     Worded(String),
@@ -66,6 +76,10 @@ enum Expected {
     Object,
     /// Responses' `input`: a string or a list of items.
     StringOrList,
+    /// One item of Responses' `input`.
+    InputItem,
+    /// A message's content (and Anthropic's `system`): a string or a list of blocks.
+    StringOrObjects,
 }
 
 /// Checks a request body as `api`'s provider would.
@@ -74,7 +88,7 @@ enum Expected {
 /// The first problem the provider would report, as its 400 body.
 pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
     let problem = match api {
-        Api::Responses => responses_problem(json),
+        Api::Responses => responses::problem(json),
         Api::OpenAi | Api::Anthropic => first_problem(api, json),
     }
     .or_else(|| match api {
@@ -149,6 +163,9 @@ fn first_problem(api: Api, json: &Value) -> Option<Problem> {
     if let Some(problem) = messages_problem(api, field("messages")) {
         return Some(problem);
     }
+    if let Some(problem) = system_problem(body).filter(|_| api == Api::Anthropic) {
+        return Some(problem);
+    }
     let bounds: &[&str] = match api {
         Api::OpenAi | Api::Responses => &["max_tokens", "max_completion_tokens"],
         Api::Anthropic => &["max_tokens"],
@@ -202,61 +219,6 @@ fn stream_and_tools_problem(body: &serde_json::Map<String, Value>) -> Option<Pro
     None
 }
 
-/// A Responses request as the API checks it: a model; `input` a string or a list of objects
-/// (items without a `type` are messages and need a role); `max_output_tokens` an integer of at
-/// least 16; `stream` and `tools` typed; and no `previous_response_id`, since nothing is stored.
-fn responses_problem(json: &Value) -> Option<Problem> {
-    let Some(body) = json.as_object() else {
-        return Some(Problem::NotObject(kind(json)));
-    };
-    let field = |name: &str| body.get(name).filter(|v| !v.is_null());
-    if let Some(problem) = model_problem(body) {
-        return Some(problem);
-    }
-    match field("input") {
-        None | Some(Value::String(_)) => {}
-        Some(Value::Array(items)) => {
-            for (index, item) in items.iter().enumerate() {
-                let path = item_path(Api::Responses, "input", index);
-                let Some(object) = item.as_object() else {
-                    return Some(Problem::WrongType(path, Expected::Object, kind(item)));
-                };
-                let message = object
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .is_none_or(|kind| kind == "message");
-                if message && object.get("role").is_none_or(Value::is_null) {
-                    return Some(Problem::Missing(format!("{path}.role")));
-                }
-            }
-        }
-        Some(other) => {
-            return Some(Problem::WrongType(
-                "input".into(),
-                Expected::StringOrList,
-                kind(other),
-            ));
-        }
-    }
-    if let Some(problem) =
-        field("max_output_tokens").and_then(|value| bound_problem("max_output_tokens", value, 16))
-    {
-        return Some(problem);
-    }
-    if let Some(problem) = stream_and_tools_problem(body) {
-        return Some(problem);
-    }
-    match field("previous_response_id") {
-        Some(Value::String(id)) => Some(Problem::UnknownPrevious(id.clone())),
-        Some(other) => Some(Problem::WrongType(
-            "previous_response_id".into(),
-            Expected::String,
-            kind(other),
-        )),
-        None => None,
-    }
-}
-
 fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
     let Some(messages) = messages else {
         return Some(Problem::Missing("messages".into()));
@@ -273,20 +235,85 @@ fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
         let Some(object) = message.as_object() else {
             return Some(Problem::WrongType(path, Expected::Object, kind(message)));
         };
-        match object.get("role") {
-            None | Some(Value::Null) => return Some(Problem::Missing(format!("{path}.role"))),
-            Some(role) if !role.is_string() => {
-                let found = kind(role);
-                return Some(Problem::WrongType(
-                    format!("{path}.role"),
-                    Expected::String,
-                    found,
-                ));
-            }
-            Some(_) => {}
+        if let Some(problem) = message_problem(api, &path, object) {
+            return Some(problem);
         }
     }
     None
+}
+
+/// The roles a Chat Completions message may have, in the API's words.
+const CHAT_ROLES: &str = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'";
+
+/// One message's role and content as `api` checks them: a role it knows, and content that is
+/// a string or a list (or, OpenAI, null). Chat Completions: ``Invalid value: 'hacker'.
+/// Supported values are: …`` at `messages[1].role` and `Invalid type for 'messages[1].content':
+/// expected one of a string or array of objects, but got an object instead.` (both measured
+/// 2026-08-30, kangminlee-maker/local-OAuth-CLI-API-adapter,
+/// test/openai-chat-validation-parity.test.mjs; the second also pydantic/pydantic-ai#2653).
+/// Anthropic: `messages: Unexpected role "bogus". Allowed roles are "user" or "assistant"` and
+/// `messages.0.content: Input should be a valid array` (measured 2026-08-31, the same
+/// repository's test/anthropic-messages-validation-parity.test.mjs); a `system` message is
+/// taken, as the API now takes one in some positions.
+fn message_problem(
+    api: Api,
+    path: &str,
+    object: &serde_json::Map<String, Value>,
+) -> Option<Problem> {
+    let role = match object.get("role") {
+        None | Some(Value::Null) => return Some(Problem::Missing(format!("{path}.role"))),
+        Some(Value::String(role)) => role.as_str(),
+        Some(role) => {
+            let found = kind(role);
+            return Some(Problem::WrongType(
+                format!("{path}.role"),
+                Expected::String,
+                found,
+            ));
+        }
+    };
+    let known = match api {
+        Api::OpenAi | Api::Responses => {
+            matches!(
+                role,
+                "system" | "assistant" | "user" | "function" | "tool" | "developer"
+            )
+        }
+        Api::Anthropic => matches!(role, "user" | "assistant" | "system"),
+    };
+    if !known {
+        return Some(match api {
+            Api::OpenAi | Api::Responses => Problem::InvalidValue {
+                param: format!("{path}.role"),
+                value: role.to_string(),
+                supported: CHAT_ROLES,
+            },
+            Api::Anthropic => Problem::Worded(format!(
+                r#"messages: Unexpected role "{role}". Allowed roles are "user" or "assistant""#
+            )),
+        });
+    }
+    match object.get("content") {
+        None | Some(Value::Null | Value::String(_) | Value::Array(_)) => None,
+        Some(other) => Some(Problem::WrongType(
+            format!("{path}.content"),
+            Expected::StringOrObjects,
+            kind(other),
+        )),
+    }
+}
+
+/// Anthropic's `system`: a string or a list of blocks (`system: Input should be a valid
+/// array`, measured as [`message_problem`]'s wordings are).
+fn system_problem(body: &serde_json::Map<String, Value>) -> Option<Problem> {
+    match body.get("system") {
+        None | Some(Value::Null | Value::String(_) | Value::Array(_)) => None,
+        Some(other) => Some(Problem::WrongType(
+            "system".into(),
+            Expected::StringOrObjects,
+            kind(other),
+        )),
+    }
 }
 
 /// Anthropic takes at most four cache breakpoints: `A maximum of 4 blocks with cache_control
@@ -373,6 +400,8 @@ fn reason(problem: &Problem) -> String {
         | Problem::Image(message)
         | Problem::Worded(message) => message.clone(),
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
+        Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}' is not taken"),
+        Problem::NoInput => "input: empty".into(),
     }
 }
 
@@ -400,7 +429,12 @@ fn openai_body(problem: &Problem) -> String {
                 Expected::Boolean => "a boolean",
                 Expected::List => "an array of objects",
                 Expected::Object => "an object",
-                Expected::StringOrList => "a string or an array of input items",
+                // Measured 2026-08-30 (kangminlee-maker/local-OAuth-CLI-API-adapter,
+                // test/openai-responses-validation-parity.test.mjs, test/openai-chat-validation-parity.test.mjs;
+                // pydantic/pydantic-ai#2653 for a message's content).
+                Expected::StringOrList => "one of a string or array of input items",
+                Expected::InputItem => "an input item",
+                Expected::StringOrObjects => "one of a string or array of objects",
             };
             (
                 format!(
@@ -434,6 +468,20 @@ fn openai_body(problem: &Problem) -> String {
             "previous_response_id".into(),
             "previous_response_not_found",
         ),
+        Problem::InvalidValue {
+            param,
+            value,
+            supported,
+        } => (
+            format!("Invalid value: '{value}'. Supported values are: {supported}."),
+            param.as_str().into(),
+            "invalid_value",
+        ),
+        Problem::NoInput => (
+            r#"One of "input" or "previous_response_id" or 'prompt' or 'conversation' must be provided."#.into(),
+            Value::Null,
+            "missing_required_parameter",
+        ),
     };
     let code = if code.is_empty() {
         Value::Null
@@ -458,6 +506,11 @@ fn anthropic_body(problem: &Problem) -> String {
                 Expected::List => "a valid list",
                 Expected::Object => "a valid dictionary or object to extract fields from",
                 Expected::StringOrList => "a valid string or a valid list",
+                Expected::InputItem => "a valid dictionary or object to extract fields from",
+                // Measured 2026-08-31 for a message's content and for `system`
+                // (kangminlee-maker/local-OAuth-CLI-API-adapter,
+                // test/anthropic-messages-validation-parity.test.mjs).
+                Expected::StringOrObjects => "a valid array",
             };
             format!("{field}: Input should be {expected}")
         }
@@ -471,6 +524,9 @@ fn anthropic_body(problem: &Problem) -> String {
         | Problem::Image(message)
         | Problem::Worded(message)
         | Problem::UnknownPrevious(message) => message.clone(),
+        // Only OpenAI's APIs name these.
+        Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}'"),
+        Problem::NoInput => "input: empty".into(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
 }
@@ -551,10 +607,15 @@ mod tests {
             Ok(())
         );
         assert!(responses(json!({"model": "m", "input": 3})).contains(
-            "Invalid type for 'input': expected a string or an array of input items, but got an integer instead."
+            "Invalid type for 'input': expected one of a string or array of input items, but got an integer instead."
         ));
         let roleless = responses(json!({"model": "m", "input": [{"content": "hi"}]}));
-        assert!(roleless.contains("input[0].role"), "{roleless}");
+        assert!(
+            roleless.contains(
+                "Invalid value: ''. Supported values are: 'assistant', 'system', 'developer', and 'user'."
+            ),
+            "{roleless}"
+        );
         assert!(
             responses(json!({"model": "m", "input": "hi", "max_output_tokens": 8}))
                 .contains("Expected a value >= 16, but got 8 instead.")
@@ -639,6 +700,62 @@ mod tests {
         );
         assert!(
             anthropic(json!({"messages": ok, "max_tokens": 5})).contains("model: Field required")
+        );
+    }
+
+    #[test]
+    fn an_unknown_role_content_of_another_kind_and_a_numeric_system_are_refused() {
+        let hacker =
+            json!([{"role": "user", "content": "hi"}, {"role": "hacker", "content": "hi"}]);
+        let chat = openai(json!({"model": "m", "messages": hacker}));
+        assert!(chat.contains(
+            "Invalid value: 'hacker'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'."
+        ), "{chat}");
+        assert!(
+            chat.contains(r#""param":"messages[1].role","code":"invalid_value""#),
+            "{chat}"
+        );
+        let claude = anthropic(json!({"model": "m", "max_tokens": 5, "messages": hacker}));
+        assert!(claude.contains(
+            r#"messages: Unexpected role \"hacker\". Allowed roles are \"user\" or \"assistant\""#
+        ), "{claude}");
+        let object = json!([{"role": "user", "content": {"type": "text", "text": "hi"}}]);
+        let chat = openai(json!({"model": "m", "messages": object}));
+        assert!(chat.contains(
+            "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an object instead."
+        ), "{chat}");
+        assert!(
+            chat.contains(r#""param":"messages[0].content","code":"invalid_type""#),
+            "{chat}"
+        );
+        let claude = anthropic(json!({"model": "m", "max_tokens": 5, "messages": object}));
+        assert!(
+            claude.contains("messages.0.content: Input should be a valid array"),
+            "{claude}"
+        );
+        let ok = json!([{"role": "user", "content": "hi"}]);
+        let system = anthropic(json!({"model": "m", "max_tokens": 5, "system": 7, "messages": ok}));
+        assert!(
+            system.contains("system: Input should be a valid array"),
+            "{system}"
+        );
+        // What the APIs take: every known role, content as a string, a list or (OpenAI) null,
+        // a system as a string or blocks.
+        let roles = json!([{"role": "developer", "content": "x"}, {"role": "system", "content": "x"},
+            {"role": "user", "content": [{"type": "text", "text": "x"}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "x"}]);
+        assert_eq!(
+            check(Api::OpenAi, &json!({"model": "m", "messages": roles})),
+            Ok(())
+        );
+        let blocks = json!([{"type": "text", "text": "be brief"}]);
+        assert_eq!(
+            check(
+                Api::Anthropic,
+                &json!({"model": "m", "max_tokens": 5, "system": blocks, "messages": ok})
+            ),
+            Ok(())
         );
     }
 
