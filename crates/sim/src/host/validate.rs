@@ -405,6 +405,23 @@ fn reason(problem: &Problem) -> String {
     }
 }
 
+/// What a field of the wrong type was expected to be, in OpenAI's words.
+fn openai_expected(expected: Expected) -> &'static str {
+    match expected {
+        Expected::String => "a string",
+        Expected::Integer => "an integer",
+        Expected::Boolean => "a boolean",
+        Expected::List => "an array of objects",
+        Expected::Object => "an object",
+        // Measured 2026-08-30 (kangminlee-maker/local-OAuth-CLI-API-adapter,
+        // test/openai-responses-validation-parity.test.mjs, test/openai-chat-validation-parity.test.mjs;
+        // pydantic/pydantic-ai#2653 for a message's content).
+        Expected::StringOrList => "one of a string or array of input items",
+        Expected::InputItem => "an input item",
+        Expected::StringOrObjects => "one of a string or array of objects",
+    }
+}
+
 fn openai_body(problem: &Problem) -> String {
     let (message, param, code) = match problem {
         Problem::NotObject(found) => (
@@ -422,28 +439,14 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "missing_required_parameter",
         ),
-        Problem::WrongType(field, expected, found) => {
-            let expected = match expected {
-                Expected::String => "a string",
-                Expected::Integer => "an integer",
-                Expected::Boolean => "a boolean",
-                Expected::List => "an array of objects",
-                Expected::Object => "an object",
-                // Measured 2026-08-30 (kangminlee-maker/local-OAuth-CLI-API-adapter,
-                // test/openai-responses-validation-parity.test.mjs, test/openai-chat-validation-parity.test.mjs;
-                // pydantic/pydantic-ai#2653 for a message's content).
-                Expected::StringOrList => "one of a string or array of input items",
-                Expected::InputItem => "an input item",
-                Expected::StringOrObjects => "one of a string or array of objects",
-            };
-            (
-                format!(
-                    "Invalid type for '{field}': expected {expected}, but got {found} instead."
-                ),
-                field.as_str().into(),
-                "invalid_type",
-            )
-        }
+        Problem::WrongType(field, expected, found) => (
+            format!(
+                "Invalid type for '{field}': expected {}, but got {found} instead.",
+                openai_expected(*expected)
+            ),
+            field.as_str().into(),
+            "invalid_type",
+        ),
         Problem::BelowMinimum(field, minimum, found) => (
             format!(
                 "Invalid '{field}': integer below minimum value. Expected a value >= {minimum}, but got {found} instead."
@@ -483,6 +486,11 @@ fn openai_body(problem: &Problem) -> String {
             "missing_required_parameter",
         ),
     };
+    openai_envelope(&message, param, code)
+}
+
+/// OpenAI's error body: its message, `param` and `code` (none when empty).
+fn openai_envelope(message: &str, param: Value, code: &str) -> String {
     let code = if code.is_empty() {
         Value::Null
     } else {
