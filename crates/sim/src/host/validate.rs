@@ -87,9 +87,25 @@ enum Expected {
 /// # Errors
 /// The first problem the provider would report, as its 400 body.
 pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
+    check_with(api, json, ChatRoles::OpenAi)
+}
+
+/// The roles a Chat Completions message may have: OpenAI's own, or any string (vLLM and
+/// llama.cpp hand an unknown role to the model's chat template instead of refusing it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatRoles {
+    OpenAi,
+    Any,
+}
+
+/// [`check`], with the Chat Completions roles the imitated server takes.
+///
+/// # Errors
+/// The first problem the provider would report, as its 400 body.
+pub fn check_with(api: Api, json: &Value, roles: ChatRoles) -> Result<(), Invalid> {
     let problem = match api {
         Api::Responses => responses::problem(json),
-        Api::OpenAi | Api::Anthropic => first_problem(api, json),
+        Api::OpenAi | Api::Anthropic => first_problem(api, json, roles),
     }
     .or_else(|| match api {
         Api::Anthropic => thinking::setting_problem(json)
@@ -114,6 +130,7 @@ pub fn check_count_tokens(json: &Value) -> Result<(), Invalid> {
             messages_problem(
                 Api::Anthropic,
                 body.get("messages").filter(|v| !v.is_null()),
+                ChatRoles::OpenAi,
             )
         }),
     };
@@ -152,7 +169,7 @@ fn model_problem(body: &serde_json::Map<String, Value>) -> Option<Problem> {
     }
 }
 
-fn first_problem(api: Api, json: &Value) -> Option<Problem> {
+fn first_problem(api: Api, json: &Value, roles: ChatRoles) -> Option<Problem> {
     let Some(body) = json.as_object() else {
         return Some(Problem::NotObject(kind(json)));
     };
@@ -160,7 +177,7 @@ fn first_problem(api: Api, json: &Value) -> Option<Problem> {
     if let Some(problem) = model_problem(body) {
         return Some(problem);
     }
-    if let Some(problem) = messages_problem(api, field("messages")) {
+    if let Some(problem) = messages_problem(api, field("messages"), roles) {
         return Some(problem);
     }
     if let Some(problem) = system_problem(body).filter(|_| api == Api::Anthropic) {
@@ -219,7 +236,7 @@ fn stream_and_tools_problem(body: &serde_json::Map<String, Value>) -> Option<Pro
     None
 }
 
-fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
+fn messages_problem(api: Api, messages: Option<&Value>, roles: ChatRoles) -> Option<Problem> {
     let Some(messages) = messages else {
         return Some(Problem::Missing("messages".into()));
     };
@@ -235,7 +252,7 @@ fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
         let Some(object) = message.as_object() else {
             return Some(Problem::WrongType(path, Expected::Object, kind(message)));
         };
-        if let Some(problem) = message_problem(api, &path, object) {
+        if let Some(problem) = message_problem(api, &path, object, roles) {
             return Some(problem);
         }
     }
@@ -259,6 +276,7 @@ fn message_problem(
     api: Api,
     path: &str,
     object: &serde_json::Map<String, Value>,
+    roles: ChatRoles,
 ) -> Option<Problem> {
     let role = match object.get("role") {
         None | Some(Value::Null) => return Some(Problem::Missing(format!("{path}.role"))),
@@ -274,10 +292,11 @@ fn message_problem(
     };
     let known = match api {
         Api::OpenAi | Api::Responses => {
-            matches!(
-                role,
-                "system" | "assistant" | "user" | "function" | "tool" | "developer"
-            )
+            roles == ChatRoles::Any
+                || matches!(
+                    role,
+                    "system" | "assistant" | "user" | "function" | "tool" | "developer"
+                )
         }
         Api::Anthropic => matches!(role, "user" | "assistant" | "system"),
     };
@@ -757,6 +776,9 @@ mod tests {
             check(Api::OpenAi, &json!({"model": "m", "messages": roles})),
             Ok(())
         );
+        // vLLM and llama.cpp hand an unknown role to the chat template.
+        let other = json!({"model": "m", "messages": hacker});
+        assert_eq!(check_with(Api::OpenAi, &other, ChatRoles::Any), Ok(()));
         let blocks = json!([{"type": "text", "text": "be brief"}]);
         assert_eq!(
             check(
