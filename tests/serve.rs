@@ -239,7 +239,7 @@ fn the_official_python_clients_read_whole_and_streamed_replies() {
         "anthropic whole: Whole. True",
         "openai overflow: 400 context_length_exceeded",
         "anthropic thinking: thinking True Thought it through.",
-        "anthropic altered thinking: 400 messages.1.content.0: Invalid `signature` in `thinking` block",
+        "anthropic altered thinking: 400 messages.1.content.0: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.",
         "anthropic redacted: ['redacted_thinking', 'tool_use'] True",
         "anthropic redacted handed back: Read it.",
         "anthropic cache: True 0 True 0",

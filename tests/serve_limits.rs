@@ -358,6 +358,32 @@ fn unknown_routes_get_the_imitated_providers_404() {
 }
 
 #[test]
+fn routes_matched_only_by_their_ending_and_openais_count_tokens_get_the_404() {
+    let openai = serve_child(MOCK, &[]);
+    for path in [
+        "/v1/v1/chat/completions",
+        "/anything/chat/completions",
+        "/v1/messages/count_tokens",
+    ] {
+        let answer = post_to(&openai.addr, path, SMALL);
+        assert!(answer.starts_with("HTTP/1.1 404"), "{path}: {answer}");
+        assert!(
+            answer.contains(&format!(
+                "Unknown request URL: POST {path}. Please check the URL for typos"
+            )),
+            "{answer}"
+        );
+    }
+    assert!(post_to(&openai.addr, "/v1/chat/completions", SMALL).starts_with("HTTP/1.1 200"));
+    drop(openai);
+    let anthropic = serve_child("mock-models/strict-anthropic.toml", &[]);
+    let answer = post_to(&anthropic.addr, "/anything/messages", SMALL);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    assert!(answer.contains("not_found_error"), "{answer}");
+    drop(anthropic);
+}
+
+#[test]
 fn a_cut_stream_sends_its_head_and_part_of_an_event_then_breaks() {
     let server = serve_child(MOCK, &["--cut-stream", "1"]);
     let body = r#"{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;

@@ -2,9 +2,10 @@
 //!
 //! A [`Server`] binds a TCP listener (loopback only unless told otherwise), and answers each
 //! HTTP/1.1 request with the [`ProviderHost`] of the model the request names (or the only one):
-//! OpenAI Chat Completions at `…/chat/completions`, OpenAI Responses at `…/responses`, Anthropic
-//! Messages at `…/messages` (and its `…/messages/count_tokens`), whole or streamed, and the model
-//! list at `GET …/models`. Each host counts requests exactly, answers over-window requests with its provider's real overflow, plays its script's turns, latencies
+//! OpenAI Chat Completions at `/v1/chat/completions`, OpenAI Responses at `/v1/responses`,
+//! Anthropic Messages at `/v1/messages` (and its `/v1/messages/count_tokens`), whole or streamed,
+//! and the model list at `GET /v1/models` (the exact paths for OpenAI and Anthropic, by their
+//! ending for other servers: [`routes`]). Each host counts requests exactly, answers over-window requests with its provider's real overflow, plays its script's turns, latencies
 //! (in real time, scaled) and faults, and keeps every exchange; a [`Recorder`] writes them as
 //! canonical JSON lines as they happen. The same server runs inside `ctxbed conform`, which reads
 //! the exchanges back to check what a harness sent.
@@ -24,6 +25,7 @@
 
 mod models;
 pub mod record;
+mod routes;
 
 pub use models::Models;
 pub use record::{RecordError, Recorder};
@@ -317,21 +319,14 @@ async fn route(
 ) -> Result<http::Response<HostBody>, ServeError> {
     let path = request.uri().path().to_string();
     let api = Api::for_path(&path);
-    if request.method() == http::Method::GET && path.trim_end_matches('/').ends_with("/models") {
-        return Ok(model_list(models));
-    }
-    let known = [
-        "/chat/completions",
-        "/responses",
-        "/messages",
-        "/messages/count_tokens",
-    ]
-    .iter()
-    .any(|end| path.trim_end_matches('/').ends_with(end));
-    if request.method() != http::Method::POST || !known {
-        let what = format!("{} {path}", request.method());
-        tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST …/chat/completions, POST …/responses, POST …/messages and GET …/models");
-        return Ok(not_found(models.imitated(), &what));
+    match routes::route(request.method(), &path, &models.providers()) {
+        routes::Route::Models => return Ok(model_list(models)),
+        routes::Route::Api => {}
+        routes::Route::NotFound => {
+            let what = format!("{} {path}", request.method());
+            tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST /v1/chat/completions, POST /v1/responses, POST /v1/messages (and /v1/messages/count_tokens for Anthropic) and GET /v1/models");
+            return Ok(not_found(models.imitated(), &what));
+        }
     }
     let collected = tokio::time::timeout(
         body_timeout,

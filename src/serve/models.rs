@@ -125,6 +125,14 @@ impl Models {
         self.hosts.iter()
     }
 
+    /// The provider each model imitates, in name order.
+    pub(super) fn providers(&self) -> Vec<ctxbed_harness::model::provider::Provider> {
+        self.hosts
+            .values()
+            .map(|host| host.model().script().imitates)
+            .collect()
+    }
+
     /// The API whose wording answers a request no model can take: the only model's provider,
     /// or OpenAI's when several are served.
     pub(super) fn imitated(&self) -> Api {

@@ -68,6 +68,13 @@ pub fn request_body(request: &ModelRequest, options: &WireOptions) -> Value {
         .max_output_tokens
         .or(options.max_output_tokens)
         .unwrap_or(MAX_TOKENS_DEFAULT);
+    // Anthropic refuses a thinking budget that is not under `max_tokens` (``` `max_tokens` must be
+    // greater than `thinking.budget_tokens`. ``` liuw1535/antigravity2api-nodejs#149); thinking
+    // counts toward `max_tokens`, so a bound at or under the budget gets the budget on top.
+    let max_tokens = match options.thinking_budget {
+        Some(budget) if max_tokens <= budget => max_tokens + budget,
+        _ => max_tokens,
+    };
     body.insert("max_tokens".into(), max_tokens.into());
     let system: Vec<String> = request
         .messages
@@ -492,6 +499,17 @@ mod tests {
             on["thinking"],
             json!({"type": "enabled", "budget_tokens": 1_024})
         );
+        // A bound at or under the budget (the context's reserve in a small window) would be
+        // refused: the budget goes on top of it.
+        let small = ModelRequest {
+            max_output_tokens: Some(1_000),
+            ..request.clone()
+        };
+        assert_eq!(
+            request_body(&small, &options(Some(1_024)))["max_tokens"],
+            2_024
+        );
+        assert_eq!(request_body(&small, &options(None))["max_tokens"], 1_000);
         let blocks = &on["messages"][1]["content"];
         assert_eq!(blocks[0]["type"], "thinking");
         assert_eq!(blocks[0]["signature"], "sig-1");

@@ -8,6 +8,8 @@ use std::cell::RefCell;
 use bytes::Bytes;
 use serde_json::Value;
 
+use ctxbed_harness::model::provider::Provider;
+
 use super::{
     Api, Exchange, HostBody, Outcome, ProviderHost, anthropic, counting, full, reasoning, reset,
     validate,
@@ -43,8 +45,13 @@ impl ProviderHost {
         exchange: &mut Exchange,
     ) -> Result<(Value, Option<Value>), String> {
         let resolved: RefCell<Option<Value>> = RefCell::new(None);
+        let roles = if self.model.script().imitates == Provider::OpenAi {
+            validate::ChatRoles::OpenAi
+        } else {
+            validate::ChatRoles::Any
+        };
         let check = |json: &Value| {
-            validate::check(api, json)?;
+            validate::check_with(api, json, roles)?;
             if api == Api::Responses {
                 let items = self.stored.resolve(json)?;
                 reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;

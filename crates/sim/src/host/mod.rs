@@ -20,6 +20,7 @@ pub mod counting;
 mod errors;
 mod exchange;
 mod heavy;
+pub mod image_check;
 pub mod images;
 pub mod openai;
 mod options;

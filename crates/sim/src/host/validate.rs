@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 
 use super::Api;
 
+mod responses;
+mod thinking;
+
 /// A refused request: the provider's 400 body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
@@ -50,6 +53,18 @@ enum Problem {
     UnknownPrevious(String),
     /// An image the provider cannot read, in its words ([`super::images::problem`]).
     Image(String),
+    /// A value outside the set a field takes (OpenAI's `invalid_value`): the parameter, the
+    /// value (`''` for one missing or not a string) and the supported values in its words.
+    InvalidValue {
+        param: String,
+        value: String,
+        supported: &'static str,
+    },
+    /// Responses: `input` empty, and nothing else names what to answer.
+    NoInput,
+    /// A refusal already in the provider's words that breaks no named rule (Anthropic's
+    /// checks of the `thinking` setting, of a role, of a thinking block's fields).
+    Worded(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +76,10 @@ enum Expected {
     Object,
     /// Responses' `input`: a string or a list of items.
     StringOrList,
+    /// One item of Responses' `input`.
+    InputItem,
+    /// A message's content (and Anthropic's `system`): a string or a list of blocks.
+    StringOrObjects,
 }
 
 /// Checks a request body as `api`'s provider would.
@@ -68,15 +87,32 @@ enum Expected {
 /// # Errors
 /// The first problem the provider would report, as its 400 body.
 pub fn check(api: Api, json: &Value) -> Result<(), Invalid> {
+    check_with(api, json, ChatRoles::OpenAi)
+}
+
+/// The roles a Chat Completions message may have: OpenAI's own, or any string (vLLM and
+/// llama.cpp hand an unknown role to the model's chat template instead of refusing it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatRoles {
+    OpenAi,
+    Any,
+}
+
+/// [`check`], with the Chat Completions roles the imitated server takes.
+///
+/// # Errors
+/// The first problem the provider would report, as its 400 body.
+pub fn check_with(api: Api, json: &Value, roles: ChatRoles) -> Result<(), Invalid> {
     let problem = match api {
-        Api::Responses => responses_problem(json),
-        Api::OpenAi | Api::Anthropic => first_problem(api, json),
+        Api::Responses => responses::problem(json),
+        Api::OpenAi | Api::Anthropic => first_problem(api, json, roles),
     }
     .or_else(|| match api {
-        Api::Anthropic => cache_control_problem(json)
+        Api::Anthropic => thinking::setting_problem(json)
+            .or_else(|| cache_control_problem(json))
             .or_else(|| blank_text_problem(json))
-            .or_else(|| signature_problem(json))
-            .or_else(|| thinking_problem(json)),
+            .or_else(|| thinking::block_problem(json))
+            .or_else(|| thinking::final_message_problem(json)),
         Api::OpenAi | Api::Responses => None,
     })
     .or_else(|| super::images::problem(api, json).map(Problem::Image));
@@ -94,6 +130,7 @@ pub fn check_count_tokens(json: &Value) -> Result<(), Invalid> {
             messages_problem(
                 Api::Anthropic,
                 body.get("messages").filter(|v| !v.is_null()),
+                ChatRoles::OpenAi,
             )
         }),
     };
@@ -132,7 +169,7 @@ fn model_problem(body: &serde_json::Map<String, Value>) -> Option<Problem> {
     }
 }
 
-fn first_problem(api: Api, json: &Value) -> Option<Problem> {
+fn first_problem(api: Api, json: &Value, roles: ChatRoles) -> Option<Problem> {
     let Some(body) = json.as_object() else {
         return Some(Problem::NotObject(kind(json)));
     };
@@ -140,7 +177,10 @@ fn first_problem(api: Api, json: &Value) -> Option<Problem> {
     if let Some(problem) = model_problem(body) {
         return Some(problem);
     }
-    if let Some(problem) = messages_problem(api, field("messages")) {
+    if let Some(problem) = messages_problem(api, field("messages"), roles) {
+        return Some(problem);
+    }
+    if let Some(problem) = system_problem(body).filter(|_| api == Api::Anthropic) {
         return Some(problem);
     }
     let bounds: &[&str] = match api {
@@ -196,62 +236,7 @@ fn stream_and_tools_problem(body: &serde_json::Map<String, Value>) -> Option<Pro
     None
 }
 
-/// A Responses request as the API checks it: a model; `input` a string or a list of objects
-/// (items without a `type` are messages and need a role); `max_output_tokens` an integer of at
-/// least 16; `stream` and `tools` typed; and no `previous_response_id`, since nothing is stored.
-fn responses_problem(json: &Value) -> Option<Problem> {
-    let Some(body) = json.as_object() else {
-        return Some(Problem::NotObject(kind(json)));
-    };
-    let field = |name: &str| body.get(name).filter(|v| !v.is_null());
-    if let Some(problem) = model_problem(body) {
-        return Some(problem);
-    }
-    match field("input") {
-        None | Some(Value::String(_)) => {}
-        Some(Value::Array(items)) => {
-            for (index, item) in items.iter().enumerate() {
-                let path = item_path(Api::Responses, "input", index);
-                let Some(object) = item.as_object() else {
-                    return Some(Problem::WrongType(path, Expected::Object, kind(item)));
-                };
-                let message = object
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .is_none_or(|kind| kind == "message");
-                if message && object.get("role").is_none_or(Value::is_null) {
-                    return Some(Problem::Missing(format!("{path}.role")));
-                }
-            }
-        }
-        Some(other) => {
-            return Some(Problem::WrongType(
-                "input".into(),
-                Expected::StringOrList,
-                kind(other),
-            ));
-        }
-    }
-    if let Some(problem) =
-        field("max_output_tokens").and_then(|value| bound_problem("max_output_tokens", value, 16))
-    {
-        return Some(problem);
-    }
-    if let Some(problem) = stream_and_tools_problem(body) {
-        return Some(problem);
-    }
-    match field("previous_response_id") {
-        Some(Value::String(id)) => Some(Problem::UnknownPrevious(id.clone())),
-        Some(other) => Some(Problem::WrongType(
-            "previous_response_id".into(),
-            Expected::String,
-            kind(other),
-        )),
-        None => None,
-    }
-}
-
-fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
+fn messages_problem(api: Api, messages: Option<&Value>, roles: ChatRoles) -> Option<Problem> {
     let Some(messages) = messages else {
         return Some(Problem::Missing("messages".into()));
     };
@@ -267,20 +252,87 @@ fn messages_problem(api: Api, messages: Option<&Value>) -> Option<Problem> {
         let Some(object) = message.as_object() else {
             return Some(Problem::WrongType(path, Expected::Object, kind(message)));
         };
-        match object.get("role") {
-            None | Some(Value::Null) => return Some(Problem::Missing(format!("{path}.role"))),
-            Some(role) if !role.is_string() => {
-                let found = kind(role);
-                return Some(Problem::WrongType(
-                    format!("{path}.role"),
-                    Expected::String,
-                    found,
-                ));
-            }
-            Some(_) => {}
+        if let Some(problem) = message_problem(api, &path, object, roles) {
+            return Some(problem);
         }
     }
     None
+}
+
+/// The roles a Chat Completions message may have, in the API's words.
+const CHAT_ROLES: &str = "'system', 'assistant', 'user', 'function', 'tool', and 'developer'";
+
+/// One message's role and content as `api` checks them: a role it knows, and content that is
+/// a string or a list (or, OpenAI, null). Chat Completions: ``Invalid value: 'hacker'.
+/// Supported values are: …`` at `messages[1].role` and `Invalid type for 'messages[1].content':
+/// expected one of a string or array of objects, but got an object instead.` (both measured
+/// 2026-08-30, kangminlee-maker/local-OAuth-CLI-API-adapter,
+/// test/openai-chat-validation-parity.test.mjs; the second also pydantic/pydantic-ai#2653).
+/// Anthropic: `messages: Unexpected role "bogus". Allowed roles are "user" or "assistant"` and
+/// `messages.0.content: Input should be a valid array` (measured 2026-08-31, the same
+/// repository's test/anthropic-messages-validation-parity.test.mjs); a `system` message is
+/// taken, as the API now takes one in some positions.
+fn message_problem(
+    api: Api,
+    path: &str,
+    object: &serde_json::Map<String, Value>,
+    roles: ChatRoles,
+) -> Option<Problem> {
+    let role = match object.get("role") {
+        None | Some(Value::Null) => return Some(Problem::Missing(format!("{path}.role"))),
+        Some(Value::String(role)) => role.as_str(),
+        Some(role) => {
+            let found = kind(role);
+            return Some(Problem::WrongType(
+                format!("{path}.role"),
+                Expected::String,
+                found,
+            ));
+        }
+    };
+    let known = match api {
+        Api::OpenAi | Api::Responses => {
+            roles == ChatRoles::Any
+                || matches!(
+                    role,
+                    "system" | "assistant" | "user" | "function" | "tool" | "developer"
+                )
+        }
+        Api::Anthropic => matches!(role, "user" | "assistant" | "system"),
+    };
+    if !known {
+        return Some(match api {
+            Api::OpenAi | Api::Responses => Problem::InvalidValue {
+                param: format!("{path}.role"),
+                value: role.to_string(),
+                supported: CHAT_ROLES,
+            },
+            Api::Anthropic => Problem::Worded(format!(
+                r#"messages: Unexpected role "{role}". Allowed roles are "user" or "assistant""#
+            )),
+        });
+    }
+    match object.get("content") {
+        None | Some(Value::Null | Value::String(_) | Value::Array(_)) => None,
+        Some(other) => Some(Problem::WrongType(
+            format!("{path}.content"),
+            Expected::StringOrObjects,
+            kind(other),
+        )),
+    }
+}
+
+/// Anthropic's `system`: a string or a list of blocks (`system: Input should be a valid
+/// array`, measured as [`message_problem`]'s wordings are).
+fn system_problem(body: &serde_json::Map<String, Value>) -> Option<Problem> {
+    match body.get("system") {
+        None | Some(Value::Null | Value::String(_) | Value::Array(_)) => None,
+        Some(other) => Some(Problem::WrongType(
+            "system".into(),
+            Expected::StringOrObjects,
+            kind(other),
+        )),
+    }
 }
 
 /// Anthropic takes at most four cache breakpoints: `A maximum of 4 blocks with cache_control
@@ -333,100 +385,6 @@ fn blank_text_problem(json: &Value) -> Option<Problem> {
 /// The most blocks Anthropic lets carry `cache_control` in one request.
 pub const CACHE_BREAKPOINTS_MAX: usize = 4;
 
-/// Extended thinking's rule (Anthropic): with `thinking` enabled, the final assistant message of
-/// a tool loop (the one whose `tool_use` the last user turn answers) must start with its
-/// `thinking` or `redacted_thinking` block, as the model sent it; with thinking off, an assistant
-/// message in the final position may not hold one.
-/// A thinking block handed back without its signature, or with one that is not the signature
-/// its text was given: `messages.1.content.0.thinking.signature: Field required`
-/// (lbjlaq/Antigravity-Manager#1650) and ``messages.1.content.0: Invalid `signature` in
-/// `thinking` block`` (ding113/claude-code-hub#518).
-fn signature_problem(json: &Value) -> Option<Problem> {
-    let messages = json.get("messages")?.as_array()?;
-    for (index, message) in messages.iter().enumerate() {
-        let Some(blocks) = message.get("content").and_then(Value::as_array) else {
-            continue;
-        };
-        for (at, block) in blocks.iter().enumerate() {
-            if block.get("type").and_then(Value::as_str) != Some("thinking") {
-                continue;
-            }
-            let text = block
-                .get("thinking")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            match block.get("signature").and_then(Value::as_str) {
-                None => {
-                    return Some(Problem::Thinking(format!(
-                        "messages.{index}.content.{at}.thinking.signature: Field required"
-                    )));
-                }
-                Some(signature) if signature != super::anthropic::signature(text) => {
-                    return Some(Problem::Thinking(format!(
-                        "messages.{index}.content.{at}: Invalid `signature` in `thinking` block"
-                    )));
-                }
-                Some(_) => {}
-            }
-        }
-    }
-    None
-}
-
-fn thinking_problem(json: &Value) -> Option<Problem> {
-    let messages = json.get("messages")?.as_array()?;
-    let enabled = super::anthropic::thinking_enabled(json);
-    let role = |m: &Value| {
-        m.get("role")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    let blocks = |m: &Value| -> Vec<String> {
-        match m.get("content") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|b| {
-                    b.get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("text")
-                        .to_string()
-                })
-                .collect(),
-            Some(Value::String(_)) => vec!["text".to_string()],
-            _ => Vec::new(),
-        }
-    };
-    let last = messages.len().checked_sub(1)?;
-    if !enabled {
-        if role(&messages[last]) != "assistant" {
-            return None;
-        }
-        let at = blocks(&messages[last])
-            .iter()
-            .position(|kind| kind == "thinking" || kind == "redacted_thinking")?;
-        return Some(Problem::Thinking(format!(
-            "messages.{last}.content.{at}: When thinking is disabled, an `assistant` message in the final position cannot contain `thinking`. To use thinking blocks, enable `thinking` in your request."
-        )));
-    }
-    // The last assistant message, when the user turn after it answers its tool calls.
-    let index = messages.iter().rposition(|m| role(m) == "assistant")?;
-    let answered = messages.get(index + 1).is_some_and(|next| {
-        role(next) == "user" && blocks(next).iter().any(|kind| kind == "tool_result")
-    });
-    let kinds = blocks(&messages[index]);
-    if !answered || !kinds.iter().any(|kind| kind == "tool_use") {
-        return None;
-    }
-    let first = kinds.first().map_or("text", String::as_str);
-    if first == "thinking" || first == "redacted_thinking" {
-        return None;
-    }
-    Some(Problem::Thinking(format!(
-        "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
-    )))
-}
-
 /// `messages[2]` as OpenAI names an item, `messages.2` as Anthropic does.
 fn item_path(api: Api, field: &str, index: usize) -> String {
     match api {
@@ -458,8 +416,28 @@ fn reason(problem: &Problem) -> String {
         Problem::Thinking(message)
         | Problem::Cache(message)
         | Problem::Content(message)
-        | Problem::Image(message) => message.clone(),
+        | Problem::Image(message)
+        | Problem::Worded(message) => message.clone(),
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
+        Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}' is not taken"),
+        Problem::NoInput => "input: empty".into(),
+    }
+}
+
+/// What a field of the wrong type was expected to be, in OpenAI's words.
+fn openai_expected(expected: Expected) -> &'static str {
+    match expected {
+        Expected::String => "a string",
+        Expected::Integer => "an integer",
+        Expected::Boolean => "a boolean",
+        Expected::List => "an array of objects",
+        Expected::Object => "an object",
+        // Measured 2026-08-30 (kangminlee-maker/local-OAuth-CLI-API-adapter,
+        // test/openai-responses-validation-parity.test.mjs, test/openai-chat-validation-parity.test.mjs;
+        // pydantic/pydantic-ai#2653 for a message's content).
+        Expected::StringOrList => "one of a string or array of input items",
+        Expected::InputItem => "an input item",
+        Expected::StringOrObjects => "one of a string or array of objects",
     }
 }
 
@@ -480,23 +458,14 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "missing_required_parameter",
         ),
-        Problem::WrongType(field, expected, found) => {
-            let expected = match expected {
-                Expected::String => "a string",
-                Expected::Integer => "an integer",
-                Expected::Boolean => "a boolean",
-                Expected::List => "an array of objects",
-                Expected::Object => "an object",
-                Expected::StringOrList => "a string or an array of input items",
-            };
-            (
-                format!(
-                    "Invalid type for '{field}': expected {expected}, but got {found} instead."
-                ),
-                field.as_str().into(),
-                "invalid_type",
-            )
-        }
+        Problem::WrongType(field, expected, found) => (
+            format!(
+                "Invalid type for '{field}': expected {}, but got {found} instead.",
+                openai_expected(*expected)
+            ),
+            field.as_str().into(),
+            "invalid_type",
+        ),
         Problem::BelowMinimum(field, minimum, found) => (
             format!(
                 "Invalid '{field}': integer below minimum value. Expected a value >= {minimum}, but got {found} instead."
@@ -511,16 +480,36 @@ fn openai_body(problem: &Problem) -> String {
             field.as_str().into(),
             "empty_array",
         ),
-        Problem::Thinking(message) | Problem::Cache(message) | Problem::Content(message) => {
-            (message.clone(), Value::Null, "")
-        }
+        Problem::Thinking(message)
+        | Problem::Cache(message)
+        | Problem::Content(message)
+        | Problem::Worded(message) => (message.clone(), Value::Null, ""),
         Problem::Image(message) => (message.clone(), Value::Null, "invalid_image_format"),
         Problem::UnknownPrevious(id) => (
             format!("Previous response with id '{id}' not found."),
             "previous_response_id".into(),
             "previous_response_not_found",
         ),
+        Problem::InvalidValue {
+            param,
+            value,
+            supported,
+        } => (
+            format!("Invalid value: '{value}'. Supported values are: {supported}."),
+            param.as_str().into(),
+            "invalid_value",
+        ),
+        Problem::NoInput => (
+            r#"One of "input" or "previous_response_id" or 'prompt' or 'conversation' must be provided."#.into(),
+            Value::Null,
+            "missing_required_parameter",
+        ),
     };
+    openai_envelope(&message, param, code)
+}
+
+/// OpenAI's error body: its message, `param` and `code` (none when empty).
+fn openai_envelope(message: &str, param: Value, code: &str) -> String {
     let code = if code.is_empty() {
         Value::Null
     } else {
@@ -544,6 +533,11 @@ fn anthropic_body(problem: &Problem) -> String {
                 Expected::List => "a valid list",
                 Expected::Object => "a valid dictionary or object to extract fields from",
                 Expected::StringOrList => "a valid string or a valid list",
+                Expected::InputItem => "a valid dictionary or object to extract fields from",
+                // Measured 2026-08-31 for a message's content and for `system`
+                // (kangminlee-maker/local-OAuth-CLI-API-adapter,
+                // test/anthropic-messages-validation-parity.test.mjs).
+                Expected::StringOrObjects => "a valid array",
             };
             format!("{field}: Input should be {expected}")
         }
@@ -555,7 +549,11 @@ fn anthropic_body(problem: &Problem) -> String {
         | Problem::Cache(message)
         | Problem::Content(message)
         | Problem::Image(message)
+        | Problem::Worded(message)
         | Problem::UnknownPrevious(message) => message.clone(),
+        // Only OpenAI's APIs name these.
+        Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}'"),
+        Problem::NoInput => "input: empty".into(),
     };
     super::anthropic::error_body("invalid_request_error", &message)
 }
@@ -636,10 +634,15 @@ mod tests {
             Ok(())
         );
         assert!(responses(json!({"model": "m", "input": 3})).contains(
-            "Invalid type for 'input': expected a string or an array of input items, but got an integer instead."
+            "Invalid type for 'input': expected one of a string or array of input items, but got an integer instead."
         ));
         let roleless = responses(json!({"model": "m", "input": [{"content": "hi"}]}));
-        assert!(roleless.contains("input[0].role"), "{roleless}");
+        assert!(
+            roleless.contains(
+                "Invalid value: ''. Supported values are: 'assistant', 'system', 'developer', and 'user'."
+            ),
+            "{roleless}"
+        );
         assert!(
             responses(json!({"model": "m", "input": "hi", "max_output_tokens": 8}))
                 .contains("Expected a value >= 16, but got 8 instead.")
@@ -728,6 +731,65 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_role_content_of_another_kind_and_a_numeric_system_are_refused() {
+        let hacker =
+            json!([{"role": "user", "content": "hi"}, {"role": "hacker", "content": "hi"}]);
+        let chat = openai(json!({"model": "m", "messages": hacker}));
+        assert!(chat.contains(
+            "Invalid value: 'hacker'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'."
+        ), "{chat}");
+        assert!(
+            chat.contains(r#""param":"messages[1].role","code":"invalid_value""#),
+            "{chat}"
+        );
+        let claude = anthropic(json!({"model": "m", "max_tokens": 5, "messages": hacker}));
+        assert!(claude.contains(
+            r#"messages: Unexpected role \"hacker\". Allowed roles are \"user\" or \"assistant\""#
+        ), "{claude}");
+        let object = json!([{"role": "user", "content": {"type": "text", "text": "hi"}}]);
+        let chat = openai(json!({"model": "m", "messages": object}));
+        assert!(chat.contains(
+            "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an object instead."
+        ), "{chat}");
+        assert!(
+            chat.contains(r#""param":"messages[0].content","code":"invalid_type""#),
+            "{chat}"
+        );
+        let claude = anthropic(json!({"model": "m", "max_tokens": 5, "messages": object}));
+        assert!(
+            claude.contains("messages.0.content: Input should be a valid array"),
+            "{claude}"
+        );
+        let ok = json!([{"role": "user", "content": "hi"}]);
+        let system = anthropic(json!({"model": "m", "max_tokens": 5, "system": 7, "messages": ok}));
+        assert!(
+            system.contains("system: Input should be a valid array"),
+            "{system}"
+        );
+        // What the APIs take: every known role, content as a string, a list or (OpenAI) null,
+        // a system as a string or blocks.
+        let roles = json!([{"role": "developer", "content": "x"}, {"role": "system", "content": "x"},
+            {"role": "user", "content": [{"type": "text", "text": "x"}]},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "x"}]);
+        assert_eq!(
+            check(Api::OpenAi, &json!({"model": "m", "messages": roles})),
+            Ok(())
+        );
+        // vLLM and llama.cpp hand an unknown role to the chat template.
+        let other = json!({"model": "m", "messages": hacker});
+        assert_eq!(check_with(Api::OpenAi, &other, ChatRoles::Any), Ok(()));
+        let blocks = json!([{"type": "text", "text": "be brief"}]);
+        assert_eq!(
+            check(
+                Api::Anthropic,
+                &json!({"model": "m", "max_tokens": 5, "system": blocks, "messages": ok})
+            ),
+            Ok(())
+        );
+    }
+
+    #[test]
     fn extended_thinking_keeps_the_block_before_the_tool_use_it_answers() {
         let call = json!({"type": "tool_use", "id": "toolu_1", "name": "read_log", "input": {}});
         let result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]});
@@ -735,7 +797,7 @@ mod tests {
         let thought = json!({"type": "thinking", "thinking": "Read it.", "signature": signed});
         let ask = json!({"role": "user", "content": "Why?"});
         let with = |assistant: Value, thinking: &str| {
-            json!({"model": "m", "max_tokens": 64, "thinking": {"type": thinking, "budget_tokens": 1024},
+            json!({"model": "m", "max_tokens": 4096, "thinking": {"type": thinking, "budget_tokens": 1024},
                    "messages": [ask, assistant, result]})
         };
         let kept = with(
@@ -759,7 +821,8 @@ mod tests {
             ),
             Ok(())
         );
-        // A thinking block handed back altered, or without its signature.
+        // A thinking block handed back altered (in the latest assistant message), or without
+        // its signature.
         let altered =
             json!({"type": "thinking", "thinking": "Read it twice.", "signature": signed});
         assert!(
@@ -767,7 +830,7 @@ mod tests {
                 json!({"role": "assistant", "content": [altered, call]}),
                 "enabled"
             ))
-            .contains("messages.1.content.0: Invalid `signature` in `thinking` block")
+            .contains("messages.1.content.0: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified.")
         );
         let unsigned = json!({"type": "thinking", "thinking": "Read it."});
         assert!(
