@@ -7,7 +7,14 @@ adapters) and the pytest port (`peers/langchain/test_plugin.py`) both build on t
 import json
 import os
 
-from langchain_core.exceptions import ContextOverflowError
+try:
+    from langchain_core.exceptions import ContextOverflowError
+except ImportError:
+    # langchain-core before 1.2.9 has no ContextOverflowError (langchain-ai/langchain#35099 added
+    # it): nothing there raises one, so a class nothing raises stands in for it (the bug zoo runs
+    # older versions through CTXBED_PEER_ENV).
+    class ContextOverflowError(Exception):
+        pass
 from langchain_core.tools import StructuredTool, ToolException
 
 
