@@ -18,6 +18,14 @@ except ImportError:
 from langchain_core.tools import StructuredTool, ToolException
 
 
+def _has_profiles():
+    """Whether chat models take a `profile` (langchain-core 1.1 added model profiles; before it,
+    ChatOpenAI would pass an unknown `profile` on to the API, and a model cannot be told its window)."""
+    from langchain_core.language_models import BaseChatModel
+
+    return "profile" in BaseChatModel.model_fields
+
+
 def build_model(env=None):
     """The chat model for CTXBED_API in `env` (the process environment by default), or None
     when this adapter cannot speak it."""
@@ -30,11 +38,12 @@ def build_model(env=None):
         api_key=env["CTXBED_API_KEY"],
         max_tokens=int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
         streaming=env.get("CTXBED_STREAM") == "1",
-        profile={
+    )
+    if _has_profiles():
+        common["profile"] = {
             "max_input_tokens": int(env["CTXBED_WINDOW"]),
             "max_output_tokens": int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
-        },
-    )
+        }
     if api in ("openai", "responses"):
         from langchain_openai import ChatOpenAI
 
