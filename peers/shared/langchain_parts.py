@@ -10,9 +10,9 @@ import os
 try:
     from langchain_core.exceptions import ContextOverflowError
 except ImportError:
-    # langchain-core before 1.2.9 has no ContextOverflowError (langchain-ai/langchain#35099 added
-    # it): nothing there raises one, so a class nothing raises stands in for it (the bug zoo runs
-    # older versions through CTXBED_PEER_ENV).
+    # Older langchain-core has no ContextOverflowError (langchain-ai/langchain#35099 added it in the
+    # 1.2 line; 1.1.1 lacks it, 1.2.10 has it): nothing there raises one, so a class nothing raises
+    # stands in for it (the bug zoo runs older versions through CTXBED_PEER_ENV).
     class ContextOverflowError(Exception):
         pass
 from langchain_core.tools import StructuredTool, ToolException
