@@ -69,7 +69,10 @@ import langchain_openai  # noqa: E402,F401
 IDS_AT_SETUP = {"openai": _ids.getstate(), "responses": _ids.getstate()}
 _ids.setstate(_loaded)
 import langchain_anthropic  # noqa: E402,F401
-import opentelemetry.propagate  # noqa: E402,F401  (imported by the Anthropic SDK on its first request)
+try:
+    import opentelemetry.propagate  # noqa: E402,F401  (imported by the Anthropic SDK on its first request)
+except ImportError:
+    pass  # older environments (the bug zoo's, through CTXBED_PEER_ENV) have no OpenTelemetry to draw ids
 
 IDS_AT_SETUP["anthropic"] = _ids.getstate()
 

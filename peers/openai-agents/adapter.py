@@ -70,7 +70,12 @@ from agents import (  # noqa: E402
     SQLiteSession,
     set_tracing_disabled,
 )
-from agents.extensions import ToolOutputTrimmer  # noqa: E402
+try:
+    from agents.extensions import ToolOutputTrimmer  # noqa: E402
+except ImportError:
+    # Releases before ToolOutputTrimmer (run by the bug zoo through CTXBED_PEER_ENV) shipped no
+    # ready-made filter: the run goes unfiltered, and `ready` says the context is "none".
+    ToolOutputTrimmer = None
 
 # Set by `run` (not a protocol variable), so the same for every scenario of the process.
 CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat"
@@ -231,8 +236,13 @@ async def main():
                 model_settings=ModelSettings(max_tokens=max_output),
                 tools=tools,
             )
-            run_config = RunConfig(call_model_input_filter=ToolOutputTrimmer(), tracing_disabled=True)
-            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": "docs recipe", "reset": True})
+            if ToolOutputTrimmer is not None:
+                run_config = RunConfig(call_model_input_filter=ToolOutputTrimmer(), tracing_disabled=True)
+                context = "docs recipe"
+            else:
+                run_config = RunConfig(tracing_disabled=True)
+                context = "none"
+            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": context, "reset": True})
         elif msg["type"] == "reset":
             # Nothing of the scenario is kept; no line answers a reset.
             for session in sessions.values():

@@ -55,10 +55,29 @@ PROTOCOL_OUT = sys.stdout
 sys.stdout = sys.stderr
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
-from pydantic_ai import Agent, BinaryContent, ModelMessage, ModelMessagesTypeAdapter, Tool, ToolFailed  # noqa: E402
+from pydantic_ai import Agent, BinaryContent, Tool  # noqa: E402
 from pydantic_ai import exceptions as pai_errors  # noqa: E402
-from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter  # noqa: E402
+from pydantic_ai.profiles import ModelProfile  # noqa: E402
 from pydantic_ai.settings import ModelSettings  # noqa: E402
+
+# Older releases, which the bug zoo runs through CTXBED_PEER_ENV, lack some of this API; each
+# fallback is the older release's own documented way of doing the same thing.
+try:
+    from pydantic_ai import ToolFailed  # noqa: E402
+except ImportError:
+    # Before `ToolFailed` a tool reported a failure to the model by raising `ModelRetry` (sent
+    # back as a retry prompt carrying the text).
+    from pydantic_ai import ModelRetry as ToolFailed  # noqa: E402
+try:
+    from pydantic_ai.capabilities import ProcessHistory  # noqa: E402
+except ImportError:
+    # Before capabilities (pydantic-ai < 2), the same processor was passed as
+    # `Agent(history_processors=[...])`, the docs' recipe of the time.
+    ProcessHistory = None
+# A profile's `context_window` came later too: an older release has no way to be told the window
+# (it counts no tokens either way), so it gets the provider's own profile, as its users did.
+PROFILE_HAS_WINDOW = "context_window" in getattr(ModelProfile, "__annotations__", {})
 
 HARNESS = "pydantic-ai"
 
@@ -115,7 +134,7 @@ def make_model():
     max_output = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
     thinking_budget = os.environ.get("CTXBED_THINKING_BUDGET", "")
     settings = ModelSettings(max_tokens=max_output)
-    profile = {"context_window": int(os.environ.get("CTXBED_WINDOW", "8000"))}
+    profile = {"context_window": int(os.environ.get("CTXBED_WINDOW", "8000"))} if PROFILE_HAS_WINDOW else None
     if api == "openai":
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -173,18 +192,23 @@ def causes(exc):
         queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
 
 
+# Exception classes that older releases do not have (an empty tuple matches nothing).
+CONTEXT_WINDOW_EXCEEDED = getattr(pai_errors, "ModelContextWindowExceededError", ())
+RATE_LIMITED = getattr(pai_errors, "ModelRateLimitError", ())
+
+
 def classify(exc) -> str:
     for e in causes(exc):
         status = getattr(e, "status_code", None)
         text = (str(e) + " " + json.dumps(getattr(e, "body", None), default=str)).lower()
         # A streamed Responses overflow arrives inside the stream: no status, the error's code.
         if (
-            isinstance(e, pai_errors.ModelContextWindowExceededError)
+            isinstance(e, CONTEXT_WINDOW_EXCEEDED)
             or (status in (400, 413) and any(w in text for w in OVERFLOW_WORDS))
             or getattr(e, "code", None) == "context_length_exceeded"
         ):
             return "context_overflow"
-        if isinstance(e, pai_errors.ModelRateLimitError) or status == 429:
+        if isinstance(e, RATE_LIMITED) or status == 429:
             return "rate_limited"
         if isinstance(e, (TimeoutError, asyncio.TimeoutError)) or "Timeout" in type(e).__name__:
             return "timeout"
@@ -254,7 +278,10 @@ async def main():
                 continue
             system = msg.get("system") or None
             tools = [make_tool(t) for t in msg.get("tools", [])]
-            agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(keep_recent)])
+            if ProcessHistory is not None:
+                agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(keep_recent)])
+            else:
+                agent = Agent(model, instructions=system, tools=tools, history_processors=[keep_recent])
             stream = os.environ.get("CTXBED_STREAM", "0") == "1"
             state_dir = os.environ.get("CTXBED_STATE_DIR") or None
             emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim"), "context": "docs recipe", "reset": True})

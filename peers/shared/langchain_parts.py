@@ -7,8 +7,23 @@ adapters) and the pytest port (`peers/langchain/test_plugin.py`) both build on t
 import json
 import os
 
-from langchain_core.exceptions import ContextOverflowError
+try:
+    from langchain_core.exceptions import ContextOverflowError
+except ImportError:
+    # Older langchain-core has no ContextOverflowError (langchain-ai/langchain#35099 added it in the
+    # 1.2 line; 1.1.1 lacks it, 1.2.10 has it): nothing there raises one, so a class nothing raises
+    # stands in for it (the bug zoo runs older versions through CTXBED_PEER_ENV).
+    class ContextOverflowError(Exception):
+        pass
 from langchain_core.tools import StructuredTool, ToolException
+
+
+def _has_profiles():
+    """Whether chat models take a `profile` (langchain-core 1.1 added model profiles; before it,
+    ChatOpenAI would pass an unknown `profile` on to the API, and a model cannot be told its window)."""
+    from langchain_core.language_models import BaseChatModel
+
+    return "profile" in BaseChatModel.model_fields
 
 
 def build_model(env=None):
@@ -23,11 +38,12 @@ def build_model(env=None):
         api_key=env["CTXBED_API_KEY"],
         max_tokens=int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
         streaming=env.get("CTXBED_STREAM") == "1",
-        profile={
+    )
+    if _has_profiles():
+        common["profile"] = {
             "max_input_tokens": int(env["CTXBED_WINDOW"]),
             "max_output_tokens": int(env["CTXBED_MAX_OUTPUT_TOKENS"]),
-        },
-    )
+        }
     if api in ("openai", "responses"):
         from langchain_openai import ChatOpenAI
 

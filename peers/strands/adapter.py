@@ -40,6 +40,7 @@ What it configures, and why (README.md has the docs this follows):
 
 import asyncio
 import base64
+import inspect
 import json
 import logging
 import os
@@ -78,6 +79,17 @@ def emit(obj):
 # ---- model ---------------------------------------------------------------------------------------
 
 
+def supported(model_class, config_name, settings):
+    """`settings` without the keys the installed release's model config (`model_class.<config_name>`,
+    a TypedDict) does not declare. Older releases, which the bug zoo runs through CTXBED_PEER_ENV,
+    lack `context_window_limit` (and `stream` on `OpenAIModel`, which then always streams): they
+    cannot be told the window, as their users could not."""
+    keys = getattr(getattr(model_class, config_name, None), "__annotations__", None)
+    if keys is None:
+        return settings
+    return {k: v for k, v in settings.items() if k in keys}
+
+
 def make_model():
     """A new model for CTXBED_API, from the environment as it is now, or None when Strands has no
     provider for it."""
@@ -91,19 +103,26 @@ def make_model():
 
         return OpenAIModel(
             client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": api_key},
-            model_id=model,
-            params={"max_tokens": max_output},
-            stream=os.environ.get("CTXBED_STREAM", "0") == "1",
-            context_window_limit=window,
+            **supported(OpenAIModel, "OpenAIConfig", dict(
+                model_id=model,
+                params={"max_tokens": max_output},
+                stream=os.environ.get("CTXBED_STREAM", "0") == "1",
+                context_window_limit=window,
+            )),
         )
     if api == "responses":
-        from strands.models.openai_responses import OpenAIResponsesModel
+        try:
+            from strands.models.openai_responses import OpenAIResponsesModel
+        except ImportError:  # a release before the Responses provider (1.34): unsupported
+            return None
 
         return OpenAIResponsesModel(
             client_args={"base_url": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": api_key},
-            model_id=model,
-            params={"max_output_tokens": max_output},
-            context_window_limit=window,
+            **supported(OpenAIResponsesModel, "OpenAIResponsesConfig", dict(
+                model_id=model,
+                params={"max_output_tokens": max_output},
+                context_window_limit=window,
+            )),
         )
     if api == "anthropic":
         from strands.models.anthropic import AnthropicModel
@@ -115,10 +134,12 @@ def make_model():
             params["thinking"] = {"type": "enabled", "budget_tokens": int(thinking_budget)}
         return AnthropicModel(
             client_args={"base_url": os.environ["CTXBED_ANTHROPIC_BASE_URL"], "api_key": api_key},
-            model_id=model,
-            max_tokens=max_output,
-            params=params,
-            context_window_limit=window,
+            **supported(AnthropicModel, "AnthropicConfig", dict(
+                model_id=model,
+                max_tokens=max_output,
+                params=params,
+                context_window_limit=window,
+            )),
         )
     return None
 
@@ -149,6 +170,15 @@ def make_tool(spec, calls_by_tool) -> PythonAgentTool:
     return PythonAgentTool(name, tool_spec, invoke)
 
 
+def conversation_manager():
+    """The docs' summarising manager with proactive compression; a release before
+    `proactive_compression` (older than the adapter's pin, run by the bug zoo) summarises on an
+    overflow only, its one mode."""
+    if "proactive_compression" in inspect.signature(SummarizingConversationManager.__init__).parameters:
+        return SummarizingConversationManager(proactive_compression=True)
+    return SummarizingConversationManager()
+
+
 def make_agent(system, tool_specs, calls_by_tool, session, state_dir):
     """The session's `Agent`; with a state directory, kept there by Strands' `FileSessionManager`
     (which restores what an earlier process left of the session)."""
@@ -159,7 +189,7 @@ def make_agent(system, tool_specs, calls_by_tool, session, state_dir):
         model=make_model(),
         system_prompt=system,
         tools=[make_tool(t, calls_by_tool) for t in tool_specs],
-        conversation_manager=SummarizingConversationManager(proactive_compression=True),
+        conversation_manager=conversation_manager(),
         session_manager=session_manager,
         callback_handler=None,
     )
