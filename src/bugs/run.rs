@@ -67,8 +67,10 @@ impl ScenarioVerdict {
             .iter()
             .find(|violation| violation.rule == rule)
             .map(|violation| match violation.step {
-                Some(step) => format!("{}: step {step}, {}", violation.rule, violation.detail),
-                None => format!("{}: {}", violation.rule, violation.detail),
+                Some(step) if !violation.detail.starts_with("step ") => {
+                    format!("{}: step {step}, {}", violation.rule, violation.detail)
+                }
+                _ => format!("{}: {}", violation.rule, violation.detail),
             });
         ScenarioVerdict {
             scenario: report.scenario.trim_start_matches("wire/").to_string(),
