@@ -39,6 +39,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("cut-stream", "wire-cut-stream"),
     builtin!("empty-text-tool-call", "wire-empty-text"),
     builtin!("first-input-too-large", "wire-first-input"),
+    builtin!("gateway-overflow", "wire-gateway-overflow"),
     builtin!("huge-tool-arguments", "wire-big-arguments"),
     builtin!("huge-tool-result", "wire-huge-result"),
     builtin!("images", "wire-images"),
