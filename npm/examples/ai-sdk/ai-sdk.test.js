@@ -23,6 +23,8 @@ const EXPECTED = {
   // call it dropped, and the provider refuses the orphan.
   'overflow-anthropic': ['pairing step 10', 'expect step 9', 'expect step 10'],
   'overflow-openai': ['pairing step 10', 'expect step 9', 'expect step 10'],
+  // The same when a gateway (a LiteLLM proxy) words the overflow its own way.
+  'gateway-overflow': ['pairing step 10', 'expect step 9', 'expect step 10'],
   // Both overflows (steps 9 and 10) are thrown to the caller; the recipe's cut never orphans a
   // result here, since each step's overflow comes before its tool call.
   'second-overflow': ['expect step 9', 'expect step 10'],
