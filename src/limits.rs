@@ -62,6 +62,14 @@ pub const SERVE_MODELS_MAX: usize = 1_000;
 /// connection, as a real provider's front end would refuse it.
 pub const SERVE_REQUEST_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Bytes of request bodies `ctxbed serve` holds at once, across every connection: two of the
+/// largest bodies. A body is charged its declared length before it is read (one without a
+/// length as it arrives) until its request is answered; past the budget a request is answered
+/// with the provider's 413 `request_too_large`, so concurrent large or half-sent bodies cannot
+/// grow the process without bound. (Reading a body as JSON and counting it costs several times
+/// its bytes on top; the budget bounds that too, in proportion.)
+pub const SERVE_BODIES_IN_FLIGHT_BYTES_MAX: usize = 2 * SERVE_REQUEST_BYTES_MAX;
+
 /// Connections `ctxbed serve` holds open at once, so a flood of clients cannot exhaust the
 /// process's open files. At the cap a new client makes room by closing the longest-idle
 /// kept-alive connection (as nginx does), so leaked keep-alive connections cannot lock anyone

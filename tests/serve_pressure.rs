@@ -196,3 +196,54 @@ fn at_the_connection_cap_an_idle_kept_alive_connection_makes_room() {
     assert!(waited < Duration::from_secs(1), "answered after {waited:?}");
     drop(idle);
 }
+
+/// A request whose body is `body` padded to `length` bytes with spaces (valid JSON still).
+fn padded(body: &str, length: usize) -> String {
+    format!("{body}{}", " ".repeat(length.saturating_sub(body.len())))
+}
+
+#[test]
+fn bodies_past_the_memory_budget_are_refused_with_413_and_the_budget_comes_back() {
+    let mock = "window = 16000\n[[turns]]\nreply = \"Understood.\"\ntimes = 50\n";
+    let server = running(
+        mock,
+        ServeOptions {
+            limits: limits(8, Duration::from_secs(30)),
+            body_budget: 100_000,
+            ..ServeOptions::default()
+        },
+    );
+    // A body held one byte short holds its declared length of the budget.
+    let held = request(&padded(SMALL, 80_000), true);
+    let mut half = TcpStream::connect(&server.addr).expect("a connection");
+    half.write_all(&held.as_bytes()[..held.len() - 1])
+        .expect("all but a byte");
+    std::thread::sleep(Duration::from_millis(300));
+    let mut second = TcpStream::connect(&server.addr).expect("a connection");
+    second
+        .write_all(request(&padded(SMALL, 80_000), true).as_bytes())
+        .expect("a request");
+    let refused = read_response(&mut second);
+    assert!(refused.starts_with("HTTP/1.1 413"), "{refused}");
+    assert!(
+        refused.contains(r#""code":"request_too_large""#)
+            && refused.contains("Request exceeds the maximum size"),
+        "{refused}"
+    );
+    // A small one still fits beside the held body.
+    let mut small = TcpStream::connect(&server.addr).expect("a connection");
+    small
+        .write_all(request(SMALL, true).as_bytes())
+        .expect("a request");
+    assert!(read_response(&mut small).starts_with("HTTP/1.1 200"));
+    // Once the held body is answered, its share is back.
+    half.write_all(&held.as_bytes()[held.len() - 1..])
+        .expect("the last byte");
+    assert!(read_response(&mut half).starts_with("HTTP/1.1 200"));
+    let mut third = TcpStream::connect(&server.addr).expect("a connection");
+    third
+        .write_all(request(&padded(SMALL, 80_000), true).as_bytes())
+        .expect("a request");
+    let answer = read_response(&mut third);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use hyper_util::rt::TokioIo;
 use serde_json::json;
 
+use super::budget::Budget;
 use super::idle::{Registered, Tracked};
 use super::stall::WriteTimeout;
 use super::{ConnectionLimits, Models, Recorder, ServeError, route};
@@ -21,6 +22,7 @@ pub(super) struct Connection {
     pub(super) failed: tokio::sync::mpsc::Sender<ServeError>,
     pub(super) limits: ConnectionLimits,
     pub(super) registered: Registered,
+    pub(super) budget: Arc<Budget>,
 }
 
 impl Connection {
@@ -33,7 +35,14 @@ impl Connection {
             async move {
                 let in_flight = shared.registered.begin();
                 let recorder = shared.recorder.as_deref();
-                let response = route(&shared.models, request, recorder, shared.limits.body).await;
+                let response = route(
+                    &shared.models,
+                    request,
+                    recorder,
+                    &shared.budget,
+                    shared.limits.body,
+                )
+                .await;
                 let response = match response {
                     Ok(response) => response,
                     Err(error) => {

@@ -22,6 +22,7 @@
 //!
 //! [`ProviderHost`]: ctxbed_sim::host::ProviderHost
 
+mod budget;
 mod connection;
 mod idle;
 mod models;
@@ -37,7 +38,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Limited};
 use serde_json::{Value, json};
 
 use crate::limits;
@@ -74,6 +74,9 @@ pub struct ServeOptions {
     /// The window `GET …/models` reports instead of each model's own (a server that advertises
     /// more than it accepts).
     pub advertised_window: Option<u64>,
+    /// Bytes of request bodies held at once across every connection
+    /// ([`limits::SERVE_BODIES_IN_FLIGHT_BYTES_MAX`]); a body past it is answered 413.
+    pub body_budget: usize,
 }
 
 impl Default for ServeOptions {
@@ -90,6 +93,7 @@ impl Default for ServeOptions {
             record: None,
             limits: ConnectionLimits::default(),
             advertised_window: None,
+            body_budget: limits::SERVE_BODIES_IN_FLIGHT_BYTES_MAX,
         }
     }
 }
@@ -135,6 +139,7 @@ pub struct Server {
     recorder: Option<Arc<Recorder>>,
     limits: ConnectionLimits,
     registry: Arc<idle::Registry>,
+    budget: Arc<budget::Budget>,
 }
 
 /// What bounds each connection.
@@ -187,6 +192,7 @@ impl Server {
             recorder,
             limits: options.limits,
             registry: Arc::default(),
+            budget: Arc::new(budget::Budget::new(options.body_budget)),
         })
     }
 
@@ -244,6 +250,7 @@ impl Server {
                 failed: failed_tx.clone(),
                 limits: self.limits,
                 registered: self.registry.register(),
+                budget: self.budget.clone(),
             };
             connections.spawn(async move {
                 connection.serve(stream).await;
@@ -304,10 +311,11 @@ impl Backoff {
     }
 }
 
-pub(super) async fn route(
+async fn route(
     models: &Models,
     request: http::Request<hyper::body::Incoming>,
     recorder: Option<&Recorder>,
+    budget: &Arc<budget::Budget>,
     body_timeout: Duration,
 ) -> Result<http::Response<HostBody>, ServeError> {
     let path = request.uri().path().to_string();
@@ -328,14 +336,24 @@ pub(super) async fn route(
         tracing::warn!(request = %what, "unknown route; ctxbed serve answers POST …/chat/completions, POST …/responses, POST …/messages and GET …/models");
         return Ok(not_found(models.imitated(), &what));
     }
-    let collected = tokio::time::timeout(
+    let (body, _share) = match budget::read(
+        request.into_body(),
+        budget,
+        limits::SERVE_REQUEST_BYTES_MAX,
         body_timeout,
-        Limited::new(request.into_body(), limits::SERVE_REQUEST_BYTES_MAX).collect(),
     )
-    .await;
-    let body = match collected {
-        Err(_) => return Ok(body_timeout_response(api, body_timeout)),
-        Ok(collected) => collected.ok().map(|body| body.to_bytes()),
+    .await
+    {
+        budget::Read::Body(bytes, share) => (Some(bytes), Some(share)),
+        budget::Read::Gone => (None, None),
+        budget::Read::Late => return Ok(body_timeout_response(api, body_timeout)),
+        budget::Read::OverBudget => {
+            tracing::warn!(
+                held = budget.held(),
+                "request bodies in flight are at the memory budget; answering 413"
+            );
+            return Ok(budget::too_large(api));
+        }
     };
     // One model answers everything: the body is parsed once, by the host, not here too. A large
     // body is parsed, like the host's reading and counting, off the worker threads.
