@@ -128,6 +128,23 @@ fn a_background_process_of_the_adapter_ends_with_the_scenario() {
 }
 
 #[test]
+fn a_helper_in_a_session_of_its_own_ends_with_the_scenario_and_is_reaped() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let report = run("setsid-helper", logs.path());
+    assert!(report.problem.is_none(), "{:?}", report.problem);
+    let (group, helper) = named(&report.log).expect("the log names the processes");
+    let (helper_group, _) = stat(&helper.to_string()).unwrap_or((0, 'Z'));
+    assert_ne!(helper_group, group, "the helper left the adapter's group");
+    assert_gone(group, helper);
+    // Reparented to this process (the subreaper) and reaped, not left a zombie.
+    let started = Instant::now();
+    while stat(&helper.to_string()).is_some() && started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(stat(&helper.to_string()).is_none(), "the helper {helper} is a zombie");
+}
+
+#[test]
 fn an_adapter_that_exits_while_a_child_holds_its_output_fails_at_once() {
     let logs = tempfile::tempdir().expect("a temporary directory");
     let started = Instant::now();

@@ -32,6 +32,7 @@ pub mod record_rules;
 pub mod reference;
 pub mod refusals;
 pub mod report;
+mod reaper;
 mod restart;
 pub mod trace;
 mod verdict;

@@ -146,12 +146,12 @@ impl Peer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        process::isolate(&mut command);
+        let mark = process::isolate(&mut command);
         for (key, value) in env {
             command.env(key, value);
         }
         let mut child = command.spawn().map_err(|e| start_error(e.to_string()))?;
-        let group = Group::of(&child);
+        let group = Group::of(&child, mark);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
