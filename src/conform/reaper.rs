@@ -149,6 +149,9 @@ mod tests {
     #[test]
     fn a_tree_is_every_process_below_its_root() {
         let table = [(2, 1), (3, 2), (4, 3), (5, 1), (6, 4)];
-        assert_eq!(tree(2, &table).into_iter().collect::<Vec<_>>(), [2, 3, 4, 6]);
+        assert_eq!(
+            tree(2, &table).into_iter().collect::<Vec<_>>(),
+            [2, 3, 4, 6]
+        );
     }
 }
