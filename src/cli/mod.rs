@@ -10,6 +10,7 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod show;
+pub mod signals;
 pub mod sweep;
 pub mod violations;
 
