@@ -126,6 +126,42 @@ pub fn serve_from(arguments: ServeArgs, held: Option<super::signals::Held>) -> E
     serve_command(mock, models, builtin, options, held)
 }
 
+/// The mock models to serve: a file, a directory or a built-in one; on a problem, it is
+/// reported and the exit code returned.
+fn load_models(
+    mock: Option<PathBuf>,
+    dir: Option<PathBuf>,
+    builtin: Option<String>,
+    options: &ctxbed::serve::ServeOptions,
+) -> Result<ctxbed::serve::Models, ExitCode> {
+    use ctxbed::serve::Models;
+    let models = match (mock, dir, builtin) {
+        (Some(path), _, _) => Models::load_file(&path, options),
+        (None, Some(dir), _) => Models::load_dir(&dir, options),
+        (None, None, Some(name)) => match conform::builtin::mock(&name) {
+            Some(source) => {
+                let label = format!("(built in) mock-models/{name}.toml");
+                Models::load_source(&name, &label, source, options)
+            }
+            None => {
+                errln!(
+                    "error: no built-in mock model `{name}`; built in: {}",
+                    conform::builtin::mock_names().join(", ")
+                );
+                return Err(ExitCode::from(2));
+            }
+        },
+        (None, None, None) => {
+            errln!("error: name a mock-model file, --models DIR or --builtin NAME");
+            return Err(ExitCode::from(2));
+        }
+    };
+    models.map_err(|error| {
+        errln!("{error}");
+        ExitCode::from(2)
+    })
+}
+
 /// Worker threads of `ctxbed serve`'s runtime.
 const SERVE_WORKERS: usize = 4;
 
@@ -136,7 +172,7 @@ pub fn serve_command(
     options: ctxbed::serve::ServeOptions,
     held: Option<super::signals::Held>,
 ) -> ExitCode {
-    use ctxbed::serve::{Models, Server, summary};
+    use ctxbed::serve::{Server, summary};
     // Several workers, so a client sending a huge request does not stall the others.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(SERVE_WORKERS)
@@ -155,30 +191,9 @@ pub fn serve_command(
         super::signals::Stop::listen()
     };
     drop(held);
-    let models = match (mock, dir, builtin) {
-        (Some(path), _, _) => Models::load_file(&path, &options),
-        (None, Some(dir), _) => Models::load_dir(&dir, &options),
-        (None, None, Some(name)) => match conform::builtin::mock(&name) {
-            Some(source) => {
-                let label = format!("(built in) mock-models/{name}.toml");
-                Models::load_source(&name, &label, source, &options)
-            }
-            None => {
-                errln!(
-                    "error: no built-in mock model `{name}`; built in: {}",
-                    conform::builtin::mock_names().join(", ")
-                );
-                return ExitCode::from(2);
-            }
-        },
-        (None, None, None) => unreachable!("clap requires a mock file, --models or --builtin"),
-    };
-    let models = match models {
+    let models = match load_models(mock, dir, builtin, &options) {
         Ok(models) => models,
-        Err(error) => {
-            errln!("{error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     runtime.block_on(async {
         let server = match Server::bind(models, &options).await {
