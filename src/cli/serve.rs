@@ -77,7 +77,7 @@ fn time_scale(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(scale) if (0.0..=most).contains(&scale) => Ok(scale),
         Ok(_) => Err(format!(
-            "the time scale must be positive (or 0, to answer at once) and at most {most}, not {text}"
+            "the time scale must be positive: a number from 0 to {most} (0 answers at once), not {text}"
         )),
         Err(_) => Err(format!("`{text}` is not a number")),
     }
