@@ -2,7 +2,8 @@
 //! one body within it. A body's declared `Content-Length` is taken from the budget before a byte
 //! of it is read (a body without one is charged as it arrives), and held until its request is
 //! answered; a body the budget cannot take is refused with the provider's 413
-//! (`request_too_large`) instead of being buffered. A body is read into one buffer of its
+//! (`request_too_large`) instead of being buffered (its bytes are read and dropped as they come,
+//! so the client reads the 413 rather than a connection closed under it). A body is read into one buffer of its
 //! declared size, so a body held one byte short costs what arrived, not a doubled buffer.
 
 use std::sync::Arc;
@@ -97,11 +98,12 @@ pub(super) async fn read(
     if let Some(declared) = declared
         && !budget.take(&mut share, declared)
     {
+        discard(body, timeout).await;
         return Read::OverBudget;
     }
+    let mut body = body;
     let mut buffer = BytesMut::with_capacity(declared.unwrap_or(0));
     let collect = async {
-        let mut body = body;
         while let Some(frame) = body.frame().await {
             let Ok(frame) = frame else {
                 return Err(Read::Gone);
@@ -123,9 +125,22 @@ pub(super) async fn read(
     };
     match tokio::time::timeout(timeout, collect).await {
         Err(_) => Read::Late,
+        Ok(Err(Read::OverBudget)) => {
+            drop((buffer, share));
+            discard(body, timeout).await;
+            Read::OverBudget
+        }
         Ok(Err(refused)) => refused,
         Ok(Ok(())) => Read::Body(buffer.freeze(), share),
     }
+}
+
+/// Reads the rest of a refused body and drops it as it comes (holding nothing), within
+/// `timeout`, so the client gets to read the 413 instead of a connection closed while it
+/// sends.
+async fn discard(mut body: hyper::body::Incoming, timeout: Duration) {
+    let drain = async { while let Some(Ok(_)) = body.frame().await {} };
+    let _ = tokio::time::timeout(timeout, drain).await;
 }
 
 /// The provider's 413 for a body the budget cannot take: Anthropic's `request_too_large`
