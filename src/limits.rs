@@ -62,8 +62,18 @@ pub const SERVE_MODELS_MAX: usize = 1_000;
 /// connection, as a real provider's front end would refuse it.
 pub const SERVE_REQUEST_BYTES_MAX: usize = 64 * 1024 * 1024;
 
-/// Connections `ctxbed serve` holds open at once; further clients wait in the listen backlog
-/// until one closes, so a flood of clients cannot exhaust the process's open files.
+/// Bytes of request bodies `ctxbed serve` holds at once, across every connection: two of the
+/// largest bodies. A body is charged its declared length before it is read (one without a
+/// length as it arrives) until its request is answered; past the budget a request is answered
+/// with the provider's 413 `request_too_large`, so concurrent large or half-sent bodies cannot
+/// grow the process without bound. (Reading a body as JSON and counting it costs several times
+/// its bytes on top; the budget bounds that too, in proportion.)
+pub const SERVE_BODIES_IN_FLIGHT_BYTES_MAX: usize = 2 * SERVE_REQUEST_BYTES_MAX;
+
+/// Connections `ctxbed serve` holds open at once, so a flood of clients cannot exhaust the
+/// process's open files. At the cap a new client makes room by closing the longest-idle
+/// kept-alive connection (as nginx does), so leaked keep-alive connections cannot lock anyone
+/// out; when every connection is busy or has not yet sent its first request, it waits.
 pub const SERVE_CONNECTIONS_MAX: usize = 256;
 
 /// How long a client may take to send a request's headers, and how long an open connection may
@@ -73,6 +83,12 @@ pub const SERVE_HEADER_SECONDS: u64 = 30;
 /// How long a client may take to send a request's body once its headers are in (a body shorter
 /// than its `Content-Length` would otherwise hold the connection for ever).
 pub const SERVE_BODY_SECONDS: u64 = 60;
+
+/// How long a write to a client may wait without going through (a client that stopped reading
+/// a reply, its window and our send buffer full) before `ctxbed serve` closes the connection
+/// and drops the reply. A streamed reply is rendered as it is written, so until then the
+/// connection holds the reply and what its buffers hold, not the whole stream.
+pub const SERVE_WRITE_SECONDS: u64 = 30;
 
 /// The longest pause after a failed `accept` (at the open-file limit, say): the server backs off
 /// from 10 ms, doubling to this, instead of spinning.

@@ -204,7 +204,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The stop signals are held until `serve` has its handlers; every other command lets them
+    // go as soon as the arguments are parsed.
+    let held = cli::signals::hold();
     let cli = Cli::parse();
+    let held = matches!(cli.command, Command::Serve(_)).then_some(held);
     init_diagnostics(cli.verbose);
     match cli.command {
         Command::Run {
@@ -243,7 +247,7 @@ fn main() -> ExitCode {
             },
             format == "json",
         ),
-        Command::Serve(arguments) => cli::serve::serve_from(arguments),
+        Command::Serve(arguments) => cli::serve::serve_from(arguments, held),
         Command::Conform(arguments) => cli::conform::conform_command(arguments),
         Command::Bugs(arguments) => cli::bugs::bugs_command(arguments),
         Command::Violations(arguments) => cli::violations::violations_command(arguments),

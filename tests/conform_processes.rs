@@ -128,6 +128,103 @@ fn a_background_process_of_the_adapter_ends_with_the_scenario() {
 }
 
 #[test]
+fn a_helper_in_a_session_of_its_own_ends_with_the_scenario_and_is_reaped() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let report = run("setsid-helper", logs.path());
+    assert!(report.problem.is_none(), "{:?}", report.problem);
+    let (group, helper) = named(&report.log).expect("the log names the processes");
+    let (helper_group, _) = stat(&helper.to_string()).unwrap_or((0, 'Z'));
+    assert_ne!(helper_group, group, "the helper left the adapter's group");
+    assert_gone(group, helper);
+    // Reparented to this process (the subreaper) and reaped, not left a zombie.
+    let started = Instant::now();
+    while stat(&helper.to_string()).is_some() && started.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        stat(&helper.to_string()).is_none(),
+        "the helper {helper} is a zombie"
+    );
+}
+
+#[test]
+fn a_step_written_after_the_adapter_exited_says_it_exited_before_answering() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let log = logs.path().join("exit0.log");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let error = runtime.block_on(async {
+        let dir = peers_dir().join("exit0-after-ready");
+        let mut peer = Peer::start(&dir, &[], &log).expect("it starts");
+        let setup = serde_json::json!({"type": "setup", "system": "", "tools": []});
+        peer.send(&setup).await.expect("setup is sent");
+        let ready = peer.receive(Duration::from_secs(10)).await.expect("ready");
+        assert_eq!(ready["type"], "ready");
+        let started = Instant::now();
+        while !peer.exited() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "it never exited"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let step = serde_json::json!({"type": "step", "step": 1, "input": "hi"});
+        match peer.send(&step).await {
+            Ok(()) => String::from("the step was written"),
+            Err(error) => error.to_string(),
+        }
+    });
+    assert!(
+        error.starts_with("the adapter exited before answering (exit status: 0)"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_stop_while_a_restart_waits_for_the_old_process_starts_no_new_one() {
+    let logs = tempfile::tempdir().expect("a temporary directory");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args([
+            "conform",
+            "--peers",
+            PEERS,
+            "--harness",
+            "restart-linger",
+            "--logs",
+        ])
+        .arg(logs.path())
+        .arg("scenarios/wire/resumed-session.toml")
+        .env("CI", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ctxbed conform starts");
+    let log = logs.path().join("wire/resumed-session/restart-linger.log");
+    let started = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|text| text.contains("lingering")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the restart never came"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    let status = child.wait().expect("conform exits");
+    let text = std::fs::read_to_string(&log).expect("the log");
+    assert!(!status.success());
+    assert!(
+        !text.contains("a new process serves the steps from here"),
+        "{text}"
+    );
+    assert_eq!(text.matches("started ").count(), 1, "{text}");
+}
+
+#[test]
 fn an_adapter_that_exits_while_a_child_holds_its_output_fails_at_once() {
     let logs = tempfile::tempdir().expect("a temporary directory");
     let started = Instant::now();

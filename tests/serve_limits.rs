@@ -97,6 +97,7 @@ fn short_limits() -> ConnectionLimits {
         connections: 2,
         header: Duration::from_millis(300),
         body: Duration::from_millis(300),
+        write: Duration::from_millis(300),
     }
 }
 
@@ -144,6 +145,7 @@ fn connections_past_the_cap_wait_until_one_closes() {
         connections: 2,
         header: Duration::from_secs(30),
         body: Duration::from_secs(30),
+        write: Duration::from_secs(30),
     });
     let holders: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(&server.addr).expect("a connection"))

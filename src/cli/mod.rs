@@ -11,6 +11,7 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod show;
+pub mod signals;
 pub mod sweep;
 pub mod violations;
 

@@ -28,6 +28,7 @@ pub mod plant;
 pub mod png;
 pub mod pool;
 pub mod process;
+mod reaper;
 pub mod record_rules;
 pub mod reference;
 pub mod refusals;

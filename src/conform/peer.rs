@@ -146,12 +146,12 @@ impl Peer {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        process::isolate(&mut command);
+        let mark = process::isolate(&mut command);
         for (key, value) in env {
             command.env(key, value);
         }
         let mut child = command.spawn().map_err(|e| start_error(e.to_string()))?;
-        let group = Group::of(&child);
+        let group = Group::of(&child, mark);
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -225,17 +225,34 @@ impl Peer {
             stdin.flush().await
         };
         let result = tokio::select! {
-            written = write => written.map_err(|e| PeerError::Write(e.to_string())),
-            () = tokio::time::sleep(WRITE_TIMEOUT) => Err(PeerError::Write(format!(
-                "it read none of its input for {} s (it was stopped)",
-                WRITE_TIMEOUT.as_secs()
-            ))),
-            () = raised(stop) => Err(PeerError::Interrupted),
+            written = write => written,
+            () = tokio::time::sleep(WRITE_TIMEOUT) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("it read none of its input for {} s (it was stopped)", WRITE_TIMEOUT.as_secs()),
+            )),
+            () = raised(stop) => return self.failed(PeerError::Interrupted).await,
         };
-        if result.is_err() {
-            self.end().await;
+        match result {
+            Ok(()) => Ok(()),
+            // Its input closed because it exited: say so, with its status, as a read would.
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                let error = match self.wait_exit(OUTPUT_DRAIN).await {
+                    Ok(status) => PeerError::Exited {
+                        status,
+                        log: self.log.display().to_string(),
+                    },
+                    Err(_) => PeerError::Write(error.to_string()),
+                };
+                self.failed(error).await
+            }
+            Err(error) => self.failed(PeerError::Write(error.to_string())).await,
         }
-        result
+    }
+
+    /// Ends the adapter after a failed exchange and returns `error`.
+    async fn failed<T>(&mut self, error: PeerError) -> Result<T, PeerError> {
+        self.end().await;
+        Err(error)
     }
 
     /// Reads the next line as a JSON object, within `timeout`.

@@ -3,7 +3,8 @@
 //!
 //! Each adapter starts as the leader of a process group of its own (and, on Linux, is killed when
 //! the thread that started it ends), so whatever it starts — shells, interpreters, servers left in
-//! the background — goes with it: [`Group::kill`] signals the whole group at once. Its standard
+//! the background — goes with it: [`Group::kill`] signals the whole group at once, and every
+//! descendant that left the group for a session of its own ([`super::reaper`]). Its standard
 //! error is piped and copied to the log up to [`STDERR_LOG_BYTES_MAX`]; past that it is still read
 //! (the adapter never blocks on a full pipe) but discarded, and the log ends with one line saying
 //! how many bytes were dropped. An adapter that serves several scenarios has its log switched
@@ -28,8 +29,13 @@ const DRAIN: Duration = Duration::from_millis(500);
 
 /// Makes the child of `command` the leader of a new process group and, on Linux, has the kernel
 /// send it SIGKILL when the thread that started it ends (ctxbed killed without a chance to clean
-/// up). What the child starts stays in its group unless it leaves it on purpose.
-pub fn isolate(command: &mut Command) {
+/// up). What the child starts stays in its group unless it leaves it on purpose; it carries the
+/// returned mark in its environment either way, and this process becomes the child subreaper,
+/// so [`Group::kill`] finds it.
+pub fn isolate(command: &mut Command) -> String {
+    super::reaper::become_subreaper();
+    let mark = super::reaper::new_mark();
+    command.env(super::reaper::MARK_VAR, &mark);
     #[cfg(not(unix))]
     let _ = command;
     #[cfg(unix)]
@@ -54,6 +60,7 @@ pub fn isolate(command: &mut Command) {
             });
         }
     }
+    mark
 }
 
 /// An adapter's process group: the adapter and everything it started.
@@ -61,21 +68,26 @@ pub fn isolate(command: &mut Command) {
 pub struct Group {
     /// The group's id, the adapter's pid (it leads the group); `None` if it was never known.
     id: Option<i32>,
+    /// The mark its processes carry ([`isolate`]).
+    mark: String,
 }
 
 impl Group {
-    /// The group `child` leads (started through [`isolate`]).
-    pub fn of(child: &Child) -> Group {
+    /// The group `child` leads (started through [`isolate`], which gave `mark`).
+    pub fn of(child: &Child, mark: String) -> Group {
         Group {
             id: child.id().and_then(|id| i32::try_from(id).ok()),
+            mark,
         }
     }
 
-    /// Sends SIGKILL to every process of the group. Harmless once the group is empty. Elsewhere
-    /// than on Unix there are no groups, and the caller kills its child itself.
+    /// Sends SIGKILL to every process of the group, and to every descendant of the adapter
+    /// that left it (reaping those reparented to this process). Harmless once they are gone.
+    /// Elsewhere than on Unix there are no groups, and the caller kills its child itself.
     pub fn kill(&self) {
         #[cfg(unix)]
         if let Some(id) = self.id.filter(|id| *id > 1) {
+            super::reaper::kill_descendants(id, &self.mark);
             // SAFETY: killpg has no memory effects; a group id over 1 never names ctxbed's own
             // group, since the adapter leads a group of its own.
             unsafe {

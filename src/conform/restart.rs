@@ -62,6 +62,10 @@ async fn restarted(
     outcome: &mut DriveOutcome,
 ) -> Result<Peer, String> {
     let status = peer.finish().await;
+    if super::interrupted() {
+        // The user's stop came while the old process was ending: no new one starts.
+        return Err(super::peer::PeerError::Interrupted.to_string());
+    }
     super::peer::append_note(
         log,
         &format!(

@@ -23,26 +23,28 @@
 //!
 //! [`ProviderHost`]: ctxbed_sim::host::ProviderHost
 
+mod budget;
+mod connection;
+mod idle;
 mod models;
 pub mod record;
 mod routes;
+mod stall;
 
 pub use models::Models;
 pub use record::{RecordError, Recorder};
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Limited};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 
 use crate::limits;
 use crate::scenario::format::diagnostic::Diagnostics;
+use connection::Connection;
 use ctxbed_sim::host::{Api, HostBody, HostOptions, full, off_the_workers};
 
 /// The largest `--time-scale`: a thousand times slower than scripted is already far past any
@@ -74,6 +76,9 @@ pub struct ServeOptions {
     /// The window `GET …/models` reports instead of each model's own (a server that advertises
     /// more than it accepts).
     pub advertised_window: Option<u64>,
+    /// Bytes of request bodies held at once across every connection
+    /// ([`limits::SERVE_BODIES_IN_FLIGHT_BYTES_MAX`]); a body past it is answered 413.
+    pub body_budget: usize,
 }
 
 impl Default for ServeOptions {
@@ -90,6 +95,7 @@ impl Default for ServeOptions {
             record: None,
             limits: ConnectionLimits::default(),
             advertised_window: None,
+            body_budget: limits::SERVE_BODIES_IN_FLIGHT_BYTES_MAX,
         }
     }
 }
@@ -134,17 +140,23 @@ pub struct Server {
     models: Arc<Models>,
     recorder: Option<Arc<Recorder>>,
     limits: ConnectionLimits,
+    registry: Arc<idle::Registry>,
+    budget: Arc<budget::Budget>,
 }
 
 /// What bounds each connection.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionLimits {
-    /// Connections open at once ([`limits::SERVE_CONNECTIONS_MAX`]).
+    /// Connections open at once ([`limits::SERVE_CONNECTIONS_MAX`]); at the cap, a new client
+    /// makes room by closing the longest-idle kept-alive connection.
     pub connections: usize,
     /// For the request headers, and between the requests of a kept-alive connection.
     pub header: Duration,
     /// For the body, once the headers are in.
     pub body: Duration,
+    /// For a write to go through: a client that reads none of its reply for this long is
+    /// disconnected ([`limits::SERVE_WRITE_SECONDS`]).
+    pub write: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -153,6 +165,7 @@ impl Default for ConnectionLimits {
             connections: limits::SERVE_CONNECTIONS_MAX,
             header: Duration::from_secs(limits::SERVE_HEADER_SECONDS),
             body: Duration::from_secs(limits::SERVE_BODY_SECONDS),
+            write: Duration::from_secs(limits::SERVE_WRITE_SECONDS),
         }
     }
 }
@@ -180,6 +193,8 @@ impl Server {
             models: Arc::new(models),
             recorder,
             limits: options.limits,
+            registry: Arc::default(),
+            budget: Arc::new(budget::Budget::new(options.body_budget)),
         })
     }
 
@@ -208,46 +223,72 @@ impl Server {
         let mut backoff = Backoff::default();
         tokio::pin!(shutdown);
         let outcome = loop {
-            tokio::select! {
+            let accepted = tokio::select! {
                 biased;
                 () = &mut shutdown => break Ok(()),
                 Some(error) = failed_rx.recv() => break Err(error),
-                slot = slots.clone().acquire_owned() => {
-                    let Ok(slot) = slot else { break Ok(()) };
-                    let accepted = tokio::select! {
-                        biased;
-                        () = &mut shutdown => break Ok(()),
-                        accepted = self.listener.accept() => accepted,
-                    };
-                    let stream = match accepted {
-                        Ok((stream, _)) => {
-                            backoff.reset();
-                            stream
-                        }
-                        Err(error) => {
-                            backoff.wait(&error).await;
-                            continue;
-                        }
-                    };
-                    let connection = Connection {
-                        models: self.models.clone(),
-                        recorder: self.recorder.clone(),
-                        failed: failed_tx.clone(),
-                        limits: self.limits,
-                    };
-                    connections.spawn(async move {
-                        connection.serve(stream).await;
-                        drop(slot);
-                    });
-                    while connections.try_join_next().is_some() {}
+                accepted = self.listener.accept() => accepted,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => {
+                    backoff.reset();
+                    stream
                 }
-            }
+                Err(error) => {
+                    backoff.wait(&error).await;
+                    continue;
+                }
+            };
+            let slot = tokio::select! {
+                biased;
+                () = &mut shutdown => break Ok(()),
+                Some(error) = failed_rx.recv() => break Err(error),
+                slot = self.slot(&slots) => slot,
+            };
+            let Some(slot) = slot else { break Ok(()) };
+            let connection = Connection {
+                models: self.models.clone(),
+                recorder: self.recorder.clone(),
+                failed: failed_tx.clone(),
+                limits: self.limits,
+                registered: self.registry.register(),
+                budget: self.budget.clone(),
+            };
+            connections.spawn(async move {
+                connection.serve(stream).await;
+                drop(slot);
+            });
+            while connections.try_join_next().is_some() {}
         };
         connections.shutdown().await;
         if let Some(recorder) = &self.recorder {
             recorder.finish()?;
         }
         outcome
+    }
+
+    /// A connection slot for a client just accepted: a free one, or, at the cap, the one the
+    /// longest-idle kept-alive connection gives up when it is asked to close (waiting for a
+    /// connection to finish or become idle when none is). `None` once the slots are closed.
+    async fn slot(
+        &self,
+        slots: &Arc<tokio::sync::Semaphore>,
+    ) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        loop {
+            match slots.clone().try_acquire_owned() {
+                Ok(slot) => return Some(slot),
+                Err(tokio::sync::TryAcquireError::Closed) => return None,
+                Err(tokio::sync::TryAcquireError::NoPermits) => {}
+            }
+            let idle = self.registry.idle_now();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            let shed = self.registry.shed_one();
+            tokio::select! {
+                slot = slots.clone().acquire_owned() => return slot.ok(),
+                () = &mut idle, if !shed => {}
+            }
+        }
     }
 }
 
@@ -272,49 +313,11 @@ impl Backoff {
     }
 }
 
-/// What one connection's requests share.
-struct Connection {
-    models: Arc<Models>,
-    recorder: Option<Arc<Recorder>>,
-    failed: tokio::sync::mpsc::Sender<ServeError>,
-    limits: ConnectionLimits,
-}
-
-impl Connection {
-    async fn serve(self, stream: tokio::net::TcpStream) {
-        let shared = Arc::new(self);
-        let header = shared.limits.header;
-        let service = hyper::service::service_fn(move |request| {
-            let shared = shared.clone();
-            async move {
-                let recorder = shared.recorder.as_deref();
-                let response = route(&shared.models, request, recorder, shared.limits.body).await;
-                let response = match response {
-                    Ok(response) => response,
-                    Err(error) => {
-                        let _ = shared.failed.try_send(error);
-                        full(
-                            500,
-                            json!({"error": {"message": "the test-bed could not record the request"}})
-                                .to_string(),
-                        )
-                    }
-                };
-                Ok::<_, Infallible>(response)
-            }
-        });
-        let _ = hyper::server::conn::http1::Builder::new()
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(header)
-            .serve_connection(TokioIo::new(stream), service)
-            .await;
-    }
-}
-
 async fn route(
     models: &Models,
     request: http::Request<hyper::body::Incoming>,
     recorder: Option<&Recorder>,
+    budget: &Arc<budget::Budget>,
     body_timeout: Duration,
 ) -> Result<http::Response<HostBody>, ServeError> {
     let path = request.uri().path().to_string();
@@ -328,14 +331,24 @@ async fn route(
             return Ok(not_found(models.imitated(), &what));
         }
     }
-    let collected = tokio::time::timeout(
+    let (body, _share) = match budget::read(
+        request.into_body(),
+        budget,
+        limits::SERVE_REQUEST_BYTES_MAX,
         body_timeout,
-        Limited::new(request.into_body(), limits::SERVE_REQUEST_BYTES_MAX).collect(),
     )
-    .await;
-    let body = match collected {
-        Err(_) => return Ok(body_timeout_response(api, body_timeout)),
-        Ok(collected) => collected.ok().map(|body| body.to_bytes()),
+    .await
+    {
+        budget::Read::Body(bytes, share) => (Some(bytes), Some(share)),
+        budget::Read::Gone => (None, None),
+        budget::Read::Late => return Ok(body_timeout_response(api, body_timeout)),
+        budget::Read::OverBudget => {
+            tracing::warn!(
+                held = budget.held(),
+                "request bodies in flight are at the memory budget; answering 413"
+            );
+            return Ok(budget::too_large(api));
+        }
     };
     // One model answers everything: the body is parsed once, by the host, not here too. A large
     // body is parsed, like the host's reading and counting, off the worker threads.

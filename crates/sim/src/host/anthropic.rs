@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::{pieces, read, thinking};
+use super::plan::Plan;
+use super::{read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{ModelReply, ModelRequest, Usage};
 
@@ -366,66 +367,74 @@ pub fn message(reply: &ModelReply, model: &str, number: u64) -> Value {
 /// Each streamed event, framed with its `event:` name: text and thinking in pieces (a thinking
 /// block's signature as its last delta, `signature_delta`), each tool use's input as
 /// `input_json_delta` pieces, usage in `message_start` and `message_delta`.
-pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Vec<String> {
+pub fn stream_events(reply: &ModelReply, model: &str, number: u64) -> Plan {
     let usage = reply.usage.unwrap_or_default();
-    let event = |data: Value| {
-        let name = data
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("message")
-            .to_string();
-        format!("event: {name}\ndata: {data}\n\n")
-    };
     let mut start = message(reply, model, number);
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
     start["usage"] = usage_json(&usage, 1);
-    let mut events = vec![event(json!({"type": "message_start", "message": start}))];
+    let mut plan = Plan::default();
+    plan.event(event(&json!({"type": "message_start", "message": start})));
     for (index, block) in content(reply).into_iter().enumerate() {
         let kind = block
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let (opening, deltas) = match kind {
-            "thinking" => (
-                json!({"type": "thinking", "thinking": ""}),
-                pieces(block["thinking"].as_str().unwrap_or_default(), 16)
-                    .into_iter()
-                    .map(|piece| json!({"type": "thinking_delta", "thinking": piece}))
-                    .chain([json!({"type": "signature_delta", "signature": block["signature"]})])
-                    .collect::<Vec<_>>(),
-            ),
-            "redacted_thinking" => (block.clone(), Vec::new()),
-            "tool_use" => (
-                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-                pieces(&block["input"].to_string(), 8)
-                    .into_iter()
-                    .map(|piece| json!({"type": "input_json_delta", "partial_json": piece}))
-                    .collect(),
-            ),
-            _ => (
-                json!({"type": "text", "text": ""}),
-                pieces(block["text"].as_str().unwrap_or_default(), 16)
-                    .into_iter()
-                    .map(|piece| json!({"type": "text_delta", "text": piece}))
-                    .collect(),
-            ),
+        let text = |key: &str| block[key].as_str().unwrap_or_default().to_string();
+        let opening = match kind {
+            "thinking" => json!({"type": "thinking", "thinking": ""}),
+            "redacted_thinking" => block.clone(),
+            "tool_use" => {
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}})
+            }
+            _ => json!({"type": "text", "text": ""}),
         };
-        events.push(event(
-            json!({"type": "content_block_start", "index": index, "content_block": opening}),
+        plan.event(event(
+            &json!({"type": "content_block_start", "index": index, "content_block": opening}),
         ));
-        for delta in deltas {
-            events.push(event(
-                json!({"type": "content_block_delta", "index": index, "delta": delta}),
-            ));
+        let delta = move |delta: Value| {
+            event(&json!({"type": "content_block_delta", "index": index, "delta": delta}))
+        };
+        match kind {
+            "thinking" => {
+                plan.deltas(text("thinking"), 16, move |piece, _| {
+                    delta(json!({"type": "thinking_delta", "thinking": piece}))
+                });
+                plan.event(event(
+                    &json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]}}),
+                ));
+            }
+            "redacted_thinking" => {}
+            "tool_use" => {
+                plan.deltas(block["input"].to_string(), 8, move |piece, _| {
+                    delta(json!({"type": "input_json_delta", "partial_json": piece}))
+                });
+            }
+            _ => {
+                plan.deltas(text("text"), 16, move |piece, _| {
+                    delta(json!({"type": "text_delta", "text": piece}))
+                });
+            }
         }
-        events.push(event(json!({"type": "content_block_stop", "index": index})));
+        plan.event(event(
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
     }
-    events.push(event(json!({
+    plan.event(event(&json!({
         "type": "message_delta",
         "delta": {"stop_reason": stop_reason(reply), "stop_sequence": null},
         "usage": {"output_tokens": usage.output_tokens},
     })));
-    events.push(event(json!({"type": "message_stop"})));
-    events
+    plan.event(event(&json!({"type": "message_stop"})));
+    plan
+}
+
+/// One server-sent event, named by its data's `type`.
+fn event(data: &Value) -> String {
+    let name = data
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("message");
+    format!("event: {name}\ndata: {data}\n\n")
 }

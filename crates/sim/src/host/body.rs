@@ -1,7 +1,10 @@
 //! Response bodies: a whole JSON answer ([`full`]), a reset ([`reset`]), server-sent events
-//! whole or cut mid-event, and the reply-text helpers the wire writers share (a reply's
-//! thinking, text in pieces for streaming, the seal that signs what a harness must hand back
-//! unaltered).
+//! rendered from a [`Plan`] as the connection takes them, whole or cut mid-event, and the
+//! reply-text helpers the wire writers share (a reply's thinking, the seal that signs what a
+//! harness must hand back unaltered).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use http_body_util::{Either, Full, StreamBody};
@@ -10,6 +13,8 @@ use sha2::{Digest, Sha256};
 
 use ctxbed_harness::message::ContentPart;
 use ctxbed_harness::model::ModelReply;
+
+use super::plan::Plan;
 
 /// A response body: whole, or a stream of frames that may end in an error (a cut).
 pub type HostBody = Either<Full<Bytes>, StreamBody<FrameStream>>;
@@ -40,25 +45,42 @@ pub fn reset() -> http::Response<HostBody> {
     http::Response::new(Either::Right(StreamBody::new(Box::pin(frames))))
 }
 
-/// Server-sent events, each already framed (`data: …\n\n`). A cut stream sends the status, the
-/// headers, its first half of events and half of the next one's bytes, lets the connection
-/// flush them, and only then fails, so the client sees a stream broken mid-event.
-pub(super) fn streamed(events: Vec<String>, cut: bool) -> http::Response<HostBody> {
+/// Server-sent events, framed as the connection takes them from `plan` (so a client that stops
+/// reading holds the plan, not the whole stream rendered); each event's bytes are added to
+/// `rendered`. A cut stream sends the status, the headers, its first half of events and half of
+/// the next one's bytes, lets the connection flush them, and only then fails, so the client sees
+/// a stream broken mid-event.
+pub(super) fn streamed(
+    plan: Plan,
+    cut: bool,
+    rendered: Arc<AtomicU64>,
+) -> http::Response<HostBody> {
     use futures_util::StreamExt;
-    let keep = if cut { events.len() / 2 } else { events.len() };
-    let mut data: Vec<Bytes> = Vec::with_capacity(keep + 1);
-    let mut rest = events.into_iter();
-    data.extend(rest.by_ref().take(keep).map(Bytes::from));
-    if cut && let Some(next) = rest.next() {
+    let keep = if cut {
+        plan.planned() / 2
+    } else {
+        plan.planned()
+    };
+    let mut plan = plan.fuse();
+    let mut taken = 0;
+    let events = std::iter::from_fn(move || {
+        if taken < keep {
+            taken += 1;
+            return plan.next();
+        }
+        taken += 1;
+        // After the half kept, a cut stream sends half of the next event's bytes once.
+        let next = plan.next().filter(|_| cut && taken == keep + 1)?;
         let half = (0..=next.len() / 2)
             .rev()
             .find(|&at| next.is_char_boundary(at))
             .unwrap_or(0);
-        if half > 0 {
-            data.push(Bytes::from(next[..half].to_string()));
-        }
-    }
-    let frames = futures_util::stream::iter(data.into_iter().map(|bytes| Ok(Frame::data(bytes))));
+        (half > 0).then(|| next[..half].to_string())
+    });
+    let frames = futures_util::stream::iter(events.map(move |event| {
+        rendered.fetch_add(event.len() as u64, Ordering::Relaxed);
+        Ok(Frame::data(Bytes::from(event)))
+    }));
     let body: FrameStream = if cut {
         let failure = futures_util::stream::once(async {
             // Pending once, so the connection writes out what came before the cut.
@@ -92,15 +114,6 @@ pub(super) fn thinking(reply: &ModelReply) -> Option<String> {
         })
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n"))
-}
-
-/// `text` in pieces of at most `chars` characters.
-pub(super) fn pieces(text: &str, chars: usize) -> Vec<String> {
-    let characters: Vec<char> = text.chars().collect();
-    characters
-        .chunks(chars)
-        .map(|chunk| chunk.iter().collect())
-        .collect()
 }
 
 /// A deterministic seal of `text` under `purpose` (a keyed SHA-256, in hex): the same text gives

@@ -25,6 +25,7 @@ pub mod images;
 pub mod openai;
 mod options;
 mod outcome;
+mod plan;
 mod read;
 pub mod reasoning;
 pub mod responses;
@@ -38,17 +39,18 @@ pub use exchange::{Api, COUNT_TOKENS_PATH, Exchange, is_count_tokens};
 pub use heavy::{BLOCKING_BODY_BYTES, off_the_workers};
 pub use options::{EXCHANGES_MAX, HostFaults, HostOptions};
 pub use outcome::Outcome;
+pub use plan::Plan;
 pub use step::{IssuedCall, StepState, asks_for_memory, asks_for_summary, continues_step};
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde_json::Value;
 
 use crate::mock::{Lane, MockModel};
-use body::{pieces, seal, streamed, thinking};
+use body::{seal, streamed, thinking};
 use ctxbed_harness::message::{ContentPart, Role};
 use ctxbed_harness::model::{ModelError, ModelReply, ModelRequest, Purpose};
 
@@ -70,6 +72,9 @@ pub struct ProviderHost {
     stored: stored::StoredItems,
     /// The prefixes the provider's prompt cache holds.
     cache: cache::PromptCache,
+    /// Bytes of streamed events rendered so far, over every stream (a stream renders an event
+    /// when its connection asks for the next).
+    rendered: Arc<AtomicU64>,
 }
 
 /// What a request asked of the answer's format.
@@ -111,6 +116,7 @@ impl ProviderHost {
             reasoned: reasoning::Reasoned::default(),
             stored: stored::StoredItems::default(),
             cache: cache::PromptCache::default(),
+            rendered: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -134,6 +140,12 @@ impl ProviderHost {
     /// HTTP requests received so far.
     pub fn request_count(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of streamed events rendered so far, over every stream: a stream renders each event
+    /// only when its connection takes it, so a client that stops reading stops this count.
+    pub fn stream_bytes_rendered(&self) -> u64 {
+        self.rendered.load(Ordering::Relaxed)
     }
 
     /// The options the host answers with.
@@ -448,7 +460,7 @@ impl ProviderHost {
         } else {
             exchange.answer = Some(reply.message.clone());
         }
-        streamed(events, cut)
+        streamed(events, cut, self.rendered.clone())
     }
 
     /// The output tokens of the reply's thinking, which only the Responses API reports
@@ -498,7 +510,11 @@ impl ProviderHost {
         match (&error, &exchange.request) {
             (ModelError::ContextOverflow { .. }, _) if wire.stream => {
                 let shape = self.responses_shape(wire, exchange.number, 0);
-                streamed(responses::overflow_events(&shape), false)
+                streamed(
+                    responses::overflow_events(&shape),
+                    false,
+                    self.rendered.clone(),
+                )
             }
             (ModelError::ContextOverflow { .. }, _) => full(400, responses::overflow_body()),
             (ModelError::PairingRejected { .. }, Some(request)) => {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Api, pieces, read, thinking};
+use super::plan::Plan;
+use super::{Api, read, thinking};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{ModelReply, ModelRequest, Purpose, Usage};
 use ctxbed_harness::tools::ToolSchema;
-use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
 use ctxbed_providers::reply::arguments_text;
 
 /// Reads a Chat Completions request body back into a [`ModelRequest`], as a provider sees it.
@@ -163,44 +163,81 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
-/// Each streamed event, framed: text in pieces, each tool call's arguments in pieces, usage (when
-/// reported), `[DONE]`.
-pub fn stream_events(reply: &ModelReply, model: &str, number: u64, usage: bool) -> Vec<String> {
-    let id = format!("chatcmpl-{number:04}");
-    let chunk = |choices: Value| json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": choices});
-    let delta = |delta: Value| chunk(json!([{"index": 0, "delta": delta}])).to_string();
-    let mut events = vec![delta(json!({"role": "assistant", "content": ""}))];
-    for piece in pieces(&thinking(reply).unwrap_or_default(), 16) {
-        events.push(delta(json!({"reasoning_content": piece})));
+/// The `chat.completion.chunk` events of one reply, framed as `data: …`.
+#[derive(Clone)]
+struct Chunks {
+    id: Arc<str>,
+    model: Arc<str>,
+}
+
+impl Chunks {
+    fn chunk(&self, choices: Value) -> Value {
+        json!({"id": &*self.id, "object": "chat.completion.chunk", "created": 0, "model": &*self.model, "choices": choices})
     }
-    let text = reply.message.text();
-    for piece in pieces(&text, 16) {
-        events.push(delta(json!({"content": piece})));
+
+    fn framed(event: &Value) -> String {
+        format!("data: {event}\n\n")
     }
+
+    fn delta(&self, delta: Value) -> String {
+        Chunks::framed(&self.chunk(json!([{"index": 0, "delta": delta}])))
+    }
+
+    /// `text` as deltas of `chars` characters, each `wrap(piece)`.
+    fn deltas(
+        &self,
+        plan: &mut Plan,
+        text: String,
+        chars: usize,
+        wrap: impl Fn(&str) -> Value + Send + Sync + 'static,
+    ) {
+        let chunks = self.clone();
+        plan.deltas(text, chars, move |piece, _| chunks.delta(wrap(piece)));
+    }
+}
+
+/// Each streamed event, framed, as a [`Plan`] rendered as it is sent: text in pieces, each tool
+/// call's arguments in pieces, usage (when reported), `[DONE]`.
+pub fn stream_events(reply: &ModelReply, model: &str, number: u64, usage: bool) -> Plan {
+    let chunks = Chunks {
+        id: format!("chatcmpl-{number:04}").into(),
+        model: model.into(),
+    };
+    let mut plan = Plan::default();
+    plan.event(chunks.delta(json!({"role": "assistant", "content": ""})));
+    let thought = thinking(reply).unwrap_or_default();
+    chunks.deltas(
+        &mut plan,
+        thought,
+        16,
+        |piece| json!({"reasoning_content": piece}),
+    );
+    chunks.deltas(
+        &mut plan,
+        reply.message.text(),
+        16,
+        |piece| json!({"content": piece}),
+    );
     for (index, call) in reply.message.tool_calls().enumerate() {
-        events.push(delta(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})));
-        for piece in pieces(&arguments_text(&call.arguments), 8) {
-            events.push(delta(
-                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
-            ));
-        }
+        plan.event(chunks.delta(json!({"tool_calls": [{"index": index, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]})));
+        chunks.deltas(&mut plan, arguments_text(&call.arguments), 8, move |piece| {
+            json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        });
     }
     let finish = if reply.message.has_tool_calls() {
         "tool_calls"
     } else {
         "stop"
     };
-    events.push(chunk(json!([{"index": 0, "delta": {}, "finish_reason": finish}])).to_string());
+    plan.event(Chunks::framed(&chunks.chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+    )));
     if usage {
         let usage = reply.usage.unwrap_or_default();
-        let mut last = chunk(json!([]));
+        let mut last = chunks.chunk(json!([]));
         last["usage"] = usage_json(&usage);
-        events.push(last.to_string());
+        plan.event(Chunks::framed(&last));
     }
-    events.push("[DONE]".to_string());
-    debug_assert!(events.iter().map(String::len).sum::<usize>() < PROVIDER_REPLY_BYTES_MAX);
-    events
-        .into_iter()
-        .map(|event| format!("data: {event}\n\n"))
-        .collect()
+    plan.event("data: [DONE]\n\n".to_string());
+    plan
 }

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::openai::content_text;
-use super::{pieces, read, reasoning, thinking};
+use super::plan::Plan;
+use super::{read, reasoning, thinking};
 use ctxbed_harness::context::pairs::{PairingProblem, find_pairing_problem};
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolOutput, ToolResult};
 use ctxbed_harness::model::{ModelReply, ModelRequest};
-use ctxbed_providers::limits::PROVIDER_REPLY_BYTES_MAX;
 
 /// The route's end (`POST /v1/responses`).
 pub const PATH: &str = "/responses";
@@ -343,21 +343,43 @@ pub fn response(reply: &ModelReply, shape: &Shape<'_>) -> Value {
     response_object(Some(reply), shape, "completed", output)
 }
 
-/// Frames one server-sent event of the Responses stream, numbering it.
+/// Frames one server-sent event of the Responses stream, numbered `sequence`.
+fn framed(kind: &str, mut data: Value, sequence: usize) -> String {
+    data["type"] = kind.into();
+    data["sequence_number"] = sequence.into();
+    format!("event: {kind}\ndata: {data}\n\n")
+}
+
+/// The events of the Responses stream, numbered in order.
 struct Events {
-    frames: Vec<String>,
+    plan: Plan,
 }
 
 impl Events {
-    fn push(&mut self, kind: &str, mut data: Value) {
-        data["type"] = kind.into();
-        data["sequence_number"] = self.frames.len().into();
-        self.frames.push(format!("event: {kind}\ndata: {data}\n\n"));
+    fn push(&mut self, kind: &str, data: Value) {
+        let sequence = self.plan.planned();
+        self.plan.event(framed(kind, data, sequence));
+    }
+
+    /// `text` in pieces of `chars` characters, each the event `kind` made by `data(piece)`.
+    fn deltas(
+        &mut self,
+        kind: &'static str,
+        text: String,
+        chars: usize,
+        data: impl Fn(&str) -> Value + Send + Sync + 'static,
+    ) {
+        let first = self.plan.planned();
+        self.plan.deltas(text, chars, move |piece, n| {
+            framed(kind, data(piece), first + n)
+        });
     }
 
     /// `response.created` and `response.in_progress`, which open every stream.
     fn opened(shape: &Shape<'_>) -> Self {
-        let mut events = Events { frames: Vec::new() };
+        let mut events = Events {
+            plan: Plan::default(),
+        };
         let pending = response_object(None, shape, "in_progress", Vec::new());
         events.push("response.created", json!({"response": pending}));
         events.push("response.in_progress", json!({"response": pending}));
@@ -381,12 +403,13 @@ impl Events {
             "response.content_part.added",
             with(at.clone(), "part", empty),
         );
-        for piece in pieces(text, 16) {
-            self.push(
-                "response.output_text.delta",
-                with(at.clone(), "delta", piece.into()),
-            );
-        }
+        let delta_at = at.clone();
+        self.deltas(
+            "response.output_text.delta",
+            text.to_string(),
+            16,
+            move |piece| with(delta_at.clone(), "delta", piece.into()),
+        );
         self.push(
             "response.output_text.done",
             with(at.clone(), "text", text.into()),
@@ -406,12 +429,13 @@ impl Events {
             "response.output_item.added",
             json!({"output_index": index, "item": added}),
         );
-        for piece in pieces(&arguments, 8) {
-            self.push(
-                "response.function_call_arguments.delta",
-                json!({"item_id": item_id, "output_index": index, "delta": piece}),
-            );
-        }
+        let delta_id = item_id.clone();
+        self.deltas(
+            "response.function_call_arguments.delta",
+            arguments.clone(),
+            8,
+            move |piece| json!({"item_id": delta_id, "output_index": index, "delta": piece}),
+        );
         self.push(
             "response.function_call_arguments.done",
             json!({"item_id": item_id, "output_index": index, "arguments": arguments}),
@@ -423,7 +447,7 @@ impl Events {
 /// `response.in_progress`, then per output item `response.output_item.added`, its deltas (text
 /// in pieces with its content part; a call's arguments in pieces) and `…done` events, then
 /// `response.completed` with the whole response. Each event carries its `sequence_number`.
-pub fn stream_events(reply: &ModelReply, shape: &Shape<'_>) -> Vec<String> {
+pub fn stream_events(reply: &ModelReply, shape: &Shape<'_>) -> Plan {
     let mut events = Events::opened(shape);
     for (index, item) in output_items(reply, shape).into_iter().enumerate() {
         match item["type"].as_str().unwrap_or_default() {
@@ -443,17 +467,16 @@ pub fn stream_events(reply: &ModelReply, shape: &Shape<'_>) -> Vec<String> {
         "response.completed",
         json!({"response": response(reply, shape)}),
     );
-    debug_assert!(events.frames.iter().map(String::len).sum::<usize>() < PROVIDER_REPLY_BYTES_MAX);
-    events.frames
+    events.plan
 }
 
 /// A streamed request over the window: the API answers 200, opens the stream, then sends an
 /// `error` event holding the overflow (the third event, `sequence_number` 2, as
 /// dyad-sh/dyad#1672 shows) and ends it.
-pub fn overflow_events(shape: &Shape<'_>) -> Vec<String> {
+pub fn overflow_events(shape: &Shape<'_>) -> Plan {
     let mut events = Events::opened(shape);
     events.push("error", json!({"error": overflow_error()}));
-    events.frames
+    events.plan
 }
 
 /// An error in the Responses API's envelope.
@@ -636,7 +659,7 @@ mod tests {
         assert_eq!(whole["output"][1]["call_id"], "call_1");
         assert_eq!(whole["output"][1]["arguments"], "{\"path\":\"build.log\"}");
         assert_eq!(whole["usage"]["total_tokens"], 17);
-        let events = stream_events(&answer, &shape(false));
+        let events: Vec<String> = stream_events(&answer, &shape(false)).collect();
         let kinds: Vec<&str> = events
             .iter()
             .filter_map(|event| event.lines().next()?.strip_prefix("event: "))

@@ -6,10 +6,12 @@
 //!
 //! Bounded: at most [`STORED_ITEMS_MAX`] items and [`STORED_BYTES_MAX`] bytes of them; the oldest
 //! go first, and a reference to one gone is answered as the API answers an unknown id. Whole
-//! responses are not kept, so `previous_response_id` stays refused (`super::validate`).
+//! responses are not kept, so `previous_response_id` stays refused (`super::validate`). The
+//! items one request's references bring in are bounded too ([`RESOLVED_BYTES_MAX`]): a small
+//! body repeating one reference cannot make the host build gigabytes of copies.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -20,9 +22,18 @@ pub const STORED_ITEMS_MAX: usize = 16_384;
 /// Bytes of items (as JSON) one host keeps for references.
 pub const STORED_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Bytes of stored items (as JSON) the references of one request may bring in. Each reference
+/// becomes a copy of its item in the input the host reads (the harness's messages own their
+/// text, so copies cannot be shared), and 300,000 references to a 3 KB item in a 13 MB body
+/// would be 870 MB of copies; 64 MiB of text is millions of tokens, past any model's window, so
+/// a request past it is answered with the API's `context_length_exceeded`, as the provider
+/// would answer it once it had counted.
+pub const RESOLVED_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 #[derive(Debug, Default)]
 struct Inner {
-    items: BTreeMap<String, Value>,
+    /// Each item, shared, with its size as JSON.
+    items: BTreeMap<String, (Arc<Value>, usize)>,
     /// Ids in the order they were stored, with each item's size.
     order: VecDeque<(String, usize)>,
     bytes: usize,
@@ -46,8 +57,9 @@ impl StoredItems {
             if size > STORED_BYTES_MAX {
                 continue;
             }
-            if let Some(old) = inner.items.insert(id.to_string(), item.clone()) {
-                inner.bytes -= old.to_string().len();
+            let kept = (Arc::new(item.clone()), size);
+            if let Some((_, old)) = inner.items.insert(id.to_string(), kept) {
+                inner.bytes -= old;
                 inner.order.retain(|(kept, _)| kept != id);
             }
             inner.order.push_back((id.to_string(), size));
@@ -62,8 +74,8 @@ impl StoredItems {
         }
     }
 
-    /// The stored item `id`.
-    pub fn get(&self, id: &str) -> Option<Value> {
+    /// The stored item `id`, shared, and its size as JSON.
+    pub fn get(&self, id: &str) -> Option<(Arc<Value>, usize)> {
         self.lock().items.get(id).cloned()
     }
 
@@ -80,6 +92,7 @@ impl StoredItems {
         };
         let mut resolved = Vec::with_capacity(items.len());
         let mut changed = false;
+        let mut brought = 0usize;
         for item in items {
             let kind = item.get("type").and_then(Value::as_str);
             let id = item.get("id").and_then(Value::as_str);
@@ -88,8 +101,12 @@ impl StoredItems {
                 kind == Some("reasoning") && item.get("encrypted_content").is_none();
             match id {
                 Some(id) if by_reference || reasoning_by_id => match self.get(id) {
-                    Some(stored) => {
-                        resolved.push(stored);
+                    Some((stored, size)) => {
+                        brought = brought.saturating_add(size);
+                        if brought > RESOLVED_BYTES_MAX {
+                            return Err(too_much(brought));
+                        }
+                        resolved.push(Value::clone(&stored));
                         changed = true;
                     }
                     None if reasoning_by_id => resolved.push(item.clone()),
@@ -111,6 +128,17 @@ impl StoredItems {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The answer to references that bring in more than [`RESOLVED_BYTES_MAX`]: the API's overflow.
+fn too_much(brought: usize) -> Invalid {
+    Invalid {
+        reason: format!(
+            "the references bring in over {brought} bytes of stored items, more than {RESOLVED_BYTES_MAX} (RESOLVED_BYTES_MAX), past any window"
+        ),
+        rule: Some("references"),
+        body: super::responses::overflow_body(),
     }
 }
 
@@ -155,6 +183,54 @@ mod tests {
     }
 
     #[test]
+    fn references_bring_in_a_bounded_number_of_bytes() {
+        let stored = StoredItems::default();
+        let text = "x".repeat(2_900);
+        let message = json!({"type": "message", "id": "msg_0001", "role": "assistant", "content": [{"type": "output_text", "text": text}]});
+        stored.insert_all(std::slice::from_ref(&message));
+        let (shared, size) = stored.get("msg_0001").expect("stored");
+        assert_eq!(size, message.to_string().len());
+        assert!(Arc::ptr_eq(
+            &shared,
+            &stored.get("msg_0001").expect("stored").0
+        ));
+        let reference = json!({"type": "item_reference", "id": "msg_0001"});
+        let body = |count: usize| json!({"model": "m", "input": vec![reference.clone(); count]});
+        // As many references as the bound holds resolve, each the item's bytes.
+        let fits = RESOLVED_BYTES_MAX / size;
+        let resolved = stored
+            .resolve(&body(fits))
+            .expect("resolved")
+            .expect("changed");
+        let input = resolved["input"].as_array().expect("input");
+        assert_eq!(input.len(), fits);
+        assert!(
+            input
+                .iter()
+                .map(|item| item.to_string().len())
+                .sum::<usize>()
+                <= RESOLVED_BYTES_MAX
+        );
+        drop(resolved);
+        // 300,000 references in a 13 MB body would be 870 MB of copies: refused as an overflow.
+        let many = body(300_000);
+        assert!(many.to_string().len() < 14_000_000);
+        let Err(refusal) = stored.resolve(&many) else {
+            panic!("300,000 references were resolved into copies");
+        };
+        assert!(
+            refusal.body.contains("context_length_exceeded"),
+            "{}",
+            refusal.body
+        );
+        assert!(
+            refusal.reason.contains("RESOLVED_BYTES_MAX"),
+            "{}",
+            refusal.reason
+        );
+    }
+
+    #[test]
     fn the_store_is_bounded_and_forgets_the_oldest_first() {
         let stored = StoredItems::default();
         for number in 0..(STORED_ITEMS_MAX + 5) {
@@ -174,7 +250,7 @@ mod tests {
             inner
                 .items
                 .values()
-                .map(|v| v.to_string().len())
+                .map(|(v, _)| v.to_string().len())
                 .sum::<usize>()
         );
     }

@@ -131,7 +131,7 @@ fn reply_with_call() -> ModelReply {
 fn anthropic_stream_reassembles_to_the_whole_message() {
     let reply = reply_with_call();
     let whole = anthropic::message(&reply, "wire", 7);
-    let events = anthropic::stream_events(&reply, "wire", 7);
+    let events: Vec<String> = anthropic::stream_events(&reply, "wire", 7).collect();
     let mut text = String::new();
     let mut input = String::new();
     let mut names = Vec::new();
@@ -183,8 +183,8 @@ fn openai_usage_can_be_left_out_whole_and_streamed() {
             .get("usage")
             .is_none()
     );
-    let with = openai::stream_events(&reply, "wire", 1, true);
-    let without = openai::stream_events(&reply, "wire", 1, false);
+    let with: Vec<String> = openai::stream_events(&reply, "wire", 1, true).collect();
+    let without: Vec<String> = openai::stream_events(&reply, "wire", 1, false).collect();
     assert_eq!(with.len(), without.len() + 1);
     assert!(with.iter().any(|e| e.contains("\"usage\"")));
     assert!(!without.iter().any(|e| e.contains("\"usage\"")));
