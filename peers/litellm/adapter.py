@@ -101,6 +101,9 @@ class Scenario:
                     "max_tokens": self.window,
                     "litellm_provider": self.model.split("/")[0],
                     "mode": "chat",
+                    # LiteLLM passes `thinking` only to a model its map says can reason; said
+                    # either way, so nothing of an earlier scenario's registration lingers.
+                    "supports_reasoning": self.thinking is not None,
                 }
             }
         )
