@@ -10,9 +10,15 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { APICallError, RetryError, ToolLoopAgent, jsonSchema, stepCountIs, tool } from 'ai';
+import * as ai from 'ai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { createOpenAI } from '@ai-sdk/openai';
+
+const { APICallError, RetryError, jsonSchema, stepCountIs, tool } = ai;
+// Older versions, for the bug zoo (bugs/): `ai` 5 has the same agent as `Experimental_Agent`, which
+// takes the system prompt as `system`; 6.0 named it `ToolLoopAgent` and the option `instructions`.
+const ToolLoopAgent = ai.ToolLoopAgent ?? ai.Experimental_Agent;
+const SYSTEM_OPTION = ai.ToolLoopAgent ? 'instructions' : 'system';
 
 // Standard output carries protocol lines only: anything a library logs goes to standard error.
 const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
@@ -135,7 +141,7 @@ function buildAgent(setup) {
   const maxOutputTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS);
   const agent = new ToolLoopAgent({
     model: model(api),
-    instructions: setup.system || undefined,
+    [SYSTEM_OPTION]: setup.system || undefined,
     tools: tools(setup.tools ?? []),
     maxOutputTokens,
     stopWhen: stepCountIs(20),

@@ -10,10 +10,16 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ChatAnthropic } from '@langchain/anthropic';
-import { ContextOverflowError } from '@langchain/core/errors';
 import { MemorySaver } from '@langchain/langgraph';
 import { ChatOpenAI } from '@langchain/openai';
 import { createAgent, summarizationMiddleware, tool } from 'langchain';
+
+// Older versions, for the bug zoo (bugs/): @langchain/core exports `./errors` (ContextOverflowError)
+// only from 1.1.x on; before it there is no such error to read, and classify() goes without it.
+const { ContextOverflowError } = await import('@langchain/core/errors').catch((error) => {
+  if (error.code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw error;
+  return { ContextOverflowError: null };
+});
 
 // Standard output carries protocol lines only: anything a library logs goes to standard error.
 const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
@@ -169,7 +175,7 @@ function classify(error) {
     if (kind) return kind;
   }
   for (const e of errors) {
-    if (ContextOverflowError.isInstance(e)) return e.cause ? 'context_overflow' : 'budget_refused';
+    if (ContextOverflowError?.isInstance(e)) return e.cause ? 'context_overflow' : 'budget_refused';
     if (e.name === 'TimeoutError' || e.name === 'APIConnectionTimeoutError') return 'timeout';
     if (e instanceof SyntaxError) return 'malformed_reply';
   }
