@@ -1,5 +1,5 @@
 //! `ctxbed bugs`: real, fixed context-management bugs of harnesses, replayed. Each bug file
-//! ([`file`], docs/bug-format.md) names a harness, the versions before and after the fix, and the
+//! ([`file`](mod@file), docs/bug-format.md) names a harness, the versions before and after the fix, and the
 //! wire scenarios that tell them apart; [`run`] runs them at both versions and classifies the
 //! bug; [`report`] writes what was found, `docs/bugs.md` included.
 

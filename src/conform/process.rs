@@ -4,7 +4,7 @@
 //! Each adapter starts as the leader of a process group of its own (and, on Linux, is killed when
 //! the thread that started it ends), so whatever it starts — shells, interpreters, servers left in
 //! the background — goes with it: [`Group::kill`] signals the whole group at once, and every
-//! descendant that left the group for a session of its own ([`super::reaper`]). Its standard
+//! descendant that left the group for a session of its own (`conform::reaper`). Its standard
 //! error is piped and copied to the log up to [`STDERR_LOG_BYTES_MAX`]; past that it is still read
 //! (the adapter never blocks on a full pipe) but discarded, and the log ends with one line saying
 //! how many bytes were dropped. An adapter that serves several scenarios has its log switched

@@ -5,7 +5,7 @@
 //! OpenAI Chat Completions at `/v1/chat/completions`, OpenAI Responses at `/v1/responses`,
 //! Anthropic Messages at `/v1/messages` (and its `/v1/messages/count_tokens`), whole or streamed,
 //! and the model list at `GET /v1/models` (the exact paths for OpenAI and Anthropic, by their
-//! ending for other servers: [`routes`]). Each host counts requests exactly, answers over-window requests with its provider's real overflow, plays its script's turns, latencies
+//! ending for other servers: `serve::routes`). Each host counts requests exactly, answers over-window requests with its provider's real overflow, plays its script's turns, latencies
 //! (in real time, scaled) and faults, and keeps every exchange; a [`Recorder`] writes them as
 //! canonical JSON lines as they happen. The same server runs inside `ctxbed conform`, which reads
 //! the exchanges back to check what a harness sent.
