@@ -145,7 +145,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 34);
+        assert_eq!(mock_names().len(), 35);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }
