@@ -387,6 +387,8 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("cut-stream", "planted-orphan-call", "pairing"),
     ("empty-text-tool-call", "planted-blank-text", "refused"),
     ("first-input-too-large", "planted-no-context", "window"),
+    ("gateway-overflow", "planted-no-context", "expect"),
+    ("gateway-overflow", "planted-retry-same", "overflow_retry"),
     ("huge-tool-arguments", "planted-no-context", "window"),
     ("huge-tool-result", "planted-no-context", "window"),
     ("images", "planted-images-free", "window"),
