@@ -11,6 +11,10 @@ use ctxbed::scenario::format::mock_file::parse_mock;
 
 const DOC: &str = "docs/scenario-format.md";
 
+#[allow(dead_code)]
+#[path = "../src/cli/doc_lines.rs"]
+mod doc_lines;
+
 /// A fenced block of the document: its language, first line (1-based) and text.
 struct Block {
     language: String,
@@ -18,30 +22,17 @@ struct Block {
     text: String,
 }
 
+/// The document's blocks, as every page's are read (`doc_lines`), each numbered from its first
+/// line of text rather than its fence.
 fn blocks() -> Vec<Block> {
-    let doc = std::fs::read_to_string(DOC).expect("the format reference is readable");
-    let mut found = Vec::new();
-    let mut open: Option<Block> = None;
-    for (index, line) in doc.lines().enumerate() {
-        match (open.take(), line.strip_prefix("```")) {
-            (None, Some(language)) => {
-                open = Some(Block {
-                    language: language.trim().to_string(),
-                    line: index + 2,
-                    text: String::new(),
-                });
-            }
-            (Some(block), Some(_)) => found.push(block),
-            (Some(mut block), None) => {
-                block.text.push_str(line);
-                block.text.push('\n');
-                open = Some(block);
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(open.is_none(), "{DOC} has an unclosed code block");
-    found
+    doc_lines::blocks_of(DOC)
+        .into_iter()
+        .map(|block| Block {
+            language: block.language,
+            line: block.line + 1,
+            text: block.text + "\n",
+        })
+        .collect()
 }
 
 fn is_scenario(text: &str) -> bool {

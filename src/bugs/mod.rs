@@ -7,7 +7,7 @@ pub mod file;
 pub mod report;
 pub mod run;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -97,12 +97,4 @@ pub fn run_all(
         .into_iter()
         .flatten()
         .collect()
-}
-
-/// The bug directory's relative display, for pages: `path` relative to `base` when inside it.
-pub fn shown(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }
