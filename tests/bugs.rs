@@ -22,6 +22,7 @@ fn executable(path: &Path, text: &str) {
 
 /// A peers directory whose `env` makes a directory per version holding the defect to plant:
 /// `mutant==1.0` plants `no_results`, `mutant==1.1` nothing, `mutant==0.9` `no_results` too.
+/// Like a real builder, it leaves a built environment alone: adapters may be running in it.
 fn peers(root: &Path) {
     executable(
         &root.join("peers/env"),
@@ -31,7 +32,10 @@ harness="$1" locks="$2"; shift 2
 version="${1##*==}"
 dir="$(dirname "$0")/../envs/$harness-$version"
 mkdir -p "$dir" "$locks"
-case "$version" in 1.0|0.9) echo no_results > "$dir/plant" ;; *) : > "$dir/plant" ;; esac
+if [ ! -f "$dir/plant" ]; then
+  case "$version" in 1.0|0.9) echo no_results > "$dir/plant.new" ;; *) : > "$dir/plant.new" ;; esac
+  mv "$dir/plant.new" "$dir/plant"
+fi
 echo "$(cd "$dir" && pwd)"
 "#,
     );

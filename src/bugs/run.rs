@@ -5,8 +5,10 @@
 //! **Invariant:** a bug is *detected* only when some scenario fails the expected rule before
 //! and every scenario passes after; anything else says why it is not.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::file::{Bug, ScenarioRef};
@@ -282,9 +284,27 @@ fn missing_builtin(name: &str) -> ScenarioVerdict {
     }
 }
 
+/// One lock per environment (harness and versions): two jobs that need the same environment
+/// never run its builder at once, whatever the builder does about it (one job could otherwise
+/// remove or rewrite an environment another is building or already running in).
+static BUILDING: Mutex<BTreeMap<String, Arc<Mutex<()>>>> = Mutex::new(BTreeMap::new());
+
+fn building_lock(harness: &str, versions: &[(String, String)]) -> Arc<Mutex<()>> {
+    let mut pins: Vec<String> = versions
+        .iter()
+        .map(|(package, version)| format!("{package}=={version}"))
+        .collect();
+    pins.sort();
+    let key = format!("{harness} {}", pins.join(" "));
+    let mut locks = BUILDING.lock().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(locks.entry(key).or_default())
+}
+
 /// Builds (or finds) the harness's environment at `versions` with `<peers>/env`, returning its
-/// directory (the script's last line of output).
+/// directory (the script's last line of output). Builds of one environment are serialised.
 fn environment(bug: &Bug, versions: &[(String, String)], peers: &Path) -> Result<PathBuf, String> {
+    let lock = building_lock(&bug.harness, versions);
+    let _building = lock.lock().unwrap_or_else(PoisonError::into_inner);
     let script = peers.join("env");
     if !script.is_file() {
         return Err(format!(
