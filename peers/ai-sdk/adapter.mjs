@@ -69,12 +69,29 @@ function tools(specs) {
 
 /** The loop-control docs' recipe for long conversations: once a step's prompt holds more than
  *  twenty messages, keep the first and the last ten. */
-async function prepareStep({ messages }) {
+async function recipe({ messages }) {
   if (messages.length > 20) {
     return { messages: [messages[0], ...messages.slice(-10)] };
   }
   return {};
 }
+
+/** The row's configuration, or another one a bug of the zoo needs (`CTXBED_PEER_VARIANT`, see
+ *  the README): never chosen by a scenario. */
+const VARIANTS = {
+  '': recipe,
+  // The SDK's own trimmer as its reference shows it in prepareStep: tool calls and results
+  // before the last message removed.
+  'prune-before-last-message': async ({ messages }) => ({
+    messages: ai.pruneMessages({ messages, toolCalls: 'before-last-message' }),
+  }),
+};
+const variant = env.CTXBED_PEER_VARIANT ?? '';
+if (!(variant in VARIANTS)) {
+  process.stderr.write(`ai-sdk adapter: no variant '${variant}' (known: ${Object.keys(VARIANTS).filter(Boolean).join(', ')})\n`);
+  process.exit(2);
+}
+const prepareStep = VARIANTS[variant];
 
 /** Anthropic's extended thinking, as the AI SDK's Anthropic docs give it. The provider adds
  *  `budgetTokens` to `maxOutputTokens` for `max_tokens`, so the reply asks for what is left. */

@@ -61,6 +61,10 @@ struct RawBug {
     #[schemars(with = "Option<String>")]
     false_alarm: Option<Spanned<String>>,
     needs: Option<String>,
+    /// A configuration of the adapter other than the row's own, as its README lists them, given
+    /// to it as `CTXBED_PEER_VARIANT`.
+    #[schemars(with = "Option<String>")]
+    variant: Option<Spanned<String>>,
 }
 
 /// A wire scenario a bug runs: built in, or a file beside the bug file.
@@ -95,11 +99,21 @@ pub struct Bug {
     pub note: String,
     pub false_alarm: Option<String>,
     pub needs: Option<String>,
+    /// The adapter configuration the bug needs (`CTXBED_PEER_VARIANT`), when not the row's own.
+    pub variant: Option<String>,
     /// The directory of the bug file (scenario paths and `locks/` are relative to it).
     pub dir: PathBuf,
 }
 
 impl Bug {
+    /// The harness as reports show it: with its variant, when the bug needs one.
+    pub fn row(&self) -> String {
+        match &self.variant {
+            Some(variant) => format!("{} ({variant})", self.harness),
+            None => self.harness.clone(),
+        }
+    }
+
     /// `package version, …` of one side, for reports.
     pub fn versions(side: &[(String, String)]) -> String {
         side.iter()
@@ -158,6 +172,9 @@ pub fn parse(
     };
     checker.id(&raw.id, stem);
     checker.name(&raw.harness, "harness");
+    if let Some(variant) = &raw.variant {
+        checker.variant(variant);
+    }
     checker.references(&raw.references, raw.false_alarm.as_ref());
     let scenarios = checker.scenarios(&raw.scenarios, dir);
     checker.rule(&raw.rule);
@@ -192,6 +209,7 @@ pub fn parse(
         note: raw.note,
         false_alarm: raw.false_alarm.map(Spanned::into_inner),
         needs: raw.needs,
+        variant: raw.variant.map(Spanned::into_inner),
         dir: dir.to_path_buf(),
     })
 }
@@ -272,6 +290,17 @@ impl Checker<'_> {
                 field,
                 format!("`{}` is not an adapter name", name.get_ref()),
                 "the name of a directory under peers/, as `langchain`",
+            );
+        }
+    }
+
+    fn variant(&mut self, variant: &Spanned<String>) {
+        if !is_name(variant.get_ref()) {
+            self.problem(
+                variant.span(),
+                "variant",
+                format!("`{}` is not a variant name", variant.get_ref()),
+                "a configuration the adapter's README lists, as `sliding-window`",
             );
         }
     }

@@ -243,8 +243,13 @@ fn run_side(bug: &Bug, side: Side, options: &BugOptions) -> SideRun {
     };
     let label = format!("{}@{}", bug.harness, side.name());
     let run = options.peers_dir.join(&bug.harness).join("run");
+    let variant = bug
+        .variant
+        .as_deref()
+        .map(|variant| format!("CTXBED_PEER_VARIANT={} ", shell_quote(variant)))
+        .unwrap_or_default();
     let line = format!(
-        "CTXBED_PEER_ENV={} exec {}",
+        "{variant}CTXBED_PEER_ENV={} exec {}",
         shell_quote(&env.to_string_lossy()),
         shell_quote(&run.to_string_lossy())
     );
@@ -363,6 +368,7 @@ mod tests {
             note: String::new(),
             false_alarm: false_alarm.map(str::to_string),
             needs: None,
+            variant: None,
             dir: PathBuf::new(),
         }
     }
