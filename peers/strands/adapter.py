@@ -90,14 +90,34 @@ def supported(model_class, config_name, settings):
     return {k: v for k, v in settings.items() if k in keys}
 
 
+# Configurations other than the row's own, for the bug zoo (CTXBED_PEER_VARIANT, see the README);
+# never chosen by a scenario.
+VARIANTS = ("", "litellm")
+VARIANT = os.environ.get("CTXBED_PEER_VARIANT", "")
+
+
+def litellm_model(model, api_key, max_output):
+    """The `litellm` variant: Strands' `LiteLLMModel` on LiteLLM's OpenAI route, pointed at the mock
+    by `api_base` (Strands passes `client_args` to LiteLLM's completion call)."""
+    from strands.models.litellm import LiteLLMModel
+
+    return LiteLLMModel(
+        client_args={"api_base": os.environ["CTXBED_OPENAI_BASE_URL"], "api_key": api_key},
+        model_id=f"openai/{model}",
+        params={"max_tokens": max_output},
+    )
+
+
 def make_model():
     """A new model for CTXBED_API, from the environment as it is now, or None when Strands has no
-    provider for it."""
+    provider for it (or the variant speaks only OpenAI's Chat Completions)."""
     api = os.environ.get("CTXBED_API", "openai")
     model = os.environ.get("CTXBED_MODEL", "wire-8k")
     api_key = os.environ.get("CTXBED_API_KEY", "ctxbed-test")
     window = int(os.environ.get("CTXBED_WINDOW", "8000"))
     max_output = int(os.environ.get("CTXBED_MAX_OUTPUT_TOKENS", "1024"))
+    if VARIANT == "litellm":
+        return litellm_model(model, api_key, max_output) if api == "openai" else None
     if api == "openai":
         from strands.models.openai import OpenAIModel
 
@@ -282,8 +302,13 @@ async def main():
         msg = json.loads(line)
         if msg["type"] == "setup":
             api = os.environ.get("CTXBED_API", "openai")
-            if api not in APIS:
-                unsupported = f"CTXBED_API={api}: Strands' providers here speak openai, responses and anthropic"
+            if api not in APIS or make_model() is None:
+                if api not in APIS:
+                    unsupported = f"CTXBED_API={api}: Strands' providers here speak openai, responses and anthropic"
+                elif VARIANT == "litellm":
+                    unsupported = f"CTXBED_API={api}: the litellm variant speaks openai only"
+                else:
+                    unsupported = f"CTXBED_API={api}: this release of Strands has no provider for it"
                 emit({"type": "unsupported", "reason": unsupported, "reset": True})
                 continue
             setup = msg
@@ -312,5 +337,7 @@ async def main():
 
 
 if __name__ == "__main__":
+    if VARIANT not in VARIANTS:
+        sys.exit(f"strands adapter: no variant {VARIANT!r} (known: {', '.join(v for v in VARIANTS if v)})")
     asyncio.run(main())
     sys.exit(0)
