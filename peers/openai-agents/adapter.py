@@ -182,13 +182,28 @@ def classify(exc) -> str:
 # ---- sessions ------------------------------------------------------------------------------------
 
 
+# Configurations other than the row's own, for the bug zoo (CTXBED_PEER_VARIANT, see the README);
+# never chosen by a scenario.
+VARIANTS = ("", "session-limit")
+VARIANT = os.environ.get("CTXBED_PEER_VARIANT", "")
+# The `session-limit` variant's `SessionSettings(limit=…)`: the last 10 items of a session, a
+# round number (the SDK's docs give no default); the row keeps whole sessions.
+SESSION_LIMIT = 10
+
+
 def open_session(session_id, state_dir):
     """The session's store: the SDK's `SQLiteSession`, in memory, or, with a state directory, in
-    its file there (one file for every session, keyed by the protocol's session name)."""
+    its file there (one file for every session, keyed by the protocol's session name); with the
+    `session-limit` variant, reading only its last SESSION_LIMIT items."""
+    extra = {}
+    if VARIANT == "session-limit":
+        from agents.memory import SessionSettings
+
+        extra["session_settings"] = SessionSettings(limit=SESSION_LIMIT)
     if state_dir is None:
-        return SQLiteSession(session_id)  # in memory
+        return SQLiteSession(session_id, **extra)  # in memory
     os.makedirs(state_dir, exist_ok=True)
-    return SQLiteSession(session_id, os.path.join(state_dir, "agents-sessions.sqlite"))
+    return SQLiteSession(session_id, os.path.join(state_dir, "agents-sessions.sqlite"), **extra)
 
 
 # ---- protocol loop -------------------------------------------------------------------------------
@@ -276,5 +291,7 @@ async def main():
 
 
 if __name__ == "__main__":
+    if VARIANT not in VARIANTS:
+        sys.exit(f"openai-agents adapter: no variant {VARIANT!r} (known: {', '.join(v for v in VARIANTS if v)})")
     asyncio.run(main())
     sys.exit(0)
