@@ -205,3 +205,92 @@ fn every_mistake_of_a_bug_file_is_reported_at_its_place() {
         );
     }
 }
+
+/// The fake adapter of `variant_runs_the_configuration_the_bug_names`: the planted defect only
+/// in its `trim` variant, and any other variant refused before `ready`.
+fn variant_peers(root: &Path) {
+    peers(root);
+    executable(
+        &root.join("peers/mutant/run"),
+        r#"#!/usr/bin/env bash
+case "${CTXBED_PEER_VARIANT:-}" in
+  "") ;;
+  trim) export CTXBED_PEER_PLANT="$(cat "$CTXBED_PEER_ENV/plant")" ;;
+  *) echo "mutant adapter: no variant '$CTXBED_PEER_VARIANT' (known: trim)" >&2; exit 2 ;;
+esac
+exec "$CTXBED_BIN" peer
+"#,
+    );
+}
+
+#[test]
+fn variant_runs_the_configuration_the_bug_names() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    variant_peers(root);
+    let zoo = root.join("zoo");
+    let with = |variant: &str| format!("variant = \"{variant}\"\n");
+    write(
+        &zoo.join("on-variant.toml"),
+        &bug("on-variant", "progress", "1.0", "1.1", &with("trim")),
+    );
+    write(
+        &zoo.join("on-row.toml"),
+        &bug("on-row", "progress", "1.0", "1.1", ""),
+    );
+    write(
+        &zoo.join("unknown-variant.toml"),
+        &bug(
+            "unknown-variant",
+            "progress",
+            "1.0",
+            "1.1",
+            &with("sliding"),
+        ),
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_ctxbed"))
+        .args(["bugs", "zoo", "--format", "json", "--page", "bugs.md"])
+        .current_dir(root)
+        .output()
+        .expect("ctxbed runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let classified = |id: &str| -> serde_json::Value {
+        stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .find(|value| value["id"] == id)
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        classified("on-variant")["classification"],
+        "detected",
+        "{stdout}"
+    );
+    assert_eq!(classified("on-variant")["variant"], "trim", "{stdout}");
+    assert_eq!(classified("on-row")["classification"], "missed", "{stdout}");
+    let unknown = classified("unknown-variant");
+    assert_eq!(
+        unknown["classification"], "not reproducible",
+        "an adapter refusing the variant runs neither side:\n{stdout}"
+    );
+    assert!(
+        unknown["why"]
+            .as_str()
+            .is_some_and(|why| why.contains("exited before answering")),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(root.join("bugs.md")).expect("the page");
+    assert!(page.contains("| mutant (trim) |"), "{page}");
+}
+
+#[test]
+fn a_variant_is_a_name() {
+    let text = "id = \"x\"\nharness = \"mutant\"\ntitle = \"t\"\nreferences = [\"a/b#1\"]\nscenarios = [\"basic-tool-round\"]\nrule = \"pairing\"\nbefore = { mutant = \"1.0\" }\nafter = { mutant = \"1.1\" }\nvariant = \"Sliding Window\"\n";
+    let problems = ctxbed::bugs::file::parse("x.toml", text, Some("x"), Path::new("."))
+        .expect_err("a bad variant")
+        .to_string();
+    assert!(
+        problems.contains("x.toml:9:11") && problems.contains("is not a variant name"),
+        "{problems}"
+    );
+}
