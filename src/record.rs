@@ -88,6 +88,7 @@ pub fn record(
         },
         vocabulary: scenario.mock.vocabulary,
         strict: scenario.mock.strict,
+        deepseek_thinking: scenario.mock.deepseek_thinking,
         summaries: SummaryMode::Scripted,
         memory_flushes: SummaryMode::Scripted,
         turns: recorder.turns(),

@@ -34,6 +34,7 @@ pub const SUITE: &[Builtin] = &[
     builtin!("advertised-window", "wire-advertised"),
     builtin!("basic-tool-round", "wire-basic"),
     builtin!("cache-prefix", "wire-cache-prefix"),
+    builtin!("chat-reasoning", "wire-deepseek-reasoning"),
     builtin!("completion-budget", "wire-completion-budget"),
     builtin!("count-tokens", "wire-count-tokens"),
     builtin!("cut-stream", "wire-cut-stream"),
@@ -145,7 +146,7 @@ mod tests {
         assert!(scenario("overflow-openai.toml").is_some());
         assert!(scenario("no-such").is_none());
         assert!(mock("wire-window-8k-english").is_some_and(|text| text.contains("window")));
-        assert_eq!(mock_names().len(), 35);
+        assert_eq!(mock_names().len(), 36);
         assert!(description(&SUITE[0]).len() > 10);
     }
 }

@@ -51,6 +51,7 @@ pub(super) fn mock_script(draw: &mut Draw, seed: u64, tool_names: &[String]) -> 
         imitates: *draw.pick(&Provider::ALL),
         vocabulary: *draw.pick(&[Vocabulary::O200k, Vocabulary::Cl100k]),
         strict: draw.percent(90),
+        deepseek_thinking: false,
         summaries: if draw.percent(85) {
             SummaryMode::Auto
         } else {
@@ -112,6 +113,7 @@ pub(super) fn summary_script(draw: &mut Draw, seed: u64) -> MockScript {
         imitates: *draw.pick(&Provider::ALL),
         vocabulary: Vocabulary::O200k,
         strict: true,
+        deepseek_thinking: false,
         summaries: if scripted {
             SummaryMode::Scripted
         } else {

@@ -3,8 +3,9 @@
 //! [`request_body`] serialises a [`ModelRequest`] exactly: system, user and assistant
 //! messages in order, assistant tool calls with their arguments as a JSON string, one `tool`
 //! message per tool result with its `tool_call_id`, tool schemas as `tools` of type
-//! `function`, and the output bound as `max_tokens` or `max_completion_tokens`. Thinking parts
-//! are not sent (the format has no field for them); media placeholders are sent as a short
+//! `function`, and the output bound as `max_tokens` or `max_completion_tokens`. An assistant
+//! message's thinking goes back in `reasoning_content`, the field it came in (OpenAI never sends
+//! one; DeepSeek's thinking mode requires it back on a tool-call turn); media placeholders are sent as a short
 //! text marker, since the harness holds their size, not their bytes. A tool result's error
 //! flag has no field in this format; the result's text carries the explanation.
 //!
@@ -138,7 +139,25 @@ fn assistant_message(message: &Message) -> Value {
     if !calls.is_empty() {
         wire.insert("tool_calls".into(), calls.into());
     }
+    let thinking = thinking_text(&message.parts);
+    if !thinking.is_empty() {
+        wire.insert("reasoning_content".into(), thinking.into());
+    }
     Value::Object(wire)
+}
+
+/// The message's thinking, handed back as it came: in this format only a reply's
+/// `reasoning_content` (or `reasoning`) becomes thinking, so only a provider that sends it (in
+/// DeepSeek's thinking mode, which refuses a tool-call turn without it) gets it back.
+fn thinking_text(parts: &[ContentPart]) -> String {
+    let texts: Vec<&str> = parts
+        .iter()
+        .filter_map(|part| match part {
+            ContentPart::Thinking { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.concat()
 }
 
 /// A user or system message's `content`: its text (as [`parts_text`]) when it has no image,

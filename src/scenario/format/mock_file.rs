@@ -7,6 +7,7 @@
 //! imitates = "openai"      # whose error wording: openai, anthropic, gemini, dashscope, vllm, llamacpp
 //! tokenizer = "o200k"      # exact counting of each received request: o200k or cl100k
 //! strict = true            # reject unpaired tool exchanges and input over the window
+//! deepseek_thinking = false # DeepSeek's thinking mode: a tool-call turn needs its reasoning_content back
 //! summaries = "auto"       # summary requests: "auto" (deterministic summariser) or "scripted"
 //! memory_flushes = "auto"  # memory flush requests: "auto" (deterministic extractor) or "scripted"
 //!
@@ -54,6 +55,10 @@ pub(super) struct RawMock {
     #[schemars(with = "Option<super::choice::ChoiceOf<Vocabulary>>")]
     pub(super) tokenizer: Option<Spanned<String>>,
     pub(super) strict: Option<bool>,
+    /// DeepSeek's thinking mode on Chat Completions: a tool-call assistant message of the
+    /// current turn sent back without `reasoning_content` is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) deepseek_thinking: bool,
     #[schemars(with = "Option<super::choice::ChoiceOf<SummaryMode>>")]
     pub(super) summaries: Option<Spanned<String>>,
     #[schemars(with = "Option<super::choice::ChoiceOf<SummaryMode>>")]
@@ -229,6 +234,7 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         imitates,
         vocabulary,
         strict: raw.strict.unwrap_or(true),
+        deepseek_thinking: raw.deepseek_thinking,
         summaries,
         memory_flushes,
         turns,

@@ -11,8 +11,8 @@ use serde_json::Value;
 use ctxbed_harness::model::provider::Provider;
 
 use super::{
-    Api, Exchange, HostBody, Outcome, ProviderHost, anthropic, counting, full, reasoning, reset,
-    validate,
+    Api, Exchange, HostBody, Outcome, ProviderHost, anthropic, counting, deepseek, full, reasoning,
+    reset, validate,
 };
 
 /// Bodies from this size on are read and counted off the worker threads: about a millisecond of
@@ -52,6 +52,9 @@ impl ProviderHost {
         };
         let check = |json: &Value| {
             validate::check_with(api, json, roles)?;
+            if api == Api::OpenAi && self.model.script().deepseek_thinking {
+                deepseek::check(json)?;
+            }
             if api == Api::Responses {
                 let items = self.stored.resolve(json)?;
                 reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;

@@ -17,6 +17,7 @@ pub mod anthropic;
 mod body;
 pub mod cache;
 pub mod counting;
+pub mod deepseek;
 mod errors;
 mod exchange;
 mod heavy;

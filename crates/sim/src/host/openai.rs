@@ -47,8 +47,9 @@ pub fn parse_request(json: &Value) -> ModelRequest {
     }
 }
 
-/// An assistant message: its text (if any), then its `tool_calls`, each call's name kept in
-/// `names` for the tool message that answers it.
+/// An assistant message: its reasoning handed back (`reasoning_content`, DeepSeek's field, as
+/// thinking), its text (if any), then its `tool_calls`, each call's name kept in `names` for the
+/// tool message that answers it.
 fn assistant_message(
     id: String,
     text: String,
@@ -56,6 +57,10 @@ fn assistant_message(
     names: &mut std::collections::BTreeMap<String, String>,
 ) -> Message {
     let mut parts = Vec::new();
+    let reasoning = message.get("reasoning_content").and_then(Value::as_str);
+    if let Some(reasoning) = reasoning.filter(|text| !text.is_empty()) {
+        parts.push(ContentPart::thinking(reasoning));
+    }
     if !text.is_empty() {
         parts.push(ContentPart::text(text));
     }

@@ -144,6 +144,10 @@ pub struct MockScript {
     pub vocabulary: Vocabulary,
     /// Check pairing and window like a strict provider.
     pub strict: bool,
+    /// Imitate DeepSeek's thinking mode on Chat Completions: a tool-call assistant message of
+    /// the current turn handed back without its `reasoning_content` is refused, in DeepSeek's
+    /// words (replies carry the scripted thinking in `reasoning_content` in any case).
+    pub deepseek_thinking: bool,
     pub summaries: SummaryMode,
     /// How memory flush requests are answered: `Auto` by the deterministic extractor
     /// ([`extract_facts`](super::extract_facts)), without consuming a turn.
@@ -161,6 +165,7 @@ impl MockScript {
             imitates: Provider::OpenAi,
             vocabulary: Vocabulary::O200k,
             strict: true,
+            deepseek_thinking: false,
             summaries: SummaryMode::Auto,
             memory_flushes: SummaryMode::Auto,
             turns,

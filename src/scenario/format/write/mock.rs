@@ -39,6 +39,7 @@ pub fn mock_toml(script: &MockScript) -> Result<String, WriteError> {
         imitates: Some(name(script.imitates.as_str())),
         tokenizer: Some(name(tokenizer)),
         strict: Some(script.strict),
+        deepseek_thinking: script.deepseek_thinking,
         summaries: Some(name(summaries)),
         memory_flushes,
         turns: each(&script.turns, turn)?,
