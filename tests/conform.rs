@@ -382,6 +382,8 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ("advertised-window", "planted-retry-same", "overflow_retry"),
     ("basic-tool-round", "planted-orphan-call", "pairing"),
     ("cache-prefix", "planted-no-context", "window"),
+    ("chat-reasoning", "planted-drop-thinking", "reasoning"),
+    ("chat-reasoning", "planted-no-context", "window"),
     ("completion-budget", "planted-no-context", "window"),
     ("count-tokens", "planted-count-storm", "count_tokens"),
     ("cut-stream", "planted-orphan-call", "pairing"),

@@ -25,6 +25,12 @@ const EXPECTED = {
   'overflow-openai': ['pairing step 10', 'expect step 9', 'expect step 10'],
   // The same when a gateway (a LiteLLM proxy) words the overflow its own way.
   'gateway-overflow': ['pairing step 10', 'expect step 9', 'expect step 10'],
+  // DeepSeek's thinking mode: the Chat provider reads each reply's `reasoning_content` but sends
+  // the tool-call message back without it, and every step's second request is refused.
+  'chat-reasoning': [
+    ...Array.from({ length: 12 }, (_, i) => `reasoning step ${i + 1}`),
+    'expect step 12',
+  ],
   // Both overflows (steps 9 and 10) are thrown to the caller; the recipe's cut never orphans a
   // result here, since each step's overflow comes before its tool call.
   'second-overflow': ['expect step 9', 'expect step 10'],

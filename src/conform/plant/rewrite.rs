@@ -89,14 +89,17 @@ pub fn strip_calls_and_results(json: &mut Value) {
     });
 }
 
-/// Thinking taken out: Messages `thinking` and `redacted_thinking` blocks and Responses
-/// `reasoning` items.
+/// Thinking taken out: Messages `thinking` and `redacted_thinking` blocks, Responses
+/// `reasoning` items and Chat Completions `reasoning_content`.
 pub fn strip_thinking(json: &mut Value) {
     let Some(turns) = turns(json) else { return };
     turns.retain(|item| kind(item) != "reasoning");
     for turn in turns.iter_mut() {
         if let Some(blocks) = turn.get_mut("content").and_then(Value::as_array_mut) {
             blocks.retain(|block| !matches!(kind(block), "thinking" | "redacted_thinking"));
+        }
+        if let Some(message) = turn.as_object_mut() {
+            message.remove("reasoning_content");
         }
     }
 }
