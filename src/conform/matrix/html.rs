@@ -7,7 +7,7 @@ use std::fmt::Write;
 use super::{Cell, Layout, Matrix, Row, cell_text, context_note, relative, short_name};
 
 /// The style every matrix page shares.
-pub(super) const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:100%}table{border-collapse:collapse;margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}thead th{background:#f8f9fa;font-weight:600}tr.group th{background:#e8eaed;font-size:15px}td.pass{background:#e6f4ea}td.fail{background:#fce8e6}td.na{background:#f1f3f4;color:#666}td.score{white-space:nowrap;font-weight:600}a{color:inherit}";
+pub(super) const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:2em;color:#222;max-width:100%}table{border-collapse:collapse;margin-bottom:1.5em}th,td{border:1px solid #ccc;padding:4px 6px;text-align:left;vertical-align:top}td{overflow-wrap:anywhere}thead th{background:#f8f9fa;font-weight:600}tr.group th{background:#e8eaed;font-size:15px}td.pass{background:#e6f4ea}td.fail{background:#fce8e6}td.na{background:#f1f3f4;color:#666}td.score{white-space:nowrap;font-weight:600}a{color:inherit}";
 
 /// Text made safe for HTML.
 pub fn escape(text: &str) -> String {
@@ -20,6 +20,11 @@ pub fn escape(text: &str) -> String {
 /// A scenario's name for a column heading: it may wrap after each hyphen.
 fn heading(name: &str) -> String {
     escape(name).replace('-', "-<wbr>")
+}
+
+/// A cell's rules: they may wrap after each underscore too.
+fn rules(text: &str) -> String {
+    escape(text).replace('_', "_<wbr>")
 }
 
 /// The start of a page titled `title`.
@@ -128,7 +133,7 @@ fn concern_table(out: &mut String, matrix: &Matrix<'_>, scenarios: &[&str], layo
                     out.push_str("<td></td>");
                     continue;
                 };
-                let (class, text) = (class(&report.cell), escape(&cell_text(report)));
+                let (class, text) = (class(&report.cell), rules(&cell_text(report)));
                 if class == "na" {
                     let _ = write!(out, "<td class=\"na\">{text}</td>");
                 } else {
