@@ -45,7 +45,7 @@ fn report(index: usize, scenario: &str, harness: &str, declared: &str) -> CellRe
         0 => Cell::NotApplicable {
             reason: "no Anthropic client".into(),
         },
-        _ if index % 3 == 0 => Cell::Fail {
+        _ if index.is_multiple_of(3) => Cell::Fail {
             rules: vec!["overflow_retry".into(), "expect".into()],
         },
         _ => Cell::Pass,

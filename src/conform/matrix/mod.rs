@@ -216,7 +216,7 @@ impl Row<'_> {
 
 /// The reports arranged: columns by concern, rows by kind then name.
 pub struct Matrix<'a> {
-    /// Each concern that has a scenario, with its scenarios in the order they ran.
+    /// Each concern that has a scenario, with its scenarios sorted by name.
     pub concerns: Vec<(Concern, Vec<&'a str>)>,
     pub rows: Vec<Row<'a>>,
     pub reports: &'a [CellReport],
@@ -262,6 +262,9 @@ impl<'a> Matrix<'a> {
             })
             .collect();
         rows.sort_by(|a, b| (a.kind, a.harness).cmp(&(b.kind, b.harness)));
+        for scenarios in concerns.values_mut() {
+            scenarios.sort_by_key(|scenario| short_name(scenario));
+        }
         Matrix {
             concerns: concerns.into_iter().collect(),
             rows,

@@ -23,7 +23,7 @@ fn report(scenario: &str, harness: &str, cell: Cell) -> CellReport {
         scenario: format!("wire/{scenario}"),
         harness: harness.into(),
         version: "1.0".into(),
-        context: if harness == "recipe" {
+        context: if harness == "alpha-ts" {
             "docs recipe".into()
         } else {
             "own".into()
@@ -160,6 +160,9 @@ fn rows_are_grouped_by_kind_and_columns_by_concern() {
             "my-own",
         ],
     );
+    assert!(overview.contains("| [alpha-ts](peers/alpha-ts.md) (docs recipe) | 1.0 |"));
+    let alpha_ts = page(&pages, "/suite/docs/peers/alpha-ts.md");
+    assert!(alpha_ts.contains("- context management: docs recipe (no token-aware"));
     // The overview keeps cells short: the rules, linked to the trace, no cause.
     assert!(overview.contains("[overflow_retry](../golden/wire/overflow-openai/ctxbed.snap)"));
     assert!(!overview.contains("it broke"));
