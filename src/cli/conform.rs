@@ -79,7 +79,8 @@ pub struct ConformArgs {
     /// Fail on every failing verdict, even one its golden pins as known.
     #[arg(long)]
     pub strict: bool,
-    /// Write the matrix here as Markdown, and as HTML beside it (`.html`).
+    /// Write the matrix here as Markdown, as HTML beside it (`.html`), and a page per harness
+    /// in the directory of its stem (`docs/peers.md`: `docs/peers/<harness>.md` and `.html`).
     #[arg(long)]
     pub matrix: Option<PathBuf>,
     /// `text`, or `json`: one object per run (verdict, broken rules, each violation with its
