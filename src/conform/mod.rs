@@ -559,3 +559,26 @@ fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ready_kind;
+    use serde_json::json;
+
+    #[test]
+    fn a_ready_line_may_say_its_harness_is_a_cli_and_nothing_else() {
+        let kind = |line| ready_kind(&line);
+        assert_eq!(kind(json!({"type": "ready"})), Ok(String::new()));
+        assert_eq!(
+            kind(json!({"type": "ready", "kind": "cli"})),
+            Ok("cli".into())
+        );
+        assert_eq!(
+            kind(json!({"type": "ready", "kind": "library"})),
+            Ok("library".into())
+        );
+        let wrong = kind(json!({"type": "ready", "kind": "gui"})).expect_err("refused");
+        assert!(wrong.contains("`kind` is one of library, cli"), "{wrong}");
+        assert!(kind(json!({"type": "ready", "kind": 3})).is_err());
+    }
+}
