@@ -229,8 +229,8 @@ impl<'a> Matrix<'a> {
         let mut concerns: BTreeMap<Concern, Vec<&str>> = BTreeMap::new();
         let mut rows: BTreeMap<&str, Row<'a>> = BTreeMap::new();
         for report in reports {
-            let column = concerns.entry(groups::concern_of(&report.scenario));
-            let column = column.or_default();
+            let concern = groups::concern_of(&report.scenario);
+            let column = concerns.entry(concern).or_default();
             if !column.contains(&report.scenario.as_str()) {
                 column.push(&report.scenario);
             }
