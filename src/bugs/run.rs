@@ -64,16 +64,7 @@ impl ScenarioVerdict {
             Cell::Fail { rules } => (rules.clone(), None),
             Cell::NotApplicable { reason } => (Vec::new(), Some(reason.clone())),
         };
-        let failing_line = report
-            .violations
-            .iter()
-            .find(|violation| violation.rule == rule)
-            .map(|violation| match violation.step {
-                Some(step) if !violation.detail.starts_with("step ") => {
-                    format!("{}: step {step}, {}", violation.rule, violation.detail)
-                }
-                _ => format!("{}: {}", violation.rule, violation.detail),
-            });
+        let failing_line = report.failing_line(Some(rule));
         ScenarioVerdict {
             scenario: report.scenario.trim_start_matches("wire/").to_string(),
             rules,

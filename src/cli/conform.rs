@@ -79,7 +79,8 @@ pub struct ConformArgs {
     /// Fail on every failing verdict, even one its golden pins as known.
     #[arg(long)]
     pub strict: bool,
-    /// Write the matrix here as Markdown, and as HTML beside it (`.html`).
+    /// Write the matrix here as Markdown, as HTML beside it (`.html`), and a page per harness
+    /// in the directory of its stem (`docs/peers.md`: `docs/peers/<harness>.md` and `.html`).
     #[arg(long)]
     pub matrix: Option<PathBuf>,
     /// `text`, or `json`: one object per run (verdict, broken rules, each violation with its
@@ -384,17 +385,19 @@ fn summarize(
     failed
 }
 
-/// Writes the matrix to `path` as Markdown and beside it as HTML; `false` (after saying why)
-/// when a file cannot be written.
+/// Writes the matrix to `path` as Markdown, beside it as HTML, and a page per harness in the
+/// directory of its stem (`docs/peers/`), with the bug zoo of the suite the adapters are in
+/// (`<peers>/../bugs`, classified as `<peers>/../docs/bugs.md` records); `false` (after saying
+/// why) when a file cannot be written.
 fn write_matrix(
     path: &Path,
     reports: &[conform::CellReport],
     harnesses: &[String],
+    peers_dir: &Path,
     elapsed: std::time::Duration,
 ) -> bool {
     let absolute =
         |path: &std::path::Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let page_dir = absolute(path.parent().unwrap_or(std::path::Path::new(".")));
     // A run without a golden links to the trace written for review, where there is one.
     let trace = |report: &conform::CellReport| match &report.golden_outcome {
         Some(GoldenOutcome::Missing {
@@ -402,18 +405,31 @@ fn write_matrix(
         }) => absolute(new_file),
         _ => absolute(&report.golden),
     };
-    let markdown = matrix::markdown(reports, harnesses, &page_dir, trace, elapsed);
-    let html = matrix::html(reports, harnesses, &page_dir, trace);
-    for (target, text) in [
-        (path.to_path_buf(), markdown),
-        (path.with_extension("html"), html),
-    ] {
+    let suite = peers_dir.parent().unwrap_or(peers_dir);
+    let layout = matrix::Layout {
+        path: absolute(path),
+        peers_dir: peers_dir.to_path_buf(),
+        trace: &trace,
+        zoo: matrix::Zoo::load(&suite.join("bugs"), &suite.join("docs").join("bugs.md")),
+    };
+    if let Err(error) = std::fs::create_dir_all(layout.harness_dir()) {
+        errln!(
+            "error: cannot create {}: {error}",
+            layout.harness_dir().display()
+        );
+        return false;
+    }
+    for (target, text) in matrix::pages(reports, harnesses, &layout, elapsed) {
         if let Err(error) = std::fs::write(&target, text) {
             errln!("error: cannot write {}: {error}", target.display());
             return false;
         }
     }
-    outln!("matrix written to {} (and .html)", path.display());
+    outln!(
+        "matrix written to {} (and .html), a page per harness in {}",
+        path.display(),
+        path.with_extension("").display()
+    );
     true
 }
 
@@ -501,7 +517,7 @@ pub fn conform_command(arguments: ConformArgs) -> ExitCode {
         strict,
     );
     if let Some(path) = matrix_path
-        && !write_matrix(&path, &reports, &harnesses, elapsed)
+        && !write_matrix(&path, &reports, &harnesses, &options.peers_dir, elapsed)
     {
         return ExitCode::FAILURE;
     }

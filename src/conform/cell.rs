@@ -105,6 +105,7 @@ fn blank_report(
         harness: harness.to_string(),
         version: String::new(),
         context: String::new(),
+        kind: String::new(),
         cell: Cell::Fail { rules: Vec::new() },
         violations: Vec::new(),
         problem: None,
@@ -217,6 +218,7 @@ fn judge(
     report.defects = scenario.defects.clone();
     report.allows = scenario.allows.clone();
     report.context = outcome.context.clone();
+    report.kind = outcome.kind.clone();
     let window = outcome.window;
     let mut violations = Vec::new();
     if outcome.unsupported.is_none() {

@@ -69,6 +69,10 @@ fn interrupted() -> bool {
 /// its own), or `none`.
 pub const CONTEXT_KINDS: [&str; 3] = ["own", "docs recipe", "none"];
 
+/// What an adapter's `ready` line may say its harness is: a `library` (the default) or a
+/// coding-agent `cli`; the matrix groups a CLI's row under CLIs.
+pub const ADAPTER_KINDS: [&str; 2] = ["library", "cli"];
+
 /// How long an adapter may take to start and answer `setup` (Python imports are slow).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -116,6 +120,8 @@ struct DriveOutcome {
     name: String,
     version: String,
     context: String,
+    /// What the `ready` line says the harness is (`cli`), empty when it says nothing.
+    kind: String,
     window: Option<u64>,
     steps: Vec<StepRun>,
     /// Per step, the host's request count before it and after its answer: its requests are
@@ -395,6 +401,7 @@ async fn set_up(
                 .to_string());
             }
             outcome.context = context.to_string();
+            outcome.kind = ready_kind(&line)?;
             Ok(true)
         }
         Some("unsupported") => {
@@ -409,6 +416,21 @@ async fn set_up(
             line: format!("{line} (expected `ready` or `unsupported`)"),
         }
         .to_string()),
+    }
+}
+
+/// The `kind` a `ready` line declares (empty when it declares none); one not in
+/// [`ADAPTER_KINDS`] is a protocol error.
+fn ready_kind(line: &Value) -> Result<String, String> {
+    match line.get("kind") {
+        None => Ok(String::new()),
+        Some(kind) => match kind.as_str() {
+            Some(kind) if ADAPTER_KINDS.contains(&kind) => Ok(kind.to_string()),
+            _ => Err(PeerError::Garbage {
+                line: format!("{line} (`kind` is one of {})", ADAPTER_KINDS.join(", ")),
+            }
+            .to_string()),
+        },
     }
 }
 
@@ -535,5 +557,28 @@ fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
         _ => Err(format!(
             "the adapter answered {line} to step {number} (expected `reply` or `error`)"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ready_kind;
+    use serde_json::json;
+
+    #[test]
+    fn a_ready_line_may_say_its_harness_is_a_cli_and_nothing_else() {
+        let kind = |line| ready_kind(&line);
+        assert_eq!(kind(json!({"type": "ready"})), Ok(String::new()));
+        assert_eq!(
+            kind(json!({"type": "ready", "kind": "cli"})),
+            Ok("cli".into())
+        );
+        assert_eq!(
+            kind(json!({"type": "ready", "kind": "library"})),
+            Ok("library".into())
+        );
+        let wrong = kind(json!({"type": "ready", "kind": "gui"})).expect_err("refused");
+        assert!(wrong.contains("`kind` is one of library, cli"), "{wrong}");
+        assert!(kind(json!({"type": "ready", "kind": 3})).is_err());
     }
 }

@@ -32,6 +32,8 @@ pub struct CellReport {
     /// How the harness manages its context, as its adapter declares (`own`, `docs recipe`,
     /// `none`).
     pub context: String,
+    /// What the adapter says its harness is, when it says (`cli`; empty: a library).
+    pub kind: String,
     pub cell: Cell,
     pub violations: Vec<Violation>,
     /// What went wrong with the adapter or the scenario, if anything.
@@ -57,6 +59,28 @@ impl CellReport {
             rules: vec!["scenario".into()],
         };
         self
+    }
+
+    /// The first violation (of `rule`, or of any rule when `None`) as the trace words it:
+    /// `progress: step 1, request 2: it does not carry …`. Without one, a failed
+    /// run's adapter problem (`adapter: …`).
+    pub fn failing_line(&self, rule: Option<&str>) -> Option<String> {
+        let violation = self
+            .violations
+            .iter()
+            .find(|violation| rule.is_none_or(|rule| violation.rule == rule));
+        Some(match violation {
+            Some(violation) => match violation.step {
+                Some(step) if !violation.detail.starts_with("step ") => {
+                    format!("{}: step {step}, {}", violation.rule, violation.detail)
+                }
+                _ => format!("{}: {}", violation.rule, violation.detail),
+            },
+            None if rule.is_none() && matches!(self.cell, Cell::Fail { .. }) => {
+                format!("adapter: {}", self.problem.as_deref()?)
+            }
+            None => return None,
+        })
     }
 
     /// True when the cell does not fail the run. A golden pins a reviewed verdict, a known
