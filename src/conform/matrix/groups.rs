@@ -62,6 +62,7 @@ pub const CONCERNS: &[(&str, Concern)] = &[
     ("advertised-window", Concern::Window),
     ("basic-tool-round", Concern::Pairing),
     ("cache-prefix", Concern::Sessions),
+    ("chat-reasoning", Concern::Apis),
     ("completion-budget", Concern::Window),
     ("count-tokens", Concern::Window),
     ("cut-stream", Concern::Faults),
