@@ -22,6 +22,16 @@ setTracingDisabled(true);
 // Read when a setup needs it, never kept from an earlier scenario: a `reset` changes it.
 const env = process.env;
 
+// Configurations other than the row's own, for the bug zoo (CTXBED_PEER_VARIANT, see the README);
+// never chosen by a scenario. `chat`: the SDK's Chat Completions model instead of Responses.
+const VARIANTS = ['', 'chat'];
+const variant = env.CTXBED_PEER_VARIANT ?? '';
+if (!VARIANTS.includes(variant)) {
+  process.stderr.write(`openai-agents-js adapter: no variant '${variant}' (known: ${VARIANTS.filter(Boolean).join(', ')})\n`);
+  process.exit(2);
+}
+if (variant === 'chat') env.CTXBED_AGENTS_MODEL = 'chat';
+
 /** The protocol's environment variables: a `reset` line sets those it gives and unsets the others. */
 const PROTOCOL_VARIABLES = [
   'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',

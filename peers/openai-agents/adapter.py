@@ -78,7 +78,7 @@ except ImportError:
     ToolOutputTrimmer = None
 
 # Set by `run` (not a protocol variable), so the same for every scenario of the process.
-CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat"
+CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat" or os.environ.get("CTXBED_PEER_VARIANT") == "chat"
 HARNESS = "openai-agents-chat" if CHAT else "openai-agents"
 
 
@@ -184,7 +184,7 @@ def classify(exc) -> str:
 
 # Configurations other than the row's own, for the bug zoo (CTXBED_PEER_VARIANT, see the README);
 # never chosen by a scenario.
-VARIANTS = ("", "session-limit")
+VARIANTS = ("", "session-limit", "chat")
 VARIANT = os.environ.get("CTXBED_PEER_VARIANT", "")
 # The `session-limit` variant's `SessionSettings(limit=…)`: the last 10 items of a session, a
 # round number (the SDK's docs give no default); the row keeps whole sessions.
