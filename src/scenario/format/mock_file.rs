@@ -182,14 +182,7 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         source,
         problems: Vec::new(),
     };
-    let window = raw
-        .window
-        .as_ref()
-        .and_then(|w| checker.count(w, "window", 1));
-    let max_output = raw
-        .max_output
-        .as_ref()
-        .and_then(|m| checker.count(m, "max_output", 1));
+    let (window, max_output) = limits(&mut checker, &raw);
     let imitates = raw
         .imitates
         .as_ref()
@@ -240,6 +233,19 @@ pub fn parse_mock(name: &str, file: &str, source: &str) -> Result<MockScript, Ve
         turns,
         file: file.to_string(),
     })
+}
+
+/// The model's `window` and `max_output`, each checked when given.
+fn limits(checker: &mut Checker<'_>, raw: &RawMock) -> (Option<u64>, Option<u64>) {
+    let window = raw
+        .window
+        .as_ref()
+        .and_then(|w| checker.count(w, "window", 1));
+    let max_output = raw
+        .max_output
+        .as_ref()
+        .and_then(|m| checker.count(m, "max_output", 1));
+    (window, max_output)
 }
 
 /// The `[[turns]]`: at most the limit, each checked; when any turn has a `step`, every

@@ -313,6 +313,16 @@ fn message_problem(
         });
     }
     match object.get("content") {
+        Some(Value::Null)
+            if api == Api::OpenAi
+                && roles == ChatRoles::OpenAi
+                && role == "assistant"
+                && !calls_something(object) =>
+        {
+            Some(Problem::Worded(
+                "Invalid value for 'content': expected a string, got null.".into(),
+            ))
+        }
         None | Some(Value::Null | Value::String(_) | Value::Array(_)) => None,
         Some(other) => Some(Problem::WrongType(
             format!("{path}.content"),
@@ -320,6 +330,20 @@ fn message_problem(
             kind(other),
         )),
     }
+}
+
+/// Whether a Chat Completions assistant message calls a tool (`tool_calls`, or the older
+/// `function_call`): only then may its `content` be null. OpenAI refuses a null `content`
+/// otherwise: "Invalid value for 'content': expected a string, got null." (docker/docker-agent#63;
+/// vercel/ai#14950, checked against the live API).
+fn calls_something(object: &serde_json::Map<String, Value>) -> bool {
+    object
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .is_some_and(|calls| !calls.is_empty())
+        || object
+            .get("function_call")
+            .is_some_and(|call| !call.is_null())
 }
 
 /// Anthropic's `system`: a string or a list of blocks (`system: Input should be a valid
@@ -601,6 +625,44 @@ mod tests {
         assert_eq!(anthropic(with(json!([text("\n\n"), call]))), "");
         assert_eq!(anthropic(with(json!([text(" "), text("ok")]))), "");
         assert_eq!(anthropic(with(json!([]))), "");
+    }
+
+    #[test]
+    fn openai_refuses_null_content_on_an_assistant_message_that_calls_nothing() {
+        let with = |assistant: Value| {
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": "Why?"},
+                assistant,
+                {"role": "user", "content": "Go on."},
+            ]})
+        };
+        let refused = |body: &Value| {
+            check_with(Api::OpenAi, body, ChatRoles::OpenAi)
+                .err()
+                .map(|i| i.body)
+                .unwrap_or_default()
+        };
+        let null = with(json!({"role": "assistant", "content": null}));
+        assert!(
+            refused(&null).contains("Invalid value for 'content': expected a string, got null."),
+            "{}",
+            refused(&null)
+        );
+        let reasoning_only =
+            with(json!({"role": "assistant", "content": null, "reasoning_content": "Hm."}));
+        assert!(!refused(&reasoning_only).is_empty());
+        let call =
+            json!([{"id": "c", "type": "function", "function": {"name": "n", "arguments": "{}"}}]);
+        let calling = with(json!({"role": "assistant", "content": null, "tool_calls": call}));
+        assert_eq!(
+            refused(&calling),
+            "",
+            "null beside tool calls is the API's own shape"
+        );
+        let empty = with(json!({"role": "assistant", "content": ""}));
+        assert_eq!(refused(&empty), "");
+        // A server that is not OpenAI (vLLM, llama.cpp behind the same API) is not held to it.
+        assert_eq!(check_with(Api::OpenAi, &null, ChatRoles::Any), Ok(()));
     }
 
     #[test]
