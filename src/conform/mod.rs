@@ -37,6 +37,7 @@ mod restart;
 pub mod trace;
 mod verdict;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -116,6 +117,8 @@ struct DriveOutcome {
     name: String,
     version: String,
     context: String,
+    /// The adapter said `"kind":"cli"`: a coding-agent CLI acting through its own tools.
+    cli: bool,
     window: Option<u64>,
     steps: Vec<StepRun>,
     /// Per step, the host's request count before it and after its answer: its requests are
@@ -333,6 +336,9 @@ async fn talk(
     }
     match ready {
         Ok(true) => {
+            if outcome.cli {
+                host.map_calls_to_own_tools(result_counts(scenario));
+            }
             match restart::run_segments(peer, scenario, adapter, log, host, outcome).await {
                 Ok(last) => peer = last,
                 Err(problem) => return Some(problem),
@@ -346,6 +352,12 @@ async fn talk(
     }
     let exit = pool.give_back(&adapter.launch, peer, adapter.reuse).await;
     exit.filter(|_| outcome.unsupported.is_none())
+}
+
+/// The number of results the scenario scripts per tool, for a CLI row's result files.
+fn result_counts(scenario: &WireScenario) -> BTreeMap<String, usize> {
+    let counts = scenario.tools.iter().map(|t| (t.name.clone(), t.results.len()));
+    counts.collect()
 }
 
 /// Sends `setup` and reads its answer into `outcome`: true when the adapter is ready, false when
@@ -395,6 +407,7 @@ async fn set_up(
                 .to_string());
             }
             outcome.context = context.to_string();
+            outcome.cli = line.get("kind").and_then(Value::as_str) == Some("cli");
             Ok(true)
         }
         Some("unsupported") => {

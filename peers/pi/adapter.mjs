@@ -1,0 +1,185 @@
+// ctxbed peer adapter for the pi coding agent CLI (`@mariozechner/pi-coding-agent`), a CLI row:
+// pi runs as a user runs it, `pi -p` once per step, in a fresh home and working directory per
+// scenario, with its own tools (read, bash, edit, write). The scenario's scripted tool results
+// are files in the working directory, `ctxbed-tools/<tool>-<n>.txt`, which the mock asks pi to
+// read with the tool pi offers for it (see docs/peer-protocol.md, "CLI rows"). Each run of pi is
+// the leader of its own process group, killed as a whole when the step is over, on a reset and
+// when this adapter's input closes.
+
+import { Console } from 'node:console';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
+globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
+
+const here = dirname(fileURLToPath(import.meta.url));
+const PI = join(here, 'node_modules', '.bin', 'pi');
+const PACKAGE = join(here, 'node_modules', '@mariozechner', 'pi-coding-agent', 'package.json');
+const version = JSON.parse(readFileSync(PACKAGE, 'utf8')).version;
+const env = process.env;
+
+const PROTOCOL_VARIABLES = [
+  'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',
+  'CTXBED_WINDOW', 'CTXBED_MAX_OUTPUT_TOKENS', 'CTXBED_THINKING_BUDGET', 'CTXBED_STREAM', 'CTXBED_STATE_DIR',
+  'CTXBED_BIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
+];
+
+/** pi's API name for the protocol's. */
+const PI_APIS = { openai: 'openai-completions', responses: 'openai-responses', anthropic: 'anthropic-messages' };
+
+/** The scenario being served: its directories, system prompt and the pi run in progress. */
+let scenario = null;
+let running = null;
+
+/** Kills the pi run in progress, its whole process group. */
+function killRunning() {
+  if (running) {
+    try { process.kill(-running.pid, 'SIGKILL'); } catch { /* already gone */ }
+    running = null;
+  }
+}
+
+/** The scenario's root: kept under CTXBED_STATE_DIR when the scenario restarts pi (its
+ *  sessions must outlive this process), else a fresh temporary directory. */
+function scenarioRoot() {
+  if (env.CTXBED_STATE_DIR) {
+    const root = join(env.CTXBED_STATE_DIR, 'pi');
+    mkdirSync(root, { recursive: true });
+    return root;
+  }
+  return mkdtempSync(join(tmpdir(), 'ctxbed-pi-'));
+}
+
+/** Writes each tool's scripted results as files: the n-th call reads `<tool>-<n>.txt`. A pi
+ *  tool cannot be made to fail, so an error result is its text alone. */
+function writeResults(work, tools) {
+  const dir = join(work, 'ctxbed-tools');
+  mkdirSync(dir, { recursive: true });
+  for (const tool of tools ?? []) {
+    const results = tool.results?.length ? tool.results : [{ text: '', error: false }];
+    results.forEach((result, index) => writeFileSync(join(dir, `${tool.name}-${index + 1}.txt`), result.text));
+  }
+}
+
+/** pi's configuration in a fresh home: one provider, the mock, with the scenario's model. */
+function writeConfig(agentDir) {
+  mkdirSync(agentDir, { recursive: true });
+  const api = PI_APIS[env.CTXBED_API];
+  const baseUrl = env.CTXBED_API === 'anthropic' ? env.CTXBED_ANTHROPIC_BASE_URL : env.CTXBED_OPENAI_BASE_URL;
+  const window = Number(env.CTXBED_WINDOW ?? 128000);
+  const maxTokens = Number(env.CTXBED_MAX_OUTPUT_TOKENS ?? 4096);
+  const models = {
+    providers: {
+      ctxbed: {
+        baseUrl, api, apiKey: env.CTXBED_API_KEY ?? 'ctxbed-test',
+        models: [{
+          id: env.CTXBED_MODEL, name: env.CTXBED_MODEL, reasoning: false, input: ['text', 'image'],
+          contextWindow: window, maxTokens, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+        }],
+      },
+    },
+  };
+  // Compaction as the settings docs define it: `reserveTokens` is what the reply needs (the
+  // output budget); `keepRecentTokens`' default (20k) assumes a large window, so a quarter of it.
+  const settings = {
+    compaction: { enabled: true, reserveTokens: maxTokens, keepRecentTokens: Math.floor(window / 4) },
+    quietStartup: true,
+  };
+  writeFileSync(join(agentDir, 'models.json'), JSON.stringify(models, null, 2));
+  writeFileSync(join(agentDir, 'settings.json'), JSON.stringify(settings, null, 2));
+}
+
+function setup(msg) {
+  if (!PI_APIS[env.CTXBED_API]) return { type: 'unsupported', reason: `pi has no API for CTXBED_API=${env.CTXBED_API}`, reset: true };
+  if (env.CTXBED_THINKING_BUDGET) {
+    return { type: 'unsupported', reason: 'pi sets thinking by level (--thinking), not by a budget_tokens', reset: true };
+  }
+  const root = scenarioRoot();
+  const home = join(root, 'home');
+  const work = join(root, 'work');
+  mkdirSync(work, { recursive: true });
+  writeResults(work, msg.tools);
+  const agentDir = join(home, '.pi', 'agent');
+  writeConfig(agentDir);
+  scenario = { root, home, work, agentDir, system: msg.system ?? '', temporary: !env.CTXBED_STATE_DIR };
+  return { type: 'ready', harness: 'pi', version, kind: 'cli', context: 'own', reset: true };
+}
+
+/** The session's own directory: a session name is a directory of pi's sessions, continued with
+ *  `--continue` once it holds one. */
+function sessionArgs(name) {
+  const dir = join(scenario.root, 'sessions', String(name).replace(/[^A-Za-z0-9_.-]/g, '_'));
+  mkdirSync(dir, { recursive: true });
+  const started = readdirSync(dir).some((file) => file.endsWith('.jsonl'));
+  return ['--session-dir', dir, ...(started ? ['--continue'] : [])];
+}
+
+/** The step's images as files in the working directory, attached as pi attaches files (`@path`). */
+function imageArgs(msg) {
+  return (msg.images ?? []).map((image, index) => {
+    const file = join('ctxbed-images', `step-${msg.step}-${index + 1}.png`);
+    mkdirSync(join(scenario.work, 'ctxbed-images'), { recursive: true });
+    writeFileSync(join(scenario.work, file), Buffer.from(image.data, 'base64'));
+    return `@${file}`;
+  });
+}
+
+/** The protocol's reading of pi's failure text. */
+function errorKind(text) {
+  if (/context.length|context_length|maximum context|too many tokens|prompt is too long/i.test(text)) return 'context_overflow';
+  if (/\b429\b|rate.limit/i.test(text)) return 'rate_limited';
+  if (/timed? ?out|timeout/i.test(text)) return 'timeout';
+  if (/\b[45]\d\d\b/.test(text)) return 'provider_error';
+  return 'other';
+}
+
+/** Runs `pi -p` for one step in its own process group; its final text answers the step. */
+function step(msg) {
+  const args = ['-p', '--provider', 'ctxbed', '--model', env.CTXBED_MODEL, ...sessionArgs(msg.session)];
+  if (scenario.system) args.push('--append-system-prompt', scenario.system);
+  args.push(...imageArgs(msg), msg.input);
+  const childEnv = { ...env, HOME: scenario.home, PI_CODING_AGENT_DIR: scenario.agentDir };
+  return new Promise((resolve) => {
+    const child = spawn(PI, args, { cwd: scenario.work, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    running = child;
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => { out += chunk; });
+    child.stderr.on('data', (chunk) => { err += chunk; process.stderr.write(chunk); });
+    child.on('error', (error) => resolve({ type: 'error', step: msg.step, kind: 'other', message: String(error).slice(0, 2000) }));
+    child.on('close', (code) => {
+      if (running === child) killRunning();
+      const text = out.trim();
+      if (code === 0 && text) resolve({ type: 'reply', step: msg.step, text });
+      else {
+        const message = (err.trim() || text || `pi exited with ${code}`).slice(0, 2000);
+        resolve({ type: 'error', step: msg.step, kind: errorKind(message), message });
+      }
+    });
+  });
+}
+
+function forget() {
+  killRunning();
+  if (scenario?.temporary) rmSync(scenario.root, { recursive: true, force: true });
+  scenario = null;
+}
+
+process.on('exit', () => killRunning());
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!line.trim()) continue;
+  const msg = JSON.parse(line);
+  if (msg.type === 'setup') send(setup(msg));
+  else if (msg.type === 'step') send(await step(msg));
+  else if (msg.type === 'reset') {
+    forget();
+    for (const name of PROTOCOL_VARIABLES) delete env[name];
+    Object.assign(env, msg.env ?? {});
+  }
+}
+forget();
