@@ -219,8 +219,11 @@ fn judge(
     report.context = outcome.context.clone();
     let window = outcome.window;
     let mut violations = Vec::new();
+    if let (Some(step), Some(problem)) = (outcome.looped, &outcome.problem) {
+        violations.push(checks::looped(step, problem));
+    }
     if outcome.unsupported.is_none() {
-        violations = checks::invariants(scenario, window, &outcome.steps);
+        violations.extend(checks::invariants(scenario, window, &outcome.steps));
         violations.extend(checks::api(&outcome.apis, &outcome.steps));
         violations.extend(checks::count_tokens(&outcome.steps));
         violations.extend(super::continuity::check(scenario, &outcome.steps));
@@ -254,7 +257,8 @@ fn judge(
         Cell::Pass
     } else {
         let mut rules: Vec<String> = Vec::new();
-        if outcome.problem.is_some() {
+        // A step stopped by the request limit is the harness's `loop`, not the adapter's fault.
+        if outcome.problem.is_some() && outcome.looped.is_none() {
             rules.push("adapter".into());
         }
         for violation in &violations {

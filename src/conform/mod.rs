@@ -119,6 +119,8 @@ struct DriveOutcome {
     context: String,
     /// The adapter said `"kind":"cli"`: a coding-agent CLI acting through its own tools.
     cli: bool,
+    /// The step stopped for sending more than the scenario's `request_limit` (rule `loop`).
+    looped: Option<usize>,
     window: Option<u64>,
     steps: Vec<StepRun>,
     /// Per step, the host's request count before it and after its answer: its requests are
@@ -453,7 +455,7 @@ async fn run_steps(
             Err(error) => Some(Err(error)),
             Ok(()) => {
                 let receive = peer.receive(timeout);
-                let limit = over_limit(host, scenario.request_limit);
+                let limit = over_limit(host, before + scenario.request_limit);
                 tokio::select! {
                     biased;
                     answer = receive => Some(answer),
@@ -463,10 +465,10 @@ async fn run_steps(
         };
         let problem = match answer {
             None if interrupted() => PeerError::Interrupted.to_string(),
-            None => format!(
-                "the harness sent more than the scenario's {} requests (it was stopped)",
-                scenario.request_limit
-            ),
+            None => {
+                outcome.looped = Some(number);
+                checks::loop_detail(number, scenario.request_limit)
+            }
             Some(Err(error)) => error.to_string(),
             Some(Ok(line)) => match parse_end(&line, number) {
                 Ok(end) => {
@@ -497,7 +499,8 @@ fn record_step(outcome: &mut DriveOutcome, host: &ProviderHost, before: u64, end
     });
 }
 
-/// Completes when the host has received more than `limit` requests, or the run is interrupted.
+/// Completes when the host has received more than `limit` requests in all (the step's first
+/// request number before it plus the scenario's `request_limit`), or the run is interrupted.
 async fn over_limit(host: &ProviderHost, limit: u64) {
     loop {
         if host.request_count() > limit || interrupted() {

@@ -565,9 +565,11 @@ impl ProviderHost {
                 "I would call {names} now, but {why}."
             )));
         }
-        exchange.note = Some(format!(
-            "the scripted call of {names} is answered as text: {why}"
-        ));
+        let said = format!("the scripted call of {names} is answered as text: {why}");
+        exchange.note = Some(match exchange.note.take() {
+            Some(before) => format!("{before}; {said}"),
+            None => said,
+        });
         let message = ctxbed_harness::message::Message::new(String::new(), Role::Assistant, parts);
         if let Some(usage) = reply.usage.as_mut() {
             usage.output_tokens = self.model.output_tokens(&message);
