@@ -29,6 +29,11 @@ const PROTOCOL_VARIABLES = [
   'CTXBED_BIN', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'NO_PROXY', 'no_proxy',
 ];
 
+/** What pi sends before any input: its own system prompt and its four tools' definitions,
+ *  about 1,030 tokens (o200k, measured against the mock with an empty system prompt). A window
+ *  below it cannot hold a single request of pi's. */
+const PI_FIXED_TOKENS = 1030;
+
 /** pi's API name for the protocol's. */
 const PI_APIS = { openai: 'openai-completions', responses: 'openai-responses', anthropic: 'anthropic-messages' };
 
@@ -99,6 +104,9 @@ function setup(msg) {
   if (env.CTXBED_THINKING_BUDGET) {
     return { type: 'unsupported', reason: 'pi sets thinking by level (--thinking), not by a budget_tokens', reset: true };
   }
+  if (Number(env.CTXBED_WINDOW) < PI_FIXED_TOKENS) {
+    return { type: 'unsupported', reason: `the ${env.CTXBED_WINDOW}-token window is below pi's floor: its own system prompt and tools take about ${PI_FIXED_TOKENS} tokens before any input`, reset: true };
+  }
   const root = scenarioRoot();
   const home = join(root, 'home');
   const work = join(root, 'work');
@@ -138,28 +146,48 @@ function errorKind(text) {
   return 'other';
 }
 
-/** Runs `pi -p` for one step in its own process group; its final text answers the step. */
+/** The text of an assistant message's text parts. */
+function textOf(message) {
+  return (message?.content ?? []).filter((part) => part.type === 'text').map((part) => part.text).join('').trim();
+}
+
+/** The step's answer from pi's JSON event stream: its last assistant message's text, or the
+ *  error that message (or pi) reports. */
+function answer(step, events, code, err) {
+  const ended = events.filter((event) => event.type === 'message_end' && event.message?.role === 'assistant');
+  const last = ended.at(-1)?.message;
+  if (last && last.stopReason !== 'error' && last.stopReason !== 'aborted' && textOf(last)) {
+    return { type: 'reply', step, text: textOf(last) };
+  }
+  const message = (last?.errorMessage || err.trim() || `pi exited with ${code} without an answer`).slice(0, 2000);
+  return { type: 'error', step, kind: errorKind(message), message };
+}
+
+/** Runs `pi -p --mode json` for one step in its own process group; its final text answers
+ *  the step. */
 function step(msg) {
-  const args = ['-p', '--provider', 'ctxbed', '--model', env.CTXBED_MODEL, ...sessionArgs(msg.session)];
+  const args = ['-p', '--mode', 'json', '--provider', 'ctxbed', '--model', env.CTXBED_MODEL, ...sessionArgs(msg.session)];
   if (scenario.system) args.push('--append-system-prompt', scenario.system);
   args.push(...imageArgs(msg), msg.input);
   const childEnv = { ...env, HOME: scenario.home, PI_CODING_AGENT_DIR: scenario.agentDir };
   return new Promise((resolve) => {
     const child = spawn(PI, args, { cwd: scenario.work, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     running = child;
-    let out = '';
+    const events = [];
     let err = '';
-    child.stdout.on('data', (chunk) => { out += chunk; });
+    createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => {
+      try { events.push(JSON.parse(line)); } catch { console.error(`pi: ${line}`); }
+    });
     child.stderr.on('data', (chunk) => { err += chunk; process.stderr.write(chunk); });
     child.on('error', (error) => resolve({ type: 'error', step: msg.step, kind: 'other', message: String(error).slice(0, 2000) }));
     child.on('close', (code) => {
       if (running === child) killRunning();
-      const text = out.trim();
-      if (code === 0 && text) resolve({ type: 'reply', step: msg.step, text });
-      else {
-        const message = (err.trim() || text || `pi exited with ${code}`).slice(0, 2000);
-        resolve({ type: 'error', step: msg.step, kind: errorKind(message), message });
+      for (const event of events) {
+        if (event.type === 'compaction_end' || event.type === 'auto_retry_start' || event.type === 'auto_retry_end') {
+          console.error(`pi ${event.type}: ${JSON.stringify({ ...event, result: undefined })}`);
+        }
       }
+      resolve(answer(msg.step, events, code, err));
     });
   });
 }
