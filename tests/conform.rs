@@ -210,7 +210,10 @@ fn an_answer_to_the_wrong_step_is_a_protocol_error() {
 #[test]
 fn an_adapter_over_the_request_limit_is_stopped() {
     let report = probe("flood");
-    assert_problem(&report, "step 1: 6 requests — the harness kept sending past any sensible retry");
+    assert_problem(
+        &report,
+        "step 1: 6 requests — the harness kept sending past any sensible retry",
+    );
     assert_eq!(
         report.cell,
         Cell::Fail {
@@ -393,9 +396,17 @@ fn a_harness_that_resends_an_overflow_forever_is_shown_by_loop() {
         "planted-retry-forever",
     );
     let Cell::Fail { rules } = &report.cell else {
-        panic!("retry_forever must fail advertised-window:\n{}", report.trace);
+        panic!(
+            "retry_forever must fail advertised-window:\n{}",
+            report.trace
+        );
     };
-    assert_eq!(rules.first().map(String::as_str), Some("loop"), "{}", report.trace);
+    assert_eq!(
+        rules.first().map(String::as_str),
+        Some("loop"),
+        "{}",
+        report.trace
+    );
     assert!(!rules.iter().any(|rule| rule == "adapter"), "{rules:?}");
     assert!(
         report

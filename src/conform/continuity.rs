@@ -326,7 +326,8 @@ mod tests {
     fn a_cli_result_of_another_call_is_no_progress() {
         // The CLI ran another command of its own and answered that one: the mock's call is lost.
         let call = shell_call("own_1", "ctxbed-tools/read_log-2.txt");
-        let result = json!({"role": "tool", "tool_call_id": "own_1", "content": "error: out of memory"});
+        let result =
+            json!({"role": "tool", "tool_call_id": "own_1", "content": "error: out of memory"});
         let found = progress_of(call, result);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("bash (call_0001)"), "{found:?}");

@@ -358,7 +358,10 @@ async fn talk(
 
 /// The number of results the scenario scripts per tool, for a CLI row's result files.
 fn result_counts(scenario: &WireScenario) -> BTreeMap<String, usize> {
-    let counts = scenario.tools.iter().map(|t| (t.name.clone(), t.results.len()));
+    let counts = scenario
+        .tools
+        .iter()
+        .map(|t| (t.name.clone(), t.results.len()));
     counts.collect()
 }
 

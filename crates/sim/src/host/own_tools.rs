@@ -331,11 +331,23 @@ mod tests {
     #[test]
     fn files_count_calls_and_stop_at_the_last_result() {
         let mut calls = OwnToolCalls::new(BTreeMap::from([("read_log".to_string(), 2)]));
-        assert_eq!(calls.next_file("read_log", 1), "ctxbed-tools/read_log-1.txt");
+        assert_eq!(
+            calls.next_file("read_log", 1),
+            "ctxbed-tools/read_log-1.txt"
+        );
         assert_eq!(calls.next_file("other", 1), "ctxbed-tools/other-1.txt");
         calls.give_back(1);
-        assert_eq!(calls.next_file("read_log", 2), "ctxbed-tools/read_log-1.txt");
-        assert_eq!(calls.next_file("read_log", 3), "ctxbed-tools/read_log-2.txt");
-        assert_eq!(calls.next_file("read_log", 4), "ctxbed-tools/read_log-2.txt");
+        assert_eq!(
+            calls.next_file("read_log", 2),
+            "ctxbed-tools/read_log-1.txt"
+        );
+        assert_eq!(
+            calls.next_file("read_log", 3),
+            "ctxbed-tools/read_log-2.txt"
+        );
+        assert_eq!(
+            calls.next_file("read_log", 4),
+            "ctxbed-tools/read_log-2.txt"
+        );
     }
 }

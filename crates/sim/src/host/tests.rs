@@ -511,7 +511,10 @@ fn a_tool_call_is_made_only_where_the_tool_was_offered() {
 #[test]
 fn a_cli_rows_scripted_call_is_made_through_its_own_shell() {
     let host = stepped_host(vec![call_turn("a.log"), call_turn("b.log")]);
-    host.map_calls_to_own_tools(std::collections::BTreeMap::from([("read_log".to_string(), 1)]));
+    host.map_calls_to_own_tools(std::collections::BTreeMap::from([(
+        "read_log".to_string(),
+        1,
+    )]));
     host.begin_step(1, "Go.");
     let command = json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]});
     let bash = json!({"type": "function", "function": {"name": "bash", "description": "Execute a bash command.", "parameters": command}});
@@ -521,14 +524,26 @@ fn a_cli_rows_scripted_call_is_made_through_its_own_shell() {
     let answer = exchange.answer.expect("an answer");
     let call = answer.tool_calls().next().expect("a call");
     assert_eq!(call.name, "bash");
-    assert_eq!(call.arguments, json!({"command": "cat ctxbed-tools/read_log-1.txt"}));
+    assert_eq!(
+        call.arguments,
+        json!({"command": "cat ctxbed-tools/read_log-1.txt"})
+    );
     let note = exchange.note.expect("a note");
-    assert!(note.contains("read_log as bash ctxbed-tools/read_log-1.txt"), "{note}");
+    assert!(
+        note.contains("read_log as bash ctxbed-tools/read_log-1.txt"),
+        "{note}"
+    );
     // The second call stays on the last scripted result; a request without a shell or a
     // read-file tool says why the call cannot be made.
-    let (_, exchange) = send(&host, &json!({"messages": [{"role": "user", "content": "Go."}], "tools": [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}]}));
+    let (_, exchange) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "Go."}], "tools": [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}]}),
+    );
     let note = exchange.note.expect("a note");
-    assert!(note.contains("no offered tool is a shell or reads a file"), "{note}");
+    assert!(
+        note.contains("no offered tool is a shell or reads a file"),
+        "{note}"
+    );
 }
 
 #[test]
