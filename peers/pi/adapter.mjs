@@ -8,11 +8,10 @@
 
 import { Console } from 'node:console';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const send = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
 globalThis.console = new Console({ stdout: process.stderr, stderr: process.stderr });
@@ -49,15 +48,58 @@ function killRunning() {
   }
 }
 
-/** The scenario's root: kept under CTXBED_STATE_DIR when the scenario restarts pi (its
- *  sessions must outlive this process), else a fresh temporary directory. */
-function scenarioRoot() {
-  if (env.CTXBED_STATE_DIR) {
-    const root = join(env.CTXBED_STATE_DIR, 'pi');
-    mkdirSync(root, { recursive: true });
-    return root;
+/** Where every scenario's directories are: a fixed path, not the machine's temporary directory
+ *  or the checkout, because pi writes its working directory and its package's path into its
+ *  system prompt, and the request must be the same on every machine. */
+const BASE = '/tmp/ctxbed-pi';
+
+/** Takes the first free slot `BASE/<n>` (a directory whose `pid` file names a live process
+ *  is taken): one per adapter process, so runs side by side never share a directory. */
+function takeSlot() {
+  mkdirSync(BASE, { recursive: true });
+  for (let n = 1; ; n += 1) {
+    const slot = join(BASE, String(n));
+    try {
+      mkdirSync(slot);
+    } catch {
+      let owner = 0;
+      try { owner = Number(readFileSync(join(slot, 'pid'), 'utf8')); } catch { /* half made */ }
+      if (owner && owner !== process.pid && alive(owner)) continue;
+      rmSync(slot, { recursive: true, force: true });
+      try { mkdirSync(slot); } catch { continue; }
+    }
+    writeFileSync(join(slot, 'pid'), String(process.pid));
+    return slot;
   }
-  return mkdtempSync(join(tmpdir(), 'ctxbed-pi-'));
+}
+
+function alive(pid) {
+  try { process.kill(pid, 0); return true; } catch { return false; }
+}
+
+/** pi's clock, preloaded into it: the day it writes into its system prompt (`Current date`) is
+ *  always 2026-01-01 (UTC), so the prompt does not change with the day of the run; time still
+ *  passes from there. */
+const CLOCK = `const Real = Date; const start = Real.now(); const base = Real.UTC(2026, 0, 1, 12);
+const now = () => base + (Real.now() - start);
+class FixedDay extends Real { constructor(...args) { if (args.length === 0) super(now()); else super(...args); } static now() { return now(); } }
+globalThis.Date = FixedDay;
+`;
+
+/** The scenario's directories in this process's slot: a fresh home (pi's package linked into
+ *  it, as `PI_PACKAGE_DIR=~/pi`), a fresh working directory, and the sessions, kept under
+ *  CTXBED_STATE_DIR when the scenario restarts pi (they must outlive this process). */
+function scenarioDirs() {
+  const slot = takeSlot();
+  for (const name of ['home', 'work', 'sessions']) rmSync(join(slot, name), { recursive: true, force: true });
+  const home = join(slot, 'home');
+  mkdirSync(home, { recursive: true });
+  symlinkSync(dirname(PACKAGE), join(home, 'pi'));
+  writeFileSync(join(slot, 'clock.mjs'), CLOCK);
+  let sessions = join(slot, 'sessions');
+  if (env.CTXBED_STATE_DIR) sessions = join(env.CTXBED_STATE_DIR, 'pi-sessions');
+  mkdirSync(sessions, { recursive: true });
+  return { slot, home, work: join(slot, 'work'), sessions, clock: join(slot, 'clock.mjs') };
 }
 
 /** Writes each tool's scripted results as files: the n-th call reads `<tool>-<n>.txt`. A pi
@@ -107,21 +149,19 @@ function setup(msg) {
   if (Number(env.CTXBED_WINDOW) < PI_FIXED_TOKENS) {
     return { type: 'unsupported', reason: `the ${env.CTXBED_WINDOW}-token window is below pi's floor: its own system prompt and tools take about ${PI_FIXED_TOKENS} tokens before any input`, reset: true };
   }
-  const root = scenarioRoot();
-  const home = join(root, 'home');
-  const work = join(root, 'work');
-  mkdirSync(work, { recursive: true });
-  writeResults(work, msg.tools);
-  const agentDir = join(home, '.pi', 'agent');
+  const dirs = scenarioDirs();
+  mkdirSync(dirs.work, { recursive: true });
+  writeResults(dirs.work, msg.tools);
+  const agentDir = join(dirs.home, '.pi', 'agent');
   writeConfig(agentDir);
-  scenario = { root, home, work, agentDir, system: msg.system ?? '', temporary: !env.CTXBED_STATE_DIR };
+  scenario = { ...dirs, agentDir, system: msg.system ?? '' };
   return { type: 'ready', harness: 'pi', version, kind: 'cli', context: 'own', reset: true };
 }
 
 /** The session's own directory: a session name is a directory of pi's sessions, continued with
  *  `--continue` once it holds one. */
 function sessionArgs(name) {
-  const dir = join(scenario.root, 'sessions', String(name).replace(/[^A-Za-z0-9_.-]/g, '_'));
+  const dir = join(scenario.sessions, String(name).replace(/[^A-Za-z0-9_.-]/g, '_'));
   mkdirSync(dir, { recursive: true });
   const started = readdirSync(dir).some((file) => file.endsWith('.jsonl'));
   return ['--session-dir', dir, ...(started ? ['--continue'] : [])];
@@ -139,7 +179,7 @@ function imageArgs(msg) {
 
 /** The protocol's reading of pi's failure text. */
 function errorKind(text) {
-  if (/context.length|context_length|maximum context|too many tokens|prompt is too long/i.test(text)) return 'context_overflow';
+  if (/context.length|context_length|maximum context|context limit|context window|too many tokens|prompt is too long/i.test(text)) return 'context_overflow';
   if (/\b429\b|rate.limit/i.test(text)) return 'rate_limited';
   if (/timed? ?out|timeout/i.test(text)) return 'timeout';
   if (/\b[45]\d\d\b/.test(text)) return 'provider_error';
@@ -169,7 +209,10 @@ function step(msg) {
   const args = ['-p', '--mode', 'json', '--provider', 'ctxbed', '--model', env.CTXBED_MODEL, ...sessionArgs(msg.session)];
   if (scenario.system) args.push('--append-system-prompt', scenario.system);
   args.push(...imageArgs(msg), msg.input);
-  const childEnv = { ...env, HOME: scenario.home, PI_CODING_AGENT_DIR: scenario.agentDir };
+  const childEnv = {
+    ...env, HOME: scenario.home, PI_CODING_AGENT_DIR: scenario.agentDir, PI_PACKAGE_DIR: '~/pi', TZ: 'UTC',
+    NODE_OPTIONS: `--import ${pathToFileURL(scenario.clock)}`,
+  };
   return new Promise((resolve) => {
     const child = spawn(PI, args, { cwd: scenario.work, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     running = child;
@@ -194,7 +237,7 @@ function step(msg) {
 
 function forget() {
   killRunning();
-  if (scenario?.temporary) rmSync(scenario.root, { recursive: true, force: true });
+  if (scenario) rmSync(scenario.slot, { recursive: true, force: true });
   scenario = null;
 }
 
