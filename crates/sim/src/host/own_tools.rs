@@ -27,6 +27,9 @@ use super::Exchange;
 /// The directory, relative to the CLI's working directory, that holds the result files.
 pub const RESULTS_DIR: &str = "ctxbed-tools";
 
+/// How the note of a request that offers a CLI no tool to read a result file with begins.
+pub const NO_OWN_TOOL: &str = "no offered tool is a shell or reads a file";
+
 /// Property names a shell tool's command goes in.
 const COMMAND_PROPERTIES: [&str; 3] = ["command", "cmd", "script"];
 /// Words in a tool's name or description that say it runs shell commands.
@@ -192,7 +195,7 @@ impl super::ProviderHost {
         }
         let Some(own) = find(&request.tools) else {
             exchange.note = Some(format!(
-                "no offered tool is a shell or reads a file: the CLI cannot be given the scripted call's result ({} tool(s) offered)",
+                "{NO_OWN_TOOL}: the CLI cannot be given the scripted call's result ({} tool(s) offered)",
                 request.tools.len()
             ));
             return reply;
