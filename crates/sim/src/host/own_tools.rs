@@ -3,11 +3,11 @@
 //! the CLI's working directory, `ctxbed-tools/<tool>-<n>.txt`, and the mock asks for that file
 //! with the tool the request offers for the purpose.
 //!
-//! The tool is found **by structure**, never by one harness's names: a shell is a tool with one
-//! required string property that names a command (`command`, `cmd`, `script`), or with a single
-//! required string property whose tool name or description says shell, bash or command; a
-//! read-file tool has a required string property naming a path (`path`, `file_path`,
-//! `filePath`, `absolute_path`, `file`, `filename`) and a name saying read or view. The shell is
+//! The tool is found **by structure**, never by one harness's names: a shell is a tool whose
+//! only required property is a string naming a command (`command`, `cmd`, `script`), in a tool
+//! whose name or description says shell, bash, command or terminal (or whose name holds `sh`);
+//! a read-file tool has a required string property naming a path (`path`, `file_path`,
+//! `filePath`, `absolute_path`, `file`, `filename`) and a name saying read, view or cat. The shell is
 //! preferred (`cat ctxbed-tools/read_log-1.txt`); paths are relative to the CLI's working
 //! directory, which its adapter starts it in.
 //!
