@@ -210,7 +210,18 @@ fn an_answer_to_the_wrong_step_is_a_protocol_error() {
 #[test]
 fn an_adapter_over_the_request_limit_is_stopped() {
     let report = probe("flood");
-    assert_problem(&report, "more than the scenario's 5 requests");
+    assert_problem(
+        &report,
+        "step 1: 6 requests — the harness kept sending past any sensible retry",
+    );
+    assert_eq!(
+        report.cell,
+        Cell::Fail {
+            rules: vec!["loop".to_string()]
+        },
+        "{}",
+        report.trace
+    );
 }
 
 #[test]
@@ -373,6 +384,37 @@ fn a_failed_step_leaves_the_verdicts_of_later_steps_as_they_were() {
         shown += 1;
     }
     assert!(shown >= 10, "shown on {shown} scenarios");
+}
+
+#[test]
+fn a_harness_that_resends_an_overflow_forever_is_shown_by_loop() {
+    // The planted `retry_forever` resends the overflowed request until it passes; where the
+    // window refuses it for good, the step's request limit (90) stops it, and the kill is shown
+    // by `loop`, first of its rules.
+    let report = planted(
+        Path::new("scenarios/wire/advertised-window.toml"),
+        "planted-retry-forever",
+    );
+    let Cell::Fail { rules } = &report.cell else {
+        panic!(
+            "retry_forever must fail advertised-window:\n{}",
+            report.trace
+        );
+    };
+    assert_eq!(
+        rules.first().map(String::as_str),
+        Some("loop"),
+        "{}",
+        report.trace
+    );
+    assert!(!rules.iter().any(|rule| rule == "adapter"), "{rules:?}");
+    assert!(
+        report
+            .trace
+            .contains("step 3: 91 requests — the harness kept sending past any sensible retry"),
+        "{}",
+        report.trace
+    );
 }
 
 /// Per wire scenario, a planted fault of the kind its description warns against, and a rule the

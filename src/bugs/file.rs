@@ -16,7 +16,7 @@ use crate::scenario::format::source::read_source;
 
 /// The rules a bug may be expected to break: the wire rules of `ctxbed conform`
 /// (docs/peer-protocol.md) and `expect`, the scenario's own expectations.
-pub const RULES: [&str; 19] = [
+pub const RULES: [&str; 20] = [
     "adapter",
     "api",
     "budget",
@@ -24,6 +24,7 @@ pub const RULES: [&str; 19] = [
     "duplicate_result",
     "expect",
     "input",
+    "loop",
     "model_called",
     "overflow_retry",
     "pairing",

@@ -205,6 +205,24 @@ fn run_cell(
     report
 }
 
+/// For a CLI row, the row's problem when a request offered no tool its scripted calls could be
+/// made with: the scenario's tool results could not reach the CLI, which is no verdict on it.
+fn no_own_tool(outcome: &DriveOutcome) -> Option<String> {
+    if outcome.kind != "cli" {
+        return None;
+    }
+    let marker = ctxbed_sim::host::own_tools::NO_OWN_TOOL;
+    let exchange = outcome
+        .steps
+        .iter()
+        .flat_map(|step| &step.exchanges)
+        .find(|e| e.note.as_deref().is_some_and(|n| n.starts_with(marker)))?;
+    Some(format!(
+        "request {}: {marker}, so the CLI cannot run the scenario's tools (a CLI row needs a shell or a read-file tool)",
+        exchange.number
+    ))
+}
+
 /// Fills `report` from a finished run: the rules checked, the trace, the verdict. A command-line
 /// adapter (`--adapter`, the pytest plugin, the npm package: `by_command`) is reported as
 /// `adapter`, but its trace's header names the harness as its `ready` line does, when it does.
@@ -219,10 +237,17 @@ fn judge(
     report.allows = scenario.allows.clone();
     report.context = outcome.context.clone();
     report.kind = outcome.kind.clone();
+    let mut outcome = outcome;
+    if outcome.problem.is_none() {
+        outcome.problem = no_own_tool(&outcome);
+    }
     let window = outcome.window;
     let mut violations = Vec::new();
+    if let (Some(step), Some(problem)) = (outcome.looped, &outcome.problem) {
+        violations.push(checks::looped(step, problem));
+    }
     if outcome.unsupported.is_none() {
-        violations = checks::invariants(scenario, window, &outcome.steps);
+        violations.extend(checks::invariants(scenario, window, &outcome.steps));
         violations.extend(checks::api(&outcome.apis, &outcome.steps));
         violations.extend(checks::count_tokens(&outcome.steps));
         violations.extend(super::continuity::check(scenario, &outcome.steps));
@@ -256,7 +281,8 @@ fn judge(
         Cell::Pass
     } else {
         let mut rules: Vec<String> = Vec::new();
-        if outcome.problem.is_some() {
+        // A step stopped by the request limit is the harness's `loop`, not the adapter's fault.
+        if outcome.problem.is_some() && outcome.looped.is_none() {
             rules.push("adapter".into());
         }
         for violation in &violations {

@@ -13,6 +13,7 @@
 //! | `reply` | a step ends in a non-empty reply or a reported error |
 //! | `api` | every request speaks the API of the scenario's mock (Chat Completions or Messages) |
 //! | `count_tokens` | a step asks Anthropic's `count_tokens` at most once per request it sends |
+//! | `loop` | a step sends at most the scenario's `request_limit` requests; past it the harness is stopped ([`loop_detail`]) |
 //!
 //! `reasoning` and `references`, judged by what the provider refused, are in
 //! [`refusals`](super::refusals).
@@ -30,6 +31,25 @@ use ctxbed_harness::message::{ContentPart, Role};
 use ctxbed_sim::host::{Api, Exchange};
 
 use super::file::{WireExpect, WireScenario};
+
+/// Why a step that sent more than the scenario's `limit` requests was stopped: the detail of
+/// rule `loop`, and the run's problem. It names the request that crossed the limit (how many
+/// more arrived before the harness was stopped depends on timing, so it is not said).
+pub fn loop_detail(step: usize, limit: u64) -> String {
+    let crossing = limit + 1;
+    format!(
+        "step {step}: {crossing} requests — the harness kept sending past any sensible retry (the scenario allows {limit} a step; it was stopped)"
+    )
+}
+
+/// The `loop` violation of a step stopped by the request limit (its detail the run's problem).
+pub fn looped(step: usize, problem: &str) -> Violation {
+    Violation {
+        rule: "loop".to_string(),
+        detail: problem.to_string(),
+        step: Some(step),
+    }
+}
 
 /// How one step ended, as the adapter reported it.
 #[derive(Debug, Clone, PartialEq)]
@@ -533,6 +553,19 @@ mod tests {
 
     fn user() -> Value {
         json!({"role": "user", "content": "Why?"})
+    }
+
+    #[test]
+    fn a_step_stopped_by_the_request_limit_is_a_loop() {
+        let detail = loop_detail(3, 60);
+        assert_eq!(
+            detail,
+            "step 3: 61 requests — the harness kept sending past any sensible retry (the scenario allows 60 a step; it was stopped)"
+        );
+        let violation = looped(3, &detail);
+        assert_eq!(violation.rule, "loop");
+        assert_eq!(violation.step, Some(3));
+        assert_eq!(step_rules(&[violation], 3), ["loop"]);
     }
 
     #[test]

@@ -257,3 +257,86 @@ fn request_text(request: &ModelRequest) -> String {
 fn squash(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxbed_sim::host::{Api, openai};
+    use serde_json::{Value, json};
+
+    /// A main-loop exchange of `messages`, answered as `outcome` with `answer`.
+    fn exchange(number: u64, messages: Value, outcome: Outcome, answer: Option<Value>) -> Exchange {
+        let body = json!({"messages": messages});
+        let answer = answer.map(|reply| {
+            let request = openai::parse_request(&json!({"messages": [reply]}));
+            request.messages[0].clone()
+        });
+        Exchange {
+            number,
+            api: Api::OpenAi,
+            path: "/v1/chat/completions".into(),
+            stream: false,
+            request: Some(openai::parse_request(&body)),
+            body,
+            input_tokens: Some(100),
+            status: 200,
+            outcome,
+            step: Some(1),
+            side: false,
+            note: None,
+            cache: Default::default(),
+            refused_rule: None,
+            received: tokio::time::Instant::now(),
+            retry_after: None,
+            answer,
+        }
+    }
+
+    /// The mock's call of a scripted tool, made through a CLI's shell.
+    fn shell_call(id: &str, file: &str) -> Value {
+        let arguments = json!({"command": format!("cat {file}")}).to_string();
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "bash", "arguments": arguments}}]})
+    }
+
+    /// `progress` over a step: the mock's shell call, then a request carrying `call` and
+    /// `result`, then the reply.
+    fn progress_of(call: Value, result: Value) -> Vec<String> {
+        let user = json!({"role": "user", "content": "Why?"});
+        let asked = shell_call("call_0001", "ctxbed-tools/read_log-1.txt");
+        let run = StepRun {
+            end: StepEnd::Reply("ok".into()),
+            exchanges: vec![
+                exchange(1, json!([user]), Outcome::ToolCalls, Some(asked)),
+                exchange(2, json!([user, call, result]), Outcome::Reply, None),
+            ],
+            count_tokens: 0,
+        };
+        progress(&run)
+    }
+
+    #[test]
+    fn a_cli_result_that_wraps_the_file_is_the_result_of_its_call() {
+        let call = shell_call("call_0001", "ctxbed-tools/read_log-1.txt");
+        // The CLI numbers the lines and adds the exit code: still that call's result.
+        let result = json!({"role": "tool", "tool_call_id": "call_0001", "content": "     1\terror: out of memory\n\n[exit code 0]"});
+        assert_eq!(progress_of(call, result), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_cli_result_of_another_call_is_no_progress() {
+        // The CLI ran another command of its own and answered that one: the mock's call is lost.
+        let call = shell_call("own_1", "ctxbed-tools/read_log-2.txt");
+        let result =
+            json!({"role": "tool", "tool_call_id": "own_1", "content": "error: out of memory"});
+        let found = progress_of(call, result);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("bash (call_0001)"), "{found:?}");
+    }
+
+    #[test]
+    fn a_cli_that_renames_ids_carries_its_call_by_name_and_arguments() {
+        let call = shell_call("toolu_own", "ctxbed-tools/read_log-1.txt");
+        let result = json!({"role": "tool", "tool_call_id": "toolu_own", "content": "line 1"});
+        assert_eq!(progress_of(call, result), Vec::<String>::new());
+    }
+}

@@ -35,7 +35,8 @@ use ctxbed_sim::text::{TextKind, generate_text};
 
 mod fields;
 
-/// Requests one scenario may send before the run is stopped, unless it says otherwise.
+/// Requests one step of a scenario may send before the run is stopped (rule `loop`), unless the
+/// scenario says otherwise (`request_limit`).
 pub const REQUEST_LIMIT_DEFAULT: u64 = 60;
 /// Real seconds one step may take before the adapter is stopped, unless the scenario says.
 pub const STEP_TIMEOUT_SECONDS_DEFAULT: u64 = 120;

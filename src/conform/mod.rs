@@ -37,6 +37,7 @@ mod restart;
 pub mod trace;
 mod verdict;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,8 +121,11 @@ struct DriveOutcome {
     name: String,
     version: String,
     context: String,
-    /// What the `ready` line says the harness is (`cli`), empty when it says nothing.
+    /// What the `ready` line says the harness is (`cli`: a coding-agent CLI acting through its
+    /// own tools), empty when it says nothing.
     kind: String,
+    /// The step stopped for sending more than the scenario's `request_limit` (rule `loop`).
+    looped: Option<usize>,
     window: Option<u64>,
     steps: Vec<StepRun>,
     /// Per step, the host's request count before it and after its answer: its requests are
@@ -339,6 +343,9 @@ async fn talk(
     }
     match ready {
         Ok(true) => {
+            if outcome.kind == "cli" {
+                host.map_calls_to_own_tools(result_counts(scenario));
+            }
             match restart::run_segments(peer, scenario, adapter, log, host, outcome).await {
                 Ok(last) => peer = last,
                 Err(problem) => return Some(problem),
@@ -352,6 +359,15 @@ async fn talk(
     }
     let exit = pool.give_back(&adapter.launch, peer, adapter.reuse).await;
     exit.filter(|_| outcome.unsupported.is_none())
+}
+
+/// The number of results the scenario scripts per tool, for a CLI row's result files.
+fn result_counts(scenario: &WireScenario) -> BTreeMap<String, usize> {
+    let counts = scenario
+        .tools
+        .iter()
+        .map(|t| (t.name.clone(), t.results.len()));
+    counts.collect()
 }
 
 /// Sends `setup` and reads its answer into `outcome`: true when the adapter is ready, false when
@@ -462,7 +478,7 @@ async fn run_steps(
             Err(error) => Some(Err(error)),
             Ok(()) => {
                 let receive = peer.receive(timeout);
-                let limit = over_limit(host, scenario.request_limit);
+                let limit = over_limit(host, before + scenario.request_limit);
                 tokio::select! {
                     biased;
                     answer = receive => Some(answer),
@@ -472,10 +488,10 @@ async fn run_steps(
         };
         let problem = match answer {
             None if interrupted() => PeerError::Interrupted.to_string(),
-            None => format!(
-                "the harness sent more than the scenario's {} requests (it was stopped)",
-                scenario.request_limit
-            ),
+            None => {
+                outcome.looped = Some(number);
+                checks::loop_detail(number, scenario.request_limit)
+            }
             Some(Err(error)) => error.to_string(),
             Some(Ok(line)) => match parse_end(&line, number) {
                 Ok(end) => {
@@ -506,7 +522,8 @@ fn record_step(outcome: &mut DriveOutcome, host: &ProviderHost, before: u64, end
     });
 }
 
-/// Completes when the host has received more than `limit` requests, or the run is interrupted.
+/// Completes when the host has received more than `limit` requests in all (the step's first
+/// request number before it plus the scenario's `request_limit`), or the run is interrupted.
 async fn over_limit(host: &ProviderHost, limit: u64) {
     loop {
         if host.request_count() > limit || interrupted() {

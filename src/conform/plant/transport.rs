@@ -19,9 +19,10 @@ type Rewrite = fn(&mut Value);
 /// How many times `count_storm` counts a request before sending it.
 const STORM_COUNTS: usize = 3;
 
-/// How many times `retry_forever` sends an overflowed request again (the test-bed's request
-/// limit ends it first in any scenario that overflows for good).
-const FOREVER_RETRIES: usize = 64;
+/// How many times `retry_forever` sends an overflowed request again: more than any scenario's
+/// request limit a step, so in a scenario that overflows for good the test-bed stops it first
+/// (rule `loop`).
+const FOREVER_RETRIES: usize = 1_000;
 
 /// A transport that sends what the plants say instead of what the harness built.
 pub struct PlantedTransport {

@@ -26,6 +26,7 @@ pub mod images;
 pub mod openai;
 mod options;
 mod outcome;
+pub mod own_tools;
 mod plan;
 mod read;
 pub mod reasoning;
@@ -73,6 +74,8 @@ pub struct ProviderHost {
     stored: stored::StoredItems,
     /// The prefixes the provider's prompt cache holds.
     cache: cache::PromptCache,
+    /// A CLI row's scripted calls, made through its own tools ([`own_tools`]).
+    own_tools: Mutex<Option<own_tools::OwnToolCalls>>,
     /// Bytes of streamed events rendered so far, over every stream (a stream renders an event
     /// when its connection asks for the next).
     rendered: Arc<AtomicU64>,
@@ -117,6 +120,7 @@ impl ProviderHost {
             reasoned: reasoning::Reasoned::default(),
             stored: stored::StoredItems::default(),
             cache: cache::PromptCache::default(),
+            own_tools: Mutex::new(None),
             rendered: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -337,6 +341,7 @@ impl ProviderHost {
             .model
             .call_counted(&request, lane, tokens)
             .await
+            .map(|reply| self.own_tools_mapped(reply, &request, exchange))
             .map(|reply| self.offered_calls_only(reply, &request, exchange))
             .map(|reply| {
                 let asked = shape::Asked {
@@ -457,6 +462,7 @@ impl ProviderHost {
             // The answer never reaches the client: a retry gets the same turn.
             if matches!(lane, Lane::Step(_)) {
                 self.model.give_back(lane);
+                self.give_back_own_calls(number);
             }
         } else {
             exchange.answer = Some(reply.message.clone());
@@ -560,9 +566,11 @@ impl ProviderHost {
                 "I would call {names} now, but {why}."
             )));
         }
-        exchange.note = Some(format!(
-            "the scripted call of {names} is answered as text: {why}"
-        ));
+        let said = format!("the scripted call of {names} is answered as text: {why}");
+        exchange.note = Some(match exchange.note.take() {
+            Some(before) => format!("{before}; {said}"),
+            None => said,
+        });
         let message = ctxbed_harness::message::Message::new(String::new(), Role::Assistant, parts);
         if let Some(usage) = reply.usage.as_mut() {
             usage.output_tokens = self.model.output_tokens(&message);

@@ -509,6 +509,44 @@ fn a_tool_call_is_made_only_where_the_tool_was_offered() {
 }
 
 #[test]
+fn a_cli_rows_scripted_call_is_made_through_its_own_shell() {
+    let host = stepped_host(vec![call_turn("a.log"), call_turn("b.log")]);
+    host.map_calls_to_own_tools(std::collections::BTreeMap::from([(
+        "read_log".to_string(),
+        1,
+    )]));
+    host.begin_step(1, "Go.");
+    let command = json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]});
+    let bash = json!({"type": "function", "function": {"name": "bash", "description": "Execute a bash command.", "parameters": command}});
+    let body = json!({"messages": [{"role": "user", "content": "Go."}], "tools": [bash]});
+    let (_, exchange) = send(&host, &body);
+    assert_eq!(exchange.outcome, Outcome::ToolCalls);
+    let answer = exchange.answer.expect("an answer");
+    let call = answer.tool_calls().next().expect("a call");
+    assert_eq!(call.name, "bash");
+    assert_eq!(
+        call.arguments,
+        json!({"command": "cat ctxbed-tools/read_log-1.txt"})
+    );
+    let note = exchange.note.expect("a note");
+    assert!(
+        note.contains("read_log as bash ctxbed-tools/read_log-1.txt"),
+        "{note}"
+    );
+    // The second call stays on the last scripted result; a request without a shell or a
+    // read-file tool says why the call cannot be made.
+    let (_, exchange) = send(
+        &host,
+        &json!({"messages": [{"role": "user", "content": "Go."}], "tools": [{"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}]}),
+    );
+    let note = exchange.note.expect("a note");
+    assert!(
+        note.contains("no offered tool is a shell or reads a file"),
+        "{note}"
+    );
+}
+
+#[test]
 fn a_cut_stream_gives_its_turn_back_to_the_retry() {
     let host = host(
         Provider::OpenAi,
