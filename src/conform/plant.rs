@@ -85,7 +85,7 @@ pub const MUTANTS: &[(&str, &str)] = &[
     ),
     (
         "drop_thinking",
-        "hands back no thinking (Anthropic thinking blocks, Responses reasoning items)",
+        "hands back no thinking (Anthropic thinking blocks, Responses reasoning items, Chat `reasoning_content`)",
     ),
     (
         "ignore_retry_after",
