@@ -99,7 +99,7 @@ fn prepared_request() -> ModelRequest {
                 "m2",
                 Role::Assistant,
                 vec![
-                    ContentPart::thinking("not sent"),
+                    ContentPart::thinking("Run the tests first."),
                     ContentPart::text("Running the tests."),
                     ContentPart::tool_call("call_a", "execute", json!({"command": "cargo test"})),
                     ContentPart::tool_call("call_b", "read_file", json!({"path": "src/x.rs"})),
