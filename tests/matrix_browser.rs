@@ -6,17 +6,16 @@
 //! the test says it was skipped and passes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ctxbed::conform::builtin::SUITE;
 use ctxbed::conform::checks::Violation;
 use ctxbed::conform::matrix::{self, Layout, Zoo};
 use ctxbed::conform::{Cell, CellReport};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-/// A headless run takes a few seconds; a hung browser must not hang the suite.
-const BROWSER_TIME_MAX: Duration = Duration::from_secs(120);
+#[path = "support/chromium.rs"]
+mod chromium;
+
 /// The window the page must fit, in CSS pixels.
 const WIDTH: u32 = 1400;
 const HEIGHT: u32 = 1800;
@@ -107,60 +106,21 @@ fn write_pages(dir: &Path) -> PathBuf {
     layout.path.with_extension("html")
 }
 
-/// Runs chromium headless on `page` with `mode` (`--screenshot=…`, `--dump-dom`), its
-/// standard output to `out`; fails the test when it fails or hangs.
+/// Runs chromium on `page` at the test's window size with `mode` (`--screenshot=…`,
+/// `--dump-dom`), its standard output to `out`.
 fn chromium(dir: &Path, mode: &str, page: &Path, out: &Path) {
-    let mut browser = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--hide-scrollbars",
-        ])
-        .arg(format!("--window-size={WIDTH},{HEIGHT}"))
-        .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg(mode)
-        .arg(format!("file://{}", page.display()))
-        .stdout(std::fs::File::create(out).expect("output file"))
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromium starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = browser.try_wait().expect("chromium can be waited for") {
-            break status;
-        }
-        if started.elapsed() > BROWSER_TIME_MAX {
-            let _ = browser.kill();
-            panic!("chromium took longer than {BROWSER_TIME_MAX:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(status.success(), "chromium failed: {status}");
-}
-
-/// True when chromium is there to run; a missing one fails under CI.
-fn have_chromium() -> bool {
-    if Path::new(CHROMIUM).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests"
-    );
-    eprintln!(
-        "skipped: {CHROMIUM} not found; install chromium (apt-get install chromium) to render the matrix"
-    );
-    false
+    let flags = [
+        "--hide-scrollbars".to_string(),
+        format!("--window-size={WIDTH},{HEIGHT}"),
+        mode.to_string(),
+    ];
+    let out = std::fs::File::create(out).expect("output file");
+    chromium::render(dir, &flags, page, out.into());
 }
 
 #[test]
 fn chromium_renders_the_matrix_as_a_readable_page() {
-    if !have_chromium() {
+    if !chromium::available("the matrix") {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");

@@ -3,29 +3,21 @@
 //! a missing browser is a failure; elsewhere the test says it was skipped and passes.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
 
 use ctxbed::scenario::check::outcome::run;
 use ctxbed::scenario::check::report;
 use ctxbed::scenario::format::file::load;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
-/// A headless screenshot takes a few seconds; a hung browser must not hang the suite.
-const BROWSER_TIME_MAX: Duration = Duration::from_secs(120);
+#[path = "support/chromium.rs"]
+mod chromium;
+
 /// A blank 1400×1800 page compresses to a few kilobytes; a rendered report is far larger.
 const SCREENSHOT_BYTES_MIN: u64 = 30_000;
 
 #[test]
 fn chromium_renders_the_report() {
-    if !Path::new(CHROMIUM).exists() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests"
-        );
-        eprintln!(
-            "skipped: {CHROMIUM} not found; install chromium (apt-get install chromium) to render the report"
-        );
+    if !chromium::available("the report") {
         return;
     }
     let scenario = load(Path::new("scenarios/overflow/recover-once.toml")).expect("loads");
@@ -34,37 +26,11 @@ fn chromium_renders_the_report() {
     let page = dir.path().join("report.html");
     std::fs::write(&page, report::html(&output, &scenario)).expect("page written");
     let screenshot = dir.path().join("report.png");
-    let profile = dir.path().join("profile");
-    let mut browser = Command::new(CHROMIUM)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--window-size=1400,1800",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", screenshot.display()))
-        .arg(format!("file://{}", page.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chromium starts");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = browser.try_wait().expect("chromium can be waited for") {
-            break status;
-        }
-        if started.elapsed() > BROWSER_TIME_MAX {
-            let _ = browser.kill();
-            panic!("chromium took longer than {BROWSER_TIME_MAX:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(status.success(), "chromium failed: {status}");
+    let flags = [
+        "--window-size=1400,1800".to_string(),
+        format!("--screenshot={}", screenshot.display()),
+    ];
+    chromium::render(dir.path(), &flags, &page, Stdio::null());
     let png = std::fs::read(&screenshot).expect("chromium wrote the screenshot");
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG file");
     let width = u32::from_be_bytes([png[16], png[17], png[18], png[19]]);
