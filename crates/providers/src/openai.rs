@@ -150,14 +150,13 @@ fn assistant_message(message: &Message) -> Value {
 /// `reasoning_content` (or `reasoning`) becomes thinking, so only a provider that sends it (in
 /// DeepSeek's thinking mode, which refuses a tool-call turn without it) gets it back.
 fn thinking_text(parts: &[ContentPart]) -> String {
-    let texts: Vec<&str> = parts
+    parts
         .iter()
         .filter_map(|part| match part {
             ContentPart::Thinking { text, .. } => Some(text.as_str()),
             _ => None,
         })
-        .collect();
-    texts.concat()
+        .collect()
 }
 
 /// A user or system message's `content`: its text (as [`parts_text`]) when it has no image,

@@ -23,22 +23,16 @@ pub fn check(json: &Value) -> Result<(), Invalid> {
     let Some(messages) = json.get("messages").and_then(Value::as_array) else {
         return Ok(());
     };
-    let role = |message: &Value| {
-        message
-            .get("role")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
     let turn_start = messages
         .iter()
-        .rposition(|message| role(message).as_deref() == Some("user"))
+        .rposition(|message| role(message) == Some("user"))
         .map_or(0, |index| index + 1);
     let missing = messages
         .iter()
         .enumerate()
         .skip(turn_start)
         .find(|(_, message)| {
-            role(message).as_deref() == Some("assistant")
+            role(message) == Some("assistant")
                 && message
                     .get("tool_calls")
                     .and_then(Value::as_array)
@@ -51,6 +45,10 @@ pub fn check(json: &Value) -> Result<(), Invalid> {
         None => Ok(()),
         Some((index, _)) => Err(missing_reasoning(index)),
     }
+}
+
+fn role(message: &Value) -> Option<&str> {
+    message.get("role").and_then(Value::as_str)
 }
 
 fn missing_reasoning(index: usize) -> Invalid {
