@@ -54,22 +54,48 @@ function killRunning() {
 const BASE = '/tmp/ctxbed-pi';
 
 /** Takes the first free slot `BASE/<n>` (a directory whose `pid` file names a live process
- *  is taken): one per adapter process, so runs side by side never share a directory. */
+ *  is taken): one per adapter process, so runs side by side never share a directory. The scan
+ *  and the claim happen under `BASE/lock`, so two adapters starting at once (the first two jobs
+ *  of `conform --jobs 2`) cannot both see a slot free, nor take a slot the other has made but
+ *  not yet signed with its pid. */
 function takeSlot() {
   mkdirSync(BASE, { recursive: true });
-  for (let n = 1; ; n += 1) {
-    const slot = join(BASE, String(n));
-    try {
-      mkdirSync(slot);
-    } catch {
+  return withLock(join(BASE, 'lock'), () => {
+    for (let n = 1; ; n += 1) {
+      const slot = join(BASE, String(n));
       let owner = 0;
-      try { owner = Number(readFileSync(join(slot, 'pid'), 'utf8')); } catch { /* half made */ }
+      try { owner = Number(readFileSync(join(slot, 'pid'), 'utf8')); } catch { /* free or half made */ }
       if (owner && owner !== process.pid && alive(owner)) continue;
       rmSync(slot, { recursive: true, force: true });
-      try { mkdirSync(slot); } catch { continue; }
+      mkdirSync(slot);
+      writeFileSync(join(slot, 'pid'), String(process.pid));
+      return slot;
     }
-    writeFileSync(join(slot, 'pid'), String(process.pid));
-    return slot;
+  });
+}
+
+/** Runs `work` holding the lock file `path` (created exclusively, holding the holder's pid).
+ *  A lock whose holder is no longer alive, or that no pid was written to within a second, was
+ *  left by a crash and is taken over. */
+function withLock(path, work) {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let unsigned = 0; ;) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      let holder = 0;
+      try { holder = Number(readFileSync(path, 'utf8')); } catch { /* just released */ }
+      unsigned = holder ? 0 : unsigned + 1;
+      if ((holder && !alive(holder)) || unsigned > 100) rmSync(path, { force: true });
+      Atomics.wait(pause, 0, 0, 10);
+    }
+  }
+  try {
+    return work();
+  } finally {
+    rmSync(path, { force: true });
   }
 }
 
