@@ -215,3 +215,43 @@ impl CompactionConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_refusal_names_its_field() {
+        assert_eq!(CompactionConfig::default().validate(), Ok(()));
+        let no_placeholder = CompactionConfig {
+            summary_prompt: "Summarise.".to_string(),
+            ..CompactionConfig::default()
+        };
+        assert_eq!(
+            no_placeholder.validate(),
+            Err(ConfigError::MissingPlaceholder)
+        );
+        let no_memory_placeholder = CompactionConfig {
+            memory_prompt: "Remember.".to_string(),
+            ..CompactionConfig::default()
+        };
+        assert_eq!(
+            no_memory_placeholder.validate(),
+            Err(ConfigError::MissingMemoryPlaceholder)
+        );
+        let keep_none = CompactionConfig {
+            keep_messages: 0,
+            ..CompactionConfig::default()
+        };
+        assert_eq!(keep_none.validate(), Err(ConfigError::ZeroKeepMessages));
+    }
+
+    #[test]
+    fn debug_shows_the_settings_not_the_prompts() {
+        let shown = format!("{:?}", CompactionConfig::default());
+        assert!(shown.starts_with("CompactionConfig {"), "{shown}");
+        assert!(shown.contains("keep_messages: 20"), "{shown}");
+        assert!(shown.contains("model: None"), "{shown}");
+        assert!(!shown.contains(MESSAGES_PLACEHOLDER), "{shown}");
+    }
+}

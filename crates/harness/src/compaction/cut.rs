@@ -129,6 +129,62 @@ mod tests {
     }
 
     #[test]
+    fn a_token_budget_keeps_the_longest_suffix_that_fits() {
+        // Costs 5, 4, 3, 2, 1 from the first message to the last; no tool messages, so the
+        // cut is the budget's alone. A suffix costing exactly the limit fits.
+        let messages: Vec<Message> = (0..5)
+            .map(|i| Message::user(format!("u{i}"), "x"))
+            .collect();
+        let cost = |m: &Message| 5 - m.id[1..].parse::<u64>().unwrap_or(0);
+        for (limit, start) in [
+            (0, 4),
+            (2, 4),
+            (3, 3),
+            (5, 3),
+            (6, 2),
+            (9, 2),
+            (10, 1),
+            (14, 1),
+            (15, 0),
+            (100, 0),
+        ] {
+            let cut = cut_index(&messages, TailBudget::Tokens(limit), cost);
+            assert_eq!(cut, start, "limit {limit}");
+        }
+    }
+
+    #[test]
+    fn a_history_that_starts_with_a_result_is_cut_at_its_start() {
+        let messages = vec![
+            Message::tool_result("r0", "c0", "t", "orphan", false),
+            Message::tool_result("r1", "c1", "t", "orphan", false),
+        ];
+        assert_eq!(cut_index(&messages, TailBudget::Messages(1), |_| 1), 0);
+        assert_eq!(cut_index(&messages, TailBudget::Tokens(1), |_| 1), 0);
+    }
+
+    #[test]
+    fn a_cut_that_splits_an_exchange_is_not_pair_closed() {
+        let mut messages = vec![Message::user("u", "go")];
+        messages.extend(exchange(0, 2));
+        messages.push(Message::user("u2", "next"));
+        // [u, a0, r0_0, r0_1, u2]: starting at a result splits the exchange.
+        assert!(!is_pair_closed(&messages, 2));
+        assert!(!is_pair_closed(&messages, 3));
+        for closed in [0, 1, 4, 5, 6] {
+            assert!(is_pair_closed(&messages, closed), "cut {closed}");
+        }
+        // A suffix that starts with a message but answers a call of the prefix is split too.
+        let late = vec![
+            exchange(1, 1).remove(0),
+            Message::user("u3", "meanwhile"),
+            Message::tool_result("r1_0", "c1_0", "t", "late", false),
+        ];
+        assert!(!is_pair_closed(&late, 1));
+        assert!(is_pair_closed(&late, 0));
+    }
+
+    #[test]
     fn a_reused_call_id_on_both_sides_is_not_a_split() {
         // Found by `ctxbed sweep` (seed 730): the same id in two exchanges.
         let mut messages = vec![Message::user("u", "go")];

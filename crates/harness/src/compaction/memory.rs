@@ -86,6 +86,11 @@ mod tests {
             parse_facts("\n  - one\n\n10) ten\n•  bullet \nplain line\n- \nnone.\n"),
             ["one", "ten", "bullet", "plain line"]
         );
+        // A line that only looks like a list item keeps its text.
+        assert_eq!(
+            parse_facts(". dotted\n) closed\n1.5 kg"),
+            [". dotted", ") closed", "1.5 kg"]
+        );
         assert!(parse_facts("None.").is_empty());
         assert!(parse_facts("   ").is_empty());
         // A number that is part of the fact stays.

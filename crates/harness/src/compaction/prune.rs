@@ -116,6 +116,14 @@ mod tests {
         let old = messages[0].tool_results().next().unwrap();
         assert!(old.text().contains("8000 characters pruned"));
         assert!(old.metadata.contains_key(PRUNED_KEY));
+        assert_eq!(pruned.tokens_before, 9 * 4_000);
+        let preview = old.text();
+        assert_eq!(
+            pruned.tokens_after,
+            9 * RatioEstimator.text_tokens(&preview),
+            "each pruned result counts its preview"
+        );
+
         assert!(
             prune(&mut messages, &config, &RatioEstimator).is_none(),
             "never twice"

@@ -168,6 +168,45 @@ mod tests {
     }
 
     #[test]
+    fn prompt_drops_the_oldest_blocks_until_it_fits() {
+        let prefix: Vec<Message> = (0..5)
+            .map(|i| Message::user(format!("u{i}"), format!("block {i} {}", "z".repeat(100))))
+            .collect();
+        let template = "S:\n{messages}";
+        let estimator = RatioEstimator;
+        // The budget: the template and 32 tokens of framing, and each block plus one.
+        let fixed = estimator.text_tokens(template) + 32;
+        let costs: Vec<u64> = prefix
+            .iter()
+            .map(|m| estimator.text_tokens(&render(m)) + 1)
+            .collect();
+        let all = fixed + costs.iter().sum::<u64>();
+        let shown = |text: &str| -> Vec<usize> {
+            (0..5)
+                .filter(|i| text.contains(&format!("block {i} ")))
+                .collect()
+        };
+
+        let exact = prompt(template, &prefix, all, &estimator);
+        assert_eq!(shown(&exact), [0, 1, 2, 3, 4], "{exact}");
+        assert!(!exact.contains("left out"), "{exact}");
+
+        let short = prompt(template, &prefix, all - 1, &estimator);
+        assert_eq!(shown(&short), [1, 2, 3, 4], "{short}");
+        assert!(short.contains("left out to fit the summariser"), "{short}");
+        assert!(!short.contains("cut to fit"), "{short}");
+
+        let two = prompt(template, &prefix, fixed + costs[3] + costs[4], &estimator);
+        assert_eq!(shown(&two), [3, 4], "{two}");
+
+        // Room for less than the newest block: it alone is kept, cut to its newest characters.
+        let none = prompt(template, &prefix, fixed + 10, &estimator);
+        assert!(none.contains("cut to fit the summariser"), "{none}");
+        assert!(none.ends_with("zzzz"), "{none}");
+        assert!(shown(&none).is_empty(), "{none}");
+    }
+
+    #[test]
     fn summary_ids_are_stable() {
         let a = Message::user("u1", "Fact: the writer uses commas.\nhello");
         let b = Message::assistant(

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The mutation score of the harness's pipeline, per directory, from cargo-mutants' outcomes.
+
+Runs `cargo mutants` over one directory of `crates/harness/src/` at a time (or reads runs
+already made) and prints, per directory: mutants, caught, timed out, missed, unviable, and the
+score, (caught + timed out) / (caught + timed out + missed). A missed mutant listed in
+`tools/mutants/equivalent.toml` (with why it cannot be told apart from the code) is counted
+apart and shown; every other one is printed, so a reader sees what no test notices.
+
+    tools/mutants/score.py run context compaction tokens   # slow: about 10 s a mutant
+    tools/mutants/score.py run --shard 1/3 tokens          # a part; `show` reads the parts together
+    tools/mutants/score.py show context compaction tokens  # from target/mutants/<dir>/
+
+Each run works in place in a checkout of its own (`--in-place` mutates the sources it is given;
+do not edit them meanwhile) with the harness package's own tests, the unit, integration and
+doc tests of `ctxbed-harness`: a mutant only the root package's scenario goldens would notice
+counts as missed here. Standard library only (Python 3.11: tomllib).
+"""
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "target" / "mutants"
+EQUIVALENT = ROOT / "tools" / "mutants" / "equivalent.toml"
+
+# The harness's slowest unit tests (the tokenizer's exhaustive comparisons, a bounded log's
+# rewrite: 7-10 s each in a debug build) read nothing of the other directories; they are left
+# out of the runs over those, which can only lower the score.
+SLOW = {"tokens::bpe::": "tokens", "session::jsonl::": "session"}
+
+
+def run(directory: str, timeout: int, shard: str | None) -> None:
+    """Runs cargo-mutants over `crates/harness/src/<directory>` (and `<directory>.rs`), or one
+    shard `k/n` of its mutants (the shards' outcomes are read together)."""
+    out = OUT / directory / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
+    out.mkdir(parents=True, exist_ok=True)
+    command = [
+        "cargo", "mutants", "--in-place", "--package", "ctxbed-harness",
+        "--file", f"crates/harness/src/{directory}/**/*.rs",
+        "--file", f"crates/harness/src/{directory}.rs",
+        "--timeout", str(timeout), "--output", str(out),
+    ]
+    if shard:
+        command += ["--shard", shard]
+    command += ["--", "--"]
+    for test, owner in SLOW.items():
+        if owner != directory:
+            command += ["--skip", test]
+    print("$", " ".join(command), flush=True)
+    # cargo-mutants exits 2 when some mutants were missed: the table says which.
+    status = subprocess.run(command, cwd=ROOT, check=False).returncode
+    if status not in (0, 2, 3):
+        sys.exit(f"cargo mutants over {directory} failed with status {status}")
+
+
+def equivalent() -> dict[str, str]:
+    """Each mutant judged equivalent (as cargo-mutants names it) with the reason."""
+    if not EQUIVALENT.exists():
+        return {}
+    with EQUIVALENT.open("rb") as file:
+        table = tomllib.load(file)
+    return {entry["mutant"]: entry["why"] for entry in table.get("equivalent", [])}
+
+
+def outcomes(directory: str) -> list[tuple[str, str]]:
+    """(mutant name, summary) for each mutant of the directory's last run (or of its shards),
+    in name order."""
+    paths = sorted((OUT / directory).glob("*/mutants.out/outcomes.json"))
+    if not paths:
+        sys.exit(f"{OUT / directory}: no run yet; `tools/mutants/score.py run {directory}` makes one")
+    rows = {}
+    for path in paths:
+        for outcome in json.loads(path.read_text())["outcomes"]:
+            scenario = outcome["scenario"]
+            if isinstance(scenario, dict) and "Mutant" in scenario:
+                rows[scenario["Mutant"]["name"]] = outcome["summary"]
+    return sorted(rows.items())
+
+
+def show(directories: list[str]) -> int:
+    """Prints the table and each unexplained survivor; 1 when a directory is under 90 %."""
+    known = equivalent()
+    print("| directory | mutants | caught | timed out | missed | equivalent | unviable | score |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    survivors = []
+    low = False
+    for directory in directories:
+        rows = outcomes(directory)
+        count = {"CaughtMutant": 0, "Timeout": 0, "MissedMutant": 0, "Unviable": 0}
+        equivalents = 0
+        for name, summary in rows:
+            if summary == "MissedMutant" and name in known:
+                equivalents += 1
+                continue
+            count[summary] = count.get(summary, 0) + 1
+            if summary == "MissedMutant":
+                survivors.append(name)
+        killed = count["CaughtMutant"] + count["Timeout"]
+        viable = killed + count["MissedMutant"]
+        score = 100.0 * killed / viable if viable else 100.0
+        low |= score < 90.0
+        print(
+            f"| `{directory}/` | {len(rows)} | {count['CaughtMutant']} | {count['Timeout']} "
+            f"| {count['MissedMutant']} | {equivalents} | {count['Unviable']} | {score:.1f} % |"
+        )
+    if survivors:
+        print("\nMissed, not judged equivalent:")
+        for name in survivors:
+            print(f"- {name}")
+    return 1 if low else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=["run", "show"])
+    parser.add_argument("directories", nargs="+", help="under crates/harness/src/")
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per mutant's tests")
+    parser.add_argument("--shard", help="k/n: run the k-th of n parts of each directory's mutants")
+    arguments = parser.parse_args()
+    if arguments.action == "run":
+        for directory in arguments.directories:
+            run(directory, arguments.timeout, arguments.shard)
+    return show(arguments.directories)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
