@@ -9,6 +9,7 @@ apart and shown; every other one is printed, so a reader sees what no test notic
 
     tools/mutants/score.py run context compaction tokens   # slow: about 10 s a mutant
     tools/mutants/score.py run --shard 1/3 tokens          # a part; `show` reads the parts together
+    tools/mutants/score.py run --iterate compaction        # again, only what was not caught
     tools/mutants/score.py show context compaction tokens  # from target/mutants/<dir>/
 
 Each run works in place in a checkout of its own (`--in-place` mutates the sources it is given;
@@ -34,7 +35,7 @@ EQUIVALENT = ROOT / "tools" / "mutants" / "equivalent.toml"
 SLOW = {"tokens::bpe::": "tokens", "session::jsonl::": "session"}
 
 
-def run(directory: str, timeout: int, shard: str | None) -> None:
+def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
     """Runs cargo-mutants over `crates/harness/src/<directory>` (and `<directory>.rs`), or one
     shard `k/n` of its mutants (the shards' outcomes are read together)."""
     out = OUT / directory / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
@@ -47,6 +48,8 @@ def run(directory: str, timeout: int, shard: str | None) -> None:
     ]
     if shard:
         command += ["--shard", shard]
+    if iterate:
+        command.append("--iterate")
     command += ["--", "--"]
     for test, owner in SLOW.items():
         if owner != directory:
@@ -75,6 +78,13 @@ def outcomes(directory: str) -> list[tuple[str, str]]:
         sys.exit(f"{OUT / directory}: no run yet; `tools/mutants/score.py run {directory}` makes one")
     rows = {}
     for path in paths:
+        # A run with --iterate tests only what earlier runs did not catch, and lists those it
+        # skipped as caught before (the sources unchanged but for added tests).
+        earlier = path.parent / "previously_caught.txt"
+        if earlier.exists():
+            for name in earlier.read_text().splitlines():
+                if name.strip():
+                    rows[name.strip()] = "CaughtMutant"
         for outcome in json.loads(path.read_text())["outcomes"]:
             scenario = outcome["scenario"]
             if isinstance(scenario, dict) and "Mutant" in scenario:
@@ -121,10 +131,14 @@ def main() -> int:
     parser.add_argument("directories", nargs="+", help="under crates/harness/src/")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per mutant's tests")
     parser.add_argument("--shard", help="k/n: run the k-th of n parts of each directory's mutants")
+    parser.add_argument(
+        "--iterate", action="store_true",
+        help="test only the mutants the last run did not catch (after adding tests)",
+    )
     arguments = parser.parse_args()
     if arguments.action == "run":
         for directory in arguments.directories:
-            run(directory, arguments.timeout, arguments.shard)
+            run(directory, arguments.timeout, arguments.shard, arguments.iterate)
     return show(arguments.directories)
 
 

@@ -190,6 +190,7 @@ mod tests {
         let exact = prompt(template, &prefix, all, &estimator);
         assert_eq!(shown(&exact), [0, 1, 2, 3, 4], "{exact}");
         assert!(!exact.contains("left out"), "{exact}");
+        assert!(!exact.contains("cut to fit"), "{exact}");
 
         let short = prompt(template, &prefix, all - 1, &estimator);
         assert_eq!(shown(&short), [1, 2, 3, 4], "{short}");
@@ -202,8 +203,20 @@ mod tests {
         // Room for less than the newest block: it alone is kept, cut to its newest characters.
         let none = prompt(template, &prefix, fixed + 10, &estimator);
         assert!(none.contains("cut to fit the summariser"), "{none}");
-        assert!(none.ends_with("zzzz"), "{none}");
         assert!(shown(&none).is_empty(), "{none}");
+        // The newest characters, as many as the room left (10 tokens) is of the whole.
+        let newest = render(&prefix[4]);
+        let whole =
+            format!("[... earlier messages left out to fit the summariser ...]\n\n{newest}");
+        let keep = whole.chars().count() as u64 * 10 / estimator.text_tokens(&whole);
+        let tail: String = whole
+            .chars()
+            .skip(whole.chars().count() - keep as usize)
+            .collect();
+        assert_eq!(
+            none,
+            format!("S:\n[... cut to fit the summariser ...]{tail}")
+        );
     }
 
     #[test]

@@ -101,4 +101,33 @@ mod tests {
         let new = messages[1].tool_calls().next().unwrap();
         assert_eq!(new.arguments["content"].as_str().unwrap().len(), 50);
     }
+
+    #[test]
+    fn a_long_string_deep_in_an_array_is_found() {
+        let config = TruncateArgsConfig {
+            trigger_messages: 1,
+            protect_latest: 0,
+            max_arg_length: 10,
+            ..TruncateArgsConfig::default()
+        };
+        let mut messages = vec![Message::assistant_tool_calls(
+            "a",
+            vec![ContentPart::tool_call(
+                "c",
+                "t",
+                serde_json::json!({"short": "ok", "lines": [["z".repeat(11)], "y".repeat(10)]}),
+            )],
+        )];
+        assert_eq!(truncate_args(&mut messages, &config, 0), 1);
+        let call = messages[0].tool_calls().next().unwrap();
+        assert_eq!(
+            call.arguments["lines"][0][0],
+            format!("{}{}", "z".repeat(11), config.truncation_text)
+        );
+        assert_eq!(
+            call.arguments["lines"][1],
+            "y".repeat(10),
+            "at the limit: kept"
+        );
+    }
 }
