@@ -49,6 +49,7 @@ def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
     if shard:
         command += ["--shard", shard]
     if iterate:
+        keep_ledger(out)
         command.append("--iterate")
     command += ["--", "--"]
     for test, owner in SLOW.items():
@@ -70,25 +71,39 @@ def equivalent() -> dict[str, str]:
     return {entry["mutant"]: entry["why"] for entry in table.get("equivalent", [])}
 
 
-def outcomes(directory: str) -> list[tuple[str, str]]:
-    """(mutant name, summary) for each mutant of the directory's last run (or of its shards),
-    in name order."""
-    paths = sorted((OUT / directory).glob("*/mutants.out/outcomes.json"))
-    if not paths:
-        sys.exit(f"{OUT / directory}: no run yet; `tools/mutants/score.py run {directory}` makes one")
+def read_run(out: pathlib.Path) -> dict[str, str]:
+    """Mutant name -> summary for the run in `out`: its ledger of earlier runs (kept by
+    `--iterate`), overlaid with its last run's outcomes."""
     rows = {}
-    for path in paths:
-        # A run with --iterate tests only what earlier runs did not catch, and lists those it
-        # skipped as caught before (the sources unchanged but for added tests).
-        earlier = path.parent / "previously_caught.txt"
-        if earlier.exists():
-            for name in earlier.read_text().splitlines():
-                if name.strip():
-                    rows[name.strip()] = "CaughtMutant"
-        for outcome in json.loads(path.read_text())["outcomes"]:
+    ledger = out / "ledger.json"
+    if ledger.exists():
+        rows.update(json.loads(ledger.read_text()))
+    last = out / "mutants.out" / "outcomes.json"
+    if last.exists():
+        for outcome in json.loads(last.read_text())["outcomes"]:
             scenario = outcome["scenario"]
             if isinstance(scenario, dict) and "Mutant" in scenario:
                 rows[scenario["Mutant"]["name"]] = outcome["summary"]
+    return rows
+
+
+def keep_ledger(out: pathlib.Path) -> None:
+    """Before an `--iterate` run (which tests only what was not caught and keeps no outcome of
+    the rest), folds every outcome so far into `ledger.json`."""
+    rows = read_run(out)
+    if rows:
+        (out / "ledger.json").write_text(json.dumps(rows, indent=1, sort_keys=True))
+
+
+def outcomes(directory: str) -> list[tuple[str, str]]:
+    """(mutant name, summary) for each mutant of the directory's runs (all of it, or its
+    shards), in name order."""
+    runs = sorted(path for path in (OUT / directory).glob("*") if path.is_dir())
+    rows = {}
+    for out in runs:
+        rows.update(read_run(out))
+    if not rows:
+        sys.exit(f"{OUT / directory}: no run yet; `tools/mutants/score.py run {directory}` makes one")
     return sorted(rows.items())
 
 

@@ -217,6 +217,12 @@ mod tests {
             none,
             format!("S:\n[... cut to fit the summariser ...]{tail}")
         );
+
+        // A conversation that costs exactly the room left is not cut.
+        let one = &prefix[4..];
+        let room = estimator.text_tokens(&render(&one[0]));
+        let fitting = prompt(template, one, fixed + room, &estimator);
+        assert_eq!(fitting, format!("S:\n{}", render(&one[0])));
     }
 
     #[test]

@@ -130,4 +130,28 @@ mod tests {
             "at the limit: kept"
         );
     }
+
+    #[test]
+    fn a_call_with_nothing_to_shorten_is_not_copied() {
+        let config = TruncateArgsConfig {
+            trigger_messages: 1,
+            protect_latest: 0,
+            max_arg_length: 10,
+            ..TruncateArgsConfig::default()
+        };
+        let at_limit = Message::assistant_tool_calls(
+            "a",
+            vec![ContentPart::tool_call(
+                "c",
+                "t",
+                serde_json::json!({"s": "y".repeat(10)}),
+            )],
+        );
+        let mut messages = vec![at_limit.clone()];
+        assert_eq!(truncate_args(&mut messages, &config, 0), 0);
+        assert!(
+            messages[0].shares_content(&at_limit),
+            "a message shared with an earlier request stays shared when nothing in it changes"
+        );
+    }
 }
