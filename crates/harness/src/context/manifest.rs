@@ -330,4 +330,39 @@ mod tests {
             )
         );
     }
+
+    #[test]
+    fn material_finds_only_a_material_item_by_its_source_id() {
+        let mut manifest =
+            ContextManifest::early_failure("c", Purpose::Reasoning, "m", Validation::Passed);
+        let item = |kind: ItemKind, id: &str| {
+            Arc::new(ManifestItem {
+                kind,
+                id: id.to_string(),
+                tokens: 1,
+                content_hash: String::new(),
+            })
+        };
+        let material = ItemKind::Material {
+            kind: MaterialKind::Instruction,
+            placement: Placement::System,
+            revision: "r1".to_string(),
+            required: false,
+            priority: 0,
+        };
+        manifest.items = vec![
+            item(ItemKind::ToolSchema, "rules"),
+            item(ItemKind::ToolSchema, "other"),
+            item(material, "rules"),
+        ]
+        .into_iter()
+        .collect();
+        let found = manifest.material("rules").expect("the material item");
+        assert!(matches!(found.kind, ItemKind::Material { .. }));
+        assert!(
+            manifest.material("other").is_none(),
+            "a schema is not material"
+        );
+        assert!(manifest.material("absent").is_none());
+    }
 }

@@ -301,6 +301,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_preview_longer_than_half_the_text_shows_each_half_once() {
+        let storage = MemoryStorage::new();
+        let config = OffloadConfig {
+            max_result_chars: 10,
+            preview_chars: 1_000,
+            ..OffloadConfig::default()
+        };
+        let mut messages = vec![Message::tool_result(
+            "t1",
+            "call_1",
+            "execute",
+            format!("{}{}", "a".repeat(20), "b".repeat(20)),
+            false,
+        )];
+        offload(&mut messages, &storage, &config, "a").await;
+        let text = messages[0].tool_results().next().unwrap().text();
+        assert!(
+            text.contains("only the first and last 20 characters"),
+            "{text}"
+        );
+        let shown = text.split_once("--- head ---\n").map(|(_, rest)| rest);
+        let expected = format!("{}\n--- tail ---\n{}", "a".repeat(20), "b".repeat(20));
+        assert_eq!(shown, Some(expected.as_str()));
+    }
+
+    #[tokio::test]
+    async fn collect_removes_what_a_rejected_pass_wrote() {
+        let storage = MemoryStorage::new();
+        let config = OffloadConfig::default();
+        let mut messages = history("execute", 90_000);
+        let written = offload(&mut messages, &storage, &config, "a").await.written;
+        assert_eq!(written.len(), 1);
+        collect(&storage, &written).await;
+        assert_eq!(storage.read(&written[0]).await.ok().flatten(), None);
+    }
+
+    #[test]
+    fn names_keep_letters_digits_underscores_and_hyphens() {
+        assert_eq!(sanitise("call_01-Ab"), "call_01-Ab");
+        assert_eq!(sanitise("a.b/c d\u{e9}"), "a_b_c_d_");
+        assert_eq!(sanitise(""), "_");
+    }
+
+    #[tokio::test]
     async fn a_file_that_already_existed_is_never_collected() {
         // Found by `ctxbed sweep` (seed 1277): the same call id and text give the same path, and
         // a rejected build must not delete the file an earlier placeholder points to.

@@ -630,6 +630,14 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_order_is_its_list_whatever_the_materials() {
+        let order = FixedOrder(vec!["b".into(), "a".into()]);
+        assert_eq!(order.omission_order(&[]), ["b", "a"]);
+        let materials = vec![material("a", MaterialKind::Reference, 0)];
+        assert_eq!(order.omission_order(&materials), ["b", "a"]);
+    }
+
+    #[test]
     fn omission_is_incremental_and_stops_when_it_fits() {
         let materials: Vec<Material> = (0..50)
             .map(|i| material(&format!("m{i:02}"), MaterialKind::Reference, 0))
