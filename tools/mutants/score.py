@@ -35,6 +35,21 @@ EQUIVALENT = ROOT / "tools" / "mutants" / "equivalent.toml"
 SLOW = {"tokens::bpe::": "tokens", "session::jsonl::": "session"}
 
 
+def files(directory: str) -> list[str]:
+    """cargo-mutants' `--file` arguments for a directory of the harness."""
+    return [
+        "--file", f"crates/harness/src/{directory}/**/*.rs",
+        "--file", f"crates/harness/src/{directory}.rs",
+    ]
+
+
+def current(directory: str) -> list[str]:
+    """The directory's mutants as the sources stand now (`cargo mutants --list`)."""
+    command = ["cargo", "mutants", "--list", "--package", "ctxbed-harness", *files(directory)]
+    listed = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
+    return [line.strip() for line in listed.stdout.splitlines() if line.strip()]
+
+
 def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
     """Runs cargo-mutants over `crates/harness/src/<directory>` (and `<directory>.rs`), or one
     shard `k/n` of its mutants (the shards' outcomes are read together)."""
@@ -42,8 +57,7 @@ def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     command = [
         "cargo", "mutants", "--in-place", "--package", "ctxbed-harness",
-        "--file", f"crates/harness/src/{directory}/**/*.rs",
-        "--file", f"crates/harness/src/{directory}.rs",
+        *files(directory),
         "--timeout", str(timeout), "--output", str(out),
     ]
     if shard:
@@ -108,17 +122,21 @@ def outcomes(directory: str) -> list[tuple[str, str]]:
 
 
 def show(directories: list[str]) -> int:
-    """Prints the table and each unexplained survivor; 1 when a directory is under 90 %."""
+    """Prints the table and each unexplained survivor; 1 when a directory is under 90 % or has
+    mutants no run has tested (the sources changed since)."""
     known = equivalent()
-    print("| directory | mutants | caught | timed out | missed | equivalent | unviable | score |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| directory | mutants | caught | timed out | missed | equivalent | unviable | untested | score |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     survivors = []
-    low = False
+    failing = False
     for directory in directories:
-        rows = outcomes(directory)
-        count = {"CaughtMutant": 0, "Timeout": 0, "MissedMutant": 0, "Unviable": 0}
+        # Outcomes of mutants that no longer exist (the code moved) are not counted.
+        tested = dict(outcomes(directory))
+        names = current(directory)
+        count = {"CaughtMutant": 0, "Timeout": 0, "MissedMutant": 0, "Unviable": 0, None: 0}
         equivalents = 0
-        for name, summary in rows:
+        for name in names:
+            summary = tested.get(name)
             if summary == "MissedMutant" and name in known:
                 equivalents += 1
                 continue
@@ -128,16 +146,17 @@ def show(directories: list[str]) -> int:
         killed = count["CaughtMutant"] + count["Timeout"]
         viable = killed + count["MissedMutant"]
         score = 100.0 * killed / viable if viable else 100.0
-        low |= score < 90.0
+        failing |= score < 90.0 or count[None] > 0
         print(
-            f"| `{directory}/` | {len(rows)} | {count['CaughtMutant']} | {count['Timeout']} "
-            f"| {count['MissedMutant']} | {equivalents} | {count['Unviable']} | {score:.1f} % |"
+            f"| `{directory}/` | {len(names)} | {count['CaughtMutant']} | {count['Timeout']} "
+            f"| {count['MissedMutant']} | {equivalents} | {count['Unviable']} | {count[None]} "
+            f"| {score:.1f} % |"
         )
     if survivors:
         print("\nMissed, not judged equivalent:")
         for name in survivors:
             print(f"- {name}")
-    return 1 if low else 0
+    return 1 if failing else 0
 
 
 def main() -> int:

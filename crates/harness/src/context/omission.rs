@@ -155,10 +155,18 @@ pub fn select<'a>(
         }
         fits
     });
+    // The set kept at `omit` was built already: `shortest_fitting` returns the last prefix that
+    // fit, and when none fit it returns `candidates.len()`, which it measured.
     let kept = match (fitting, exhausted) {
-        (Some((prefix, kept)), _) if prefix == omit => kept,
-        (_, Some(kept)) if omit == candidates.len() => kept,
-        _ => keep(omit),
+        (Some((prefix, kept)), _) => {
+            debug_assert_eq!(prefix, omit, "the last prefix that fit is the answer");
+            kept
+        }
+        (None, Some(kept)) => {
+            debug_assert_eq!(omit, candidates.len(), "nothing fit: every candidate goes");
+            kept
+        }
+        (None, None) => keep(omit),
     };
     Selection {
         kept: Cow::Owned(kept),
