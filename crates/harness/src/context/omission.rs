@@ -500,6 +500,55 @@ mod tests {
     }
 
     #[test]
+    fn the_running_estimate_guesses_every_prefix_at_its_exact_cost() {
+        // Each omitted item takes its cost, the last of a message its wrapper, the last of
+        // both the guidance: at every prefix's own cost the guess is right, so `measure` is
+        // asked about the whole, the prefix one shorter and the prefix, nothing else.
+        let materials = workspace_and_runtime();
+        let order = default_order(&materials);
+        for prefix in 1..=order.len() {
+            let kept: Vec<Material> = materials
+                .iter()
+                .filter(|m| !order[..prefix].contains(&m.id))
+                .cloned()
+                .collect();
+            let (selection, measured) = run(&materials, &order, layout(&kept));
+            assert_eq!(selection.omitted, order[..prefix]);
+            let before = materials.len() - prefix + 1;
+            let expected: &[usize] = if prefix == 1 {
+                &[materials.len(), kept.len()]
+            } else {
+                &[materials.len(), before, kept.len()]
+            };
+            assert_eq!(measured, expected, "prefix {prefix}");
+        }
+    }
+
+    #[test]
+    fn the_guidance_leaves_with_the_last_tagged_item() {
+        // Nothing required outside the System message: omitting the reference and the runtime
+        // block removes both messages and the guidance the System message carried for them.
+        // An empty block (rendered nowhere) comes after them in the order; the guess must not
+        // run on to it.
+        let materials = vec![
+            Material::instruction("policy", "Preserve the API."),
+            sized("ref", MaterialKind::Reference, Placement::Reference, 200),
+            sized("run", MaterialKind::Runtime, Placement::Transient, 120),
+            sized("empty", MaterialKind::Runtime, Placement::Transient, 0),
+        ];
+        let order: Vec<String> = ["ref", "run", "empty"].map(String::from).to_vec();
+        let kept = [materials[0].clone(), materials[3].clone()];
+        let (selection, measured) = run(&materials, &order, layout(&kept));
+        assert_eq!(selection.omitted, ["ref", "run"]);
+        assert_eq!(measured, [4, 3, 2], "the whole, one omitted, the answer");
+        // A token less: nothing fits (the empty block saves nothing), and the guess is the
+        // whole order, not the prefix before it.
+        let (selection, measured) = run(&materials, &order, layout(&kept) - 1);
+        assert_eq!(selection.omitted, order);
+        assert_eq!(measured, [4, 2, 1]);
+    }
+
+    #[test]
     fn nothing_fits_omits_every_candidate() {
         let materials = workspace_and_runtime();
         let order = default_order(&materials);
@@ -542,6 +591,33 @@ mod tests {
                         calls < measure_calls_max(n),
                         "n {n} guess {guess} boundary {boundary}: {calls} calls"
                     );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_guess_off_by_one_costs_at_most_three_calls() {
+        let calls = |n: usize, guess: usize, boundary: usize| {
+            let mut calls = 0;
+            let answer = shortest_fitting(n, guess, |prefix| {
+                calls += 1;
+                prefix >= boundary
+            });
+            assert_eq!(answer, boundary, "n {n} guess {guess}");
+            calls
+        };
+        for n in 2..=130 {
+            for guess in 1..=n {
+                assert_eq!(calls(n, guess, guess), if guess == 1 { 1 } else { 2 });
+                if guess >= 2 {
+                    // At a boundary of 1 the empty prefix, known not to fit, ends the search.
+                    let expected = if guess == 2 { 1 } else { 2 };
+                    assert_eq!(calls(n, guess, guess - 1), expected, "one too many");
+                }
+                if guess < n {
+                    let expected = if guess == 1 { 2 } else { 3 };
+                    assert_eq!(calls(n, guess, guess + 1), expected, "one too few");
                 }
             }
         }
