@@ -71,6 +71,16 @@ fn shorten(value: &mut Value, config: &TruncateArgsConfig) -> usize {
 mod tests {
     use super::*;
 
+    /// Strings over 10 characters shortened in every call, none protected.
+    fn every_call_over_ten() -> TruncateArgsConfig {
+        TruncateArgsConfig {
+            trigger_messages: 1,
+            protect_latest: 0,
+            max_arg_length: 10,
+            ..TruncateArgsConfig::default()
+        }
+    }
+
     #[test]
     fn only_older_long_strings_are_truncated() {
         let config = TruncateArgsConfig {
@@ -104,12 +114,7 @@ mod tests {
 
     #[test]
     fn a_long_string_deep_in_an_array_is_found() {
-        let config = TruncateArgsConfig {
-            trigger_messages: 1,
-            protect_latest: 0,
-            max_arg_length: 10,
-            ..TruncateArgsConfig::default()
-        };
+        let config = every_call_over_ten();
         let mut messages = vec![Message::assistant_tool_calls(
             "a",
             vec![ContentPart::tool_call(
@@ -133,12 +138,7 @@ mod tests {
 
     #[test]
     fn a_call_with_nothing_to_shorten_is_not_copied() {
-        let config = TruncateArgsConfig {
-            trigger_messages: 1,
-            protect_latest: 0,
-            max_arg_length: 10,
-            ..TruncateArgsConfig::default()
-        };
+        let config = every_call_over_ten();
         let at_limit = Message::assistant_tool_calls(
             "a",
             vec![ContentPart::tool_call(
