@@ -341,7 +341,11 @@ mod tests {
         let history = History::from(messages(3));
         let copy = history.clone();
         assert_ne!(history.lineage(), copy.lineage());
-        assert_eq!(history, copy);
+        assert_eq!(
+            history, copy,
+            "equal by their messages, whatever their lineage"
+        );
+        assert_ne!(history, History::from(messages(2)));
         assert_ne!(History::new().lineage(), History::default().lineage());
     }
 }
