@@ -271,6 +271,41 @@ mod tests {
     use serde_json::Value;
 
     #[test]
+    fn a_shifted_problem_names_the_message_at_its_new_place_and_says_so() {
+        let id = || "c1".to_string();
+        let cases = [
+            (
+                PairingProblem::CallWithoutResult {
+                    index: 2,
+                    call_id: id(),
+                },
+                "tool call `c1` in message 12 has no result in the tool messages after it",
+            ),
+            (
+                PairingProblem::ResultWithoutCall {
+                    index: 2,
+                    call_id: id(),
+                },
+                "tool result for `c1` in message 12 answers no call of the assistant message before it",
+            ),
+            (
+                PairingProblem::BlankId { index: 2 },
+                "message 12 has a tool call or result with a blank id",
+            ),
+            (
+                PairingProblem::DuplicateCallId {
+                    index: 2,
+                    call_id: id(),
+                },
+                "tool call id `c1` in message 12 was already used",
+            ),
+        ];
+        for (problem, shown) in cases {
+            assert_eq!(problem.shifted(10).to_string(), shown);
+        }
+    }
+
+    #[test]
     fn blank_is_trim_is_empty() {
         for id in [
             "",
