@@ -387,17 +387,19 @@ mod tests {
         ]
     }
 
+    /// The materials left when the first `prefix` ids of `order` are omitted.
+    fn kept_after(materials: &[Material], order: &[String], prefix: usize) -> Vec<Material> {
+        materials
+            .iter()
+            .filter(|m| !order[..prefix].contains(&m.id))
+            .cloned()
+            .collect()
+    }
+
     /// The shortest prefix of `order` whose omission fits, by measuring every prefix.
     fn brute_force(materials: &[Material], order: &[String], limit: u64) -> usize {
         (0..=order.len())
-            .find(|&prefix| {
-                let kept: Vec<Material> = materials
-                    .iter()
-                    .filter(|m| !order[..prefix].contains(&m.id))
-                    .cloned()
-                    .collect();
-                layout(&kept) <= limit
-            })
+            .find(|&prefix| layout(&kept_after(materials, order, prefix)) <= limit)
             .unwrap_or(order.len())
     }
 
@@ -485,11 +487,7 @@ mod tests {
         assert_eq!(selection.omitted, ["workspace:MEMORY.md"]);
         // Each prefix: exactly at its cost it is enough; a token less needs the next item.
         for prefix in 1..order.len() {
-            let kept: Vec<Material> = materials
-                .iter()
-                .filter(|m| !order[..prefix].contains(&m.id))
-                .cloned()
-                .collect();
+            let kept = kept_after(&materials, &order, prefix);
             let cost = layout(&kept);
             let (at, _) = run(&materials, &order, cost);
             assert_eq!(at.omitted, order[..prefix], "at {cost}");
@@ -507,11 +505,7 @@ mod tests {
         let materials = workspace_and_runtime();
         let order = default_order(&materials);
         for prefix in 1..=order.len() {
-            let kept: Vec<Material> = materials
-                .iter()
-                .filter(|m| !order[..prefix].contains(&m.id))
-                .cloned()
-                .collect();
+            let kept = kept_after(&materials, &order, prefix);
             let (selection, measured) = run(&materials, &order, layout(&kept));
             assert_eq!(selection.omitted, order[..prefix]);
             let before = materials.len() - prefix + 1;
