@@ -7,15 +7,17 @@ score, (caught + timed out) / (caught + timed out + missed). A missed mutant lis
 `tools/mutants/equivalent.toml` (with why it cannot be told apart from the code) is counted
 apart and shown; every other one is printed, so a reader sees what no test notices.
 
-    tools/mutants/score.py run context compaction tokens   # slow: about 10 s a mutant
-    tools/mutants/score.py run --shard 1/3 tokens          # a part; `show` reads the parts together
+    tools/mutants/score.py run context compaction tokens   # slow: about 8 s a mutant
+    tools/mutants/score.py run --shard 1/4 tokens          # a part; `show` reads the parts together
+    tools/mutants/score.py run tokens/bpe                  # a sub-directory (or one `.rs` file)
     tools/mutants/score.py run --iterate compaction        # again, only what was not caught
     tools/mutants/score.py show context compaction tokens  # from target/mutants/<dir>/
 
 Each run works in place in a checkout of its own (`--in-place` mutates the sources it is given;
 do not edit them meanwhile) with the harness package's own tests, the unit, integration and
-doc tests of `ctxbed-harness`: a mutant only the root package's scenario goldens would notice
-counts as missed here. Standard library only (Python 3.11: tomllib).
+doc tests of `ctxbed-harness`, built with the workspace's `mutants` profile (optimised, so the
+tokenizer's exhaustive tests take seconds): a mutant only the root package's scenario goldens
+would notice counts as missed here. Standard library only (Python 3.11: tomllib).
 """
 
 import argparse
@@ -29,14 +31,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "target" / "mutants"
 EQUIVALENT = ROOT / "tools" / "mutants" / "equivalent.toml"
 
-# The harness's slowest unit tests (the tokenizer's exhaustive comparisons, a bounded log's
-# rewrite: 7-10 s each in a debug build) read nothing of the other directories; they are left
-# out of the runs over those, which can only lower the score.
-SLOW = {"tokens::bpe::": "tokens", "session::jsonl::": "session"}
-
 
 def files(directory: str) -> list[str]:
-    """cargo-mutants' `--file` arguments for a directory of the harness."""
+    """cargo-mutants' `--file` arguments for a directory of the harness (with its module file),
+    or for one file when `directory` names a `.rs` file."""
+    if directory.endswith(".rs"):
+        return ["--file", f"crates/harness/src/{directory}"]
     return [
         "--file", f"crates/harness/src/{directory}/**/*.rs",
         "--file", f"crates/harness/src/{directory}.rs",
@@ -53,27 +53,29 @@ def current(directory: str) -> list[str]:
 def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
     """Runs cargo-mutants over `crates/harness/src/<directory>` (and `<directory>.rs`), or one
     shard `k/n` of its mutants (the shards' outcomes are read together)."""
-    out = OUT / directory / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
+    out = place(directory) / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
     out.mkdir(parents=True, exist_ok=True)
     command = [
         "cargo", "mutants", "--in-place", "--package", "ctxbed-harness",
         *files(directory),
-        "--timeout", str(timeout), "--output", str(out),
+        "--profile", "mutants", "--timeout", str(timeout), "--output", str(out),
     ]
     if shard:
         command += ["--shard", shard]
     if iterate:
         keep_ledger(out)
         command.append("--iterate")
-    command += ["--", "--"]
-    for test, owner in SLOW.items():
-        if owner != directory:
-            command += ["--skip", test]
     print("$", " ".join(command), flush=True)
     # cargo-mutants exits 2 when some mutants were missed: the table says which.
     status = subprocess.run(command, cwd=ROOT, check=False).returncode
     if status not in (0, 2, 3):
         sys.exit(f"cargo mutants over {directory} failed with status {status}")
+
+
+def place(directory: str) -> pathlib.Path:
+    """Where a run over `directory` keeps its outcomes: under its directory's folder, so that
+    `show` over a directory reads the runs over its parts (`tokens/bpe`, `tokens.rs`) too."""
+    return OUT / directory.removesuffix(".rs")
 
 
 def equivalent() -> dict[str, str]:
@@ -112,7 +114,8 @@ def keep_ledger(out: pathlib.Path) -> None:
 def outcomes(directory: str) -> list[tuple[str, str]]:
     """(mutant name, summary) for each mutant of the directory's runs (all of it, or its
     shards), in name order."""
-    runs = sorted(path for path in (OUT / directory).glob("*") if path.is_dir())
+    found = (OUT / directory).rglob("*")
+    runs = sorted(path for path in found if (path / "mutants.out").is_dir() or (path / "ledger.json").exists())
     rows = {}
     for out in runs:
         rows.update(read_run(out))
