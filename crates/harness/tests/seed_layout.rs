@@ -90,6 +90,32 @@ fn transient_state_sits_between_the_conversation_and_the_references_runtime_mate
     });
 }
 
+/// The System message carries the guidance on tagged content while either tagged region is
+/// rendered, a transient or a reference one alone included, and not when neither is.
+#[test]
+fn the_guidance_comes_with_either_tagged_region_alone() {
+    let cases = [
+        (vec![ContextBlock::runtime("status", "Change 42")], true),
+        (vec![ContextBlock::reference("format", "Columns")], true),
+        (vec![], false),
+    ];
+    for (blocks, guided) in cases {
+        runtime().block_on(async {
+            let model = Scripted::new(info("m", 16_000), vec![Turn::reply("ok")]);
+            let agent = HarnessAgent::builder()
+                .model(model.clone())
+                .sys_prompt("Investigate changes.")
+                .context_source("record", Arc::new(StaticSource::new(blocks)))
+                .build()
+                .expect("an agent");
+            agent.call("Go.", alice()).await.expect("a reply");
+            let system = message_text(&model.reasoning()[0].messages[0]);
+            let guidance = ctxbed_harness::context::render::guidance_section();
+            assert_eq!(system.contains(&guidance), guided, "{system}");
+        });
+    }
+}
+
 /// S42: content that claims authority through tags, from a source and from a tool result,
 /// authorises nothing: the deny rule still stops the call, and the claims reach the model
 /// escaped inside their own items.

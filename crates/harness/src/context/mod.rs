@@ -541,6 +541,35 @@ mod tests {
         }
     }
 
+    /// Items counted for a set other than the one last rendered are not remembered with that
+    /// rendering: the rendered set, asked for next, gets its own items.
+    #[test]
+    fn material_items_are_remembered_only_for_the_set_rendered() {
+        use crate::tokens::{CachedEstimator, RatioEstimator};
+        let materials = [
+            Material::instruction("rules", "Be brief."),
+            Material::from_block("s", &ContextBlock::runtime("clock", "It is noon.")),
+            Material::from_block("s", &ContextBlock::reference("doc", "See the guide.")),
+        ];
+        let history = [Message::user("u1", "Hi")];
+        let estimator = CachedEstimator::new(RatioEstimator);
+        let parts = Parts::split(Some("You help."), (&history).into(), &[], &estimator);
+        let ids = |items: Rc<[Arc<ManifestItem>]>| {
+            items.iter().map(|item| item.id.clone()).collect::<Vec<_>>()
+        };
+        parts.material_messages(&materials);
+        assert_eq!(
+            ids(parts.material_items(&materials[..1], &estimator)).len(),
+            1
+        );
+        parts.material_messages(&materials);
+        let all = ids(parts.material_items(&materials, &estimator));
+        let expected: Vec<_> = render::in_layout_order(&materials)
+            .map(|material| material.id.clone())
+            .collect();
+        assert_eq!((all.len(), all), (3, expected));
+    }
+
     /// Material items remembered with a rendering are handed out again (the same items, not
     /// recounted) to the next step with the same counting method, and only to it: each
     /// estimator's manifest lists its own counts, step after step.

@@ -367,6 +367,54 @@ mod tests {
             })
         );
     }
+
+    #[test]
+    fn pairing_finds_blank_and_reused_ids_where_they_are() {
+        let result = |call_id: &str| Message::tool_result("r", call_id, "t", "ok", false);
+        let cases = [
+            (
+                vec![Message::user("u", "go"), calls(" ")],
+                PairingProblem::BlankId { index: 1 },
+            ),
+            (
+                vec![Message::user("u", "go"), calls("c1"), result("")],
+                PairingProblem::BlankId { index: 2 },
+            ),
+            (
+                vec![calls("c1"), result("c1"), calls("c1"), result("c1")],
+                PairingProblem::DuplicateCallId {
+                    index: 2,
+                    call_id: "c1".into(),
+                },
+            ),
+        ];
+        for (messages, problem) in cases {
+            assert_eq!(find_pairing_problem(&messages), Some(problem));
+        }
+    }
+
+    #[test]
+    fn a_scan_stops_reading_at_its_first_problem() {
+        let messages = [
+            Message::user("u", "go"),
+            Message::tool_result("r", "c9", "t", "ok", false),
+            calls(""),
+            Message::user("u2", "again"),
+        ];
+        let mut scan = PairingScan::<&str>::default();
+        assert_eq!(scan.read_count(), 0);
+        scan.feed(&messages[0]);
+        assert_eq!(scan.read_count(), 1);
+        for message in &messages[1..] {
+            scan.feed(message);
+        }
+        // Read up to the orphaned result; the blank id after it is never reached.
+        assert_eq!(scan.read_count(), 2);
+        assert!(matches!(
+            scan.finish(),
+            Some(PairingProblem::ResultWithoutCall { index: 1, .. })
+        ));
+    }
 }
 
 /// Synthetic text closing a call that has no recorded result (repair policy only).
