@@ -17,7 +17,10 @@ Each run works in place in a checkout of its own (`--in-place` mutates the sourc
 do not edit them meanwhile) with the harness package's own tests, the unit, integration and
 doc tests of `ctxbed-harness`, built with the workspace's `mutants` profile (optimised, so the
 tokenizer's exhaustive tests take seconds): a mutant only the root package's scenario goldens
-would notice counts as missed here. Standard library only (Python 3.11: tomllib).
+would notice counts as missed here. `--unit-only` runs the unit tests alone (no integration or
+doc tests to build and run: about twice as fast), which can only lower a score; `tokens/` is
+scored that way, its unit tests being where its exact values are pinned. Standard library only
+(Python 3.11: tomllib).
 """
 
 import argparse
@@ -50,7 +53,7 @@ def current(directory: str) -> list[str]:
     return [line.strip() for line in listed.stdout.splitlines() if line.strip()]
 
 
-def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
+def run(directory: str, timeout: int, shard: str | None, iterate: bool, unit_only: bool) -> None:
     """Runs cargo-mutants over `crates/harness/src/<directory>` (and `<directory>.rs`), or one
     shard `k/n` of its mutants (the shards' outcomes are read together)."""
     out = place(directory) / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
@@ -62,6 +65,8 @@ def run(directory: str, timeout: int, shard: str | None, iterate: bool) -> None:
     ]
     if shard:
         command += ["--shard", shard]
+    if unit_only:
+        command.append("--cargo-test-arg=--lib")
     if iterate:
         keep_ledger(out)
         command.append("--iterate")
@@ -172,10 +177,17 @@ def main() -> int:
         "--iterate", action="store_true",
         help="test only the mutants the last run did not catch (after adding tests)",
     )
+    parser.add_argument(
+        "--unit-only", action="store_true",
+        help="run only the harness's unit tests (faster; can only lower the score)",
+    )
     arguments = parser.parse_args()
     if arguments.action == "run":
         for directory in arguments.directories:
-            run(directory, arguments.timeout, arguments.shard, arguments.iterate)
+            run(
+                directory, arguments.timeout, arguments.shard, arguments.iterate,
+                arguments.unit_only,
+            )
     return show(arguments.directories)
 
 
