@@ -66,7 +66,7 @@ def run(directory: str, timeout: int, shard: str | None, iterate: bool, unit_onl
     if shard:
         command += ["--shard", shard]
     if unit_only:
-        command.append("--cargo-test-arg=--lib")
+        command.append("--cargo-arg=--lib")  # the build and the tests
     if iterate:
         keep_ledger(out)
         command.append("--iterate")
