@@ -6,7 +6,11 @@
 //! harness that stores nothing server-side (`store: false`) passes its reasoning back. The API
 //! refuses, with these words (each seen in public reports):
 //! - a reasoning item not followed by the item it led to: `Item 'rs_…' of type 'reasoning' was
-//!   provided without its required following item.` (continuedev/continue#8933);
+//!   provided without its required following item.` (continuedev/continue#8933). A call sent
+//!   back whole without its `fc_…` id counts as that item: in 2025 the API refused it
+//!   (pydantic/pydantic-ai#2861), but OpenAI's own Agents SDK for TypeScript now strips call ids
+//!   from its sessions on purpose while keeping reasoning ids, and the AI SDK sends its calls
+//!   without ids after referenced reasoning (vercel/ai#15795): refusing it would fail both;
 //! - an item of a response that reasoned, passed back by its id without that reasoning: `Item
 //!   'fc_…' of type 'function_call' was provided without its required 'reasoning' item: 'rs_…'.`
 //!   (continuedev/continue#12620);
@@ -282,6 +286,13 @@ mod tests {
             {"type": "function_call_output", "call_id": "call_1", "output": "x"},
         ]});
         assert!(check(&anonymous, &reasoned(&[1])).is_ok());
+        // A call sent whole without its id still follows its reasoning (see the module doc).
+        let item = json!({"type": "reasoning", "id": "rs_0001", "summary": [], "encrypted_content": encrypted_content("rs_0001")});
+        let mut id_less = loop_input(Some(item));
+        id_less["input"][2]
+            .as_object_mut()
+            .map(|call| call.remove("id"));
+        assert!(check(&id_less, &reasoned(&[1])).is_ok());
         // A response that did not reason asks for nothing.
         assert!(check(&loop_input(None), &reasoned(&[])).is_ok());
     }
