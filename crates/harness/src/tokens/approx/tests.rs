@@ -433,3 +433,12 @@ fn the_single_token_ideographs_are_cl100k_s() {
         panic!("{path}: {error}");
     }
 }
+
+/// Two-byte letters of no script priced apart (lead bytes 0xd5 and 0xdc-0xdf: Armenian from
+/// U+0540, Syriac) have a count of their own.
+#[test]
+fn other_two_byte_letters_are_counted() {
+    let features = ApproximateEstimator::features("մեկ ܐܒ");
+    assert_eq!(features.other_two_byte_count, 5);
+    assert_eq!(features.cyrillic_count + features.hebrew_arabic_count, 0);
+}
