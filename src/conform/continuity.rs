@@ -7,8 +7,13 @@
 //! | `retention` | the first main-loop request of a step whose session completed an earlier step carries that step's input and reply: verbatim, or through a summary the harness obtained of them |
 //!
 //! **Carries**, for `progress`: the request holds a call with the call's id (or, for a harness
-//! that renames ids, its name and arguments) and a result of that call. A request that repeats
-//! the step's previous main-loop request carries no new call, so it is no progress.
+//! that renames ids, its name and arguments) and a result of that call. A harness that writes
+//! its tool exchanges into its messages' text instead (smolagents: "Calling tools: …", then
+//! "Observation: …", or only "Error executing tool 'read_log' with arguments …" for a call that
+//! failed) carries a call when the text of the request's messages holds the call's id or its
+//! tool's name and, after it, the first 200 characters of one of the results the scenario
+//! scripts for that tool. A request that repeats the step's
+//! previous main-loop request carries no new call, so it is no progress.
 //!
 //! **Carries**, for `retention`: some message of the request contains the text (the input, or the
 //! text of the mock's last answer in that step), whitespace runs counted as one space; or it
@@ -23,7 +28,7 @@ use ctxbed_harness::model::ModelRequest;
 use ctxbed_sim::host::{Exchange, Outcome};
 
 use super::checks::{StepEnd, StepRun, Violation};
-use super::file::WireScenario;
+use super::file::{WireScenario, WireTool};
 
 /// Where the rules had something to judge in one run: the mock made a tool call in some step
 /// (`progress`), or a step's session had completed an earlier step (`retention`).
@@ -64,7 +69,7 @@ pub fn check(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
     let mut found = Vec::new();
     for (index, run) in steps.iter().enumerate() {
         let number = index + 1;
-        for detail in progress(run) {
+        for detail in progress(run, &scenario.tools) {
             found.push(violation("progress", detail, number));
         }
         if let Some(detail) = retention(scenario, steps, index) {
@@ -92,7 +97,7 @@ fn main_loop(run: &StepRun) -> impl Iterator<Item = (&Exchange, &ModelRequest)> 
 
 /// `progress` over one step: each delivered tool-call answer is followed by a main-loop request
 /// carrying its calls and their results, unless the step ends in a reported error.
-fn progress(run: &StepRun) -> Vec<String> {
+fn progress(run: &StepRun, tools: &[WireTool]) -> Vec<String> {
     let mut found = Vec::new();
     // The calls of the last delivered tool-call answer not yet carried back, and its request.
     let mut pending: Option<(u64, Vec<&ToolCall>)> = None;
@@ -100,7 +105,9 @@ fn progress(run: &StepRun) -> Vec<String> {
         if let Some((asked, calls)) = pending.take() {
             let missing: Vec<String> = calls
                 .iter()
-                .filter(|call| !carries_call(request, call))
+                .filter(|call| {
+                    !carries_call(request, call) && !carries_as_text(request, call, tools)
+                })
                 .map(|call| describe_call(call))
                 .collect();
             if !missing.is_empty() {
@@ -153,6 +160,41 @@ fn carries_call(request: &ModelRequest, call: &ToolCall) -> bool {
             .iter()
             .flat_map(|m| m.tool_results())
             .any(|result| result.call_id == sent.id)
+    })
+}
+
+/// How much of a scripted result (its first characters, whitespace squashed) a tool exchange
+/// written as text must hold.
+const TEXT_RESULT_HEAD: usize = 200;
+
+/// True when the text of `request`'s messages (their text parts, not tool results) holds
+/// `call`'s id or its tool's name and, after it, the head of one of the results the scenario
+/// scripts for the call's tool: the tool exchange written into the messages' text.
+fn carries_as_text(request: &ModelRequest, call: &ToolCall, tools: &[WireTool]) -> bool {
+    let Some(tool) = tools.iter().find(|tool| tool.name == call.name) else {
+        return false;
+    };
+    let text: String = request
+        .messages
+        .iter()
+        .flat_map(|message| message.parts.iter())
+        .filter_map(|part| match part {
+            ContentPart::Text { text } => Some(squash(text) + "\n"),
+            _ => None,
+        })
+        .collect();
+    let named = [call.id.as_str(), call.name.as_str()]
+        .iter()
+        .filter_map(|name| text.find(name).map(|at| at + name.len()))
+        .min();
+    let Some(at) = named else {
+        return false;
+    };
+    let after = &text[at..];
+    // A result's head: a harness may cut a long result short, as it may a structured one.
+    tool.results.iter().any(|(result, _)| {
+        let head: String = squash(result).chars().take(TEXT_RESULT_HEAD).collect();
+        !head.is_empty() && after.contains(head.as_str())
     })
 }
 
@@ -311,7 +353,64 @@ mod tests {
             ],
             count_tokens: 0,
         };
-        progress(&run)
+        progress(&run, &[read_log()])
+    }
+
+    /// The scenario's tool, with its one scripted result.
+    fn read_log() -> WireTool {
+        WireTool {
+            name: "read_log".into(),
+            description: "Read the build log.".into(),
+            parameters: json!({"type": "object"}),
+            results: vec![("error: out of memory\nline 2".into(), false)],
+        }
+    }
+
+    /// `progress` over a step whose tool call, `read_log` (`call_0001`), comes back as the text
+    /// of the next request's `messages`.
+    fn progress_in_text(messages: Value) -> Vec<String> {
+        let user = json!({"role": "user", "content": "Why?"});
+        let asked = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0001", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]});
+        let run = StepRun {
+            end: StepEnd::Reply("ok".into()),
+            exchanges: vec![
+                exchange(1, json!([user]), Outcome::ToolCalls, Some(asked)),
+                exchange(2, messages, Outcome::Reply, None),
+            ],
+            count_tokens: 0,
+        };
+        progress(&run, &[read_log()])
+    }
+
+    #[test]
+    fn a_tool_exchange_written_as_text_is_carried_with_its_id_and_result() {
+        let user = json!({"role": "user", "content": "Why?"});
+        let call = json!({"role": "assistant", "content": "Calling tools:\n[{'id': 'call_0001', 'type': 'function', 'function': {'name': 'read_log', 'arguments': {}}}]"});
+        let observation =
+            json!({"role": "user", "content": "Observation:\nerror: out of memory\n  line 2"});
+        assert_eq!(
+            progress_in_text(json!([user, call, observation])),
+            Vec::<String>::new()
+        );
+        // A failed call written as its error alone names its tool before the result.
+        let failed = json!({"role": "user", "content": "Error executing tool 'read_log' with arguments {}: Exception: error: out of memory line 2"});
+        assert_eq!(
+            progress_in_text(json!([user, failed])),
+            Vec::<String>::new()
+        );
+        // A structured result is judged as structured: its text does not count here.
+        let orphan = json!({"role": "tool", "tool_call_id": "call_0001", "content": "error: out of memory\nline 2"});
+        let named = json!({"role": "assistant", "content": "Calling read_log."});
+        assert_eq!(progress_in_text(json!([user, named, orphan])).len(), 1);
+        let unnamed = json!({"role": "assistant", "content": "Calling the log reader."});
+        // The call written down without its result, or the result without the call: lost.
+        assert_eq!(progress_in_text(json!([user, call])).len(), 1);
+        assert_eq!(
+            progress_in_text(json!([user, unnamed, observation])).len(),
+            1
+        );
+        // The result before the call is not the call's result.
+        assert_eq!(progress_in_text(json!([user, observation, call])).len(), 1);
     }
 
     #[test]

@@ -278,7 +278,7 @@ mod tests {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                if state % 3 == 0 {
+                if state.is_multiple_of(3) {
                     reference.sort_unstable_by(|a, b| b.cmp(a));
                     assert_eq!(heap.pop(), reference.pop(), "round {round}");
                 } else {
