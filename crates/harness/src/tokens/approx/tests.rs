@@ -442,3 +442,12 @@ fn other_two_byte_letters_are_counted() {
     assert_eq!(features.other_two_byte_count, 5);
     assert_eq!(features.cyrillic_count + features.hebrew_arabic_count, 0);
 }
+
+/// A block with kana (a lead byte 0xe3) is counted through the CJK masks: there too, rare
+/// ideographs are counted only when the estimate prices them.
+#[test]
+fn rare_ideographs_beside_kana_are_counted_only_when_priced() {
+    let text = "の們們們";
+    assert_eq!(scan(text.as_bytes(), false).han_rare_count, 0);
+    assert_eq!(scan(text.as_bytes(), true).han_rare_count, 3);
+}
