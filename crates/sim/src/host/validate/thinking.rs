@@ -26,7 +26,8 @@ pub(super) fn setting_problem(json: &Value) -> Option<Problem> {
         .unwrap_or_default();
     match kind {
         "enabled" => {}
-        "disabled" | "adaptive" => return None,
+        "adaptive" => return forced_tool_problem(json),
+        "disabled" => return None,
         other => {
             // `thinking: Input tag 'adaptive' found using 'type' does not match any of the
             // expected tags: 'enabled', 'disabled'` (a model without adaptive thinking; quoted
@@ -58,6 +59,9 @@ pub(super) fn setting_problem(json: &Value) -> Option<Problem> {
             "thinking.enabled.budget_tokens: Input should be greater than or equal to {BUDGET_MIN}"
         ));
     }
+    if let Some(problem) = forced_tool_problem(json) {
+        return Some(problem);
+    }
     // liuw1535/antigravity2api-nodejs#149. Interleaved thinking (a beta header the host does
     // not see) lifts this rule; a request is read without its headers, so it holds always.
     let max_tokens = json.get("max_tokens").and_then(Value::as_i64)?;
@@ -65,6 +69,21 @@ pub(super) fn setting_problem(json: &Value) -> Option<Problem> {
         Problem::Worded(
             "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size".into(),
         )
+    })
+}
+
+/// Thinking with a `tool_choice` that forces a tool (`any`, or `tool` by name), which
+/// Anthropic refuses (its extended-thinking guide: thinking is not compatible with forced tool
+/// use): `Thinking may not be enabled when tool_choice forces tool use.`
+/// (langchain-ai/langchain#35539, fixed by #35544; mastra-ai/mastra#7507; usestrix/strix#503).
+fn forced_tool_problem(json: &Value) -> Option<Problem> {
+    let forced = json
+        .get("tool_choice")
+        .and_then(|choice| choice.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind == "any" || kind == "tool");
+    forced.then(|| {
+        Problem::Worded("Thinking may not be enabled when tool_choice forces tool use.".into())
     })
 }
 
@@ -271,6 +290,33 @@ mod tests {
         assert_eq!(refusal(&asking(json!({"type": "adaptive"}), 64)), "");
         assert_eq!(refusal(&asking(json!({"type": "disabled"}), 64)), "");
         assert_eq!(refusal(&asking(Value::Null, 64)), "");
+    }
+
+    #[test]
+    fn thinking_with_a_forced_tool_choice_is_refused() {
+        let refused = "Thinking may not be enabled when tool_choice forces tool use.";
+        let with_choice = |thinking: &Value, choice: Value| {
+            let mut body = asking(thinking.clone(), 4096);
+            body["tools"] = json!([{"name": "read_log", "input_schema": {"type": "object"}}]);
+            body["tool_choice"] = choice;
+            refusal(&body)
+        };
+        for thinking in [
+            json!({"type": "enabled", "budget_tokens": 2048}),
+            json!({"type": "adaptive"}),
+        ] {
+            for choice in [
+                json!({"type": "any"}),
+                json!({"type": "tool", "name": "read_log"}),
+            ] {
+                assert!(with_choice(&thinking, choice).contains(refused));
+            }
+            for choice in [json!({"type": "auto"}), json!({"type": "none"})] {
+                assert_eq!(with_choice(&thinking, choice), "");
+            }
+        }
+        let disabled = json!({"type": "disabled"});
+        assert_eq!(with_choice(&disabled, json!({"type": "any"})), "");
     }
 
     #[test]
