@@ -88,3 +88,22 @@ pub fn decode(bytes: &[u8], at: usize) -> Option<(usize, usize)> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::decode;
+
+    #[test]
+    fn two_and_three_byte_characters_decode_to_their_code_points() {
+        let text = "aé中\u{7ff}\u{800}";
+        let bytes = text.as_bytes();
+        assert_eq!(decode(bytes, 0), None, "ASCII is not decoded here");
+        assert_eq!(decode(bytes, 1), Some((0xe9, 2)));
+        assert_eq!(decode(bytes, 3), Some((0x4e2d, 3)));
+        assert_eq!(decode(bytes, 6), Some((0x7ff, 2)));
+        assert_eq!(decode(bytes, 8), Some((0x800, 3)));
+        // A lead byte without its continuation, or cut short, is no character.
+        assert_eq!(decode(&[0xc3, 0x41], 0), None);
+        assert_eq!(decode(&[0xe4, 0xb8], 0), None);
+    }
+}
