@@ -105,5 +105,9 @@ mod tests {
         // A lead byte without its continuation, or cut short, is no character.
         assert_eq!(decode(&[0xc3, 0x41], 0), None);
         assert_eq!(decode(&[0xe4, 0xb8], 0), None);
+        assert_eq!(decode(&[0xe4, 0xb8, 0x41], 0), None);
+        // Overlong forms and surrogates are not characters.
+        assert_eq!(decode(&[0xe0, 0x80, 0x80], 0), None);
+        assert_eq!(decode(&[0xed, 0xa0, 0x80], 0), None);
     }
 }
