@@ -8,7 +8,7 @@ score, (caught + timed out) / (caught + timed out + missed). A missed mutant lis
 apart and shown; every other one is printed, so a reader sees what no test notices.
 
     tools/mutants/score.py run context compaction tokens   # slow: about 8 s a mutant
-    tools/mutants/score.py run --shard 1/4 tokens          # a part; `show` reads the parts together
+    tools/mutants/score.py run --shard 0/4 tokens          # a part (k counts from 0); `show` reads the parts together
     tools/mutants/score.py run tokens/bpe                  # a sub-directory (or one `.rs` file)
     tools/mutants/score.py run --iterate compaction        # again, only what was not caught
     tools/mutants/score.py show context compaction tokens  # from target/mutants/<dir>/
@@ -179,7 +179,7 @@ def main() -> int:
     parser.add_argument("action", choices=["run", "show"])
     parser.add_argument("directories", nargs="+", help="under crates/harness/src/")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per mutant's tests")
-    parser.add_argument("--shard", help="k/n: run the k-th of n parts of each directory's mutants")
+    parser.add_argument("--shard", help="k/n: run part k (0 to n-1) of n of each directory's mutants")
     parser.add_argument(
         "--iterate", action="store_true",
         help="test only the mutants the last run did not catch (after adding tests)",

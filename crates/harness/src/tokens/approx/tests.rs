@@ -451,3 +451,117 @@ fn rare_ideographs_beside_kana_are_counted_only_when_priced() {
     assert_eq!(scan(text.as_bytes(), false).han_rare_count, 0);
     assert_eq!(scan(text.as_bytes(), true).han_rare_count, 3);
 }
+
+/// Features with the given counts, in the order of `FEATURE_NAMES`.
+fn features_of(c: [u64; FEATURE_COUNT]) -> TextFeatures {
+    TextFeatures {
+        word_piece_count: c[0],
+        word_long_letter_count: c[1],
+        digit_piece_count: c[2],
+        punctuation_piece_count: c[3],
+        punctuation_long_count: c[4],
+        space_piece_count: c[5],
+        newline_piece_count: c[6],
+        han_count: c[7],
+        kana_count: c[8],
+        hangul_count: c[9],
+        cjk_punctuation_count: c[10],
+        latin_count: c[11],
+        greek_count: c[12],
+        cyrillic_count: c[13],
+        hebrew_arabic_count: c[14],
+        other_two_byte_count: c[15],
+        indic_count: c[16],
+        symbol_count: c[17],
+        other_three_byte_count: c[18],
+        four_byte_count: c[19],
+        word_symbol_count: c[20],
+        word_non_ascii_count: c[21],
+        cyrillic_extended_count: c[22],
+        han_rare_count: c[23],
+    }
+}
+
+/// The prices of `weights`, in the order of `FEATURE_NAMES`.
+fn prices_of(w: &Weights) -> [u64; FEATURE_COUNT] {
+    [
+        w.word_piece,
+        w.word_long_letter,
+        w.digit_piece,
+        w.punctuation_piece,
+        w.punctuation_long,
+        w.space_piece,
+        w.newline_piece,
+        w.han,
+        w.kana,
+        w.hangul,
+        w.cjk_punctuation,
+        w.latin,
+        w.greek,
+        w.cyrillic,
+        w.hebrew_arabic,
+        w.other_two_byte,
+        w.indic,
+        w.symbol,
+        w.other_three_byte,
+        w.four_byte,
+        w.word_symbol,
+        w.word_non_ascii,
+        w.cyrillic_extended,
+        w.han_rare,
+    ]
+}
+
+/// `counts` lists every feature once, in the order of `FEATURE_NAMES`, and a price is each
+/// count times its weight, summed.
+#[test]
+fn a_price_is_every_count_times_its_weight() {
+    let counts: [u64; FEATURE_COUNT] = std::array::from_fn(|i| i as u64 + 1);
+    let features = features_of(counts);
+    assert_eq!(features.counts(), counts);
+    for weights in [WEIGHTS_O200K, WEIGHTS_CL100K] {
+        let expected: u64 = counts
+            .iter()
+            .zip(prices_of(&weights))
+            .map(|(c, w)| c * w)
+            .sum();
+        assert_eq!(ApproximateEstimator::price(&features, &weights), expected);
+    }
+    // Every term is seen: cl100k prices every feature (o200k leaves some at zero).
+    assert!(prices_of(&WEIGHTS_CL100K).iter().all(|&w| w > 0));
+}
+
+/// A text's estimate is the price of its features, rounded up to whole tokens.
+#[test]
+fn an_estimate_is_its_features_price_rounded_up() {
+    let estimator = ApproximateEstimator::default();
+    let features = ApproximateEstimator::features("the slow clock");
+    let price = ApproximateEstimator::price(&features, estimator.weights());
+    assert_eq!(price, 3 * WEIGHTS_O200K.word_piece);
+    assert_eq!(estimator.text_tokens("the slow clock"), 4);
+    let cl100k = ApproximateEstimator::new(Vocabulary::Cl100k);
+    assert_eq!(cl100k.text_tokens("the slow clock"), 4);
+}
+
+/// The compile-time check that appending text never lowers a count refuses weights under
+/// which an absorbing piece costs less than the piece it absorbs, whichever pair breaks.
+#[test]
+fn weights_where_absorbing_costs_less_are_refused() {
+    let base = WEIGHTS_O200K;
+    assert!(absorbing_pieces_cost_more(&base));
+    let cheap_word = Weights {
+        word_piece: base.punctuation_piece - 1,
+        ..base
+    };
+    let cheap_punctuation = Weights {
+        punctuation_piece: base.space_piece - 1,
+        ..base
+    };
+    let cheap_newline = Weights {
+        newline_piece: base.space_piece - 1,
+        ..base
+    };
+    for weights in [cheap_word, cheap_punctuation, cheap_newline] {
+        assert!(!absorbing_pieces_cost_more(&weights), "{weights:?}");
+    }
+}
