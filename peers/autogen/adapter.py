@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 from protocol_env import apply_env, session_file_name  # noqa: E402
+from error_chain import causes  # noqa: E402
 
 PROTOCOL_OUT = sys.stdout
 sys.stdout = sys.stderr
@@ -138,17 +139,6 @@ def task(step):
 
 
 # ---- error classification ------------------------------------------------------------------------
-
-
-def causes(exc):
-    seen, queue = set(), [exc]
-    while queue:
-        e = queue.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
 
 
 OVERFLOW_WORDS = ("context_length_exceeded", "prompt is too long", "maximum context length", "context window", "input tokens exceed")

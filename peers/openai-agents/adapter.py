@@ -50,6 +50,7 @@ from pathlib import Path
 # The protocol's shared environment handling (peers/shared/protocol_env.py).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 from protocol_env import apply_env  # noqa: E402
+from error_chain import causes  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries included) to stderr.
@@ -82,12 +83,9 @@ CHAT = os.environ.get("CTXBED_AGENTS_MODEL", "responses") == "chat" or os.enviro
 HARNESS = "openai-agents-chat" if CHAT else "openai-agents"
 
 
-
 def emit(obj):
     PROTOCOL_OUT.write(json.dumps(obj) + "\n")
     PROTOCOL_OUT.flush()
-
-
 
 
 # ---- context management: the SDK's documented filter, unchanged -----------------------------
@@ -144,18 +142,6 @@ def run_input(step):
 # ---- error classification ------------------------------------------------------------------------
 
 OVERFLOW_WORDS = ("context_length_exceeded", "context length", "prompt is too long", "context window", "input is too long")
-
-
-def causes(exc):
-    """The exception and everything it wraps (__cause__, __context__, exception groups), outermost first."""
-    seen, queue = set(), [exc]
-    while queue:
-        e = queue.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
 
 
 def classify(exc) -> str:

@@ -48,6 +48,7 @@ from pathlib import Path
 # The protocol's shared environment handling (peers/shared/protocol_env.py).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 from protocol_env import apply_env, session_file_name  # noqa: E402
+from error_chain import causes  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries included) to stderr.
@@ -82,12 +83,9 @@ PROFILE_HAS_WINDOW = "context_window" in getattr(ModelProfile, "__annotations__"
 HARNESS = "pydantic-ai"
 
 
-
 def emit(obj):
     PROTOCOL_OUT.write(json.dumps(obj) + "\n")
     PROTOCOL_OUT.flush()
-
-
 
 
 # ---- context management: the docs' recipe, unchanged ------------------------------------------
@@ -178,18 +176,6 @@ def user_prompt(step):
 # ---- error classification ------------------------------------------------------------------------
 
 OVERFLOW_WORDS = ("context_length_exceeded", "context length", "prompt is too long", "context window", "input is too long")
-
-
-def causes(exc):
-    """The exception and everything it wraps (__cause__, __context__, exception groups), outermost first."""
-    seen, queue = set(), [exc]
-    while queue:
-        e = queue.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
 
 
 # Exception classes that older releases do not have (an empty tuple matches nothing).

@@ -17,6 +17,8 @@ except ImportError:
         pass
 from langchain_core.tools import StructuredTool, ToolException
 
+from error_chain import causes
+
 
 def _has_profiles():
     """Whether chat models take a `profile` (langchain-core 1.1 added model profiles; before it,
@@ -131,20 +133,6 @@ def build_tool(spec, lock):
 _OVERFLOW_MARKERS = ("context_length_exceeded", "prompt is too long", "maximum context length")
 
 
-def _chain(exc):
-    """The exception and everything behind it: causes, contexts, group members (breadth first)."""
-    seen, queue = [], [exc]
-    while queue:
-        e = queue.pop(0)
-        if e is None or any(e is s for s in seen):
-            continue
-        seen.append(e)
-        queue += [e.__cause__, e.__context__]
-        if isinstance(e, BaseExceptionGroup):
-            queue += list(e.exceptions)
-    return seen
-
-
 def _provider_kind(e):
     """The error kind of one provider SDK exception, or None if `e` is not one."""
     import anthropic
@@ -174,7 +162,7 @@ def _provider_kind(e):
 
 def classify(exc):
     """(kind, message) for an exception raised by a step."""
-    chain = _chain(exc)
+    chain = list(causes(exc))
     for e in chain:
         kind = _provider_kind(e)
         if kind:

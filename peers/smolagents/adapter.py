@@ -52,6 +52,7 @@ from pathlib import Path
 # The protocol's shared environment handling (peers/shared/protocol_env.py).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 from protocol_env import apply_env  # noqa: E402
+from error_chain import causes  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries, smolagents' rich console included) to stderr.
@@ -243,18 +244,6 @@ OVERFLOW_WORDS = (
     "contextwindowexceeded",  # LiteLLM's class name, as a LiteLLM gateway words an overflow
     "input is too long",
 )
-
-
-def causes(exc):
-    """The exception and everything it wraps (__cause__, __context__), outermost first."""
-    seen, queue = set(), [exc]
-    while queue:
-        e = queue.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        queue += [e.__cause__, e.__context__]
 
 
 def classify(exc):

@@ -51,6 +51,7 @@ from pathlib import Path
 # The protocol's shared environment handling (peers/shared/protocol_env.py).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 from protocol_env import apply_env, session_file_name  # noqa: E402
+from error_chain import causes  # noqa: E402
 
 # Only protocol lines may reach stdout: keep the real stream for `emit` and send everything else
 # (stray prints from libraries included) to stderr.
@@ -68,12 +69,9 @@ HARNESS = "strands"
 APIS = ("openai", "responses", "anthropic")
 
 
-
 def emit(obj):
     PROTOCOL_OUT.write(json.dumps(obj) + "\n")
     PROTOCOL_OUT.flush()
-
-
 
 
 # ---- model ---------------------------------------------------------------------------------------
@@ -237,18 +235,6 @@ def prompt(step):
 
 
 # ---- error classification ------------------------------------------------------------------------
-
-
-def causes(exc):
-    """The exception and everything it wraps (__cause__, __context__, exception groups), outermost first."""
-    seen, queue = set(), [exc]
-    while queue:
-        e = queue.pop(0)
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        yield e
-        queue += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
 
 
 OVERFLOW_WORDS = ("context_length_exceeded", "prompt is too long", "maximum context length", "context window")
