@@ -541,6 +541,17 @@ fn an_estimate_is_its_features_price_rounded_up() {
     assert_eq!(estimator.text_tokens("the slow clock"), 4);
     let cl100k = ApproximateEstimator::new(Vocabulary::Cl100k);
     assert_eq!(cl100k.text_tokens("the slow clock"), 4);
+    // cl100k prices rare ideographs, so its estimate counts them; o200k's does not need to.
+    let rare = "們們們們們們們們們們";
+    let priced =
+        ApproximateEstimator::price(&ApproximateEstimator::features(rare), cl100k.weights());
+    assert_eq!(cl100k.text_tokens(rare), priced.div_ceil(1_000));
+    assert!(priced > ApproximateEstimator::price(&scan(rare.as_bytes(), false), cl100k.weights()));
+    assert_eq!(
+        (estimator.method(), cl100k.method()),
+        ("approx-v2-o200k", "approx-v2-cl100k")
+    );
+    assert!(!estimator.exact() && !cl100k.exact());
 }
 
 /// The compile-time check that appending text never lowers a count refuses weights under
