@@ -23,6 +23,8 @@
 //! last one does not, and a summary the harness obtained and then dropped is forgetting. A step
 //! that ended in an error (its input refused, say) is not required of the next.
 
+use std::cell::OnceCell;
+
 use ctxbed_harness::message::{ContentPart, Message, Role, ToolCall};
 use ctxbed_harness::model::ModelRequest;
 use ctxbed_sim::host::{Exchange, Outcome};
@@ -103,10 +105,13 @@ fn progress(run: &StepRun, tools: &[WireTool]) -> Vec<String> {
     let mut pending: Option<(u64, Vec<&ToolCall>)> = None;
     for (exchange, request) in main_loop(run) {
         if let Some((asked, calls)) = pending.take() {
+            // The messages' text, read once for every call the request carries only as text.
+            let text = OnceCell::new();
             let missing: Vec<String> = calls
                 .iter()
                 .filter(|call| {
-                    !carries_call(request, call) && !carries_as_text(request, call, tools)
+                    !carries_call(request, call)
+                        && !carries_as_text(text.get_or_init(|| text_of(request)), call, tools)
                 })
                 .map(|call| describe_call(call))
                 .collect();
@@ -167,14 +172,9 @@ fn carries_call(request: &ModelRequest, call: &ToolCall) -> bool {
 /// written as text must hold.
 const TEXT_RESULT_HEAD: usize = 200;
 
-/// True when the text of `request`'s messages (their text parts, not tool results) holds
-/// `call`'s id or its tool's name and, after it, the head of one of the results the scenario
-/// scripts for the call's tool: the tool exchange written into the messages' text.
-fn carries_as_text(request: &ModelRequest, call: &ToolCall, tools: &[WireTool]) -> bool {
-    let Some(tool) = tools.iter().find(|tool| tool.name == call.name) else {
-        return false;
-    };
-    let text: String = request
+/// The text parts of `request`'s messages (not tool results), each squashed, one a line.
+fn text_of(request: &ModelRequest) -> String {
+    request
         .messages
         .iter()
         .flat_map(|message| message.parts.iter())
@@ -182,7 +182,16 @@ fn carries_as_text(request: &ModelRequest, call: &ToolCall, tools: &[WireTool]) 
             ContentPart::Text { text } => Some(squash(text) + "\n"),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// True when `text` (a request's [`text_of`]) holds `call`'s id or its tool's name and, after
+/// it, the head of one of the results the scenario scripts for the call's tool: the tool
+/// exchange written into the messages' text.
+fn carries_as_text(text: &str, call: &ToolCall, tools: &[WireTool]) -> bool {
+    let Some(tool) = tools.iter().find(|tool| tool.name == call.name) else {
+        return false;
+    };
     let named = [call.id.as_str(), call.name.as_str()]
         .iter()
         .filter_map(|name| text.find(name).map(|at| at + name.len()))
