@@ -66,13 +66,24 @@ def run(
         *files(directory),
         "--profile", "mutants", "--timeout", str(timeout), "--output", str(out),
     ]
-    if shard:
+    if iterate:
+        # Only this run's survivors, by name: cargo-mutants' own `--iterate` drops what this
+        # output caught and then shards the rest, which would test other shards' mutants and
+        # only part of these.
+        keep_ledger(out)
+        judged = equivalent()
+        survivors = [
+            name for name, summary in read_run(out).items()
+            if summary == "MissedMutant" and name not in judged
+        ]
+        if not survivors:
+            print(f"{out}: no survivor to test again", flush=True)
+            return
+        command += ["--re", "^(?:" + "|".join(map(escape, sorted(survivors))) + ")$"]
+    elif shard:
         command += ["--shard", shard]
     if unit_only:
         command.append("--cargo-arg=--lib")  # the build and the tests
-    if iterate:
-        keep_ledger(out)
-        command.append("--iterate")
     if skip:
         command += ["--", "--"]
         for prefix in skip:
@@ -82,6 +93,11 @@ def run(
     status = subprocess.run(command, cwd=ROOT, check=False).returncode
     if status not in (0, 2, 3):
         sys.exit(f"cargo mutants over {directory} failed with status {status}")
+
+
+def escape(name: str) -> str:
+    """`name` as a literal in a Rust regex (the crate escapes any ASCII punctuation)."""
+    return "".join("\\" + c if c in "\\.+*?()|[]{}^$#&-~" else c for c in name)
 
 
 def place(directory: str) -> pathlib.Path:
@@ -116,8 +132,8 @@ def read_run(out: pathlib.Path) -> dict[str, str]:
 
 
 def keep_ledger(out: pathlib.Path) -> None:
-    """Before an `--iterate` run (which tests only what was not caught and keeps no outcome of
-    the rest), folds every outcome so far into `ledger.json`."""
+    """Before an `--iterate` run (which tests only the survivors not judged equivalent and keeps
+    no outcome of the rest), folds every outcome so far into `ledger.json`."""
     rows = read_run(out)
     if rows:
         (out / "ledger.json").write_text(json.dumps(rows, indent=1, sort_keys=True))
