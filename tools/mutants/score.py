@@ -112,7 +112,12 @@ def equivalent() -> dict[str, str]:
         return {}
     with EQUIVALENT.open("rb") as file:
         table = tomllib.load(file)
-    return {entry["mutant"]: entry["why"] for entry in table.get("equivalent", [])}
+    entries = table.get("equivalent", [])
+    judged = {entry["mutant"]: entry["why"] for entry in entries}
+    if len(judged) != len(entries):
+        twice = sorted({e["mutant"] for e in entries if sum(f["mutant"] == e["mutant"] for f in entries) > 1})
+        sys.exit(f"{EQUIVALENT}: judged more than once: {', '.join(twice)}")
+    return judged
 
 
 def read_run(out: pathlib.Path) -> dict[str, str]:
