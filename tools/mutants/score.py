@@ -11,6 +11,7 @@ apart and shown; every other one is printed, so a reader sees what no test notic
     tools/mutants/score.py run --shard 0/4 tokens          # a part (k counts from 0); `show` reads the parts together
     tools/mutants/score.py run tokens/bpe                  # a sub-directory (or one `.rs` file)
     tools/mutants/score.py run --iterate compaction        # again, only what was not caught
+    tools/mutants/score.py run --untested tokens/bpe       # the rest of an interrupted run
     tools/mutants/score.py show context compaction tokens  # from target/mutants/<dir>/
 
 Each run works in place in a checkout of its own (`--in-place` mutates the sources it is given;
@@ -55,18 +56,34 @@ def current(directory: str) -> list[str]:
 
 def run(
     directory: str, timeout: int, shard: str | None, iterate: bool, unit_only: bool,
-    skip: list[str],
+    skip: list[str], untested: bool = False,
 ) -> None:
     """Runs cargo-mutants over `crates/harness/src/<directory>` (and `<directory>.rs`), or one
-    shard `k/n` of its mutants (the shards' outcomes are read together)."""
-    out = place(directory) / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
+    shard `k/n` of its mutants (the shards' outcomes are read together), or (`untested`) the
+    mutants no run over the directory has an outcome for (an interrupted run's rest)."""
+    if untested:
+        out = place(directory) / "untested"
+    else:
+        out = place(directory) / (f"shard-{shard.replace('/', '-of-')}" if shard else "all")
     out.mkdir(parents=True, exist_ok=True)
     command = [
         "cargo", "mutants", "--in-place", "--package", "ctxbed-harness",
         *files(directory),
         "--profile", "mutants", "--timeout", str(timeout), "--output", str(out),
     ]
-    if iterate:
+    if untested:
+        keep_ledger(out)
+        # Every run's outcomes count (a run over a parent directory covers these mutants too).
+        done = set()
+        for path in OUT.rglob("*"):
+            if (path / "mutants.out").is_dir() or (path / "ledger.json").exists():
+                done.update(read_run(path))
+        rest = [name for name in current(directory) if name not in done]
+        if not rest:
+            print(f"{directory}: every mutant has an outcome", flush=True)
+            return
+        command += ["--re", "^(?:" + "|".join(map(escape, rest)) + ")$"]
+    elif iterate:
         # Only this run's survivors, by name: cargo-mutants' own `--iterate` drops what this
         # output caught and then shards the rest, which would test other shards' mutants and
         # only part of these.
@@ -206,6 +223,11 @@ def main() -> int:
         help="test only the mutants the last run did not catch (after adding tests)",
     )
     parser.add_argument(
+        "--untested", action="store_true",
+        help="test only the mutants no run over the directory has an outcome for (the rest of "
+        "an interrupted run), kept under <dir>/untested",
+    )
+    parser.add_argument(
         "--unit-only", action="store_true",
         help="run only the harness's unit tests (faster; can only lower the score)",
     )
@@ -219,7 +241,7 @@ def main() -> int:
         for directory in arguments.directories:
             run(
                 directory, arguments.timeout, arguments.shard, arguments.iterate,
-                arguments.unit_only, arguments.skip,
+                arguments.unit_only, arguments.skip, arguments.untested,
             )
     return show(arguments.directories)
 
