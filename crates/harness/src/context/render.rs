@@ -229,4 +229,18 @@ mod tests {
             .collect();
         assert_eq!(ids, vec!["source/s/c", "source/s/a", "source/s/b"]);
     }
+
+    /// A System message the application sent is folded into the one System message, tagged
+    /// with its id and escaped; a blank one adds nothing.
+    #[test]
+    fn foreign_system_messages_are_folded_unless_blank() {
+        let brief = Message::system("rules", "Be <brief>.");
+        let blank = Message::system("empty", "  \n ");
+        let folded = system_message(None, &[], &[&brief, &blank], false).map(|m| m.text());
+        assert_eq!(
+            folded.as_deref(),
+            Some("<system_input id=\"rules\">\nBe &lt;brief&gt;.\n</system_input>")
+        );
+        assert!(system_message(None, &[], &[&blank], false).is_none());
+    }
 }
