@@ -342,4 +342,17 @@ mod tests {
             MESSAGE_OVERHEAD_TOKENS + MEDIA_TOKENS
         );
     }
+
+    /// A message's name (a tool's, or a participant's) is counted with its parts.
+    #[test]
+    fn a_named_message_costs_its_name_too() {
+        let estimator = RatioEstimator;
+        let mut message = Message::user("m1", "abcde");
+        message.name = Some("reviewer".to_string());
+        assert_eq!(
+            estimator.message_tokens(&message),
+            // "abcde" is 2 tokens at 2.5 characters a token, "reviewer" 4.
+            MESSAGE_OVERHEAD_TOKENS + 2 + 4
+        );
+    }
 }
