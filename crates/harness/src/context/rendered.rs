@@ -164,4 +164,72 @@ mod tests {
         render_count(None, &big, &mut calls);
         assert_eq!(calls, before + 2);
     }
+
+    fn render_with(prompt: Option<&str>, materials: &[Material], foreign: &[&Message]) -> u32 {
+        let mut calls = 0;
+        rendered(prompt, materials, foreign, || {
+            calls += 1;
+            [None, None, None]
+        });
+        calls
+    }
+
+    #[test]
+    fn foreign_system_messages_are_part_of_the_input() {
+        let rules = Message::system("rules", "Be brief.");
+        let other = Message::system("rules", "Be thorough.");
+        assert_eq!(render_with(None, &[], &[&rules]), 1);
+        assert_eq!(
+            render_with(None, &[], &[&rules]),
+            0,
+            "the same input is remembered"
+        );
+        assert_eq!(
+            render_with(None, &[], &[&other]),
+            1,
+            "another message is another input"
+        );
+        assert_eq!(render_with(None, &[], &[&rules, &other]), 1);
+    }
+
+    #[test]
+    fn every_part_of_the_input_counts_toward_the_size_bound() {
+        let big = "x".repeat(RENDER_MEMO_BYTES_MAX + 1);
+        for _ in 0..2 {
+            assert_eq!(render_with(Some(&big), &[], &[]), 1, "a prompt too large");
+        }
+        let message = Message::system("big", &big);
+        for _ in 0..2 {
+            assert_eq!(
+                render_with(None, &[], &[&message]),
+                1,
+                "a System message too large"
+            );
+        }
+        // Exactly at the bound is kept.
+        let at_bound = vec![Material::instruction(
+            "at",
+            &"y".repeat(RENDER_MEMO_BYTES_MAX),
+        )];
+        assert_eq!(render_with(None, &at_bound, &[]), 1);
+        assert_eq!(render_with(None, &at_bound, &[]), 0);
+    }
+
+    #[test]
+    fn a_full_memo_replaces_its_oldest_entry() {
+        let input = |n: usize| vec![Material::instruction("ring", &format!("rule {n}"))];
+        let total = RENDER_MEMO_ENTRIES_MAX + 3;
+        for n in 0..total {
+            assert_eq!(render_with(None, &input(n), &[]), 1);
+        }
+        // The last RENDER_MEMO_ENTRIES_MAX inputs are all still remembered.
+        for n in total - RENDER_MEMO_ENTRIES_MAX..total {
+            assert_eq!(render_with(None, &input(n), &[]), 0, "input {n}");
+        }
+        assert_eq!(
+            render_with(None, &input(0), &[]),
+            1,
+            "the oldest went first"
+        );
+    }
 }
