@@ -475,4 +475,18 @@ mod tests {
         }
         MEMO.with_borrow(|memo| assert_eq!(memo.scans.len(), CONVERSATION_MEMO_ENTRIES_MAX));
     }
+
+    /// A later scan of a longer history goes on from the remembered one: the messages read
+    /// before keep their manifest items (the same allocations), and only the new ones are read.
+    #[test]
+    fn a_longer_history_is_read_from_where_the_remembered_scan_stopped() {
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
+        let mut history = vec![Message::user("u1", "Fix it.")];
+        history.extend(exchange(0));
+        let before = scan(&history, &estimator).items().to_vec();
+        history.extend(exchange(1));
+        let after = scan(&history, &estimator).items().to_vec();
+        assert_eq!(after.len(), 5);
+        assert!(before.iter().zip(&after).all(|(a, b)| Arc::ptr_eq(a, b)));
+    }
 }
