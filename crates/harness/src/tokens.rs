@@ -355,4 +355,51 @@ mod tests {
             MESSAGE_OVERHEAD_TOKENS + 2 + 4
         );
     }
+
+    /// One token a character: every sum below is exact.
+    struct PerChar;
+
+    impl TokenEstimator for PerChar {
+        fn method(&self) -> &'static str {
+            "per-char"
+        }
+        fn exact(&self) -> bool {
+            false
+        }
+        fn text_tokens(&self, text: &str) -> u64 {
+            text.chars().count() as u64
+        }
+    }
+
+    /// Tool calls, results, schemas and a whole request each cost their framing plus every
+    /// text they carry.
+    #[test]
+    fn tool_parts_schemas_and_requests_add_up_their_texts() {
+        let arguments = serde_json::json!({ "q": "x" });
+        let arguments_text = crate::format::json_text(&arguments).chars().count() as u64;
+        let call = ContentPart::tool_call("c1", "grep", arguments);
+        assert_eq!(
+            PerChar.part_tokens(&call),
+            TOOL_PART_OVERHEAD_TOKENS + 2 + 4 + arguments_text
+        );
+        let result = Message::tool_result("t1", "c1", "grep", "found", false);
+        assert_eq!(
+            PerChar.message_tokens(&result),
+            MESSAGE_OVERHEAD_TOKENS + TOOL_PART_OVERHEAD_TOKENS + 2 + 4 + 5
+        );
+        let schema = crate::message::ToolSchema {
+            name: "grep".to_string(),
+            description: "Search.".to_string(),
+            parameters: serde_json::json!({}),
+        };
+        assert_eq!(
+            PerChar.tool_schema_tokens(&schema),
+            TOOL_SCHEMA_OVERHEAD_TOKENS + 4 + 7 + 2
+        );
+        let messages = [Message::user("u1", "abc")];
+        assert_eq!(
+            PerChar.request_tokens(&messages, &[schema.clone(), schema]),
+            REQUEST_OVERHEAD_TOKENS + (MESSAGE_OVERHEAD_TOKENS + 3) + 2 * (8 + 4 + 7 + 2)
+        );
+    }
 }
