@@ -489,4 +489,23 @@ mod tests {
         assert_eq!(after.len(), 5);
         assert!(before.iter().zip(&after).all(|(a, b)| Arc::ptr_eq(a, b)));
     }
+
+    /// A change at a System message of the remembered part: the System messages read again
+    /// are listed once, as a fresh scan lists them.
+    #[test]
+    fn a_changed_system_message_is_listed_once() {
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
+        let mut history = vec![
+            Message::user("u1", "Fix it."),
+            Message::system("s1", "Be brief."),
+            Message::user("u2", "Go on."),
+        ];
+        drop(scan(&history, &estimator));
+        history[1] = Message::system("s2", "Be thorough.");
+        let changed = scan(&history, &estimator);
+        assert_eq!(
+            outcome(&changed, &history),
+            outcome(&fresh(&history), &history)
+        );
+    }
 }
