@@ -318,6 +318,7 @@ fn take_closest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::history::History;
     use crate::context::pairs::{PairingProblem, find_pairing_problem};
     use crate::message::ContentPart;
     use crate::tokens::{ApproximateEstimator, CachedEstimator};
@@ -507,5 +508,29 @@ mod tests {
             outcome(&changed, &history),
             outcome(&fresh(&history), &history)
         );
+    }
+
+    /// Two `History` values that start with one shared message and have the same revision: the
+    /// second's record of its changes says nothing about the first's scan, so its messages are
+    /// compared, not taken as read.
+    #[test]
+    fn another_history_at_the_same_revision_is_compared() {
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
+        let first = Message::user("u1", "Fix it.");
+        let one = History::from(vec![
+            first.clone(),
+            Message::user("u2", "The export."),
+            Message::user("u3", "Today."),
+        ]);
+        drop(scan(&one, &estimator));
+        let other = History::from(vec![
+            first,
+            Message::user("u4", "The import, all of it, with its tests."),
+            Message::user("u5", "Tomorrow, after the release."),
+        ]);
+        assert_ne!(one.lineage(), other.lineage());
+        assert_eq!(one.revision(), other.revision());
+        let read = scan(&other, &estimator);
+        assert_eq!(outcome(&read, &other), outcome(&fresh(&other), &other));
     }
 }
