@@ -445,6 +445,7 @@ const FAILS_EACH_SCENARIO: &[(&str, &str, &str)] = &[
     ),
     ("long-session", "planted-no-context", "window"),
     ("many-steps", "planted-no-context", "window"),
+    ("many-steps", "planted-past-tools", "retention"),
     ("overflow-anthropic", "planted-no-context", "expect"),
     ("overflow-anthropic", "planted-retry-same", "overflow_retry"),
     ("overflow-openai", "planted-no-context", "expect"),

@@ -99,6 +99,25 @@ async def keep_recent(messages: list[ModelMessage]) -> list[ModelMessage]:
     return messages[-10:] if len(messages) > 10 else messages
 
 
+# Configurations other than the row's own, for the bug zoo (CTXBED_PEER_VARIANT, see the README);
+# never chosen by a scenario.
+VARIANTS = ("", "keep-5")
+VARIANT = os.environ.get("CTXBED_PEER_VARIANT", "")
+
+
+# The `keep-5` variant: the message-history page's "Keep Only Recent Messages" recipe, as written
+# there (ai.pydantic.dev/message-history). Its odd count can start the kept part with a tool
+# return whose call it cut off, which the row's even count never does.
+async def keep_recent_messages(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """Keep only the last 5 messages to manage token usage."""
+    return messages[-5:] if len(messages) > 5 else messages
+
+
+def history_processor():
+    """The processor the configuration uses: the row's, or its variant's."""
+    return keep_recent_messages if VARIANT == "keep-5" else keep_recent
+
+
 # ---- tools ---------------------------------------------------------------------------------------
 
 
@@ -265,9 +284,9 @@ async def main():
             system = msg.get("system") or None
             tools = [make_tool(t) for t in msg.get("tools", [])]
             if ProcessHistory is not None:
-                agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(keep_recent)])
+                agent = Agent(model, instructions=system, tools=tools, capabilities=[ProcessHistory(history_processor())])
             else:
-                agent = Agent(model, instructions=system, tools=tools, history_processors=[keep_recent])
+                agent = Agent(model, instructions=system, tools=tools, history_processors=[history_processor()])
             stream = os.environ.get("CTXBED_STREAM", "0") == "1"
             state_dir = os.environ.get("CTXBED_STATE_DIR") or None
             emit({"type": "ready", "harness": HARNESS, "version": version("pydantic-ai-slim"), "context": "docs recipe", "reset": True})
@@ -301,5 +320,7 @@ async def main():
 
 
 if __name__ == "__main__":
+    if VARIANT not in VARIANTS:
+        sys.exit(f"pydantic-ai adapter: no variant {VARIANT!r} (known: {', '.join(v for v in VARIANTS if v)})")
     asyncio.run(main())
     sys.exit(0)

@@ -4,7 +4,7 @@
 //! | rule | what must hold |
 //! | --- | --- |
 //! | `progress` | after the mock makes tool calls in a step, the step's next main-loop request carries every one of those calls with its result, or the step ends in a reported error |
-//! | `retention` | the first main-loop request of a step whose session completed an earlier step carries that step's input and reply: verbatim, or through a summary the harness obtained of them |
+//! | `retention` | the first main-loop request of a step whose session completed an earlier step carries that step's input and reply, and the tool calls the harness sent back in that step with their results: verbatim, or through a summary the harness obtained of them |
 //!
 //! **Carries**, for `progress`: the request holds a call with the call's id (or, for a harness
 //! that renames ids, its name and arguments) and a result of that call. A harness that writes
@@ -22,6 +22,13 @@
 //! session's last completed step is required: trimming older turns stays legal, forgetting the
 //! last one does not, and a summary the harness obtained and then dropped is forgetting. A step
 //! that ended in an error (its input refused, say) is not required of the next.
+//!
+//! The tool calls of that step count as for `progress`: the call (by id, or by name and
+//! arguments) with a result of it, or the exchange written as text. Only calls the harness sent
+//! back within the step are required, and a result may be shortened, offloaded or replaced by a
+//! placeholder: keeping a step's input and reply while dropping the tool exchange between them
+//! (a session that stores only the text of each turn) is forgetting. A request that holds the
+//! whole answer of a side request sent since that step began (a summary) needs no call of it.
 
 use std::cell::OnceCell;
 
@@ -235,6 +242,34 @@ fn retention(scenario: &WireScenario, steps: &[StepRun], index: usize) -> Option
             ));
         }
     }
+    // The step's tool exchanges, unless a summary the harness obtained stands for the step.
+    if !carries_a_summary(request, &side) {
+        let text = OnceCell::new();
+        let dropped: Vec<String> = sent_back(&steps[earlier], &scenario.tools)
+            .into_iter()
+            .filter(|call| {
+                !carries_call(request, call)
+                    && !carries_as_text(
+                        text.get_or_init(|| text_of(request)),
+                        call,
+                        &scenario.tools,
+                    )
+            })
+            .map(describe_call)
+            .collect();
+        if !dropped.is_empty() {
+            lost.push(format!(
+                "tool call{} {} with {}",
+                if dropped.len() == 1 { "" } else { "s" },
+                dropped.join(", "),
+                if dropped.len() == 1 {
+                    "its result"
+                } else {
+                    "their results"
+                },
+            ));
+        }
+    }
     if lost.is_empty() {
         return None;
     }
@@ -244,6 +279,45 @@ fn retention(scenario: &WireScenario, steps: &[StepRun], index: usize) -> Option
         earlier + 1,
         lost.join(" and its "),
     ))
+}
+
+/// The mock's tool calls in `run` that the harness sent back with their results within the
+/// step (a call it never answered is `progress`'s, not the next step's).
+fn sent_back<'a>(run: &'a StepRun, tools: &[WireTool]) -> Vec<&'a ToolCall> {
+    let mut asked: Vec<&ToolCall> = Vec::new();
+    let mut answered: Vec<&ToolCall> = Vec::new();
+    for (exchange, request) in main_loop(run) {
+        let text = OnceCell::new();
+        asked.retain(|call| {
+            let carried = carries_call(request, call)
+                || carries_as_text(text.get_or_init(|| text_of(request)), call, tools);
+            if carried {
+                answered.push(call);
+            }
+            !carried
+        });
+        if exchange.outcome == Outcome::ToolCalls
+            && let Some(answer) = &exchange.answer
+        {
+            asked.extend(answer.tool_calls());
+        }
+    }
+    answered
+}
+
+/// Whether `request` holds the whole answer of one of `side`, the side requests sent since the
+/// previous step began: a summary the harness obtained, which may stand for that step's tool
+/// exchanges.
+fn carries_a_summary(request: &ModelRequest, side: &[&Exchange]) -> bool {
+    let sent = OnceCell::new();
+    side.iter()
+        .filter_map(|exchange| exchange.answer.as_ref())
+        .map(|answer| squash(&answer.text()))
+        .filter(|summary| !summary.is_empty())
+        .any(|summary| {
+            sent.get_or_init(|| request_text(request))
+                .contains(summary.as_str())
+        })
 }
 
 /// The text of the mock's last delivered text answer in a step that ended in a reply.
@@ -310,141 +384,4 @@ fn squash(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ctxbed_sim::host::{Api, openai};
-    use serde_json::{Value, json};
-
-    /// A main-loop exchange of `messages`, answered as `outcome` with `answer`.
-    fn exchange(number: u64, messages: Value, outcome: Outcome, answer: Option<Value>) -> Exchange {
-        let body = json!({"messages": messages});
-        let answer = answer.map(|reply| {
-            let request = openai::parse_request(&json!({"messages": [reply]}));
-            request.messages[0].clone()
-        });
-        Exchange {
-            number,
-            api: Api::OpenAi,
-            path: "/v1/chat/completions".into(),
-            stream: false,
-            request: Some(openai::parse_request(&body)),
-            body,
-            input_tokens: Some(100),
-            status: 200,
-            outcome,
-            step: Some(1),
-            side: false,
-            note: None,
-            cache: Default::default(),
-            refused_rule: None,
-            received: tokio::time::Instant::now(),
-            retry_after: None,
-            answer,
-        }
-    }
-
-    /// The mock's call of a scripted tool, made through a CLI's shell.
-    fn shell_call(id: &str, file: &str) -> Value {
-        let arguments = json!({"command": format!("cat {file}")}).to_string();
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "bash", "arguments": arguments}}]})
-    }
-
-    /// `progress` over a step: the mock's shell call, then a request carrying `call` and
-    /// `result`, then the reply.
-    fn progress_of(call: Value, result: Value) -> Vec<String> {
-        let user = json!({"role": "user", "content": "Why?"});
-        let asked = shell_call("call_0001", "ctxbed-tools/read_log-1.txt");
-        let run = StepRun {
-            end: StepEnd::Reply("ok".into()),
-            exchanges: vec![
-                exchange(1, json!([user]), Outcome::ToolCalls, Some(asked)),
-                exchange(2, json!([user, call, result]), Outcome::Reply, None),
-            ],
-            count_tokens: 0,
-        };
-        progress(&run, &[read_log()])
-    }
-
-    /// The scenario's tool, with its one scripted result.
-    fn read_log() -> WireTool {
-        WireTool {
-            name: "read_log".into(),
-            description: "Read the build log.".into(),
-            parameters: json!({"type": "object"}),
-            results: vec![("error: out of memory\nline 2".into(), false)],
-        }
-    }
-
-    /// `progress` over a step whose tool call, `read_log` (`call_0001`), comes back as the text
-    /// of the next request's `messages`.
-    fn progress_in_text(messages: Value) -> Vec<String> {
-        let user = json!({"role": "user", "content": "Why?"});
-        let asked = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0001", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]});
-        let run = StepRun {
-            end: StepEnd::Reply("ok".into()),
-            exchanges: vec![
-                exchange(1, json!([user]), Outcome::ToolCalls, Some(asked)),
-                exchange(2, messages, Outcome::Reply, None),
-            ],
-            count_tokens: 0,
-        };
-        progress(&run, &[read_log()])
-    }
-
-    #[test]
-    fn a_tool_exchange_written_as_text_is_carried_with_its_id_and_result() {
-        let user = json!({"role": "user", "content": "Why?"});
-        let call = json!({"role": "assistant", "content": "Calling tools:\n[{'id': 'call_0001', 'type': 'function', 'function': {'name': 'read_log', 'arguments': {}}}]"});
-        let observation =
-            json!({"role": "user", "content": "Observation:\nerror: out of memory\n  line 2"});
-        assert_eq!(
-            progress_in_text(json!([user, call, observation])),
-            Vec::<String>::new()
-        );
-        // A failed call written as its error alone names its tool before the result.
-        let failed = json!({"role": "user", "content": "Error executing tool 'read_log' with arguments {}: Exception: error: out of memory line 2"});
-        assert_eq!(
-            progress_in_text(json!([user, failed])),
-            Vec::<String>::new()
-        );
-        // A structured result is judged as structured: its text does not count here.
-        let orphan = json!({"role": "tool", "tool_call_id": "call_0001", "content": "error: out of memory\nline 2"});
-        let named = json!({"role": "assistant", "content": "Calling read_log."});
-        assert_eq!(progress_in_text(json!([user, named, orphan])).len(), 1);
-        let unnamed = json!({"role": "assistant", "content": "Calling the log reader."});
-        // The call written down without its result, or the result without the call: lost.
-        assert_eq!(progress_in_text(json!([user, call])).len(), 1);
-        assert_eq!(
-            progress_in_text(json!([user, unnamed, observation])).len(),
-            1
-        );
-        // The result before the call is not the call's result.
-        assert_eq!(progress_in_text(json!([user, observation, call])).len(), 1);
-    }
-
-    #[test]
-    fn a_cli_result_that_wraps_the_file_is_the_result_of_its_call() {
-        let call = shell_call("call_0001", "ctxbed-tools/read_log-1.txt");
-        // The CLI numbers the lines and adds the exit code: still that call's result.
-        let result = json!({"role": "tool", "tool_call_id": "call_0001", "content": "     1\terror: out of memory\n\n[exit code 0]"});
-        assert_eq!(progress_of(call, result), Vec::<String>::new());
-    }
-
-    #[test]
-    fn a_cli_result_of_another_call_is_no_progress() {
-        // The CLI ran another command of its own and answered that one: the mock's call is lost.
-        let call = shell_call("own_1", "ctxbed-tools/read_log-2.txt");
-        let result =
-            json!({"role": "tool", "tool_call_id": "own_1", "content": "error: out of memory"});
-        let found = progress_of(call, result);
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].contains("bash (call_0001)"), "{found:?}");
-    }
-
-    #[test]
-    fn a_cli_that_renames_ids_carries_its_call_by_name_and_arguments() {
-        let call = shell_call("toolu_own", "ctxbed-tools/read_log-1.txt");
-        let result = json!({"role": "tool", "tool_call_id": "toolu_own", "content": "line 1"});
-        assert_eq!(progress_of(call, result), Vec::<String>::new());
-    }
-}
+mod tests;

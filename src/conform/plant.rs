@@ -112,6 +112,10 @@ pub const MUTANTS: &[(&str, &str)] = &[
         "blank_text",
         "hands back each Anthropic tool-use turn with an empty text block before its calls",
     ),
+    (
+        "past_tools",
+        "keeps only the text of earlier steps in a session: their tool calls and results are gone",
+    ),
 ];
 
 /// The plants of one adapter run.
@@ -144,6 +148,7 @@ pub struct Plants {
     pub count_storm: bool,
     pub strict_arguments: bool,
     pub blank_text: bool,
+    pub past_tools: bool,
 }
 
 impl Plants {
@@ -205,6 +210,7 @@ impl Plants {
             "count_storm" => &mut self.count_storm,
             "strict_arguments" => &mut self.strict_arguments,
             "blank_text" => &mut self.blank_text,
+            "past_tools" => &mut self.past_tools,
             _ => return None,
         })
     }
@@ -226,6 +232,7 @@ impl Plants {
             || self.count_storm
             || self.strict_arguments
             || self.blank_text
+            || self.past_tools
     }
 }
 

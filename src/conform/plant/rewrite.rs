@@ -89,6 +89,30 @@ pub fn strip_calls_and_results(json: &mut Value) {
     });
 }
 
+/// The tool calls and results before the last input taken out, every text kept: a session that
+/// stores only the text of each turn, so a step sees its own tool exchanges but none of the
+/// earlier steps'.
+pub fn drop_past_tools(json: &mut Value) {
+    let Some(all) = turns(json) else { return };
+    let Some(last) = all
+        .iter()
+        .rposition(|turn| role(turn) == "user" && !carries_result(turn))
+    else {
+        return;
+    };
+    let current = all.split_off(last);
+    let mut past = json!({ "messages": std::mem::take(all) });
+    strip_calls_and_results(&mut past);
+    let mut kept = match past["messages"].take() {
+        Value::Array(kept) => kept,
+        _ => Vec::new(),
+    };
+    kept.extend(current);
+    if let Some(all) = turns(json) {
+        *all = kept;
+    }
+}
+
 /// Thinking taken out: Messages `thinking` and `redacted_thinking` blocks, Responses
 /// `reasoning` items and Chat Completions `reasoning_content`.
 pub fn strip_thinking(json: &mut Value) {
@@ -308,5 +332,58 @@ mod tests {
         with_history(&mut body, &history);
         assert_eq!(body["messages"][1]["content"], "old");
         assert_eq!(body["messages"][2]["content"], "q");
+    }
+
+    #[test]
+    fn past_tool_exchanges_are_dropped_and_the_current_steps_kept() {
+        let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]});
+        let result = |id: &str| json!({"role": "tool", "tool_call_id": id, "content": "log"});
+        let mut chat = json!({"messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Step 1"},
+            call("c1"), result("c1"),
+            {"role": "assistant", "content": "Out of memory."},
+            {"role": "user", "content": "Step 2"},
+            call("c2"), result("c2"),
+        ]});
+        drop_past_tools(&mut chat);
+        let roles: Vec<&str> = chat["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| m["role"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "user", "assistant", "tool"]
+        );
+        assert_eq!(chat["messages"][5]["tool_call_id"], "c2");
+        // Messages: a user turn of tool results is no input; the earlier turns lose their blocks.
+        let mut messages = json!({"messages": [
+            {"role": "user", "content": "Step 1"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Reading."}, {"type": "tool_use", "id": "t1", "name": "read_log", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "log"}]},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "Step 2"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "read_log", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "log"}]},
+        ]});
+        drop_past_tools(&mut messages);
+        assert_eq!(len(&messages, "messages"), Some(6));
+        assert_eq!(
+            messages["messages"][1]["content"],
+            json!([{"type": "text", "text": "Reading."}])
+        );
+        assert_eq!(messages["messages"][5]["content"][0]["tool_use_id"], "t2");
+        // Responses: function_call and function_call_output items before the last input go.
+        let mut responses = json!({"input": [
+            {"role": "user", "content": "Step 1"},
+            {"type": "function_call", "call_id": "c1", "name": "read_log", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "log"},
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "Step 2"},
+        ]});
+        drop_past_tools(&mut responses);
+        assert_eq!(len(&responses, "input"), Some(3));
     }
 }

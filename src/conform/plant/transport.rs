@@ -47,7 +47,7 @@ impl PlantedTransport {
             return body.clone();
         };
         let plants = &self.plants;
-        let rewrites: [(bool, Rewrite); 8] = [
+        let rewrites: [(bool, Rewrite); 9] = [
             (plants.orphan_call, rewrite::strip_tool_results),
             (plants.no_results, rewrite::strip_calls_and_results),
             (plants.drop_thinking, rewrite::strip_thinking),
@@ -56,6 +56,7 @@ impl PlantedTransport {
             (plants.trim_to_result, rewrite::from_first_result),
             (plants.two_systems, rewrite::second_system),
             (plants.drop_summary, rewrite::drop_summaries),
+            (plants.past_tools, rewrite::drop_past_tools),
         ];
         for (_, apply) in rewrites.iter().filter(|(on, _)| *on) {
             apply(&mut json);
