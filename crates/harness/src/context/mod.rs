@@ -652,4 +652,138 @@ mod tests {
             assert_eq!(listed(material_items(&ratio)), by_ratio);
         }
     }
+
+    /// A preparation of `history` with one projection, as `pairing` checks it, in `window`.
+    fn prepared_with(
+        history: &[Message],
+        pairing: PairingCheck,
+        window: Option<u64>,
+    ) -> Result<Prepared, Box<Rejected>> {
+        let model = ModelInfo {
+            name: "m".into(),
+            context_window: window,
+            max_output_tokens: None,
+        };
+        let projections = [Message::user("task", "Tasks: fix the export.")];
+        prepare(&PrepareInput {
+            call_id: "c1",
+            purpose: Purpose::Reasoning,
+            model: &model,
+            system_prompt: Some("You help."),
+            materials: &[Material::instruction("rules", "Be brief.")],
+            transforms: &[],
+            history: history.into(),
+            projections: &projections,
+            tools: &Default::default(),
+            estimator: &crate::tokens::RatioEstimator,
+            budget: BudgetSettings::default(),
+            pairing,
+            selection: None,
+        })
+    }
+
+    /// The conversation allowance is the input limit less everything in the request but the
+    /// conversation: the materials, the projections, the overhead.
+    #[test]
+    fn the_allowance_is_the_limit_less_all_but_the_conversation() {
+        let history = [
+            Message::user("u1", "Fix the export, it fails on large files."),
+            Message::assistant("a1", "Looking at it now."),
+        ];
+        let prepared =
+            prepared_with(&history, PairingCheck::Strict, Some(8_000)).expect("prepares");
+        let manifest = &prepared.manifest;
+        let conversation: u64 = history
+            .iter()
+            .map(|m| crate::tokens::RatioEstimator.message_tokens(m))
+            .sum();
+        let estimated = u64::try_from(manifest.estimated_input_tokens).expect("counted");
+        let limit = u64::try_from(manifest.input_limit).expect("a limit");
+        assert!(
+            estimated > conversation + 10,
+            "the rest of the request costs something"
+        );
+        assert_eq!(
+            manifest.conversation_allowance,
+            i64::try_from(limit - (estimated - conversation)).expect("fits")
+        );
+        // The output reserve goes on the request when there is one.
+        assert_eq!(
+            prepared.request.max_output_tokens,
+            Some(prepared.budget.output_reserve)
+        );
+        assert!(prepared.budget.output_reserve > 0);
+        let unknown = prepared_with(&history, PairingCheck::Strict, None).expect("prepares");
+        assert_eq!(unknown.budget.output_reserve, 0);
+        assert_eq!(unknown.request.max_output_tokens, None);
+    }
+
+    /// Only `PairingCheck::Repair` repairs: a result whose call is gone is dropped and recorded;
+    /// the strict check rejects the same history.
+    #[test]
+    fn only_the_repair_check_repairs_pairing() {
+        let history = [
+            Message::user("u1", "Fix it."),
+            Message::tool_result("t1", "call_gone", "execute", "ok", false),
+            Message::assistant("a1", "Done."),
+        ];
+        let repaired =
+            prepared_with(&history, PairingCheck::Repair, Some(8_000)).expect("repaired");
+        assert!(
+            repaired
+                .request
+                .messages
+                .iter()
+                .all(|m| m.tool_results().next().is_none())
+        );
+        assert!(!repaired.manifest.transforms.is_empty());
+        let rejected = prepared_with(&history, PairingCheck::Strict, Some(8_000))
+            .expect_err("an orphan result");
+        assert_eq!(rejected.error.kind(), "invalid_tool_pairs");
+        assert!(rejected.manifest.transforms.is_empty());
+    }
+
+    /// Each rejection has its own stable name.
+    #[test]
+    fn every_rejection_names_its_kind() {
+        let failed = |kind| {
+            PrepareError::SourceFailed(source::SourceLoadError::Failed {
+                source_name: "s".into(),
+                kind,
+                message: "down".into(),
+            })
+        };
+        let errors = [
+            (
+                PrepareError::InvalidToolPairs {
+                    problem: PairingProblem::BlankId { index: 0 },
+                },
+                "invalid_tool_pairs",
+            ),
+            (
+                PrepareError::ContextBudgetExceeded {
+                    estimated: 2,
+                    limit: 1,
+                },
+                "context_budget_exceeded",
+            ),
+            (failed(source::FailureKind::Error), "source_failed"),
+            (
+                PrepareError::SourceFailed(source::SourceLoadError::Structural {
+                    source_name: "s".into(),
+                    problem: "empty".into(),
+                }),
+                "source_invalid",
+            ),
+            (
+                PrepareError::InvalidSelection(omission::SelectionError::Unknown("x".into())),
+                "invalid_selection_policy",
+            ),
+            (PrepareError::StateConflict, "state_conflict"),
+            (PrepareError::HistoryConflict, "history_conflict"),
+        ];
+        for (error, kind) in errors {
+            assert_eq!(error.kind(), kind, "{error}");
+        }
+    }
 }
