@@ -4,7 +4,7 @@
 //! | rule | what must hold |
 //! | --- | --- |
 //! | `progress` | after the mock makes tool calls in a step, the step's next main-loop request carries every one of those calls with its result, or the step ends in a reported error |
-//! | `retention` | the first main-loop request of a step whose session completed an earlier step carries that step's input and reply, and the tool calls the harness sent back in that step with their results: verbatim, or through a summary the harness obtained of them |
+//! | `retention` | the first main-loop request of a step whose session completed an earlier step carries that step's input and reply (and, where the scenario's steps build on earlier tool results, the tool calls the harness sent back in that step with their results): verbatim, or through a summary the harness obtained of them |
 //!
 //! **Carries**, for `progress`: the request holds a call with the call's id (or, for a harness
 //! that renames ids, its name and arguments) and a result of that call. A harness that writes
@@ -23,12 +23,15 @@
 //! last one does not, and a summary the harness obtained and then dropped is forgetting. A step
 //! that ended in an error (its input refused, say) is not required of the next.
 //!
-//! The tool calls of that step count as for `progress`: the call (by id, or by name and
-//! arguments) with a result of it, or the exchange written as text. Only calls the harness sent
-//! back within the step are required, and a result may be shortened, offloaded or replaced by a
-//! placeholder: keeping a step's input and reply while dropping the tool exchange between them
-//! (a session that stores only the text of each turn) is forgetting. A request that holds the
-//! whole answer of a side request sent since that step began (a summary) needs no call of it.
+//! In a scenario whose steps build on what the tools returned before (`keeps_tool_exchanges`:
+//! "read the next log"), the tool calls of that step are required too, as `progress` counts
+//! them: the call (by id, or by name and arguments) with a result of it, or the exchange written
+//! as text. Only calls the harness sent back within the step are required, and a result may be
+//! shortened, offloaded or replaced by a placeholder: keeping a step's input and reply while
+//! dropping the tool exchange between them (a session that stores only the text of each turn)
+//! is forgetting there. Elsewhere dropping earlier turns' tool exchanges is a strategy (the AI
+//! SDK's `pruneMessages`), not judged. A request that holds the whole answer of a side request
+//! sent since that step began (a summary) needs no call of it.
 
 use std::cell::OnceCell;
 
@@ -242,8 +245,9 @@ fn retention(scenario: &WireScenario, steps: &[StepRun], index: usize) -> Option
             ));
         }
     }
-    // The step's tool exchanges, unless a summary the harness obtained stands for the step.
-    if !carries_a_summary(request, &side) {
+    // The step's tool exchanges, where the scenario's steps build on them, unless a summary the
+    // harness obtained stands for the step.
+    if scenario.keeps_tool_exchanges && !carries_a_summary(request, &side) {
         let text = OnceCell::new();
         let dropped: Vec<String> = sent_back(&steps[earlier], &scenario.tools)
             .into_iter()

@@ -73,6 +73,11 @@ struct RawWire {
     /// Report each request's prompt-cache reads and writes in the trace (no rule judges them).
     #[serde(default)]
     report_cache: bool,
+    /// Each step builds on what the tools returned in the one before ("read the next log"):
+    /// `retention` then also asks for the tool calls of the session's last step, with their
+    /// results (or a summary the harness obtained).
+    #[serde(default)]
+    keeps_tool_exchanges: bool,
     #[serde(default = "default_max_output")]
     max_output_tokens: u64,
     #[serde(default)]
@@ -282,6 +287,9 @@ pub struct WireScenario {
     pub thinking_budget: Option<u64>,
     /// The trace reports each request's prompt-cache use.
     pub report_cache: bool,
+    /// Each step builds on the tool results of the one before: `retention` asks for the last
+    /// step's tool exchanges too.
+    pub keeps_tool_exchanges: bool,
     pub max_output_tokens: u64,
     pub stream: bool,
     pub usage: bool,
@@ -396,6 +404,7 @@ pub fn parse(label: &str, source: &str, name: &str) -> Result<WireScenario, Diag
         advertised_window,
         thinking_budget,
         report_cache: raw.report_cache,
+        keeps_tool_exchanges: raw.keeps_tool_exchanges,
         max_output_tokens: raw.max_output_tokens,
         stream: raw.stream,
         usage: raw.usage,

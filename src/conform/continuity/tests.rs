@@ -140,6 +140,12 @@ fn a_cli_that_renames_ids_carries_its_call_by_name_and_arguments() {
 /// A two-step session: step 1 reads the log through `read_log` (`call_0001`) and answers
 /// "Out of memory."; step 2's first request is `second` (its messages), answered with text.
 fn retention_of(second: Value, side: Option<(Value, &str)>) -> Option<String> {
+    retention_in(true, second, side)
+}
+
+/// [`retention_of`] in a scenario that says (`keeps`) or does not say that its steps build on
+/// earlier tool results.
+fn retention_in(keeps: bool, second: Value, side: Option<(Value, &str)>) -> Option<String> {
     let source = r#"
 description = "Two steps"
 model = "wire-8k"
@@ -151,6 +157,7 @@ input = "And the fix?"
     let mut scenario = crate::conform::file::parse("test.toml", source, "wire/test")
         .unwrap_or_else(|e| panic!("{e:?}"));
     scenario.tools = vec![read_log()];
+    scenario.keeps_tool_exchanges = keeps;
     let user = json!({"role": "user", "content": "Why did the build fail?"});
     let asked = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0001", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]});
     let result = json!({"role": "tool", "tool_call_id": "call_0001", "content": "error: out of memory\nline 2"});
@@ -212,6 +219,8 @@ fn a_session_keeps_the_tool_exchange_of_its_last_step() {
     // The call kept without its result is no better.
     let found = retention_of(json!([user, asked, reply, next]), None);
     assert!(found.is_some_and(|f| f.contains("read_log (call_0001)")));
+    // Where the steps do not build on earlier results, dropping them is a strategy.
+    assert_eq!(retention_in(false, json!([user, reply, next]), None), None);
 }
 
 #[test]
@@ -250,6 +259,7 @@ input = "And?"
     let mut scenario = crate::conform::file::parse("test.toml", source, "wire/test")
         .unwrap_or_else(|e| panic!("{e:?}"));
     scenario.tools = vec![read_log()];
+    scenario.keeps_tool_exchanges = true;
     let user = json!({"role": "user", "content": "Why?"});
     let asked = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0001", "type": "function", "function": {"name": "read_log", "arguments": "{}"}}]});
     let reply = json!({"role": "assistant", "content": "No idea."});
