@@ -119,10 +119,7 @@ fn progress(run: &StepRun, tools: &[WireTool]) -> Vec<String> {
             let text = OnceCell::new();
             let missing: Vec<String> = calls
                 .iter()
-                .filter(|call| {
-                    !carries_call(request, call)
-                        && !carries_as_text(text.get_or_init(|| text_of(request)), call, tools)
-                })
+                .filter(|call| !carries(request, &text, call, tools))
                 .map(|call| describe_call(call))
                 .collect();
             if !missing.is_empty() {
@@ -157,6 +154,18 @@ fn progress(run: &StepRun, tools: &[WireTool]) -> Vec<String> {
 
 fn describe_call(call: &ToolCall) -> String {
     format!("{} ({})", call.name, call.id)
+}
+
+/// True when `request` carries `call` with a result: structured ([`carries_call`]) or written
+/// as text ([`carries_as_text`], its text read into `text` once per request).
+fn carries(
+    request: &ModelRequest,
+    text: &OnceCell<String>,
+    call: &ToolCall,
+    tools: &[WireTool],
+) -> bool {
+    carries_call(request, call)
+        || carries_as_text(text.get_or_init(|| text_of(request)), call, tools)
 }
 
 /// True when `request` holds `call` (by id, or by name and arguments) and a result of it.
@@ -251,14 +260,7 @@ fn retention(scenario: &WireScenario, steps: &[StepRun], index: usize) -> Option
         let text = OnceCell::new();
         let dropped: Vec<String> = sent_back(&steps[earlier], &scenario.tools)
             .into_iter()
-            .filter(|call| {
-                !carries_call(request, call)
-                    && !carries_as_text(
-                        text.get_or_init(|| text_of(request)),
-                        call,
-                        &scenario.tools,
-                    )
-            })
+            .filter(|call| !carries(request, &text, call, &scenario.tools))
             .map(describe_call)
             .collect();
         if !dropped.is_empty() {
@@ -293,8 +295,7 @@ fn sent_back<'a>(run: &'a StepRun, tools: &[WireTool]) -> Vec<&'a ToolCall> {
     for (exchange, request) in main_loop(run) {
         let text = OnceCell::new();
         asked.retain(|call| {
-            let carried = carries_call(request, call)
-                || carries_as_text(text.get_or_init(|| text_of(request)), call, tools);
+            let carried = carries(request, &text, call, tools);
             if carried {
                 answered.push(call);
             }
