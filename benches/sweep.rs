@@ -7,7 +7,8 @@
 //! `reference` is a fixed workload the simulator does not touch (exact o200k counting and
 //! SHA-256 of generated text): on a shared machine, compare the ratio of a sweep figure to
 //! `reference` measured in the same run, not raw times across runs.
-//! `cargo bench -- --test` runs each once (CI smoke).
+//! `cargo bench -- --test` runs each once (a smoke test; CI runs it unoptimised, with
+//! `cargo test --bench sweep -- --test`).
 
 use std::hint::black_box;
 use std::time::Duration;

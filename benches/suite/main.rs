@@ -4,7 +4,8 @@
 //! cargo bench --bench suite                 # everything, then the summary tables on stderr
 //! cargo bench --bench suite -- estimation   # one part (a criterion filter)
 //! cargo bench --bench suite -- counting     # exact counting's cost per byte, 64 KiB to 1 MiB
-//! cargo bench --bench suite -- --test       # CI smoke: each benchmark once, small inputs
+//! cargo bench --bench suite -- --test       # smoke: each benchmark once, small inputs
+//! cargo test --bench suite -- --test        # the same smoke, unoptimised (as CI runs it)
 //! ```
 //!
 //! - [`estimation`]: the approximate estimator on each family of the calibration corpus's
