@@ -139,7 +139,7 @@ fn fragment(block: &Block, base: &str) -> Result<(), String> {
 }
 
 fn protocol(block: &Block) -> Result<(), String> {
-    const TYPES: [&str; 8] = [
+    const TYPES: [&str; 9] = [
         "setup",
         "step",
         "reset",
@@ -148,6 +148,7 @@ fn protocol(block: &Block) -> Result<(), String> {
         "reply",
         "error",
         "unanswered",
+        "interrupted",
     ];
     for line in block.text.lines() {
         let value: serde_json::Value =

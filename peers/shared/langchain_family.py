@@ -32,6 +32,7 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 from importlib.metadata import version  # noqa: E402
 
 from langchain_parts import (  # noqa: E402,F401
+    StepInterrupt,
     build_checkpointer,
     build_model,
     build_tool,
@@ -88,7 +89,7 @@ def main(harness, package, build_agent, after_step=None):
                 close_checkpointer(checkpointer)
             checkpointer = build_checkpointer()
             agent = build_agent(msg, model, checkpointer)
-            send({"type": "ready", "harness": harness, "version": version(package), "reset": True})
+            send({"type": "ready", "harness": harness, "version": version(package), "reset": True, "interrupts": True})
         elif msg["type"] == "reset":
             # Nothing of the scenario is kept; no line answers a reset.
             agent = None
@@ -104,11 +105,16 @@ def main(harness, package, build_agent, after_step=None):
                     raise RuntimeError("step before a successful setup")
                 # The step's text, then any images it attaches (`user_content`); a plain string without.
                 # The run's checkpoints are written (and, on disk, committed) before invoke returns.
+                StepInterrupt.begin(msg)
                 result = agent.invoke(
                     {"messages": [{"role": "user", "content": user_content(msg)}]},
                     {"configurable": {"thread_id": msg["session"]}, "metadata": {"user_id": msg.get("user")}},
                 )
-                answer = {"type": "reply", "step": step, "text": result["messages"][-1].text}
+                if StepInterrupt.happened:
+                    # Paused at the tool call; the next step's new message goes on in the same thread.
+                    answer = {"type": "interrupted", "step": step}
+                else:
+                    answer = {"type": "reply", "step": step, "text": result["messages"][-1].text}
             except Exception as exc:  # noqa: BLE001 - every failure is reported on the protocol
                 traceback.print_exc(file=sys.stderr)
                 kind, message = classify(exc)

@@ -105,13 +105,33 @@ def user_content(step):
     ]
 
 
+class StepInterrupt:
+    """Whether the current step stops at its first tool call (a step line's `interrupt`), and
+    whether it did. The tools stop it with LangGraph's own human-in-the-loop `interrupt()`,
+    before counting or running the call: the graph pauses with the AI message's tool calls in
+    the thread and no ToolMessage for them, as a human who never approves leaves it."""
+
+    asked = False
+    happened = False
+
+    @classmethod
+    def begin(cls, step):
+        cls.asked, cls.happened = bool(step.get("interrupt")), False
+
+
 def build_tool(spec, lock):
-    """A tool that answers its n-th call (over the whole scenario) with results[n-1]."""
+    """A tool that answers its n-th call (over the whole scenario) with results[n-1], or stops
+    the run at the call when the step asks for an interrupt (`StepInterrupt`)."""
     results = spec.get("results") or [{"text": "", "error": False}]
     calls = 0
 
     def run(**_arguments):
         nonlocal calls
+        if StepInterrupt.asked:
+            from langgraph.types import interrupt
+
+            StepInterrupt.happened = True
+            interrupt({"tool": spec["name"], "reason": "the step stops at its first tool call"})
         with lock:
             calls += 1
             result = results[min(calls, len(results)) - 1]

@@ -86,7 +86,7 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(rule: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(rule: &str, detail: impl Into<String>) -> Self {
         Violation {
             rule: rule.to_string(),
             detail: detail.into(),
@@ -376,6 +376,7 @@ pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation
             }
         }
     }
+    found.extend(super::interrupt::expectations(scenario, steps));
     found
 }
 
@@ -394,7 +395,7 @@ fn check_one(expect: &WireExpect, number: usize, run: &StepRun, found: &mut Vec<
 }
 
 /// How a step ended, for a failed expectation: its reply or its error, shortened.
-fn describe_end(end: &StepEnd) -> String {
+pub(crate) fn describe_end(end: &StepEnd) -> String {
     match end {
         StepEnd::Reply(text) => format!("replied {:?}", ctxbed_harness::format::snippet(text, 80)),
         StepEnd::Error { kind, message } => {

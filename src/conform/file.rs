@@ -190,6 +190,11 @@ struct RawStep {
     /// `CTXBED_STATE_DIR`).
     #[serde(default)]
     restart: bool,
+    /// Stop the harness at the first tool call of each step of this entry, before the tool
+    /// runs, as a human who does not approve it: the step ends `interrupted` (an adapter
+    /// declares `interrupts` to run such a scenario; others are not applicable).
+    #[serde(default)]
+    interrupt: bool,
 }
 
 /// An image a step attaches: a PNG of this many pixels (at most 8,000 on a side, as
@@ -249,6 +254,8 @@ pub struct WireStep {
     pub images: Vec<WireImage>,
     /// A new adapter process serves this step and the ones after it.
     pub restart: bool,
+    /// The harness stops at the step's first tool call, before running it (`interrupted`).
+    pub interrupt: bool,
 }
 
 /// What a step (or every step) must show.
@@ -316,7 +323,7 @@ impl WireScenario {
 }
 
 /// The error kinds an adapter may report (see docs/peer-protocol.md).
-pub const ERROR_KINDS: [&str; 8] = [
+pub const ERROR_KINDS: [&str; 9] = [
     "context_overflow",
     "rate_limited",
     "timeout",
@@ -325,6 +332,7 @@ pub const ERROR_KINDS: [&str; 8] = [
     "tool_error",
     "budget_refused",
     "other",
+    super::interrupt::KIND,
 ];
 
 /// The JSON Schema of the wire-scenario format (`ctxbed schema wire`), derived from the structs

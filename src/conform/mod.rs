@@ -21,6 +21,7 @@ pub mod continuity;
 pub mod explore;
 pub mod file;
 pub mod generate;
+pub mod interrupt;
 pub mod matrix;
 pub mod mutants;
 pub mod peer;
@@ -371,7 +372,7 @@ fn result_counts(scenario: &WireScenario) -> BTreeMap<String, usize> {
 }
 
 /// Sends `setup` and reads its answer into `outcome`: true when the adapter is ready, false when
-/// it cannot speak the scenario's API.
+/// it cannot speak the scenario's API or run its interrupts.
 async fn set_up(
     peer: &mut Peer,
     scenario: &WireScenario,
@@ -418,7 +419,8 @@ async fn set_up(
             }
             outcome.context = context.to_string();
             outcome.kind = ready_kind(&line)?;
-            Ok(true)
+            outcome.unsupported = interrupt::unsupported(scenario, &line);
+            Ok(outcome.unsupported.is_none())
         }
         Some("unsupported") => {
             let reason = line
@@ -474,6 +476,9 @@ async fn run_steps(
         if !step.images.is_empty() {
             line["images"] = png::step_images(number, &step.images).into();
         }
+        if step.interrupt {
+            line["interrupt"] = true.into();
+        }
         let answer = match peer.send(&line).await {
             Err(error) => Some(Err(error)),
             Ok(()) => {
@@ -493,7 +498,7 @@ async fn run_steps(
                 checks::loop_detail(number, scenario.request_limit)
             }
             Some(Err(error)) => error.to_string(),
-            Some(Ok(line)) => match parse_end(&line, number) {
+            Some(Ok(line)) => match parse_end(&line, number, step.interrupt) {
                 Ok(end) => {
                     record_step(outcome, host, before, end);
                     continue;
@@ -533,7 +538,7 @@ async fn over_limit(host: &ProviderHost, limit: u64) {
     }
 }
 
-fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
+fn parse_end(line: &Value, number: usize, interrupt: bool) -> Result<StepEnd, String> {
     let step = line.get("step").and_then(Value::as_u64);
     if step != Some(number as u64) {
         return Err(format!(
@@ -563,6 +568,7 @@ fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
                     .to_string(),
             })
         }
+        Some("interrupted") => interrupt::end(number, interrupt),
         // The adapter gives the step up (a test's code ended it without answering): it fails
         // at once, with the adapter's reason, instead of at the step timeout.
         Some("unanswered") => Err(format!(
@@ -572,7 +578,7 @@ fn parse_end(line: &Value, number: usize) -> Result<StepEnd, String> {
                 .unwrap_or("no reason given")
         )),
         _ => Err(format!(
-            "the adapter answered {line} to step {number} (expected `reply` or `error`)"
+            "the adapter answered {line} to step {number} (expected `reply`, `error` or `interrupted`)"
         )),
     }
 }

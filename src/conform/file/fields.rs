@@ -42,6 +42,7 @@ impl Checker<'_> {
                     input: step.input.replace("{n}", &number.to_string()),
                     images: step.images.clone(),
                     restart: step.restart && copy == 0,
+                    interrupt: step.interrupt,
                 });
             }
         }

@@ -1,0 +1,133 @@
+//! Steps that stop the harness at a tool call: what a step line and a `ready` line say about
+//! them, how an `interrupted` answer reads, and the expectation every such step carries.
+//!
+//! A scenario marks a step `interrupt = true`: at the step's first tool call the harness stops
+//! before running the tool, as when a human does not approve it (LangGraph's `interrupt()`, the
+//! OpenAI Agents SDK's `needs_approval`, the AI SDK's `needsApproval`), and the adapter answers
+//! `{"type":"interrupted","step":N}`. The steps after it go on in the same session, so the
+//! scenario shows what the harness does with a call left without its result. Only an adapter
+//! whose `ready` line declares `"interrupts": true` runs such a scenario; for any other it is not
+//! applicable, as a scenario in an API the harness cannot speak.
+
+use serde_json::Value;
+
+use super::checks::{StepEnd, StepRun, Violation};
+use super::file::WireScenario;
+
+/// The error kind an interrupted step ends with (what `expect.error` names).
+pub const KIND: &str = "interrupted";
+
+/// True when some step of the scenario interrupts the harness.
+pub fn asked(scenario: &WireScenario) -> bool {
+    scenario.steps.iter().any(|step| step.interrupt)
+}
+
+/// Why a scenario that interrupts is not applicable to an adapter, or `None` when its `ready`
+/// line declares `"interrupts": true` (or the scenario interrupts nothing).
+pub fn unsupported(scenario: &WireScenario, ready: &Value) -> Option<String> {
+    let declared = ready.get("interrupts").and_then(Value::as_bool) == Some(true);
+    (asked(scenario) && !declared).then(|| {
+        "a step of this scenario stops the harness at a tool call (`interrupt`), and the adapter's \
+         `ready` line does not declare `\"interrupts\": true`"
+            .to_string()
+    })
+}
+
+/// How an `interrupted` answer to step `number` ends it: as the error kind [`KIND`] when the
+/// step asked for it, a protocol error when it did not.
+pub fn end(number: usize, asked: bool) -> Result<StepEnd, String> {
+    if asked {
+        Ok(StepEnd::Error {
+            kind: KIND.to_string(),
+            message: "the harness stopped at a tool call, as the step asked".to_string(),
+        })
+    } else {
+        Err(format!(
+            "the adapter answered `interrupted` to step {number}, which asks for no interrupt"
+        ))
+    }
+}
+
+/// Each step that asked for an interrupt and ended otherwise (`expect`): the harness ran past
+/// its tool call, or the adapter did not stop it.
+pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    for (index, (step, run)) in scenario.steps.iter().zip(steps).enumerate() {
+        let interrupted = matches!(&run.end, StepEnd::Error { kind, .. } if kind == KIND);
+        if step.interrupt && !interrupted && !run.end.interrupted() {
+            let number = index + 1;
+            let mut violation = Violation::new(
+                "expect",
+                format!(
+                    "step {number}: the step stops the harness at its first tool call \
+                     (`interrupt = true`), but it {}",
+                    super::checks::describe_end(&run.end)
+                ),
+            );
+            violation.step = Some(number);
+            found.push(violation);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conform::file::{WireStep, parse};
+    use serde_json::json;
+
+    fn scenario(interrupt: bool) -> WireScenario {
+        let text = format!(
+            "description = \"d\"\nmodel = \"m\"\n[[steps]]\ninput = \"a\"\ninterrupt = {interrupt}\n[[steps]]\ninput = \"b\"\n"
+        );
+        parse("i.toml", &text, "wire/i").expect("parses")
+    }
+
+    fn run(end: StepEnd) -> StepRun {
+        StepRun {
+            end,
+            exchanges: Vec::new(),
+            count_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn only_an_adapter_that_declares_interrupts_runs_a_scenario_that_asks_for_one() {
+        let asks = scenario(true);
+        let steps: Vec<bool> = asks.steps.iter().map(|s: &WireStep| s.interrupt).collect();
+        assert_eq!(steps, [true, false]);
+        let ready = json!({"type": "ready", "interrupts": true});
+        assert_eq!(unsupported(&asks, &ready), None);
+        let silent = json!({"type": "ready"});
+        let reason = unsupported(&asks, &silent).expect("not applicable");
+        assert!(reason.contains("\"interrupts\": true"), "{reason}");
+        assert_eq!(unsupported(&scenario(false), &silent), None);
+    }
+
+    #[test]
+    fn an_interrupted_answer_ends_only_a_step_that_asked_for_it() {
+        let ended = end(1, true).expect("asked");
+        assert!(matches!(ended, StepEnd::Error { ref kind, .. } if kind == KIND));
+        let wrong = end(2, false).expect_err("not asked");
+        assert!(wrong.contains("step 2"), "{wrong}");
+    }
+
+    #[test]
+    fn a_step_that_asked_for_an_interrupt_and_replied_fails_expect() {
+        let asks = scenario(true);
+        let replied = [
+            run(StepEnd::Reply("done".into())),
+            run(StepEnd::Reply("ok".into())),
+        ];
+        let found = expectations(&asks, &replied);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].rule.as_str(), found[0].step), ("expect", Some(1)));
+        assert!(found[0].detail.contains("replied \"done\""), "{found:?}");
+        let stopped = [
+            run(end(1, true).expect("asked")),
+            run(StepEnd::Reply("ok".into())),
+        ];
+        assert!(expectations(&asks, &stopped).is_empty());
+    }
+}
