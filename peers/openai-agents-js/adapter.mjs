@@ -54,9 +54,16 @@ function model() {
     : new OpenAIResponsesModel(client, env.CTXBED_MODEL);
 }
 
+/** A step line's `interrupt`: the step stops at its first tool call through the SDK's own
+ *  human-in-the-loop approval (a tool's `needsApproval`, asked per call), never given: the run
+ *  ends with the call in `result.interruptions`, and the next step is a new input in the same
+ *  session. */
+const stepInterrupt = { asked: false };
+
 /** The scenario's tools: the n-th call of a tool returns results[n-1], then the last; a scripted
  *  failure is thrown, and reported to the model through the tool's documented `errorFunction` as
- *  the SDK's default wording plus the error's text (the default alone hides the text). */
+ *  the SDK's default wording plus the error's text (the default alone hides the text). In a step
+ *  that asks for an interrupt, each call waits for an approval that never comes. */
 function tools(specs) {
   return specs.map((spec) => {
     const results = spec.results?.length ? spec.results : [{ text: '', error: false }];
@@ -67,6 +74,7 @@ function tools(specs) {
       parameters: spec.parameters ?? { type: 'object', properties: {} },
       // A JSON schema as given, not rewritten for strict mode.
       strict: false,
+      needsApproval: async () => stepInterrupt.asked,
       errorFunction: (_context, error) =>
         `An error occurred while running the tool. Please try again. Error: ${error instanceof Error ? error.message : String(error)}`,
       execute: async () => {
@@ -101,17 +109,21 @@ function buildAgent(setup) {
   });
   // One MemorySession per protocol session, the SDK's documented session memory.
   const sessions = new Map();
-  return async (session, text, images) => {
+  // The step's answer line: its reply, or `interrupted` when it stopped for an approval.
+  const answer = (step, result) => (result.interruptions?.length
+    ? { type: 'interrupted', step }
+    : { type: 'reply', step, text: String(result.finalOutput ?? '') });
+  return async ({ step, session, input: text, images, interrupt }) => {
     if (!sessions.has(session)) sessions.set(session, new MemorySession());
     const options = { session: sessions.get(session) };
+    stepInterrupt.asked = Boolean(interrupt);
     if (env.CTXBED_STREAM === '1') {
       const result = await run(agent, input(text, images), { ...options, stream: true });
       await result.completed;
       if (result.error) throw result.error;
-      return String(result.finalOutput ?? '');
+      return answer(step, result);
     }
-    const result = await run(agent, input(text, images), options);
-    return String(result.finalOutput ?? '');
+    return answer(step, await run(agent, input(text, images), options));
   };
 }
 
@@ -150,7 +162,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
       continue;
     }
     ask = buildAgent(msg);
-    send({ type: 'ready', harness: 'openai-agents-js', version, context: 'none', reset: true });
+    send({ type: 'ready', harness: 'openai-agents-js', version, context: 'none', reset: true, interrupts: true });
   } else if (msg.type === 'reset') {
     // Nothing of the scenario is kept; no line answers a reset.
     ask = null;
@@ -158,7 +170,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   } else if (msg.type === 'step') {
     try {
       if (!ask) throw new Error('step before a successful setup');
-      send({ type: 'reply', step: msg.step, text: await ask(msg.session, msg.input, msg.images) });
+      send(await ask(msg));
     } catch (error) {
       console.error(error);
       send({ type: 'error', step: msg.step, kind: classify(error), message: `${error.name}: ${error.message}`.slice(0, 2000) });

@@ -98,8 +98,22 @@ def emit(obj):
 # ---- tools ---------------------------------------------------------------------------------------
 
 
+# A step line's `interrupt`: the step stops at its first tool call through the SDK's own
+# human-in-the-loop approval (a tool's `needs_approval`, asked per call), and the approval is never
+# given: the run ends with the call in `result.interruptions`, the session holding what the SDK
+# saved of the turn, and the next step is a new input in the same session. Releases before tool
+# approval (the bug zoo's older ones) declare no `interrupts`.
+APPROVALS = "needs_approval" in getattr(FunctionTool, "__dataclass_fields__", {})
+STEP_INTERRUPT = {"asked": False}
+
+
+async def needs_approval(_ctx, _parameters, _call_id) -> bool:
+    return STEP_INTERRUPT["asked"]
+
+
 def make_tool(spec) -> FunctionTool:
-    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1]."""
+    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1];
+    in a step that asks for an interrupt, each call waits for an approval that never comes."""
     name = spec["name"]
     results = spec.get("results") or [{"text": "", "error": False}]
     calls = 0
@@ -118,6 +132,7 @@ def make_tool(spec) -> FunctionTool:
         params_json_schema=copy.deepcopy(spec.get("parameters") or {"type": "object", "properties": {}}),
         on_invoke_tool=invoke,
         strict_json_schema=False,
+        **({"needs_approval": needs_approval} if APPROVALS else {}),
     )
 
 
@@ -243,7 +258,7 @@ async def main():
             else:
                 run_config = RunConfig(tracing_disabled=True)
                 context = "none"
-            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": context, "reset": True})
+            emit({"type": "ready", "harness": HARNESS, "version": version("openai-agents"), "context": context, "reset": True, "interrupts": APPROVALS})
         elif msg["type"] == "reset":
             # Nothing of the scenario is kept; no line answers a reset.
             for session in sessions.values():
@@ -263,12 +278,17 @@ async def main():
                 if session is None:
                     session = sessions[msg["session"]] = open_session(msg["session"], state_dir)
                 step_input = run_input(msg)
+                STEP_INTERRUPT["asked"] = bool(msg.get("interrupt"))
                 if stream:
                     result = Runner.run_streamed(agent, step_input, session=session, run_config=run_config)
                     async for _event in result.stream_events():
                         pass
                 else:
                     result = await Runner.run(agent, step_input, session=session, run_config=run_config)
+                if getattr(result, "interruptions", None):
+                    # Stopped at the call, its approval never given; the next step moves on.
+                    emit({"type": "interrupted", "step": step})
+                    continue
                 output = result.final_output
                 emit({"type": "reply", "step": step, "text": output if isinstance(output, str) else json.dumps(output, default=str)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line
