@@ -101,7 +101,7 @@ async def keep_recent(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 # Configurations other than the row's own, for the bug zoo (CTXBED_PEER_VARIANT, see the README);
 # never chosen by a scenario.
-VARIANTS = ("", "keep-5")
+VARIANTS = ("", "keep-5", "thinking-field")
 VARIANT = os.environ.get("CTXBED_PEER_VARIANT", "")
 
 
@@ -152,6 +152,14 @@ def make_model():
     thinking_budget = os.environ.get("CTXBED_THINKING_BUDGET", "")
     settings = ModelSettings(max_tokens=max_output)
     profile = {"context_window": int(os.environ.get("CTXBED_WINDOW", "8000"))} if PROFILE_HAS_WINDOW else None
+    if VARIANT == "thinking-field":
+        # The `thinking-field` variant: Chat Completions reasoning in a field of the assistant
+        # message, `reasoning_content`, read and sent back there, as the OpenAI profile's docs
+        # configure DeepSeek-style reasoning (`openai_chat_thinking_field`, `'field'`).
+        from pydantic_ai.profiles.openai import OpenAIModelProfile
+
+        fields = {"openai_chat_thinking_field": "reasoning_content", "openai_chat_send_back_thinking_parts": "field"}
+        profile = OpenAIModelProfile(**(profile or {}), **fields)
     if api == "openai":
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
