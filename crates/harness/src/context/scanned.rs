@@ -383,6 +383,28 @@ mod tests {
     }
 
     #[test]
+    fn a_scan_sets_the_historys_system_messages_apart_from_the_conversation() {
+        let history = vec![
+            Message::user("u1", "Fix it."),
+            Message::system("s1", "Be brief."),
+            Message::assistant("a1", "Done."),
+            Message::system("s2", "Use metric units."),
+        ];
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
+        for read in [fresh(&history), scan(&history, &estimator)] {
+            let system: Vec<&str> = read
+                .foreign_system(&history)
+                .iter()
+                .map(|m| m.id.as_str())
+                .collect();
+            assert_eq!(system, ["s1", "s2"]);
+            let conversation: Vec<&str> =
+                read.conversation().iter().map(|m| m.id.as_str()).collect();
+            assert_eq!(conversation, ["u1", "a1"]);
+        }
+    }
+
+    #[test]
     fn a_remembered_scan_equals_a_fresh_one() {
         let estimator = CachedEstimator::new(ApproximateEstimator::default());
         let mut history = vec![
