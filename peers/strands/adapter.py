@@ -165,9 +165,15 @@ def make_model():
 # ---- tools ---------------------------------------------------------------------------------------
 
 
+# A step line's `crash`: the process dies while the step's first tool runs, as a runtime killed
+# mid-tool; what the session manager had written by then is all the next process finds.
+STEP_CRASH = {"asked": False}
+
+
 def make_tool(spec, calls_by_tool) -> PythonAgentTool:
     """A tool that answers its n-th call (over the whole scenario, all sessions: `calls_by_tool`
-    is the scenario's, shared by every session's Agent) with results[n-1]."""
+    is the scenario's, shared by every session's Agent) with results[n-1]; in a step that asks
+    for a crash, it ends the process instead."""
     name = spec["name"]
     results = spec.get("results") or [{"text": "", "error": False}]
     tool_spec = {
@@ -177,6 +183,9 @@ def make_tool(spec, calls_by_tool) -> PythonAgentTool:
     }
 
     def invoke(tool_use, **_invocation_state):
+        if STEP_CRASH["asked"]:
+            logging.warning("step asks for a crash: ending the process in tool %s", name)
+            os._exit(3)
         n = calls_by_tool[name] = calls_by_tool.get(name, 0) + 1
         result = results[min(n, len(results)) - 1]
         return {
@@ -299,7 +308,7 @@ async def main():
                 continue
             setup = msg
             state_dir = os.environ.get("CTXBED_STATE_DIR") or None
-            emit({"type": "ready", "harness": HARNESS, "version": version("strands-agents"), "context": "own", "reset": True})
+            emit({"type": "ready", "harness": HARNESS, "version": version("strands-agents"), "context": "own", "reset": True, "crashes": True})
         elif msg["type"] == "reset":
             # Nothing of the scenario is kept; no line answers a reset.
             setup, unsupported, agents, calls_by_tool, state_dir = None, None, {}, {}, None
@@ -315,6 +324,7 @@ async def main():
                     agents[session] = make_agent(
                         setup.get("system") or None, setup.get("tools", []), calls_by_tool, session, state_dir
                     )
+                STEP_CRASH["asked"] = bool(msg.get("crash"))
                 result = await agents[session].invoke_async(prompt(msg))
                 emit({"type": "reply", "step": step, "text": reply_text(result)})
             except Exception as exc:  # noqa: BLE001 - every failure becomes a protocol error line

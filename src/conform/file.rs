@@ -195,6 +195,11 @@ struct RawStep {
     /// declares `interrupts` to run such a scenario; others are not applicable).
     #[serde(default)]
     interrupt: bool,
+    /// The harness's process dies while the step's first tool runs (the tool ends it, as a
+    /// runtime killed mid-tool); the step ends `crashed`, and the next step must restart the
+    /// harness (an adapter declares `crashes` to run such a scenario).
+    #[serde(default)]
+    crash: bool,
 }
 
 /// An image a step attaches: a PNG of this many pixels (at most 8,000 on a side, as
@@ -256,6 +261,8 @@ pub struct WireStep {
     pub restart: bool,
     /// The harness stops at the step's first tool call, before running it (`interrupted`).
     pub interrupt: bool,
+    /// The harness's process dies while the step's first tool runs (`crashed`).
+    pub crash: bool,
 }
 
 /// What a step (or every step) must show.
@@ -323,7 +330,7 @@ impl WireScenario {
 }
 
 /// The error kinds an adapter may report (see docs/peer-protocol.md).
-pub const ERROR_KINDS: [&str; 9] = [
+pub const ERROR_KINDS: [&str; 10] = [
     "context_overflow",
     "rate_limited",
     "timeout",
@@ -333,6 +340,7 @@ pub const ERROR_KINDS: [&str; 9] = [
     "budget_refused",
     "other",
     super::interrupt::KIND,
+    super::interrupt::CRASHED,
 ];
 
 /// The JSON Schema of the wire-scenario format (`ctxbed schema wire`), derived from the structs

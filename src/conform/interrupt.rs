@@ -1,13 +1,18 @@
-//! Steps that stop the harness at a tool call: what a step line and a `ready` line say about
-//! them, how an `interrupted` answer reads, and the expectation every such step carries.
+//! Steps that stop the harness mid-step: what a step line and a `ready` line say about them,
+//! how the answer reads, and the expectation every such step carries.
 //!
 //! A scenario marks a step `interrupt = true`: at the step's first tool call the harness stops
 //! before running the tool, as when a human does not approve it (LangGraph's `interrupt()`, the
-//! OpenAI Agents SDK's `needs_approval`, the AI SDK's `needsApproval`), and the adapter answers
+//! OpenAI Agents SDK's `needs_approval`), and the adapter answers
 //! `{"type":"interrupted","step":N}`. The steps after it go on in the same session, so the
-//! scenario shows what the harness does with a call left without its result. Only an adapter
-//! whose `ready` line declares `"interrupts": true` runs such a scenario; for any other it is not
-//! applicable, as a scenario in an API the harness cannot speak.
+//! scenario shows what the harness does with a call left without its result.
+//!
+//! Or `crash = true`: the harness's process dies while the step's first tool runs (the tool ends
+//! it, as a runtime killed mid-tool or a recycled container), no answer comes, and the next step
+//! starts a new process (`restart = true`), which continues the session from what the harness
+//! had persisted. Only an adapter whose `ready` line declares `"interrupts": true` (or
+//! `"crashes": true`) runs such a scenario; for any other it is not applicable, as a scenario in
+//! an API the harness cannot speak.
 
 use serde_json::Value;
 
@@ -17,20 +22,41 @@ use super::file::WireScenario;
 /// The error kind an interrupted step ends with (what `expect.error` names).
 pub const KIND: &str = "interrupted";
 
+/// The error kind a step that crashed the harness ends with.
+pub const CRASHED: &str = "crashed";
+
 /// True when some step of the scenario interrupts the harness.
 pub fn asked(scenario: &WireScenario) -> bool {
     scenario.steps.iter().any(|step| step.interrupt)
 }
 
-/// Why a scenario that interrupts is not applicable to an adapter, or `None` when its `ready`
-/// line declares `"interrupts": true` (or the scenario interrupts nothing).
+/// Why a scenario that interrupts or crashes the harness is not applicable to an adapter, or
+/// `None` when its `ready` line declares what the scenario asks (`"interrupts": true`,
+/// `"crashes": true`).
 pub fn unsupported(scenario: &WireScenario, ready: &Value) -> Option<String> {
-    let declared = ready.get("interrupts").and_then(Value::as_bool) == Some(true);
-    (asked(scenario) && !declared).then(|| {
-        "a step of this scenario stops the harness at a tool call (`interrupt`), and the adapter's \
-         `ready` line does not declare `\"interrupts\": true`"
+    let declared = |field: &str| ready.get(field).and_then(Value::as_bool) == Some(true);
+    if asked(scenario) && !declared("interrupts") {
+        return Some(
+            "a step of this scenario stops the harness at a tool call (`interrupt`), and the \
+             adapter's `ready` line does not declare `\"interrupts\": true`"
+                .to_string(),
+        );
+    }
+    let crashes = scenario.steps.iter().any(|step| step.crash);
+    (crashes && !declared("crashes")).then(|| {
+        "a step of this scenario ends the harness's process while a tool runs (`crash`), and \
+         the adapter's `ready` line does not declare `\"crashes\": true`"
             .to_string()
     })
+}
+
+/// How a step that asked for a crash ended when its adapter's output closed without an
+/// answer: as it asked.
+pub fn crashed() -> StepEnd {
+    StepEnd::Error {
+        kind: CRASHED.to_string(),
+        message: "the process ended while the step's tool ran, as the step asked".to_string(),
+    }
 }
 
 /// How an `interrupted` answer to step `number` ends it: as the error kind [`KIND`] when the
@@ -48,19 +74,29 @@ pub fn end(number: usize, asked: bool) -> Result<StepEnd, String> {
     }
 }
 
-/// Each step that asked for an interrupt and ended otherwise (`expect`): the harness ran past
-/// its tool call, or the adapter did not stop it.
+/// Each step that asked for an interrupt or a crash and ended otherwise (`expect`): the harness
+/// ran past its tool call, or the adapter did not stop it.
 pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation> {
     let mut found = Vec::new();
     for (index, (step, run)) in scenario.steps.iter().zip(steps).enumerate() {
-        let interrupted = matches!(&run.end, StepEnd::Error { kind, .. } if kind == KIND);
-        if step.interrupt && !interrupted && !run.end.interrupted() {
+        let ended = |want: &str| matches!(&run.end, StepEnd::Error { kind, .. } if kind == want);
+        let asked = if step.interrupt {
+            (!ended(KIND))
+                .then_some("stops the harness at its first tool call (`interrupt = true`)")
+        } else if step.crash {
+            (!ended(CRASHED))
+                .then_some("ends the harness's process while its first tool runs (`crash = true`)")
+        } else {
+            None
+        };
+        if let Some(asked) = asked
+            && !run.end.interrupted()
+        {
             let number = index + 1;
             let mut violation = Violation::new(
                 "expect",
                 format!(
-                    "step {number}: the step stops the harness at its first tool call \
-                     (`interrupt = true`), but it {}",
+                    "step {number}: the step {asked}, but it {}",
                     super::checks::describe_end(&run.end)
                 ),
             );
@@ -103,6 +139,35 @@ mod tests {
         let reason = unsupported(&asks, &silent).expect("not applicable");
         assert!(reason.contains("\"interrupts\": true"), "{reason}");
         assert_eq!(unsupported(&scenario(false), &silent), None);
+    }
+
+    #[test]
+    fn a_step_that_crashes_the_harness_is_followed_by_a_new_process() {
+        let crash = "description = \"d\"\nmodel = \"m\"\n[[steps]]\ninput = \"a\"\ncrash = true\n[[steps]]\ninput = \"b\"\n";
+        let problems = parse("c.toml", crash, "wire/c").expect_err("no restart after the crash");
+        assert!(
+            problems.to_string().contains("no new process takes over"),
+            "{problems}"
+        );
+        let both = crash.replace("crash = true", "crash = true\ninterrupt = true");
+        let problems = parse("c.toml", &both, "wire/c").expect_err("crash and interrupt");
+        assert!(problems.to_string().contains("both crashes"), "{problems}");
+        let restarted = format!("{crash}restart = true\n");
+        let scenario = parse("c.toml", &restarted, "wire/c").expect("parses");
+        let silent = json!({"type": "ready", "interrupts": true});
+        let reason = unsupported(&scenario, &silent).expect("crashes not declared");
+        assert!(reason.contains("\"crashes\": true"), "{reason}");
+        let ready = json!({"type": "ready", "crashes": true});
+        assert_eq!(unsupported(&scenario, &ready), None);
+        let replied = [
+            run(StepEnd::Reply("done".into())),
+            run(StepEnd::Reply("ok".into())),
+        ];
+        let found = expectations(&scenario, &replied);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].detail.contains("`crash = true`"), "{found:?}");
+        let ended = [run(crashed()), run(StepEnd::Reply("ok".into()))];
+        assert!(expectations(&scenario, &ended).is_empty());
     }
 
     #[test]

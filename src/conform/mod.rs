@@ -476,8 +476,10 @@ async fn run_steps(
         if !step.images.is_empty() {
             line["images"] = png::step_images(number, &step.images).into();
         }
-        if step.interrupt {
-            line["interrupt"] = true.into();
+        for (field, asked) in [("interrupt", step.interrupt), ("crash", step.crash)] {
+            if asked {
+                line[field] = true.into();
+            }
         }
         let answer = match peer.send(&line).await {
             Err(error) => Some(Err(error)),
@@ -496,6 +498,11 @@ async fn run_steps(
             None => {
                 outcome.looped = Some(number);
                 checks::loop_detail(number, scenario.request_limit)
+            }
+            // The step asked for its process to end: it ended as asked, and a new one takes over.
+            Some(Err(PeerError::Exited { .. })) if step.crash => {
+                record_step(outcome, host, before, interrupt::crashed());
+                continue;
             }
             Some(Err(error)) => error.to_string(),
             Some(Ok(line)) => match parse_end(&line, number, step.interrupt) {

@@ -43,6 +43,7 @@ impl Checker<'_> {
                     images: step.images.clone(),
                     restart: step.restart && copy == 0,
                     interrupt: step.interrupt,
+                    crash: step.crash,
                 });
             }
         }
@@ -55,7 +56,38 @@ impl Checker<'_> {
                 .help("add [[steps]] with an `input`"),
             );
         }
+        self.stops(&steps);
         steps
+    }
+
+    /// A step that crashes the harness is followed by one that starts it again, and no step
+    /// both crashes and stops at its tool call.
+    fn stops(&mut self, steps: &[WireStep]) {
+        for (index, step) in steps.iter().enumerate() {
+            let number = index + 1;
+            if step.crash && step.interrupt {
+                self.problems.push(
+                    Diagnostic::file_level(
+                        self.label,
+                        format!(
+                            "step {number} both crashes the harness and stops it at a tool call"
+                        ),
+                    )
+                    .field("steps.crash")
+                    .help("keep one of `crash = true` and `interrupt = true`"),
+                );
+            }
+            if step.crash && !steps.get(index + 1).is_some_and(|next| next.restart) {
+                self.problems.push(
+                    Diagnostic::file_level(
+                        self.label,
+                        format!("step {number} crashes the harness, and no new process takes over after it"),
+                    )
+                    .field("steps.crash")
+                    .help("give the step after it `restart = true` (and `repeat` no more than 1 to a step that crashes)"),
+                );
+            }
+        }
     }
 
     /// One `[[expect]]` entry, its step and error kind checked against a scenario of
