@@ -532,6 +532,40 @@ mod tests {
         );
     }
 
+    /// The memo keeps at most one scan per counting method and first message: a history's scan
+    /// is the remembered one it continued (taken out of the memo) or a new one. So
+    /// `take_closest` never has two candidates to choose between; its order and its pruning
+    /// only spare comparisons (tools/mutants/equivalent.toml).
+    #[test]
+    fn the_memo_keeps_one_scan_per_first_message() {
+        let estimator = CachedEstimator::new(ApproximateEstimator::default());
+        let first = Message::user("u1", "Fix it.");
+        let mut long = vec![first.clone()];
+        for round in 0..3 {
+            long.extend(exchange(round));
+        }
+        let fork = vec![first.clone(), Message::user("u2", "Or the import.")];
+        let other = vec![Message::user("v1", "Something else.")];
+        // Held while the others are read: the memo's copy is then cloned, not taken over.
+        let kept = scan(&long, &estimator);
+        for history in [&fork, &other, &long, &fork, &long] {
+            drop(scan(history.as_slice(), &estimator));
+        }
+        drop(kept);
+        MEMO.with_borrow(|memo| {
+            let sharing = memo
+                .scans
+                .iter()
+                .filter(|scan| {
+                    scan.handles
+                        .first()
+                        .is_some_and(|m| m.shares_content(&first))
+                })
+                .count();
+            assert_eq!(sharing, 1);
+        });
+    }
+
     /// Two `History` values that start with one shared message and have the same revision: the
     /// second's record of its changes says nothing about the first's scan, so its messages are
     /// compared, not taken as read.
