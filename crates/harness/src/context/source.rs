@@ -360,3 +360,37 @@ fn check_blocks(entry: &Registered, blocks: &[ContextBlock]) -> Result<(), Sourc
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_options_builders_set_their_field_and_keep_the_other() {
+        let options = SourceOptions::default()
+            .timeout(Duration::from_millis(250))
+            .on_failure(FailurePolicy::Omit);
+        let expected = SourceOptions {
+            timeout: Duration::from_millis(250),
+            on_failure: FailurePolicy::Omit,
+        };
+        assert_eq!(options, expected);
+        let mut registry = SourceRegistry::new();
+        let zero = SourceOptions::default().timeout(Duration::ZERO);
+        let refused = registry.register("notes", Arc::new(StaticSource::new(Vec::new())), zero);
+        assert_eq!(refused, Err(RegistrationError::ZeroTimeout("notes".into())));
+    }
+
+    #[test]
+    fn a_registry_shows_its_sources_by_name() {
+        let mut registry = SourceRegistry::new();
+        let source = Arc::new(StaticSource::new(Vec::new()));
+        registry
+            .register("notes", source, SourceOptions::default())
+            .expect("a valid registration");
+        assert_eq!(
+            format!("{registry:?}"),
+            r#"SourceRegistry { sources: ["notes"] }"#
+        );
+    }
+}
