@@ -384,10 +384,12 @@ mod tests {
     #[test]
     fn a_registry_shows_its_sources_by_name() {
         let mut registry = SourceRegistry::new();
+        assert!(registry.is_empty());
         let source = Arc::new(StaticSource::new(Vec::new()));
         registry
             .register("notes", source, SourceOptions::default())
             .expect("a valid registration");
+        assert!(!registry.is_empty());
         assert_eq!(
             format!("{registry:?}"),
             r#"SourceRegistry { sources: ["notes"] }"#
