@@ -512,6 +512,30 @@ mod tests {
     use super::*;
     use crate::context::block::ContextBlock;
 
+    /// Omission is decided before conversation reduction, so its transforms go in front of the
+    /// first reduction's and after everything recorded before it.
+    #[test]
+    fn omissions_are_recorded_before_the_conversation_reduction() {
+        let mut transforms = vec![
+            Transform::ToolResultOffloadFailed {
+                call_id: "call_1".into(),
+            },
+            Transform::ArgumentTruncation { messages: 2 },
+            Transform::HistoryCompactionSkipped,
+        ];
+        record_omissions(&mut transforms, &["workspace:NOTES.md".to_string()]);
+        let kinds: Vec<&str> = transforms.iter().map(Transform::kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "tool_result_offload_failed",
+                "omitted_for_budget",
+                "argument_truncation",
+                "history_compaction_skipped"
+            ]
+        );
+    }
+
     /// The memo of rendered material messages answers only for the same set of materials.
     #[test]
     fn rendered_materials_follow_the_set_asked_for() {

@@ -382,6 +382,22 @@ mod tests {
     }
 
     #[test]
+    fn a_required_block_may_not_come_from_an_omittable_source() {
+        let entry = |on_failure| Registered {
+            name: "notes".into(),
+            source: Arc::new(StaticSource::new(Vec::new())),
+            options: SourceOptions::default().on_failure(on_failure),
+        };
+        let required = [ContextBlock::runtime("r", "Must stay.").required()];
+        let optional = [ContextBlock::runtime("o", "May go.")];
+        assert!(check_blocks(&entry(FailurePolicy::Fail), &required).is_ok());
+        assert!(check_blocks(&entry(FailurePolicy::Omit), &optional).is_ok());
+        let refused = check_blocks(&entry(FailurePolicy::Omit), &required)
+            .expect_err("a required block from an OMIT source");
+        assert!(refused.to_string().contains("required"), "{refused}");
+    }
+
+    #[test]
     fn a_registry_shows_its_sources_by_name() {
         let mut registry = SourceRegistry::new();
         assert!(registry.is_empty());

@@ -485,6 +485,23 @@ mod tests {
         WorkspacePath::parse(text).expect("a valid test path")
     }
 
+    /// A kind given without its detail is refused with the form its detail takes, for every
+    /// kind that has one.
+    #[test]
+    fn a_missing_detail_is_refused_with_the_form_it_takes() {
+        for kind in Transform::KINDS
+            .iter()
+            .filter(|kind| **kind != "tool_pairs_unchecked")
+        {
+            match kind.parse::<Transform>() {
+                Err(TransformParseError::Malformed { expected, .. }) => {
+                    assert!(expected.starts_with(':'), "{kind}: {expected:?}");
+                }
+                other => panic!("{kind}: {other:?}"),
+            }
+        }
+    }
+
     /// One value of every variant with the text today's stages record for it.
     fn every_variant() -> Vec<(Transform, &'static str)> {
         vec![
