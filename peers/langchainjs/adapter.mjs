@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { ChatAnthropic } from '@langchain/anthropic';
-import { MemorySaver } from '@langchain/langgraph';
+import { MemorySaver, interrupt } from '@langchain/langgraph';
 import { ChatOpenAI } from '@langchain/openai';
 import { createAgent, summarizationMiddleware, tool } from 'langchain';
 
@@ -77,13 +77,23 @@ function chatModel() {
   });
 }
 
+/** A step line's `interrupt`: the step stops at its first tool call through LangGraph's own
+ *  human-in-the-loop `interrupt()`, called in the tool before it counts or runs the call, so the
+ *  thread keeps the AI message's tool calls and no ToolMessage for them. */
+const stepInterrupt = { asked: false, happened: false };
+
 /** The scenario's tools: the n-th call of a tool returns results[n-1], then the last; a
- *  scripted failure is thrown, and the agent's tool node reports it to the model. */
+ *  scripted failure is thrown, and the agent's tool node reports it to the model. In a step that
+ *  asks for an interrupt, each call stops the run instead (`stepInterrupt`). */
 function tools(specs) {
   return specs.map((spec) => {
     const results = spec.results?.length ? spec.results : [{ text: '', error: false }];
     let calls = 0;
     return tool(async () => {
+      if (stepInterrupt.asked) {
+        stepInterrupt.happened = true;
+        interrupt({ tool: spec.name, reason: 'the step stops at its first tool call' });
+      }
       const result = results[Math.min(++calls, results.length) - 1];
       if (result.error) throw new Error(result.text);
       return result.text;
@@ -196,7 +206,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
     closeCheckpointer(saver);
     saver = await checkpointer();
     agent = buildAgent(msg, saver);
-    send({ type: 'ready', harness: 'langchainjs', version, reset: true });
+    send({ type: 'ready', harness: 'langchainjs', version, reset: true, interrupts: true });
   } else if (msg.type === 'reset') {
     // Nothing of the scenario is kept; no line answers a reset.
     closeCheckpointer(saver);
@@ -206,11 +216,15 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   } else if (msg.type === 'step') {
     try {
       if (!agent) throw new Error('step before a successful setup');
+      Object.assign(stepInterrupt, { asked: Boolean(msg.interrupt), happened: false });
       const result = await agent.invoke(
         { messages: [userMessage(msg.input, msg.images)] },
         { configurable: { thread_id: msg.session }, metadata: { user_id: msg.user } },
       );
-      send({ type: 'reply', step: msg.step, text: result.messages.at(-1).text });
+      // Paused at the tool call, the next step's new message goes on in the same thread.
+      send(stepInterrupt.happened
+        ? { type: 'interrupted', step: msg.step }
+        : { type: 'reply', step: msg.step, text: result.messages.at(-1).text });
     } catch (error) {
       console.error(error);
       send({ type: 'error', step: msg.step, kind: classify(error), message: `${error.name}: ${error.message}`.slice(0, 2000) });
