@@ -502,6 +502,21 @@ mod tests {
         }
     }
 
+    /// A kind whose detail is fixed takes only that detail.
+    #[test]
+    fn a_fixed_detail_must_be_the_one_its_kind_records() {
+        for text in [
+            "compaction_tail:keep_everything",
+            "history_compaction_skipped:nothing_at_all",
+        ] {
+            let parsed = text.parse::<Transform>();
+            assert!(
+                matches!(parsed, Err(TransformParseError::Malformed { .. })),
+                "{text}: {parsed:?}"
+            );
+        }
+    }
+
     /// One value of every variant with the text today's stages record for it.
     fn every_variant() -> Vec<(Transform, &'static str)> {
         vec![
