@@ -191,6 +191,18 @@ mod tests {
         assert!(used <= 30);
     }
 
+    /// The search's bounds are the text's own: a text that fits all but its last character keeps
+    /// the rest (ceil(2 × 10 / 5) = 4 tokens, 11 characters would be 5), and one that fits is
+    /// kept whole.
+    #[test]
+    fn truncation_keeps_the_longest_prefix_that_fits() {
+        assert_eq!(
+            truncate_to_tokens("abcdefghijk", 4, &RatioEstimator),
+            "abcdefghij"
+        );
+        assert_eq!(truncate_to_tokens("abc", 2, &RatioEstimator), "abc");
+    }
+
     #[test]
     fn truncation_respects_characters() {
         let text = "日本語のテキスト";
