@@ -54,16 +54,17 @@ function model() {
     : new OpenAIResponsesModel(client, env.CTXBED_MODEL);
 }
 
-/** A step line's `interrupt`: the step stops at its first tool call through the SDK's own
- *  human-in-the-loop approval (a tool's `needsApproval`, asked per call), never given: the run
- *  ends with the call in `result.interruptions`, and the next step is a new input in the same
- *  session. */
-const stepInterrupt = { asked: false };
+/** A step line's `interrupt`: the step runs a clone of the agent whose tools need the SDK's own
+ *  human-in-the-loop approval (`needsApproval`), never given: the run ends with the call in
+ *  `result.interruptions`, and the next step is a new input in the same session with the row's
+ *  own agent, whose tools ask for no approval. The clone's tools share the row's call counts. */
+function stoppingAtToolCalls(agent) {
+  return agent.clone({ tools: agent.tools.map((t) => ({ ...t, needsApproval: async () => true })) });
+}
 
 /** The scenario's tools: the n-th call of a tool returns results[n-1], then the last; a scripted
  *  failure is thrown, and reported to the model through the tool's documented `errorFunction` as
- *  the SDK's default wording plus the error's text (the default alone hides the text). In a step
- *  that asks for an interrupt, each call waits for an approval that never comes. */
+ *  the SDK's default wording plus the error's text (the default alone hides the text). */
 function tools(specs) {
   return specs.map((spec) => {
     const results = spec.results?.length ? spec.results : [{ text: '', error: false }];
@@ -74,7 +75,6 @@ function tools(specs) {
       parameters: spec.parameters ?? { type: 'object', properties: {} },
       // A JSON schema as given, not rewritten for strict mode.
       strict: false,
-      needsApproval: async () => stepInterrupt.asked,
       errorFunction: (_context, error) =>
         `An error occurred while running the tool. Please try again. Error: ${error instanceof Error ? error.message : String(error)}`,
       execute: async () => {
@@ -116,14 +116,14 @@ function buildAgent(setup) {
   return async ({ step, session, input: text, images, interrupt }) => {
     if (!sessions.has(session)) sessions.set(session, new MemorySession());
     const options = { session: sessions.get(session) };
-    stepInterrupt.asked = Boolean(interrupt);
+    const runner = interrupt ? stoppingAtToolCalls(agent) : agent;
     if (env.CTXBED_STREAM === '1') {
-      const result = await run(agent, input(text, images), { ...options, stream: true });
+      const result = await run(runner, input(text, images), { ...options, stream: true });
       await result.completed;
       if (result.error) throw result.error;
       return answer(step, result);
     }
-    return answer(step, await run(agent, input(text, images), options));
+    return answer(step, await run(runner, input(text, images), options));
   };
 }
 

@@ -98,22 +98,25 @@ def emit(obj):
 # ---- tools ---------------------------------------------------------------------------------------
 
 
-# A step line's `interrupt`: the step stops at its first tool call through the SDK's own
-# human-in-the-loop approval (a tool's `needs_approval`, asked per call), and the approval is never
-# given: the run ends with the call in `result.interruptions`, the session holding what the SDK
-# saved of the turn, and the next step is a new input in the same session. Releases before tool
-# approval (the bug zoo's older ones) declare no `interrupts`.
+# A step line's `interrupt`: the step runs a clone of the agent whose tools need the SDK's own
+# human-in-the-loop approval (`needs_approval=True`), never given: the run ends with the call in
+# `result.interruptions`, the session holding what the SDK saved of the turn, and the next step is
+# a new input in the same session with the row's own agent. Every other step runs the row's agent,
+# whose tools ask for no approval (a `needs_approval` policy, even one that answers no, would make
+# the SDK hold a call with invalid arguments for approval). Releases before tool approval (the bug
+# zoo's older ones) declare no `interrupts`.
 APPROVALS = "needs_approval" in getattr(FunctionTool, "__dataclass_fields__", {})
-STEP_INTERRUPT = {"asked": False}
 
 
-async def needs_approval(_ctx, _parameters, _call_id) -> bool:
-    return STEP_INTERRUPT["asked"]
+def stopping_at_tool_calls(agent):
+    """The agent with every tool needing an approval; the tools share the row's call counts."""
+    import dataclasses
+
+    return agent.clone(tools=[dataclasses.replace(tool, needs_approval=True) for tool in agent.tools])
 
 
 def make_tool(spec) -> FunctionTool:
-    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1];
-    in a step that asks for an interrupt, each call waits for an approval that never comes."""
+    """A tool that answers its n-th call (over the whole scenario, all sessions) with results[n-1]."""
     name = spec["name"]
     results = spec.get("results") or [{"text": "", "error": False}]
     calls = 0
@@ -132,7 +135,6 @@ def make_tool(spec) -> FunctionTool:
         params_json_schema=copy.deepcopy(spec.get("parameters") or {"type": "object", "properties": {}}),
         on_invoke_tool=invoke,
         strict_json_schema=False,
-        **({"needs_approval": needs_approval} if APPROVALS else {}),
     )
 
 
@@ -278,13 +280,13 @@ async def main():
                 if session is None:
                     session = sessions[msg["session"]] = open_session(msg["session"], state_dir)
                 step_input = run_input(msg)
-                STEP_INTERRUPT["asked"] = bool(msg.get("interrupt"))
+                runner = stopping_at_tool_calls(agent) if msg.get("interrupt") else agent
                 if stream:
-                    result = Runner.run_streamed(agent, step_input, session=session, run_config=run_config)
+                    result = Runner.run_streamed(runner, step_input, session=session, run_config=run_config)
                     async for _event in result.stream_events():
                         pass
                 else:
-                    result = await Runner.run(agent, step_input, session=session, run_config=run_config)
+                    result = await Runner.run(runner, step_input, session=session, run_config=run_config)
                 if getattr(result, "interruptions", None):
                     # Stopped at the call, its approval never given; the next step moves on.
                     emit({"type": "interrupted", "step": step})
