@@ -339,7 +339,7 @@ pub const ERROR_KINDS: [&str; 10] = [
     "tool_error",
     "budget_refused",
     "other",
-    super::interrupt::KIND,
+    super::interrupt::INTERRUPTED,
     super::interrupt::CRASHED,
 ];
 

@@ -17,36 +17,43 @@
 use serde_json::Value;
 
 use super::checks::{StepEnd, StepRun, Violation};
-use super::file::WireScenario;
+use super::file::{WireScenario, WireStep};
 
 /// The error kind an interrupted step ends with (what `expect.error` names).
-pub const KIND: &str = "interrupted";
+pub const INTERRUPTED: &str = "interrupted";
 
 /// The error kind a step that crashed the harness ends with.
 pub const CRASHED: &str = "crashed";
 
-/// True when some step of the scenario interrupts the harness.
-pub fn asked(scenario: &WireScenario) -> bool {
-    scenario.steps.iter().any(|step| step.interrupt)
-}
+/// What a `ready` line declares to run a step that stops the harness, which steps ask for it,
+/// and what they do, for the reason a scenario is not applicable.
+type Stop = (&'static str, fn(&WireStep) -> bool, &'static str);
+
+const STOPS: [Stop; 2] = [
+    (
+        "interrupts",
+        |step| step.interrupt,
+        "stops the harness at a tool call (`interrupt`)",
+    ),
+    (
+        "crashes",
+        |step| step.crash,
+        "ends the harness's process while a tool runs (`crash`)",
+    ),
+];
 
 /// Why a scenario that interrupts or crashes the harness is not applicable to an adapter, or
 /// `None` when its `ready` line declares what the scenario asks (`"interrupts": true`,
 /// `"crashes": true`).
 pub fn unsupported(scenario: &WireScenario, ready: &Value) -> Option<String> {
-    let declared = |field: &str| ready.get(field).and_then(Value::as_bool) == Some(true);
-    if asked(scenario) && !declared("interrupts") {
-        return Some(
-            "a step of this scenario stops the harness at a tool call (`interrupt`), and the \
-             adapter's `ready` line does not declare `\"interrupts\": true`"
-                .to_string(),
-        );
-    }
-    let crashes = scenario.steps.iter().any(|step| step.crash);
-    (crashes && !declared("crashes")).then(|| {
-        "a step of this scenario ends the harness's process while a tool runs (`crash`), and \
-         the adapter's `ready` line does not declare `\"crashes\": true`"
-            .to_string()
+    STOPS.into_iter().find_map(|(field, asks, what)| {
+        let declared = ready.get(field).and_then(Value::as_bool) == Some(true);
+        (scenario.steps.iter().any(asks) && !declared).then(|| {
+            format!(
+                "a step of this scenario {what}, and the adapter's `ready` line does not declare \
+                 `\"{field}\": true`"
+            )
+        })
     })
 }
 
@@ -59,12 +66,12 @@ pub fn crashed() -> StepEnd {
     }
 }
 
-/// How an `interrupted` answer to step `number` ends it: as the error kind [`KIND`] when the
+/// How an `interrupted` answer to step `number` ends it: as the error kind [`INTERRUPTED`] when the
 /// step asked for it, a protocol error when it did not.
 pub fn end(number: usize, asked: bool) -> Result<StepEnd, String> {
     if asked {
         Ok(StepEnd::Error {
-            kind: KIND.to_string(),
+            kind: INTERRUPTED.to_string(),
             message: "the harness stopped at a tool call, as the step asked".to_string(),
         })
     } else {
@@ -81,7 +88,7 @@ pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation
     for (index, (step, run)) in scenario.steps.iter().zip(steps).enumerate() {
         let ended = |want: &str| matches!(&run.end, StepEnd::Error { kind, .. } if kind == want);
         let asked = if step.interrupt {
-            (!ended(KIND))
+            (!ended(INTERRUPTED))
                 .then_some("stops the harness at its first tool call (`interrupt = true`)")
         } else if step.crash {
             (!ended(CRASHED))
@@ -110,7 +117,7 @@ pub fn expectations(scenario: &WireScenario, steps: &[StepRun]) -> Vec<Violation
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conform::file::{WireStep, parse};
+    use crate::conform::file::parse;
     use serde_json::json;
 
     fn scenario(interrupt: bool) -> WireScenario {
@@ -173,7 +180,7 @@ mod tests {
     #[test]
     fn an_interrupted_answer_ends_only_a_step_that_asked_for_it() {
         let ended = end(1, true).expect("asked");
-        assert!(matches!(ended, StepEnd::Error { ref kind, .. } if kind == KIND));
+        assert!(matches!(ended, StepEnd::Error { ref kind, .. } if kind == INTERRUPTED));
         let wrong = end(2, false).expect_err("not asked");
         assert!(wrong.contains("step 2"), "{wrong}");
     }
