@@ -40,6 +40,17 @@ globalThis.fetch = async (input, init) => {
 // Read when a setup needs it, never kept from an earlier scenario: a `reset` changes it.
 const env = process.env;
 
+// The adapter's configurations (CTXBED_PEER_VARIANT, for the bug zoo; see the README): the row's
+// own runs each step with `agent.invoke`; `stream-events` drains `agent.streamEvents()` instead,
+// the way an application streaming tokens to its user runs it, with ChatOpenAI's messages in
+// LangChain's standard content blocks (`outputVersion: 'v1'`), so the thread keeps the messages
+// LangChain reassembled from the stream's chunks, and sends them back from those blocks.
+const VARIANT = env.CTXBED_PEER_VARIANT ?? '';
+if (!['', 'stream-events'].includes(VARIANT)) {
+  process.stderr.write(`langchainjs adapter: no variant '${VARIANT}' (known: stream-events)\n`);
+  process.exit(2);
+}
+
 /** The protocol's environment variables: a `reset` line sets those it gives and unsets the others. */
 const PROTOCOL_VARIABLES = [
   'CTXBED_API', 'CTXBED_OPENAI_BASE_URL', 'CTXBED_ANTHROPIC_BASE_URL', 'CTXBED_MODEL', 'CTXBED_API_KEY',
@@ -74,6 +85,7 @@ function chatModel() {
     ...common,
     configuration: { baseURL: env.CTXBED_OPENAI_BASE_URL },
     useResponsesApi: env.CTXBED_API === 'responses',
+    ...(VARIANT === 'stream-events' && { outputVersion: 'v1' }),
   });
 }
 
@@ -192,6 +204,21 @@ function classify(error) {
   return 'other';
 }
 
+/** Runs one step to its end and returns the thread's state: `invoke`, or on the `stream-events`
+ *  variant every event of `streamEvents` (v2) read, the state being the output of the run its
+ *  first event starts. */
+async function runStep(input, config) {
+  if (VARIANT !== 'stream-events') return agent.invoke(input, config);
+  let root = null;
+  let output = null;
+  for await (const event of agent.streamEvents(input, { ...config, version: 'v2' })) {
+    root ??= event.run_id;
+    if (event.event === 'on_chain_end' && event.run_id === root) output = event.data.output;
+  }
+  if (!output?.messages) throw new Error('streamEvents ended without the run\'s final state');
+  return output;
+}
+
 const version = createRequire(import.meta.url)('langchain/package.json').version;
 let agent = null;
 let saver = null;
@@ -217,7 +244,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
     try {
       if (!agent) throw new Error('step before a successful setup');
       Object.assign(stepInterrupt, { asked: Boolean(msg.interrupt), happened: false });
-      const result = await agent.invoke(
+      const result = await runStep(
         { messages: [userMessage(msg.input, msg.images)] },
         { configurable: { thread_id: msg.session }, metadata: { user_id: msg.user } },
       );

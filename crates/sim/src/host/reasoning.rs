@@ -21,6 +21,10 @@
 //! - encrypted content that is not what the API issued for that item: `The encrypted content
 //!   gAAA…XXXX could not be verified.`, code `invalid_encrypted_content` (openai/codex#8145).
 //!
+//! A reasoning item with neither an id nor encrypted content (a summary the harness rebuilt from
+//! a stream) is taken as it is (langchain-ai/langchainjs#11045); an id the API did not issue is
+//! refused before these rules, with the input's other malformed fields (`super::validate`).
+//!
 //! The encrypted content is derived from the item's id alone (a keyed SHA-256), so it can be
 //! checked without keeping anything; which responses reasoned, and whether each was stored, is
 //! kept in a bounded map ([`Reasoned`]). Nothing else of a response is kept.
@@ -156,10 +160,11 @@ pub fn check(json: &Value, reasoned: &Reasoned) -> Result<(), Invalid> {
             reasoning_item(item, id, reasoned)?;
             let follows = items.get(index + 1).is_some_and(|next| {
                 next.is_output()
-                    && next
-                        .id
-                        .and_then(response_number)
-                        .is_none_or(|number| Some(number) == response_number(id))
+                    && (item.id.is_none()
+                        || next
+                            .id
+                            .and_then(response_number)
+                            .is_none_or(|number| Some(number) == response_number(id)))
             });
             if !follows {
                 return Err(refusal(
@@ -215,6 +220,9 @@ fn reasoning_item(item: &Item<'_>, id: &str, reasoned: &Reasoned) -> Result<(), 
                 Some("invalid_encrypted_content"),
             ))
         }
+        // Neither an id nor encrypted content: a reasoning item the harness wrote itself (its
+        // summary alone), which the API takes (langchain-ai/langchainjs#11045).
+        None if item.id.is_none() => Ok(()),
         None => {
             let stored = response_number(id).and_then(|number| reasoned.stored(number));
             if stored == Some(true) && id.starts_with("rs_") {
@@ -344,6 +352,24 @@ mod tests {
                 .as_str()
                 .is_some_and(|m| m.starts_with("The encrypted content gAAA...")
                     && m.ends_with(" could not be verified."))
+        );
+    }
+
+    #[test]
+    fn reasoning_without_an_id_or_encrypted_content_is_taken() {
+        // What a harness rebuilds from a stream: the summary alone, then the call without its id.
+        let mut body = loop_input(Some(json!({"type": "reasoning", "summary": [
+            {"type": "summary_text", "text": "Read the log first."}
+        ]})));
+        body["input"][2]
+            .as_object_mut()
+            .map(|call| call.remove("id"));
+        assert!(check(&body, &reasoned(&[1])).is_ok());
+        // Given with the call's id, the id-less item does not stand for that response's reasoning.
+        let with_id = loop_input(Some(json!({"type": "reasoning", "summary": []})));
+        assert_eq!(
+            message(check(&with_id, &reasoned(&[1]))),
+            "Item 'fc_0001_0' of type 'function_call' was provided without its required 'reasoning' item: 'rs_0001'."
         );
     }
 

@@ -62,6 +62,13 @@ enum Problem {
     },
     /// Responses: `input` empty, and nothing else names what to answer.
     NoInput,
+    /// Responses: an item's id that is not of the kind the API issues for its type (the
+    /// parameter, the id, the prefix the API expects).
+    IdPrefix {
+        param: String,
+        value: String,
+        prefix: &'static str,
+    },
     /// A refusal already in the provider's words that breaks no named rule (Anthropic's
     /// checks of the `thinking` setting, of a role, of a thinking block's fields).
     Worded(String),
@@ -445,6 +452,9 @@ fn reason(problem: &Problem) -> String {
         Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
         Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}' is not taken"),
         Problem::NoInput => "input: empty".into(),
+        Problem::IdPrefix { param, value, .. } => {
+            format!("{param}: '{value}' is not an id the API issued")
+        }
     }
 }
 
@@ -528,6 +538,15 @@ fn openai_body(problem: &Problem) -> String {
             Value::Null,
             "missing_required_parameter",
         ),
+        Problem::IdPrefix {
+            param,
+            value,
+            prefix,
+        } => (
+            format!("Invalid '{param}': '{value}'. Expected an ID that begins with '{prefix}'."),
+            param.as_str().into(),
+            "invalid_value",
+        ),
     };
     openai_envelope(&message, param, code)
 }
@@ -578,6 +597,9 @@ fn anthropic_body(problem: &Problem) -> String {
         // Only OpenAI's APIs name these.
         Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}'"),
         Problem::NoInput => "input: empty".into(),
+        Problem::IdPrefix { param, value, .. } => {
+            format!("{param}: '{value}' is not an id the API issued")
+        }
     };
     super::anthropic::error_body("invalid_request_error", &message)
 }

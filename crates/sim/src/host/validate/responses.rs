@@ -113,12 +113,28 @@ fn item_problem(path: String, item: &Value) -> Option<Problem> {
     };
     match named("type") {
         Some("message") | None => {}
+        Some("reasoning") => return reasoning_id_problem(&path, object),
         Some(known) if ITEM_TYPES.contains(&format!("'{known}'")) => return None,
         Some(unknown) => return Some(invalid(unknown, ITEM_TYPES)),
     }
     match named("role") {
         Some("assistant" | "system" | "developer" | "user") => None,
         role => Some(invalid(role.unwrap_or_default(), ROLES)),
+    }
+}
+
+/// A reasoning item's `id`, when it has one, is the API's (`rs_…`): an empty or made-up id is
+/// refused in the API's words (langchain-ai/langchainjs#11044 quotes it for `id: ""`;
+/// jlcodes99/cockpit-tools#2090 for an id of another prefix). An item with no id at all is
+/// taken (langchain-ai/langchainjs#11045, whose fix sends reasoning rebuilt from a stream so).
+fn reasoning_id_problem(path: &str, object: &serde_json::Map<String, Value>) -> Option<Problem> {
+    match object.get("id") {
+        Some(Value::String(id)) if !id.starts_with("rs") => Some(Problem::IdPrefix {
+            param: format!("{path}.id"),
+            value: id.clone(),
+            prefix: "rs",
+        }),
+        _ => None,
     }
 }
 
@@ -207,6 +223,38 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn a_reasoning_item_id_must_be_one_the_api_issues() {
+        let reasoning = |item: Value| {
+            json!({"model": "m", "input": [{"role": "user", "content": "hi"}, item,
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}]})
+        };
+        let body = refusal(reasoning(
+            json!({"type": "reasoning", "id": "", "summary": []}),
+        ));
+        assert!(
+            body.contains("Invalid 'input[1].id': ''. Expected an ID that begins with 'rs'."),
+            "{body}"
+        );
+        assert!(body.contains(r#""param":"input[1].id""#), "{body}");
+        let body = refusal(reasoning(
+            json!({"type": "reasoning", "id": "item_df7e40c3", "summary": []}),
+        ));
+        assert!(
+            body.contains(
+                "Invalid 'input[1].id': 'item_df7e40c3'. Expected an ID that begins with 'rs'."
+            ),
+            "{body}"
+        );
+        // The API's own ids, and no id at all, pass this check (the reasoning rules judge them).
+        for item in [
+            json!({"type": "reasoning", "id": "rs_0001", "summary": []}),
+            json!({"type": "reasoning", "summary": []}),
+        ] {
+            assert_eq!(check(Api::Responses, &reasoning(item)), Ok(()));
+        }
     }
 
     #[test]
