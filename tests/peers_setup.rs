@@ -40,7 +40,10 @@ fn a_new_python_peer_gets_its_lock_and_a_node_peer_installs_from_its_lock() {
         Path::new("tests/peers-setup/peers"),
         &root.path().join("peers"),
     );
-    std::fs::copy("peers/setup", root.path().join("peers/setup")).expect("the script");
+    // The script, and the one that gives it uv (installed from PyPI under the copy's target/).
+    for script in ["peers/setup", "peers/uv"] {
+        std::fs::copy(script, root.path().join(script)).expect("the script");
+    }
 
     let (ok, text) = setup(root.path(), &["python-fixture", "node-fixture"]);
     assert!(ok, "{text}");

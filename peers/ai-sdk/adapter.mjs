@@ -85,6 +85,13 @@ const VARIANTS = {
   'prune-before-last-message': async ({ messages }) => ({
     messages: ai.pruneMessages({ messages, toolCalls: 'before-last-message' }),
   }),
+  // Responses kept on the server and chained through the tool loop, as the OpenAI provider's
+  // docs and vercel/ai#15502's reproduction do it: each request after the first of a step names
+  // the last one's response in previousResponseId, with store on.
+  'previous-response-id': async ({ steps }) => {
+    const previousResponseId = steps.at(-1)?.providerMetadata?.openai?.responseId;
+    return { providerOptions: { openai: { store: true, ...(previousResponseId && { previousResponseId }) } } };
+  },
 };
 const variant = env.CTXBED_PEER_VARIANT ?? '';
 if (!(variant in VARIANTS)) {
@@ -209,7 +216,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
       continue;
     }
     ask = buildAgent(msg);
-    send({ type: 'ready', harness: 'ai-sdk', version, context: 'docs recipe', reset: true });
+    send({ type: 'ready', harness: 'ai-sdk', version, context: variant === 'previous-response-id' ? 'none' : 'docs recipe', reset: true });
   } else if (msg.type === 'reset') {
     // Nothing of the scenario is kept; no line answers a reset.
     ask = null;

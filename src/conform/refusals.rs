@@ -3,7 +3,7 @@
 //! | rule | what must hold |
 //! | --- | --- |
 //! | `reasoning` | thinking blocks (Anthropic) and reasoning items (Responses) go back with the tool calls they preceded, unaltered, as the API requires: no request is refused for them; and in a scenario that turns thinking on, every Messages request turns it on |
-//! | `references` | every `previous_response_id` and `item_reference` names something the server holds (`ctxbed serve` keeps no response chains, so any `previous_response_id` is unknown to it) |
+//! | `references` | every `previous_response_id` and `item_reference` names something the server holds (a stored response, within the mock's bounds), and no input item repeats one the request already holds (in the conversation it goes on from, or earlier in its own input) |
 //! | `refused` | no other request is refused as the provider refuses a malformed one (a body that is not JSON, a field of the wrong type, an empty text block, …) |
 //! | `retry_after` | after a 429 with `Retry-After: N`, the step's next request comes no sooner than N seconds after the refused one arrived (less [`RETRY_AFTER_SLACK`]) |
 //!

@@ -36,8 +36,8 @@ pub fn off_the_workers<R>(bytes: usize, work: impl FnOnce() -> R) -> R {
 
 impl ProviderHost {
     /// The body as JSON the provider accepts, with, for the Responses API, the input its
-    /// references to stored items resolve to (the reasoning rules hold over that); or the body
-    /// of the 400 that refuses it.
+    /// previous response and its references to stored items resolve to (the reasoning rules
+    /// hold over that); or the body of the 400 that refuses it.
     pub(super) fn checked_request(
         &self,
         api: Api,
@@ -56,7 +56,9 @@ impl ProviderHost {
                 deepseek::check(json)?;
             }
             if api == Api::Responses {
-                let items = self.stored.resolve(json)?;
+                let continued = self.chains.resolve(json)?;
+                let body = continued.as_ref().unwrap_or(json);
+                let items = self.stored.resolve(body)?.or(continued);
                 reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;
                 *resolved.borrow_mut() = items;
             }

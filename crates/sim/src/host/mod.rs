@@ -16,6 +16,7 @@
 pub mod anthropic;
 mod body;
 pub mod cache;
+pub mod chains;
 pub mod counting;
 pub mod deepseek;
 mod errors;
@@ -72,6 +73,8 @@ pub struct ProviderHost {
     reasoned: reasoning::Reasoned,
     /// The output items of stored Responses replies, for references to them.
     stored: stored::StoredItems,
+    /// The conversations of stored Responses replies, for `previous_response_id`.
+    chains: chains::StoredChains,
     /// The prefixes the provider's prompt cache holds.
     cache: cache::PromptCache,
     /// A CLI row's scripted calls, made through its own tools ([`own_tools`]).
@@ -119,6 +122,7 @@ impl ProviderHost {
             step: Mutex::new(StepState::default()),
             reasoned: reasoning::Reasoned::default(),
             stored: stored::StoredItems::default(),
+            chains: chains::StoredChains::default(),
             cache: cache::PromptCache::default(),
             own_tools: Mutex::new(None),
             rendered: Arc::new(AtomicU64::new(0)),
@@ -329,7 +333,11 @@ impl ProviderHost {
         let encrypted = reasoning::wants_encrypted_content(&json);
         let stored = reasoning::wants_stored(&json);
         let thinking_on = api == Api::Anthropic && anthropic::thinking_enabled(&json);
-        let (mut request, breakpoints) = shape::parse(api, resolved.as_ref().unwrap_or(&json));
+        let effective = resolved.as_ref().unwrap_or(&json);
+        let kept_input = (api == Api::Responses && stored)
+            .then(|| chains::StoredChains::kept_input(effective))
+            .flatten();
+        let (mut request, breakpoints) = shape::parse(api, effective);
         let lane = self.lane(&mut request, exchange);
         let tokens = off_the_workers(body.len(), || {
             counting::input_tokens(&self.model, api, &json, &request)
@@ -363,7 +371,7 @@ impl ProviderHost {
             stored,
         };
         match outcome {
-            Ok(reply) => self.answer_reply(reply, wire, lane, exchange),
+            Ok(reply) => self.answer_reply(reply, wire, lane, kept_input, exchange),
             Err(error) => {
                 self.note_error(&error, exchange);
                 self.answer_error(error, wire, exchange).await
@@ -422,6 +430,7 @@ impl ProviderHost {
         reply: ModelReply,
         wire: Wire,
         lane: Lane,
+        kept_input: Option<Vec<Arc<chains::Kept>>>,
         exchange: &mut Exchange,
     ) -> http::Response<HostBody> {
         exchange.outcome = if reply.message.has_tool_calls() {
@@ -438,8 +447,12 @@ impl ProviderHost {
                 self.reasoned.insert(number, wire.stored);
             }
             if wire.stored {
-                self.stored
-                    .insert_all(&responses::output_items(&reply, &shape));
+                let output = responses::output_items(&reply, &shape);
+                self.stored.insert_all(&output);
+                if let Some(input) = kept_input {
+                    self.chains
+                        .insert(responses::response_id(number), input, &output);
+                }
             }
         }
         if !wire.stream {

@@ -4,11 +4,9 @@
 //! a whole `response` object or as the API's named `response.*` server-sent events, and the
 //! API's own 400 wordings for an overflow and for unpaired calls and outputs.
 //!
-//! No response is kept: `previous_response_id` is refused as the API refuses an id it does not
-//! know (`previous_response_not_found`), so a harness that relies on server-side state is told
-//! so at once instead of being served a history the mock never had. Reasoning items are the
-//! exception the API's default `store` needs: a stored response's reasoning resolves by its id
-//! (`super::reasoning`).
+//! A stored response (`store` on, the API's default) is kept: its output items for references
+//! (`super::stored`), its conversation for `previous_response_id` (`super::chains`), its
+//! reasoning by id (`super::reasoning`).
 
 use std::collections::BTreeMap;
 
@@ -241,6 +239,12 @@ pub struct Shape<'a> {
     pub reasoning_tokens: u64,
 }
 
+/// The id of the response to request `number` (`resp_0003`), by which a later request names
+/// it in `previous_response_id`.
+pub fn response_id(number: u64) -> String {
+    format!("resp_{number:04}")
+}
+
 /// The output items of a reply: a reasoning item when the turn thinks (its summary, and its
 /// encrypted content when asked), the text as one assistant message, each call as a
 /// `function_call` item.
@@ -299,7 +303,7 @@ fn response_object(
     output: Vec<Value>,
 ) -> Value {
     let mut response = json!({
-        "id": format!("resp_{:04}", shape.number),
+        "id": response_id(shape.number),
         "object": "response",
         "created_at": 0,
         "status": status,

@@ -6,8 +6,7 @@
 //!
 //! Bounded: at most [`STORED_ITEMS_MAX`] items and [`STORED_BYTES_MAX`] bytes of them; the oldest
 //! go first, and a reference to one gone is answered as the API answers an unknown id. Whole
-//! responses are not kept, so `previous_response_id` stays refused (`super::validate`). The
-//! items one request's references bring in are bounded too ([`RESOLVED_BYTES_MAX`]): a small
+//! conversations, for `previous_response_id`, are `super::chains`'. The items one request's references bring in are bounded too ([`RESOLVED_BYTES_MAX`]): a small
 //! body repeating one reference cannot make the host build gigabytes of copies.
 
 use std::collections::{BTreeMap, VecDeque};

@@ -49,8 +49,6 @@ enum Problem {
     Cache(String),
     /// A content block the API does not take (an empty text block), in Anthropic's words.
     Content(String),
-    /// A `previous_response_id` (Responses): nothing is stored, so no id is known.
-    UnknownPrevious(String),
     /// An image the provider cannot read, in its words ([`super::images::problem`]).
     Image(String),
     /// A value outside the set a field takes (OpenAI's `invalid_value`): the parameter, the
@@ -152,7 +150,6 @@ fn refusal(api: Api, problem: Option<Problem>) -> Result<(), Invalid> {
             reason: reason(&problem),
             rule: match problem {
                 Problem::Thinking(_) => Some("reasoning"),
-                Problem::UnknownPrevious(_) => Some("references"),
                 _ => None,
             },
             body: match api {
@@ -449,7 +446,6 @@ fn reason(problem: &Problem) -> String {
         | Problem::Content(message)
         | Problem::Image(message)
         | Problem::Worded(message) => message.clone(),
-        Problem::UnknownPrevious(id) => format!("previous_response_id: {id} is not stored"),
         Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}' is not taken"),
         Problem::NoInput => "input: empty".into(),
         Problem::IdPrefix { param, value, .. } => {
@@ -519,11 +515,6 @@ fn openai_body(problem: &Problem) -> String {
         | Problem::Content(message)
         | Problem::Worded(message) => (message.clone(), Value::Null, ""),
         Problem::Image(message) => (message.clone(), Value::Null, "invalid_image_format"),
-        Problem::UnknownPrevious(id) => (
-            format!("Previous response with id '{id}' not found."),
-            "previous_response_id".into(),
-            "previous_response_not_found",
-        ),
         Problem::InvalidValue {
             param,
             value,
@@ -592,8 +583,7 @@ fn anthropic_body(problem: &Problem) -> String {
         | Problem::Cache(message)
         | Problem::Content(message)
         | Problem::Image(message)
-        | Problem::Worded(message)
-        | Problem::UnknownPrevious(message) => message.clone(),
+        | Problem::Worded(message) => message.clone(),
         // Only OpenAI's APIs name these.
         Problem::InvalidValue { param, value, .. } => format!("{param}: '{value}'"),
         Problem::NoInput => "input: empty".into(),
@@ -731,15 +721,9 @@ mod tests {
             responses(json!({"model": "m", "input": "hi", "max_output_tokens": 8}))
                 .contains("Expected a value >= 16, but got 8 instead.")
         );
-        let previous =
-            responses(json!({"model": "m", "input": "hi", "previous_response_id": "resp_1"}));
         assert!(
-            previous.contains("Previous response with id 'resp_1' not found."),
-            "{previous}"
-        );
-        assert!(
-            previous.contains(r#""code":"previous_response_not_found""#),
-            "{previous}"
+            responses(json!({"model": "m", "input": "hi", "previous_response_id": 7}))
+                .contains("Invalid type for 'previous_response_id': expected a string")
         );
     }
 

@@ -208,6 +208,58 @@ fn streamed_replies_number_every_event_and_carry_the_reasoning_item() {
 }
 
 #[test]
+fn a_previous_response_is_read_as_the_conversation_it_holds() {
+    let host = host(
+        Provider::OpenAi,
+        vec![
+            MockTurn::new(TurnAction::reply("The linker ran out of memory.")),
+            MockTurn::new(TurnAction::reply("Still the linker.")),
+            MockTurn::new(TurnAction::reply("Unstored.")),
+        ],
+        HostOptions::default(),
+    );
+    let (status, first) = post(&host, &json!({"model": "wire", "input": "Why?"}));
+    assert_eq!(status, 200, "{first}");
+    assert!(first.contains(r#""id":"resp_0001""#), "{first}");
+    let next = json!({"model": "wire", "previous_response_id": "resp_0001", "input": "Sure?"});
+    let (status, body) = post(&host, &next);
+    assert_eq!(status, 200, "{body}");
+    let exchange = host.exchanges().pop().expect("an exchange");
+    let request = exchange.request.expect("a request");
+    let texts: Vec<String> = request.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts, ["Why?", "The linker ran out of memory.", "Sure?"]);
+    // Counted as the conversation the model reads, not as the short body.
+    let alone = json!({"model": "wire", "input": "Sure?", "store": false});
+    assert_eq!(post(&host, &alone).0, 200);
+    let short = host.exchanges().pop().and_then(|e| e.input_tokens);
+    assert!(
+        exchange.input_tokens > short,
+        "{:?} {short:?}",
+        exchange.input_tokens
+    );
+    // The unstored response is not held; the held one's message cannot come twice.
+    let (status, body) = post(
+        &host,
+        &json!({"model": "wire", "previous_response_id": "resp_0003", "input": "Again?"}),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("Previous response with id 'resp_0003' not found."),
+        "{body}"
+    );
+    let (status, body) = post(
+        &host,
+        &json!({"model": "wire", "previous_response_id": "resp_0002",
+            "input": [{"type": "item_reference", "id": "msg_0001"}]}),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("Duplicate item found with id msg_0001."),
+        "{body}"
+    );
+}
+
+#[test]
 fn stored_items_are_resolved_by_reference_and_unknown_ones_refused() {
     let host = host(
         Provider::OpenAi,

@@ -1,7 +1,8 @@
 //! A Responses API request as the API checks it: a model; `input` given, not empty, a string or
 //! a list of items each of a type the API knows (items without a `type` are messages, with one
 //! of its roles); `instructions` a string; `max_output_tokens` an integer of at least 16;
-//! `stream` and `tools` typed; and no `previous_response_id`, since nothing is stored.
+//! `stream` and `tools` typed; `previous_response_id` a string (which ones are held is
+//! `super::super::chains`').
 //!
 //! Each wording was measured against the live API on 2026-08-30
 //! (kangminlee-maker/local-OAuth-CLI-API-adapter, test/openai-responses-validation-parity.test.mjs).
@@ -63,14 +64,14 @@ pub(super) fn problem(json: &Value) -> Option<Problem> {
     if let Some(problem) = stream_and_tools_problem(body) {
         return Some(problem);
     }
+    // Whether a `previous_response_id` names a stored response is `super::super::chains`'.
     match field("previous_response_id") {
-        Some(Value::String(id)) => Some(Problem::UnknownPrevious(id.clone())),
+        Some(Value::String(_)) | None => None,
         Some(other) => Some(Problem::WrongType(
             "previous_response_id".into(),
             Expected::String,
             kind(other),
         )),
-        None => None,
     }
 }
 
