@@ -138,13 +138,26 @@ impl StoredChains {
     /// The items of `json`'s input as a conversation keeps them (a string input is one user
     /// message); `None` when they alone are more than a conversation may hold.
     pub fn kept_input(json: &Value) -> Option<Vec<Arc<Kept>>> {
-        let items: Vec<Value> = match json.get("input") {
-            Some(Value::String(text)) => vec![user_message(text)],
-            _ => input_items(json).into_iter().cloned().collect(),
-        };
-        let kept: Vec<Arc<Kept>> = items.into_iter().map(Kept::new).collect();
-        let size: usize = kept.iter().map(|item| item.size).sum();
-        (size <= CHAINS_BYTES_MAX).then_some(kept)
+        if let Some(Value::String(text)) = json.get("input") {
+            return (text.len() <= CHAINS_BYTES_MAX).then(|| vec![Kept::new(user_message(text))]);
+        }
+        // Measured before anything is copied: a body too large to keep costs no copy.
+        let items = input_items(json);
+        let sizes: Vec<usize> = items.iter().map(|item| json_size(item)).collect();
+        if sizes
+            .iter()
+            .fold(0usize, |sum, size| sum.saturating_add(*size))
+            > CHAINS_BYTES_MAX
+        {
+            return None;
+        }
+        let kept = items.into_iter().zip(sizes).map(|(item, size)| {
+            Arc::new(Kept {
+                value: item.clone(),
+                size,
+            })
+        });
+        Some(kept.collect())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
