@@ -30,6 +30,7 @@ pub enum BlockKind {
 }
 
 impl BlockKind {
+    /// The kind's name: `runtime` or `reference`.
     pub fn as_str(self) -> &'static str {
         match self {
             BlockKind::Runtime => "runtime",
@@ -250,6 +251,17 @@ mod tests {
         assert_eq!(base.priority(), 0);
         assert_eq!(changed.priority(), -3);
         assert_eq!(base.revision(), changed.revision());
+    }
+
+    #[test]
+    fn each_kind_is_named_and_kept_by_its_block() {
+        assert_eq!(BlockKind::Runtime.as_str(), "runtime");
+        assert_eq!(BlockKind::Reference.as_str(), "reference");
+        assert_eq!(ContextBlock::runtime("a", "x").kind(), BlockKind::Runtime);
+        assert_eq!(
+            ContextBlock::reference("a", "x").kind(),
+            BlockKind::Reference
+        );
     }
 
     #[test]
