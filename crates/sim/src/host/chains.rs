@@ -188,7 +188,7 @@ fn item_id(item: &Value) -> Option<&str> {
 }
 
 /// The size of `value` as compact JSON, without building the text.
-fn json_size(value: &Value) -> usize {
+pub(super) fn json_size(value: &Value) -> usize {
     struct Count(usize);
     impl Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {

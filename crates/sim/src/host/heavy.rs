@@ -56,9 +56,11 @@ impl ProviderHost {
                 deepseek::check(json)?;
             }
             if api == Api::Responses {
-                let continued = self.chains.resolve(json)?;
-                let body = continued.as_ref().unwrap_or(json);
-                let items = self.stored.resolve(body)?.or(continued);
+                // The request's own references first: the stored conversation it goes on from
+                // is kept resolved, and a resolved item keeps its id for the duplicate check.
+                let referenced = self.stored.resolve(json)?;
+                let own = referenced.as_ref().unwrap_or(json);
+                let items = self.chains.resolve(own)?.or(referenced);
                 reasoning::check(items.as_ref().unwrap_or(json), &self.reasoned)?;
                 *resolved.borrow_mut() = items;
             }

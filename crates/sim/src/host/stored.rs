@@ -52,7 +52,7 @@ impl StoredItems {
             let Some(id) = item.get("id").and_then(Value::as_str) else {
                 continue;
             };
-            let size = item.to_string().len();
+            let size = super::chains::json_size(item);
             if size > STORED_BYTES_MAX {
                 continue;
             }
